@@ -1,0 +1,65 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "ariata-agent",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ariata-agent", targets: ["ariata-agent"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+    ],
+    targets: [
+        // C libraries, one system library target each (module map + pkg-config).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CGPS", pkgConfig: "libgps",
+                       providers: [.apt(["libgps-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa",
+                       providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "libopusenc",
+                       providers: [.apt(["libopus-dev", "libopusenc-dev"])]),
+
+        // The queue, records, config, error codes, clock, ReliableTimer, health types.
+        .target(name: "AgentCore", dependencies: [
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+            "TOMLKit",
+        ]),
+        // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
+        // Health/ (sources, parsers, normaliser).
+        .target(name: "Capture", dependencies: [
+            "AgentCore", "CGPS", "CALSA", "COpus",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Batches, libcurl transport, backoff, circuit breaker, answer rules.
+        .target(name: "Upload", dependencies: [
+            "AgentCore", "CCurl",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Wiring, health coordinator, sd_notify, service lifecycle.
+        .target(name: "Daemon", dependencies: [
+            "AgentCore", "Capture", "Upload",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "ariata-agent", dependencies: [
+            "AgentCore", "Capture", "Upload", "Daemon",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // Real-component rigs shared by the tests: child processes, free ports,
+        // gpsd + pty, ALSA file plugin, the reference receiver.
+        .target(name: "TestRigs", dependencies: ["AgentCore"], path: "Tests/TestRigs"),
+        .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "TestRigs"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus"]),
+        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
+    ]
+)

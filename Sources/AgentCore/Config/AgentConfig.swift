@@ -1,0 +1,74 @@
+import Foundation
+import TOMLKit
+
+/// The whole configuration: one TOML file, every key with a default.
+public struct AgentConfig: Sendable, Equatable {
+    public static let defaultPath = "/etc/ariata/agent.toml"
+
+    /// The file this was read from, for messages.
+    public var file: String = AgentConfig.defaultPath
+    public var server = ServerConfig()
+    public var storage = StorageConfig()
+    public var upload = UploadConfig()
+    public var location = LocationConfig()
+    public var microphone = MicrophoneConfig()
+    public var health = HealthConfig()
+    /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
+    public var logLevel: String = "info"
+
+    public init() {}
+
+    /// Parses TOML text; `file` names it in errors.
+    public init(toml text: String, file: String) throws {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(file: file, key: nil,
+                              message: "line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
+        }
+        let root = ConfigSection(file: file, path: "", table: table)
+        self.file = file
+        server = try ServerConfig(root.section("server"))
+        storage = try StorageConfig(root.section("storage"))
+        upload = try UploadConfig(root.section("upload"))
+        location = try LocationConfig(root.section("location"))
+        microphone = try MicrophoneConfig(root.section("microphone"))
+        health = try HealthConfig(root.section("health"))
+        let log = try root.section("log")
+        logLevel = try log.choice("level", default: logLevel,
+                                  allowed: ["trace", "debug", "info", "notice", "warning", "error", "critical"])
+        try log.finish()
+        try root.finish()
+    }
+
+    /// Reads the file at `path` (a missing file gives the defaults when `missingOK`),
+    /// then applies the environment overrides `ARIATA_ENDPOINT`, `ARIATA_TOKEN` and
+    /// `ARIATA_DATABASE`.
+    public static func load(path: String = defaultPath, missingOK: Bool = false,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AgentConfig {
+        var config: AgentConfig
+        if FileManager.default.fileExists(atPath: path) {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigError(file: path, key: nil, message: "cannot read the file: check its permissions (it is 0600, readable by the service user and root)")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw ConfigError(file: path, key: nil, message: "the file is not UTF-8 text")
+            }
+            config = try AgentConfig(toml: text, file: path)
+        } else if missingOK {
+            config = AgentConfig()
+            config.file = path
+        } else {
+            throw ConfigError(file: path, key: nil, message: "no such file: run 'ariata-agent onboard' to write it, or pass --config")
+        }
+        config.applyEnvironment(environment)
+        return config
+    }
+
+    public mutating func applyEnvironment(_ environment: [String: String]) {
+        if let endpoint = environment["ARIATA_ENDPOINT"], !endpoint.isEmpty { server.endpoint = endpoint }
+        if let token = environment["ARIATA_TOKEN"], !token.isEmpty { server.token = Secret(token) }
+        if let database = environment["ARIATA_DATABASE"], !database.isEmpty { storage.database = database }
+    }
+}

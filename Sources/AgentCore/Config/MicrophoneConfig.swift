@@ -1,0 +1,24 @@
+/// `[microphone]`: ALSA capture, Opus encoding, chunking.
+public struct MicrophoneConfig: Sendable, Equatable {
+    public var enabled: Bool = true
+    /// ALSA PCM name (`default`, `hw:1,0`, `plughw:CARD=Mic`, ...).
+    public var device: String = "default"
+    /// Opus bit rate in bits per second.
+    public var bitrate: Int = 16_000
+    public var chunkSeconds: Int = 30
+    public var overlapSeconds: Int = 2
+
+    public init() {}
+
+    init(_ s: ConfigSection) throws {
+        enabled = try s.bool("enabled", default: enabled)
+        device = try s.string("device", default: device)
+        bitrate = try s.int("bitrate", default: bitrate, range: 6_000...128_000, unit: "bits per second")
+        chunkSeconds = try s.int("chunk_seconds", default: chunkSeconds, range: 5...600, unit: "seconds")
+        overlapSeconds = try s.int("overlap_seconds", default: overlapSeconds, range: 0...60, unit: "seconds")
+        guard overlapSeconds < chunkSeconds else {
+            throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
+        }
+        try s.finish()
+    }
+}

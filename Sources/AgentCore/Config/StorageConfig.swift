@@ -1,0 +1,22 @@
+/// `[storage]`: the queue database, retention and the storage guard.
+public struct StorageConfig: Sendable, Equatable {
+    public static let defaultDatabase = "/var/lib/ariata/agent.sqlite"
+
+    public var database: String = StorageConfig.defaultDatabase
+    public var retentionDays: Int = 3
+    public var minFreeMB: Int = 100
+
+    public init() {}
+
+    public var retention: RetentionPolicy {
+        RetentionPolicy(keepUploaded: Double(retentionDays) * 86_400, keepFailed: Double(retentionDays) * 86_400,
+                        minFreeBytes: Int64(minFreeMB) * 1_048_576)
+    }
+
+    init(_ s: ConfigSection) throws {
+        database = try s.string("database", default: database)
+        retentionDays = try s.int("retention_days", default: retentionDays, range: 1...365, unit: "days")
+        minFreeMB = try s.int("min_free_mb", default: minFreeMB, range: 0...1_000_000, unit: "MB")
+        try s.finish()
+    }
+}

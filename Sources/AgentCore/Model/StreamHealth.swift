@@ -1,0 +1,51 @@
+import Foundation
+
+/// A stream's (or the uploader's) health as the health coordinator asks for it.
+public enum StreamHealth: Sendable, Equatable, CustomStringConvertible {
+    case healthy
+    case unhealthy(reason: String, code: AgentErrorCode? = nil)
+    case disabled
+
+    public var isHealthy: Bool {
+        if case .healthy = self { return true }
+        return false
+    }
+
+    /// The short state word stored in the database and shown by `status`.
+    public var state: String {
+        switch self {
+        case .healthy: return "healthy"
+        case .unhealthy: return "unhealthy"
+        case .disabled: return "disabled"
+        }
+    }
+
+    public var reason: String? {
+        if case .unhealthy(let reason, _) = self { return reason }
+        return nil
+    }
+
+    public var code: AgentErrorCode? {
+        if case .unhealthy(_, let code) = self { return code }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .healthy, .disabled: return state
+        case .unhealthy(let reason, let code):
+            return "unhealthy: " + (code.map { "\($0.rawValue) " } ?? "") + reason
+        }
+    }
+}
+
+/// What every capture stream is to the daemon: something that starts, stops and says
+/// how it is. The stream writes its records to a `RecordSink` given at creation.
+public protocol CaptureStream: AnyObject, Sendable {
+    var stream: StreamName { get }
+    /// Starts capture on the stream's own thread; returns at once.
+    func start()
+    /// Stops capture, finishing and writing what is in progress; returns when done.
+    func stop()
+    func health() -> StreamHealth
+}

@@ -1,0 +1,268 @@
+import Foundation
+import GRDB
+import Logging
+
+/// The queue: one SQLite file in WAL mode, written by one process (the daemon) and read
+/// by any number of others (`status`) at the same time.
+public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
+    // @unchecked: the only stored state is GRDB's DatabasePool (thread-safe) and
+    // immutable values.
+    public let path: String
+    let pool: DatabasePool
+    let clock: any WallClock
+    let logger: Logger
+
+    /// Opens (creating when needed) the queue at `path` for writing, migrating it forward.
+    public init(path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.queue")) throws {
+        self.path = path
+        self.clock = clock
+        self.logger = logger
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.prepareDatabase { db in
+            // Durability: synchronous=FULL makes every commit fsync the WAL before it
+            // returns. A record whose enqueue returned survives the process being killed
+            // (that needs only NORMAL) and also a power cut or kernel panic: at most the
+            // transaction in flight is lost, and the file stays consistent. The price is
+            // one fsync per commit; captures commit a few times a minute (a fix every
+            // 10 s, a chunk every 28 s, health at most every 5 min), so it is cheap, and
+            // bulk writes (health backfill) go in one transaction per batch.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            try Schema.migrate(pool)
+        } catch let error as QueueError {
+            throw error
+        } catch {
+            throw QueueError.cannotOpen(path: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: RecordSink
+
+    public func enqueue(_ record: NewRecord) throws {
+        try enqueue([record], anchor: nil)
+    }
+
+    public func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
+        let now = clock.now().timeIntervalSince1970
+        try writing {
+            try pool.write { db in
+                let insert = try db.cachedStatement(sql: """
+                    INSERT INTO records (stream, record_id, captured_at, enqueued_at, payload, payload_bytes, status_changed_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """)
+                for record in records {
+                    try insert.execute(arguments: [
+                        record.stream.rawValue, record.id, record.capturedAt.timeIntervalSince1970,
+                        now, record.payload, record.payload.count, now,
+                    ])
+                }
+                if let anchor {
+                    try db.execute(sql: """
+                        INSERT INTO source_anchors (source, device, inode, offset, line, extra, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (source) DO UPDATE SET device = excluded.device, inode = excluded.inode,
+                            offset = excluded.offset, line = excluded.line, extra = excluded.extra,
+                            updated_at = excluded.updated_at
+                        """, arguments: [anchor.source, Int64(bitPattern: anchor.device), Int64(bitPattern: anchor.inode),
+                                         anchor.offset, anchor.line, anchor.extra, now])
+                }
+            }
+        }
+    }
+
+    /// The stored anchor of a health source, if it has one.
+    public func anchor(for source: String) throws -> SourceAnchor? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM source_anchors WHERE source = ?", arguments: [source]) else {
+                return nil
+            }
+            return SourceAnchor(source: row["source"],
+                                device: UInt64(bitPattern: row["device"]),
+                                inode: UInt64(bitPattern: row["inode"]),
+                                offset: row["offset"], line: row["line"], extra: row["extra"])
+        }
+    }
+
+    // MARK: UploadQueue
+
+    public func streamsWithPending() throws -> [StreamName] {
+        try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT stream FROM stream_counts WHERE status = 'pending' AND n > 0 ORDER BY stream")
+                .compactMap(StreamName.init(rawValue:))
+        }
+    }
+
+    public func pendingBatch(stream: StreamName, maxCount: Int, maxBytes: Int) throws -> [QueuedRecord] {
+        try pool.read { db in
+            // A cursor steps one row at a time, so payloads past the byte bound are never read.
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT * FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq LIMIT ?
+                """, arguments: [stream.rawValue, max(1, maxCount)])
+            var batch: [QueuedRecord] = []
+            var bytes = 0
+            while let row = try rows.next() {
+                let size: Int = row["payload_bytes"]
+                if !batch.isEmpty && bytes + size > maxBytes { break }
+                batch.append(try Self.record(from: row))
+                bytes += size
+            }
+            return batch
+        }
+    }
+
+    public func markUploaded(_ seqs: [Int64]) throws {
+        let now = clock.now().timeIntervalSince1970
+        try update(seqs, sql: """
+            UPDATE records SET status = 'uploaded', status_changed_at = ?, last_attempt_at = ?, last_error = NULL
+            WHERE seq = ? AND status = 'pending'
+            """) { [now, now, $0] }
+    }
+
+    public func recordFailedAttempt(_ seqs: [Int64], error: String) throws {
+        let now = clock.now().timeIntervalSince1970
+        try update(seqs, sql: """
+            UPDATE records SET upload_attempts = upload_attempts + 1, last_attempt_at = ?, last_error = ?,
+                status = CASE WHEN upload_attempts + 1 >= ? THEN 'failed' ELSE status END,
+                status_changed_at = CASE WHEN upload_attempts + 1 >= ? THEN ? ELSE status_changed_at END
+            WHERE seq = ? AND status = 'pending'
+            """) { [now, error, QueuePolicy.maxAttempts, QueuePolicy.maxAttempts, now, $0] }
+    }
+
+    public func noteAttempt(_ seqs: [Int64], error: String) throws {
+        let now = clock.now().timeIntervalSince1970
+        try update(seqs, sql: """
+            UPDATE records SET last_attempt_at = ?, last_error = ? WHERE seq = ? AND status = 'pending'
+            """) { [now, error, $0] }
+    }
+
+    public func markFailed(_ seqs: [Int64], error: String) throws {
+        let now = clock.now().timeIntervalSince1970
+        try update(seqs, sql: """
+            UPDATE records SET status = 'failed', status_changed_at = ?, last_attempt_at = ?, last_error = ?,
+                upload_attempts = upload_attempts + 1
+            WHERE seq = ? AND status = 'pending'
+            """) { [now, now, error, $0] }
+    }
+
+    // MARK: Reading for status and tests
+
+    /// Counts and payload bytes per stream and status (kept by triggers: O(streams)).
+    public func counts() throws -> [StreamCount] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT stream, status, n, bytes FROM stream_counts WHERE n > 0 ORDER BY stream, status")
+                .compactMap { row in
+                    guard let stream = StreamName(rawValue: row["stream"]),
+                          let status = RecordStatus(rawValue: row["status"]) else { return nil }
+                    return StreamCount(stream: stream, status: status, records: row["n"], bytes: row["bytes"])
+                }
+        }
+    }
+
+    public func count(stream: StreamName, status: RecordStatus) throws -> Int {
+        try counts().first { $0.stream == stream && $0.status == status }?.records ?? 0
+    }
+
+    /// Capture time of the oldest pending record of `stream`, nil when none is pending.
+    public func oldestPendingCapture(stream: StreamName) throws -> Date? {
+        try pool.read { db in
+            try Double.fetchOne(db, sql: """
+                SELECT captured_at FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq LIMIT 1
+                """, arguments: [stream.rawValue]).map(Date.init(timeIntervalSince1970:))
+        }
+    }
+
+    /// Age in seconds of the oldest pending record of `stream`.
+    public func oldestPendingAge(stream: StreamName) throws -> TimeInterval? {
+        try oldestPendingCapture(stream: stream).map { clock.now().timeIntervalSince($0) }
+    }
+
+    /// All records of a stream in queue order (tests and diagnostics; not for big queues).
+    public func records(stream: StreamName, status: RecordStatus? = nil) throws -> [QueuedRecord] {
+        try pool.read { db in
+            var sql = "SELECT * FROM records WHERE stream = ?"
+            var arguments: StatementArguments = [stream.rawValue]
+            if let status {
+                sql += " AND status = ?"
+                arguments += [status.rawValue]
+            }
+            return try Row.fetchAll(db, sql: sql + " ORDER BY seq", arguments: arguments).map(Self.record(from:))
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
+    public func integrityCheck() throws -> String {
+        try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+    }
+
+    /// Bytes the database takes on disk (main file and WAL).
+    public func fileBytes() -> Int64 {
+        [path, path + "-wal"].reduce(Int64(0)) { sum, file in
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+            return sum + size
+        }
+    }
+
+    /// Logs an event that `status` shows (storage guard deletions and the like).
+    public func recordEvent(code: AgentErrorCode?, message: String) throws {
+        try writing {
+            try pool.write { db in
+                try db.execute(sql: "INSERT INTO events (at, code, message) VALUES (?, ?, ?)",
+                               arguments: [clock.now().timeIntervalSince1970, code?.rawValue, message])
+            }
+        }
+    }
+
+    public func latestEvent(code: AgentErrorCode) throws -> (at: Date, message: String)? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT at, message FROM events WHERE code = ? ORDER BY id DESC LIMIT 1",
+                             arguments: [code.rawValue])
+                .map { (Date(timeIntervalSince1970: $0["at"]), $0["message"]) }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func update(_ seqs: [Int64], sql: String, arguments: (Int64) -> [(any DatabaseValueConvertible)?]) throws {
+        guard !seqs.isEmpty else { return }
+        try writing {
+            try pool.write { db in
+                let statement = try db.cachedStatement(sql: sql)
+                for seq in seqs {
+                    try statement.execute(arguments: StatementArguments(arguments(seq)))
+                }
+            }
+        }
+    }
+
+    /// Maps SQLite's "disk full" to the user's E004.
+    func writing(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            logger.error("\(AgentErrorCode.storageFull.rawValue) database write failed: disk full", metadata: ["path": "\(path)"])
+            throw QueueError.storageFull(path: path)
+        }
+    }
+
+    static func record(from row: Row) throws -> QueuedRecord {
+        let streamName: String = row["stream"]
+        let statusName: String = row["status"]
+        guard let stream = StreamName(rawValue: streamName), let status = RecordStatus(rawValue: statusName) else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "unknown stream or status in row \(row)")
+        }
+        return QueuedRecord(
+            seq: row["seq"], id: row["record_id"], stream: stream,
+            capturedAt: Date(timeIntervalSince1970: row["captured_at"]),
+            payload: row["payload"], status: status, uploadAttempts: row["upload_attempts"],
+            lastAttemptAt: (row["last_attempt_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+            lastError: row["last_error"])
+    }
+}

@@ -1,0 +1,128 @@
+import GRDB
+
+/// The database schema, versioned with `PRAGMA user_version`. Each migration moves the
+/// schema forward by one version inside one transaction; a database newer than this
+/// build knows is refused rather than guessed at.
+enum Schema {
+    /// Migration N (1-based) is `migrations[N-1]`. Append only; never edit a released one.
+    static let migrations: [String] = [v1]
+
+    static var currentVersion: Int { migrations.count }
+
+    static let v1 = """
+    -- The queue: the only buffer between capture and upload. `seq` is the order.
+    CREATE TABLE records (
+        seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+        stream            TEXT    NOT NULL,
+        record_id         BLOB    NOT NULL UNIQUE,   -- the record's UUID, 16 bytes
+        captured_at       REAL    NOT NULL,          -- unix seconds
+        enqueued_at       REAL    NOT NULL,
+        payload           BLOB    NOT NULL,          -- the record's JSON object, UTF-8
+        payload_bytes     INTEGER NOT NULL,
+        status            TEXT    NOT NULL DEFAULT 'pending'
+                                  CHECK (status IN ('pending', 'uploaded', 'failed')),
+        status_changed_at REAL    NOT NULL,
+        upload_attempts   INTEGER NOT NULL DEFAULT 0,
+        last_attempt_at   REAL,
+        last_error        TEXT
+    );
+    -- "Pending records of a stream, oldest first" and the oldest pending age.
+    CREATE INDEX records_by_stream_status_seq ON records (stream, status, seq);
+    -- Retention ("uploaded/failed older than N days") and the storage guard.
+    CREATE INDEX records_by_status_changed ON records (status, status_changed_at);
+
+    -- Counts and bytes per stream and status, kept by triggers so `status` reads a few
+    -- rows instead of counting a million.
+    CREATE TABLE stream_counts (
+        stream TEXT    NOT NULL,
+        status TEXT    NOT NULL,
+        n      INTEGER NOT NULL,
+        bytes  INTEGER NOT NULL,
+        PRIMARY KEY (stream, status)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER records_count_insert AFTER INSERT ON records BEGIN
+        INSERT INTO stream_counts (stream, status, n, bytes) VALUES (NEW.stream, NEW.status, 1, NEW.payload_bytes)
+        ON CONFLICT (stream, status) DO UPDATE SET n = n + 1, bytes = bytes + excluded.bytes;
+    END;
+    CREATE TRIGGER records_count_delete AFTER DELETE ON records BEGIN
+        UPDATE stream_counts SET n = n - 1, bytes = bytes - OLD.payload_bytes
+        WHERE stream = OLD.stream AND status = OLD.status;
+    END;
+    CREATE TRIGGER records_count_update AFTER UPDATE OF status ON records
+    WHEN OLD.status <> NEW.status BEGIN
+        UPDATE stream_counts SET n = n - 1, bytes = bytes - OLD.payload_bytes
+        WHERE stream = OLD.stream AND status = OLD.status;
+        INSERT INTO stream_counts (stream, status, n, bytes) VALUES (NEW.stream, NEW.status, 1, NEW.payload_bytes)
+        ON CONFLICT (stream, status) DO UPDATE SET n = n + 1, bytes = bytes + excluded.bytes;
+    END;
+
+    -- Where a health source has read up to, written in the same transaction as the
+    -- records it produced (exactly once across restarts).
+    CREATE TABLE source_anchors (
+        source     TEXT    PRIMARY KEY,
+        device     INTEGER NOT NULL,
+        inode      INTEGER NOT NULL,
+        offset     INTEGER NOT NULL,
+        line       INTEGER NOT NULL,
+        extra      TEXT,                             -- source-specific JSON (e.g. a CSV header)
+        updated_at REAL    NOT NULL
+    ) WITHOUT ROWID;
+
+    -- The last health of each stream and of the uploader, for `status`.
+    CREATE TABLE component_health (
+        component  TEXT PRIMARY KEY,
+        state      TEXT NOT NULL,
+        reason     TEXT,
+        code       TEXT,
+        checked_at REAL NOT NULL
+    ) WITHOUT ROWID;
+
+    -- Upload bookkeeping per stream, for `status`.
+    CREATE TABLE upload_stats (
+        stream            TEXT PRIMARY KEY,
+        last_attempt_at   REAL,
+        last_success_at   REAL,
+        last_result       TEXT,
+        last_error_code   TEXT,
+        records_sent      INTEGER NOT NULL DEFAULT 0,
+        bytes_sent        INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+
+    -- Small named state that outlives a restart (pause switches, auth pause, ...).
+    CREATE TABLE agent_state (
+        key        TEXT PRIMARY KEY,
+        value      TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID;
+
+    -- Things that happened that a user should hear of (storage guard deletions, ...).
+    CREATE TABLE events (
+        id      INTEGER PRIMARY KEY AUTOINCREMENT,
+        at      REAL NOT NULL,
+        code    TEXT,
+        message TEXT NOT NULL
+    );
+    """
+
+    /// Brings the database to `currentVersion`.
+    static func migrate(_ writer: some DatabaseWriter) throws {
+        let found = try writer.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+        if found > currentVersion {
+            throw QueueError.schemaTooNew(found: found, known: currentVersion)
+        }
+        if found == currentVersion { return }
+        if found == 0 {
+            // Must precede the first table: lets the storage guard hand freed pages back
+            // to the file system (PRAGMA incremental_vacuum) without a full VACUUM.
+            try writer.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            }
+        }
+        for version in (found + 1)...currentVersion {
+            try writer.write { db in
+                try db.execute(sql: migrations[version - 1])
+                try db.execute(sql: "PRAGMA user_version = \(version)")
+            }
+        }
+    }
+}

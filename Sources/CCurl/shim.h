@@ -1,0 +1,14 @@
+#ifndef ARIATA_CCURL_SHIM_H
+#define ARIATA_CCURL_SHIM_H
+#include <curl/curl.h>
+
+/* curl_easy_setopt and curl_easy_getinfo are variadic macros/functions that Swift
+   cannot call; these typed wrappers are all the shim there is. */
+static inline CURLcode ariata_curl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode ariata_curl_setopt_ptr(CURL *h, CURLoption o, const void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode ariata_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode ariata_curl_setopt_writefn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fn); }
+static inline CURLcode ariata_curl_setopt_headerfn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, fn); }
+static inline CURLcode ariata_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode ariata_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
+#endif

@@ -1,0 +1,1 @@
+// The capture streams live in Location/, Audio/ and Health/.

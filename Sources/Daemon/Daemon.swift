@@ -1,0 +1,1 @@
+// The daemon: wiring, health coordinator, sd_notify, service lifecycle.

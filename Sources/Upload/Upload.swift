@@ -1,0 +1,1 @@
+// The uploader: batches, libcurl transport, backoff and the contract's answer rules.

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages that building, testing and the demo need.
+# Idempotent: packages already present are left alone. Run as root or through sudo.
+set -euo pipefail
+
+# Build: C libraries the agent links against (SwiftPM system library targets).
+BUILD_PACKAGES=(
+  pkg-config
+  libsqlite3-dev
+  libcurl4-openssl-dev
+  libgps-dev
+  libasound2-dev
+  libopus-dev
+  libogg-dev
+  libopusenc-dev
+)
+# Test rigs and demo: real gpsd, socat ptys, ALSA file plugin data, speech, Opus tools,
+# the reference receiver (python3), systemd-analyze for the unit checks.
+TEST_PACKAGES=(
+  gpsd
+  socat
+  alsa-utils
+  espeak-ng
+  sox
+  opus-tools
+  python3
+  procps
+  tmux
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
+    echo "install-deps: run as root or install sudo" >&2; exit 1; fi
+fi
+
+wanted=("${BUILD_PACKAGES[@]}")
+if [ "${1:-}" != "--build-only" ]; then wanted+=("${TEST_PACKAGES[@]}"); fi
+
+missing=()
+for p in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#wanted[@]} packages already installed"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# gpsd's package starts a system gpsd on port 2947; the tests run their own on free
+# ports, so the system one is left as the package set it up.
