@@ -54,6 +54,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Measurements quoted in the README and closing notes: `swift run -c release ariata-bench <name>`.
+        .executableTarget(name: "ariata-bench", dependencies: [
+            "AgentCore", "Capture", "Upload", "Daemon",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // Real-component rigs shared by the tests: child processes, free ports,
         // gpsd + pty, ALSA file plugin, the reference receiver.
         .target(name: "TestRigs", dependencies: ["AgentCore"], path: "Tests/TestRigs"),

@@ -1,0 +1,5 @@
+enum AudioBench {
+    static func run(_ arguments: [String]) throws {
+        throw BenchNotWritten(name: "audio")
+    }
+}

@@ -1,0 +1,5 @@
+enum LocationBench {
+    static func run(_ arguments: [String]) throws {
+        throw BenchNotWritten(name: "location")
+    }
+}
