@@ -1,10 +1,130 @@
+import AgentCore
+import Foundation
+
 struct BenchNotWritten: Error, CustomStringConvertible {
     let name: String
     var description: String { "the \(name) benchmark is not written yet" }
 }
 
+/// `ariata-bench queue [--records N] [--dir D]`: enqueue throughput and latency, batch and
+/// count times on a large table, bytes per record.
+/// `ariata-bench queue crash-writer <db>`: the child of the crash-safety test; enqueues
+/// forever and prints each record id after its enqueue returned.
 enum QueueBench {
     static func run(_ arguments: [String]) throws {
-        throw BenchNotWritten(name: "queue")
+        if arguments.first == "crash-writer", arguments.count == 2 {
+            try crashWriter(path: arguments[1])
+            return
+        }
+        var big = 1_000_000
+        var dir = NSTemporaryDirectory()
+        var it = arguments.makeIterator()
+        while let a = it.next() {
+            switch a {
+            case "--records": big = Int(it.next() ?? "") ?? big
+            case "--dir": dir = it.next() ?? dir
+            default: throw BenchUsage(text: "usage: ariata-bench queue [--records N] [--dir D] | crash-writer <db>")
+            }
+        }
+        let work = (dir as NSString).appendingPathComponent("ariata-queue-bench-\(getpid())")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+
+        let location = try locationPayload()
+        let audio = Data(repeating: UInt8(ascii: "A"), count: 80_000)
+        print("synchronous=FULL, WAL; one transaction per enqueue")
+        try enqueueLatency(label: "location (\(location.count) B)", payload: location, count: 2_000, in: work)
+        try enqueueLatency(label: "audio (80 KB)", payload: audio, count: 500, in: work)
+        try largeTable(records: big, payload: location, in: work)
     }
+
+    static func locationPayload() throws -> Data {
+        try NewRecord(stream: .location, capturedAt: Date(), fields: [
+            "timestamp": RFC3339.string(from: Date()), "latitude": 52.520_008_123, "longitude": 13.404_954_456,
+            "altitude": 34.2, "speed": 1.25, "course": 271.4, "horizontal_accuracy": 4.1,
+            "vertical_accuracy": 7.9, "fix_mode": 3, "satellites_used": 9,
+        ]).payload
+    }
+
+    static func enqueueLatency(label: String, payload: Data, count: Int, in dir: String) throws {
+        let path = "\(dir)/latency-\(UUID().uuidString).sqlite"
+        let queue = try SQLiteQueue(path: path)
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<count {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            try queue.enqueue(NewRecord(stream: .location, capturedAt: Date(), payload: payload))
+            latencies.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        latencies.sort()
+        func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        print(String(format: "enqueue %@: %d records, %.0f records/s, p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+                     label, count, Double(count) / seconds, pct(0.5), pct(0.99), latencies.last ?? 0))
+    }
+
+    static func largeTable(records: Int, payload: Data, in dir: String) throws {
+        let path = "\(dir)/large.sqlite"
+        let queue = try SQLiteQueue(path: path)
+        let t0 = Date()
+        let streams: [StreamName] = [.location, .health, .microphone]
+        var made = 0
+        while made < records {
+            let n = min(20_000, records - made)
+            let batch = (0..<n).map { i in
+                NewRecord(stream: streams[(made + i) % 3], capturedAt: Date(), payload: payload)
+            }
+            try queue.enqueue(batch, anchor: nil)
+            made += n
+        }
+        print(String(format: "filled %d records in %.1f s (bulk, 20,000 per transaction)", records, Date().timeIntervalSince(t0)))
+        // Upload a third of one stream so counts have several statuses.
+        let firstBatch = try queue.pendingBatch(stream: .health, maxCount: 500, maxBytes: 4_000_000)
+        try queue.markUploaded(firstBatch.map(\.seq))
+
+        let reps = 50
+        var batchTimes: [Double] = []
+        var countTimes: [Double] = []
+        var oldestTimes: [Double] = []
+        for _ in 0..<reps {
+            var t = DispatchTime.now().uptimeNanoseconds
+            let batch = try queue.pendingBatch(stream: .location, maxCount: 500, maxBytes: 4_000_000)
+            batchTimes.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6)
+            precondition(batch.count == 500)
+            t = DispatchTime.now().uptimeNanoseconds
+            let counts = try queue.counts()
+            countTimes.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6)
+            precondition(counts.reduce(0) { $0 + $1.records } == records)
+            t = DispatchTime.now().uptimeNanoseconds
+            _ = try queue.oldestPendingAge(stream: .microphone)
+            oldestTimes.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6)
+        }
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        print(String(format: "with %d records: take a batch of 500 %.2f ms, counts per stream/status %.3f ms, oldest pending %.3f ms (medians of %d)",
+                     records, median(batchTimes), median(countTimes), median(oldestTimes), reps))
+        let bytes = queue.fileBytes()
+        print(String(format: "database %.1f MB for %d records: %.0f bytes per record (payload %d B, so %.0f B overhead)",
+                     Double(bytes) / 1e6, records, Double(bytes) / Double(records), payload.count,
+                     Double(bytes) / Double(records) - Double(payload.count)))
+    }
+
+    static func crashWriter(path: String) throws {
+        let queue = try SQLiteQueue(path: path)
+        var i = 0
+        while true {
+            let record = NewRecord(stream: i % 3 == 0 ? .microphone : .location, capturedAt: Date(),
+                                   payload: Data("{\"i\":\(i),\"pad\":\"\(String(repeating: "p", count: i % 3 == 0 ? 20_000 : 200))\"}".utf8))
+            try queue.enqueue(record)
+            // Unbuffered write: once it returns the line is the kernel's, whatever kills us next.
+            let line = Array("\(record.id.uuidString)\n".utf8)
+            _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            i += 1
+        }
+    }
+}
+
+struct BenchUsage: Error, CustomStringConvertible {
+    let text: String
+    var description: String { text }
 }

@@ -35,6 +35,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
+            try Self.createIfMissing(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             try Schema.migrate(pool)
         } catch let error as QueueError {
@@ -42,6 +43,20 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         } catch {
             throw QueueError.cannotOpen(path: path, reason: "\(error)")
         }
+    }
+
+    /// A new database gets incremental auto-vacuum, so the storage guard can hand freed
+    /// pages back to the file system without a full VACUUM. SQLite accepts that setting
+    /// only before the file is switched to WAL, which DatabasePool does on open.
+    private static func createIfMissing(path: String) throws {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
+        guard size == nil || size == 0 else { return }
+        let creator = try DatabaseQueue(path: path)
+        try creator.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+        }
+        try creator.close()
     }
 
     // MARK: RecordSink

@@ -111,13 +111,6 @@ enum Schema {
             throw QueueError.schemaTooNew(found: found, known: currentVersion)
         }
         if found == currentVersion { return }
-        if found == 0 {
-            // Must precede the first table: lets the storage guard hand freed pages back
-            // to the file system (PRAGMA incremental_vacuum) without a full VACUUM.
-            try writer.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-            }
-        }
         for version in (found + 1)...currentVersion {
             try writer.write { db in
                 try db.execute(sql: migrations[version - 1])

@@ -1,0 +1,127 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+final class ConfigTests: XCTestCase {
+    /// The repository's example file.
+    var examplePath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("etc/agent.toml").path
+    }
+
+    func testExampleFileParsesToTheDefaults() throws {
+        let config = try AgentConfig.load(path: examplePath, environment: [:])
+        var expected = AgentConfig()
+        expected.file = examplePath
+        XCTAssertEqual(config, expected, "etc/agent.toml must show every default")
+        XCTAssertEqual(config.upload.interval, 300)
+        XCTAssertEqual(config.storage.database, "/var/lib/ariata/agent.sqlite")
+        XCTAssertEqual(config.microphone.chunkSeconds, 30)
+        XCTAssertEqual(config.microphone.overlapSeconds, 2)
+        XCTAssertEqual(config.location.interval, 10)
+        XCTAssertFalse(config.server.isOnboarded)
+    }
+
+    func testAFullConfigIsRead() throws {
+        let dir = try TemporaryDirectory("config")
+        try "  s3cret-from-file\n".write(toFile: dir.file("token"), atomically: true, encoding: .utf8)
+        let config = try AgentConfig(toml: """
+            [server]
+            endpoint = "https://ariata.example.org/"
+            ingest_path = "api/ingest"
+            token_file = "\(dir.file("token"))"
+            device_id = "d-1"
+            gzip = true
+            [storage]
+            database = "/tmp/x.sqlite"
+            min_free_mb = 5
+            [upload]
+            interval = 60
+            [location]
+            enabled = false
+            [microphone]
+            chunk_seconds = 20
+            overlap_seconds = 3
+            [health]
+            enabled = true
+            [[health.source]]
+            kind = "serial"
+            path = "/dev/ttyUSB0"
+            baud = 115200
+            format = "keyvalue"
+            [[health.source]]
+            path = "/var/log/hr.csv"
+            format = "csv"
+            name = "watch"
+            [log]
+            level = "debug"
+            """, file: "test.toml")
+        XCTAssertEqual(config.server.ingestURL, "https://ariata.example.org/api/ingest")
+        XCTAssertEqual(config.server.token.value, "s3cret-from-file")
+        XCTAssertTrue(config.server.isOnboarded)
+        XCTAssertTrue(config.server.gzip)
+        XCTAssertEqual(config.storage.retention.minFreeBytes, 5 * 1_048_576)
+        XCTAssertEqual(config.upload.interval, 60)
+        XCTAssertFalse(config.location.enabled)
+        XCTAssertEqual(config.microphone.overlapSeconds, 3)
+        XCTAssertEqual(config.health.sources.count, 2)
+        XCTAssertEqual(config.health.sources[0].kind, .serial)
+        XCTAssertEqual(config.health.sources[0].baud, 115_200)
+        XCTAssertEqual(config.health.sources[1].name, "watch")
+        XCTAssertEqual(config.health.sources[1].kind, .file)
+        XCTAssertEqual(config.logLevel, "debug")
+    }
+
+    func testEachKindOfBadInputNamesFileKeyAndWhatIsAllowed() {
+        let cases: [(toml: String, key: String?, fragment: String)] = [
+            ("[location]\ninterval = \"ten\"", "location.interval", "expected a whole number from 1 to 3600 seconds"),
+            ("[location]\ninterval = 0", "location.interval", "out of range: allowed 1 to 3600"),
+            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: enabled, gpsd_host, gpsd_port, interval"),
+            ("[locaton]\nenabled = true", "locaton", "unknown key"),
+            ("[server]\nendpoint = \"ftp://x\"", "server.endpoint", "not an http:// or https:// URL"),
+            ("[server]\ngzip = \"yes\"", "server.gzip", "expected true or false"),
+            ("[microphone]\noverlap_seconds = 30", "microphone.overlap_seconds", "must be shorter than chunk_seconds"),
+            ("[health]\nenabled = true", "health.source", "no [[health.source]] is configured"),
+            ("[[health.source]]\nkind = \"usb\"\npath = \"/x\"", "health.source[1].kind", "use one of \"file\", \"serial\""),
+            ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),
+            ("[log]\nlevel = \"loud\"", "log.level", "is not allowed"),
+            ("location = 5", "location", "expected a table"),
+            ("[server\nendpoint = 1", nil, "line 1"),
+            ("[server]\nconnect_timeout = 1.5", "server.connect_timeout", "got the number 1.5"),
+        ]
+        for c in cases {
+            XCTAssertThrowsError(try AgentConfig(toml: c.toml, file: "/etc/ariata/agent.toml"), c.toml) { error in
+                guard let e = error as? ConfigError else { return XCTFail("\(error) is not a ConfigError") }
+                XCTAssertEqual(e.file, "/etc/ariata/agent.toml")
+                XCTAssertEqual(e.key, c.key, c.toml)
+                XCTAssertTrue(e.description.contains(c.fragment), "\(e.description) lacks \(c.fragment)")
+                XCTAssertTrue(e.description.hasPrefix("/etc/ariata/agent.toml: "), e.description)
+            }
+        }
+    }
+
+    func testMissingFileUnreadableTokenFileAndEnvironmentOverrides() throws {
+        XCTAssertThrowsError(try AgentConfig.load(path: "/nonexistent/agent.toml", environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("run 'ariata-agent onboard'"), "\(error)")
+        }
+        let defaults = try AgentConfig.load(path: "/nonexistent/agent.toml", missingOK: true,
+                                            environment: ["ARIATA_ENDPOINT": "http://127.0.0.1:9", "ARIATA_TOKEN": "tok",
+                                                          "ARIATA_DATABASE": "/tmp/q.sqlite"])
+        XCTAssertEqual(defaults.server.endpoint, "http://127.0.0.1:9")
+        XCTAssertEqual(defaults.server.token.value, "tok")
+        XCTAssertEqual(defaults.storage.database, "/tmp/q.sqlite")
+
+        XCTAssertThrowsError(try AgentConfig(toml: "[server]\ntoken_file = \"/nonexistent/token\"", file: "a.toml")) { error in
+            XCTAssertEqual((error as? ConfigError)?.key, "server.token_file")
+        }
+    }
+
+    func testTheTokenNeverAppearsInDescriptions() throws {
+        let config = try AgentConfig(toml: "[server]\nendpoint = \"http://h\"\ntoken = \"TOPSECRET\"", file: "a.toml")
+        XCTAssertEqual(config.server.token.value, "TOPSECRET")
+        XCTAssertFalse("\(config)".contains("TOPSECRET"))
+        XCTAssertFalse(String(reflecting: config).contains("TOPSECRET"))
+        XCTAssertTrue("\(config.server.token)".contains("redacted"))
+    }
+}

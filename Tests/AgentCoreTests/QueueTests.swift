@@ -1,0 +1,268 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+final class QueueTests: XCTestCase {
+    var dir: TemporaryDirectory!
+    var clock: ManualClock!
+    var queue: SQLiteQueue!
+
+    override func setUpWithError() throws {
+        dir = try TemporaryDirectory("queue")
+        clock = ManualClock()
+        queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+    }
+
+    func record(_ stream: StreamName, bytes: Int = 100, at offset: TimeInterval = 0) -> NewRecord {
+        let filler = String(repeating: "x", count: max(0, bytes - 2))
+        return NewRecord(stream: stream, capturedAt: clock.now().addingTimeInterval(offset), payload: Data("\"\(filler)\"".utf8))
+    }
+
+    func testRoundTripKeepsIdTimePayloadAndOrder() throws {
+        let first = try NewRecord(stream: .location, capturedAt: clock.now(), fields: ["latitude": 52.5, "longitude": 13.4])
+        let second = record(.location, at: 10)
+        try queue.enqueue(first)
+        try queue.enqueue(second)
+
+        let batch = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
+        XCTAssertEqual(batch.map(\.id), [first.id, second.id])
+        XCTAssertEqual(batch[0].payload, first.payload)
+        XCTAssertEqual(batch[0].capturedAt.timeIntervalSince1970, first.capturedAt.timeIntervalSince1970, accuracy: 0.000_1)
+        XCTAssertEqual(batch.map(\.status), [.pending, .pending])
+        XCTAssertLessThan(batch[0].seq, batch[1].seq)
+        let object = try JSONSerialization.jsonObject(with: batch[0].payload) as? [String: Any]
+        XCTAssertEqual(object?["id"] as? String, first.id.uuidString.lowercased())
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 1_000_000), [])
+    }
+
+    func testBatchIsBoundedByCountAndByBytes() throws {
+        for _ in 0..<10 { try queue.enqueue(record(.microphone, bytes: 1_000)) }
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 4, maxBytes: 1_000_000).count, 4)
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 3_500).count, 3)
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 3_000).count, 3)
+        // A record larger than the byte bound still goes, alone, so it cannot block the stream.
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10).count, 1)
+    }
+
+    func testMarkUploadedTakesRecordsOutOfPending() throws {
+        for _ in 0..<5 { try queue.enqueue(record(.health)) }
+        let batch = try queue.pendingBatch(stream: .health, maxCount: 3, maxBytes: 1_000_000)
+        try queue.markUploaded(batch.map(\.seq))
+        XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 3)
+        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
+        let next = try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        XCTAssertEqual(next.count, 2)
+        XCTAssertTrue(Set(next.map(\.seq)).isDisjoint(with: batch.map(\.seq)))
+    }
+
+    func testFifthFailedAttemptFailsTheRecordButNoteAttemptNeverDoes() throws {
+        try queue.enqueue(record(.location))
+        try queue.enqueue(record(.location))
+        let seqs = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
+        for attempt in 1...4 {
+            try queue.recordFailedAttempt([seqs[0]], error: "422 attempt \(attempt)")
+            XCTAssertEqual(try queue.records(stream: .location, status: .pending).first?.uploadAttempts, attempt)
+        }
+        for _ in 0..<20 { try queue.noteAttempt([seqs[1]], error: "E001 network time-out") }
+        try queue.recordFailedAttempt([seqs[0]], error: "422 attempt 5")
+
+        let failed = try queue.records(stream: .location, status: .failed)
+        XCTAssertEqual(failed.map(\.seq), [seqs[0]])
+        XCTAssertEqual(failed.first?.uploadAttempts, 5)
+        XCTAssertEqual(failed.first?.lastError, "422 attempt 5")
+        let pending = try queue.records(stream: .location, status: .pending)
+        XCTAssertEqual(pending.map(\.seq), [seqs[1]])
+        XCTAssertEqual(pending.first?.uploadAttempts, 0)
+        XCTAssertEqual(pending.first?.lastError, "E001 network time-out")
+        XCTAssertNotNil(pending.first?.lastAttemptAt)
+    }
+
+    func testMarkFailedAndCountsPerStreamAndStatus() throws {
+        for _ in 0..<3 { try queue.enqueue(record(.location, bytes: 50)) }
+        for _ in 0..<2 { try queue.enqueue(record(.microphone, bytes: 1_000)) }
+        let seqs = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
+        try queue.markFailed([seqs[0]], error: "server rejected: latitude missing")
+        try queue.markUploaded([seqs[1]])
+
+        let counts = try queue.counts()
+        func n(_ s: StreamName, _ st: RecordStatus) -> Int? { counts.first { $0.stream == s && $0.status == st }?.records }
+        XCTAssertEqual(n(.location, .pending), 1)
+        XCTAssertEqual(n(.location, .failed), 1)
+        XCTAssertEqual(n(.location, .uploaded), 1)
+        XCTAssertEqual(n(.microphone, .pending), 2)
+        XCTAssertEqual(counts.first { $0.stream == .microphone }?.bytes, 2_000)
+        XCTAssertEqual(try queue.streamsWithPending(), [.location, .microphone])
+        // Marking twice, or marking a record that is no longer pending, changes nothing.
+        try queue.markUploaded([seqs[0], seqs[1]])
+        XCTAssertEqual(try queue.count(stream: .location, status: .failed), 1)
+        XCTAssertEqual(try queue.count(stream: .location, status: .uploaded), 1)
+    }
+
+    func testOldestPendingAge() throws {
+        XCTAssertNil(try queue.oldestPendingAge(stream: .location))
+        try queue.enqueue(record(.location, at: -120))
+        try queue.enqueue(record(.location, at: -30))
+        clock.advance(by: 60)
+        XCTAssertEqual(try XCTUnwrap(queue.oldestPendingAge(stream: .location)), 180, accuracy: 0.001)
+        try queue.markUploaded(try queue.pendingBatch(stream: .location, maxCount: 1, maxBytes: 1_000_000).map(\.seq))
+        XCTAssertEqual(try XCTUnwrap(queue.oldestPendingAge(stream: .location)), 90, accuracy: 0.001)
+    }
+
+    func testRetentionDeletesUploadedAndFailedAfterThreeDaysAndNeverPending() throws {
+        for _ in 0..<6 { try queue.enqueue(record(.health)) }
+        let seqs = try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
+        try queue.markUploaded([seqs[0], seqs[1]])
+        try queue.markFailed([seqs[2]], error: "bad")
+        let policy = RetentionPolicy()
+
+        clock.advance(by: 2 * 86_400)
+        try queue.markUploaded([seqs[3]])         // uploaded two days later than the others
+        XCTAssertEqual(try queue.applyRetention(policy), 0)
+
+        clock.advance(by: 86_400 + 1)            // 3 days + 1 s after the first marks
+        XCTAssertEqual(try queue.applyRetention(policy), 3)
+        XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 1)
+        XCTAssertEqual(try queue.count(stream: .health, status: .failed), 0)
+        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
+
+        clock.advance(by: 365 * 86_400)          // pending records are never aged out
+        try queue.applyRetention(policy)
+        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
+        XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 0)
+    }
+
+    func testStorageGuardDeletesUploadedThenFailedThenOldestPendingAndRecordsE004() throws {
+        for _ in 0..<10 { try queue.enqueue(record(.microphone, bytes: 10_000)) }
+        let seqs = try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000).map(\.seq)
+        try queue.markUploaded(Array(seqs[6..<8]))
+        try queue.markFailed([seqs[8]], error: "bad")
+
+        // A small "disk": free space grows by 10 kB for every record deleted.
+        let startRecords = 10
+        let policy = RetentionPolicy(minFreeBytes: 45_000)
+        let report = try queue.guardStorage(policy, sliceSize: 1) {
+            let left = (try? self.queue.counts().reduce(0) { $0 + $1.records }) ?? startRecords
+            return Int64(0 + (startRecords - left) * 10_000)
+        }
+        XCTAssertEqual(report.deletedUploaded, 2)
+        XCTAssertEqual(report.deletedFailed, 1)
+        XCTAssertEqual(report.deletedPending, 2)
+        XCTAssertGreaterThanOrEqual(report.freeBytesAfter, 45_000)
+        // The oldest pending went; the newest stayed.
+        let remaining = try queue.records(stream: .microphone).map(\.seq)
+        XCTAssertEqual(remaining, [seqs[2], seqs[3], seqs[4], seqs[5], seqs[9]])
+        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        XCTAssertTrue(event.message.contains("deleted 2 uploaded, 1 failed and 2 pending"), event.message)
+
+        // Above the threshold the guard does nothing.
+        let idle = try queue.guardStorage(RetentionPolicy(minFreeBytes: 10)) { 1_000_000 }
+        XCTAssertFalse(idle.deletedAny)
+        XCTAssertEqual(try queue.records(stream: .microphone).count, 5)
+    }
+
+    func testStorageGuardReleasesRealDiskSpace() throws {
+        for _ in 0..<200 { try queue.enqueue(record(.microphone, bytes: 80_000)) }
+        let before = queue.fileBytes()
+        try queue.markUploaded(try queue.pendingBatch(stream: .microphone, maxCount: 1_000, maxBytes: 100_000_000).map(\.seq))
+        var calls = 0
+        try queue.guardStorage(RetentionPolicy(minFreeBytes: 1), sliceSize: 500) {
+            calls += 1
+            return calls == 1 ? 0 : 1   // below once, then above
+        }
+        XCTAssertLessThan(queue.fileBytes(), before / 4, "freed pages must go back to the file system")
+    }
+
+    func testSchemaVersionIsRecordedAndANewerDatabaseIsRefused() throws {
+        let path = dir.file("agent.sqlite")
+        XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "1")
+        XCTAssertEqual(try sqlite3Output(path, "PRAGMA journal_mode;"), "wal")
+        // Reopening an up-to-date database migrates nothing and keeps the data.
+        try queue.enqueue(record(.location))
+        queue = nil
+        let reopened = try SQLiteQueue(path: path, clock: clock)
+        XCTAssertEqual(try reopened.count(stream: .location, status: .pending), 1)
+
+        _ = try sqlite3Output(path, "PRAGMA user_version = 99;")
+        XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
+            XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 1))
+            XCTAssertTrue("\(error)".contains("newer ariata-agent"))
+        }
+    }
+
+    func testAnchorIsWrittenWithItsRecordsInOneTransaction() throws {
+        let anchor = SourceAnchor(source: "hr.jsonl", device: 2049, inode: 77, offset: 4096, line: 12, extra: "{\"h\":1}")
+        try queue.enqueue([record(.health), record(.health)], anchor: anchor)
+        XCTAssertEqual(try queue.anchor(for: "hr.jsonl"), anchor)
+
+        // A batch that fails (duplicate record id) leaves neither its records nor its anchor.
+        let dup = record(.health)
+        try queue.enqueue(dup)
+        var moved = anchor
+        moved.offset = 9_999
+        XCTAssertThrowsError(try queue.enqueue([record(.health), dup], anchor: moved))
+        XCTAssertEqual(try queue.anchor(for: "hr.jsonl"), anchor)
+        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 3)
+    }
+
+    func testConcurrentReaderSeesConsistentCountsWhileTheWriterInserts() throws {
+        let path = dir.file("agent.sqlite")
+        let total = 2_000
+        let writer = Thread { [queue, clock] in
+            for i in 0..<total {
+                try? queue!.enqueue(NewRecord(stream: i % 2 == 0 ? .location : .health, capturedAt: clock!.now(),
+                                              payload: Data("{\"i\":\(i)}".utf8)))
+            }
+        }
+        let reader = try SQLiteQueue(path: path)   // a second connection pool, like `status`
+        writer.start()
+        var last = 0
+        var reads = 0
+        while last < total {
+            let n = try reader.counts().filter { $0.status == .pending }.reduce(0) { $0 + $1.records }
+            XCTAssertGreaterThanOrEqual(n, last, "counts never go backwards while only inserts happen")
+            XCTAssertLessThanOrEqual(n, total)
+            last = n
+            reads += 1
+        }
+        XCTAssertGreaterThan(reads, 1)
+        XCTAssertEqual(try reader.count(stream: .location, status: .pending), total / 2)
+        XCTAssertEqual(try reader.integrityCheck(), "ok")
+    }
+
+    func testComponentHealthUploadStatsAndState() throws {
+        try queue.storeHealth(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
+        try queue.storeHealth(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
+        try queue.storeHealth(component: "location", .healthy)
+        let health = try queue.storedHealth()
+        XCTAssertEqual(health.map(\.component), ["location", "microphone"])
+        XCTAssertEqual(health[0].state, "healthy")
+        XCTAssertEqual(health[1].code, .permissionDenied)
+
+        try queue.recordUploadResult(stream: .location, success: true, result: "200", code: nil, records: 10, bytes: 1_000)
+        clock.advance(by: 60)
+        try queue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 5, bytes: 500)
+        let stats = try XCTUnwrap(queue.uploadStats().first)
+        XCTAssertEqual(stats.recordsSent, 10)
+        XCTAssertEqual(stats.bytesSent, 1_000)
+        XCTAssertEqual(stats.lastErrorCode, .serverError)
+        XCTAssertEqual(stats.lastAttemptAt, clock.now())
+        XCTAssertEqual(stats.lastSuccessAt, clock.now().addingTimeInterval(-60))
+
+        try queue.setState("paused.microphone", "1")
+        XCTAssertEqual(try queue.state("paused.microphone"), "1")
+        try queue.setState("paused.microphone", nil)
+        XCTAssertNil(try queue.state("paused.microphone"))
+    }
+
+    private func sqlite3Output(_ path: String, _ sql: String) throws -> String {
+        // Python's sqlite3 module stands in for the sqlite3 CLI, which is not always installed.
+        let py = try ChildProcess("python3", ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchall(); c.commit()
+            print(r[0][0] if r else "")
+            """, path, sql], logDirectory: dir.path)
+        XCTAssertEqual(py.wait(), 0, py.stderr())
+        return py.stdout().trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
