@@ -1,1 +1,0 @@
-// The daemon: wiring, health coordinator, sd_notify, service lifecycle.

@@ -1,0 +1,69 @@
+import AgentCore
+import Daemon
+import TestRigs
+import XCTest
+
+final class SystemdNotifierTests: XCTestCase {
+    func testSendsReadyStatusAndWatchdogToTheNotifySocket() throws {
+        let dir = try TemporaryDirectory("notify")
+        let socket = try NotifySocket(path: dir.file("notify.sock"))
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path])
+        XCTAssertTrue(notifier.isActive)
+        notifier.ready(status: "location healthy")
+        notifier.watchdog()
+        notifier.status("uploading")
+        XCTAssertEqual(socket.drain(), ["READY=1\nSTATUS=location healthy", "WATCHDOG=1", "STATUS=uploading"])
+    }
+
+    func testWithoutNotifySocketNothingIsSent() {
+        let notifier = SystemdNotifier(environment: [:])
+        XCTAssertFalse(notifier.isActive)
+        XCTAssertFalse(notifier.send("READY=1"))
+    }
+
+    func testWatchdogIntervalComesFromTheEnvironment() {
+        XCTAssertEqual(SystemdNotifier.watchdogInterval(environment: ["WATCHDOG_USEC": "120000000"]), 120)
+        XCTAssertNil(SystemdNotifier.watchdogInterval(environment: [:]))
+        XCTAssertNil(SystemdNotifier.watchdogInterval(environment: ["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "1"]))
+    }
+}
+
+final class HealthCoordinatorTests: XCTestCase {
+    /// A component whose health the test sets, counting restarts.
+    final class Switchable: SupervisedComponent, @unchecked Sendable {
+        let componentName: String
+        var current: StreamHealth = .healthy
+        var restarts = 0
+        init(_ name: String) { componentName = name }
+        func health() -> StreamHealth { current }
+        func restart() { restarts += 1 }
+    }
+
+    func testStoresHealthRestartsAfterTwoUnhealthyTicksAndFeedsTheWatchdog() throws {
+        let dir = try TemporaryDirectory("coordinator")
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let socket = try NotifySocket(path: dir.file("notify.sock"))
+        let gps = Switchable("location")
+        let mic = Switchable("microphone")
+        mic.current = .disabled
+        let coordinator = HealthCoordinator(components: [gps, mic], store: queue,
+                                            notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
+                                            logger: .init(label: "test"))
+        coordinator.tick()
+        XCTAssertEqual(try queue.storedHealth().map(\.state), ["healthy", "disabled"])
+
+        gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
+        coordinator.tick()
+        XCTAssertEqual(gps.restarts, 0, "one tick of grace to recover alone")
+        coordinator.tick()
+        XCTAssertEqual(gps.restarts, 1)
+        XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
+        let stored = try XCTUnwrap(queue.storedHealth().first { $0.component == "location" })
+        XCTAssertEqual(stored.state, "unhealthy")
+        XCTAssertEqual(stored.reason, "cannot reach gpsd at localhost:2947")
+
+        let messages = socket.drain()
+        XCTAssertEqual(messages.filter { $0 == "WATCHDOG=1" }.count, 3)
+        XCTAssertTrue(messages.contains("STATUS=location unhealthy, microphone disabled"), "\(messages)")
+    }
+}
