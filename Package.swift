@@ -47,6 +47,7 @@ let package = Package(
             "AgentCore", "Capture", "Upload",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [
             "AgentCore", "Capture", "Upload", "Daemon",
@@ -67,5 +68,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
+        // The `ariata-agent` commands, run as a user would: the built binary as a child process.
+        .testTarget(name: "CLITests", dependencies: ["AgentCore", "TestRigs"]),
     ]
 )

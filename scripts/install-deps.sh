@@ -24,6 +24,7 @@ TEST_PACKAGES=(
   sox
   opus-tools
   python3
+  python3-jsonschema
   procps
   tmux
 )

@@ -4,5 +4,6 @@
 # ALSA's file plugin, socat ptys and an HTTP receiver on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
 swift build --build-tests
 swift test --skip-build "$@"

@@ -59,6 +59,31 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         try creator.close()
     }
 
+    /// Opens an existing queue read-only (for `status`): no migration, no writes, and it
+    /// works beside a running daemon. Fails when the file does not exist.
+    public init(readOnlyPath path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.queue")) throws {
+        self.path = path
+        self.clock = clock
+        self.logger = logger
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw QueueError.cannotOpen(path: path, reason: "no such file (the daemon creates it when it first runs)")
+        }
+        var config = Configuration()
+        config.readonly = true
+        config.busyMode = .timeout(10)
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            let version = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+            if version > Schema.currentVersion {
+                throw QueueError.schemaTooNew(found: version, known: Schema.currentVersion)
+            }
+        } catch let error as QueueError {
+            throw error
+        } catch {
+            throw QueueError.cannotOpen(path: path, reason: "\(error)")
+        }
+    }
+
     // MARK: RecordSink
 
     public func enqueue(_ record: NewRecord) throws {
@@ -197,6 +222,17 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// Age in seconds of the oldest pending record of `stream`.
     public func oldestPendingAge(stream: StreamName) throws -> TimeInterval? {
         try oldestPendingCapture(stream: stream).map { clock.now().timeIntervalSince($0) }
+    }
+
+    /// Capture time of the newest record of `stream` still in the queue, whatever its status.
+    public func lastCapture(stream: StreamName) throws -> Date? {
+        try pool.read { db in
+            try RecordStatus.allCases.compactMap { status in
+                try Double.fetchOne(db, sql: """
+                    SELECT captured_at FROM records WHERE stream = ? AND status = ? ORDER BY seq DESC LIMIT 1
+                    """, arguments: [stream.rawValue, status.rawValue])
+            }.max().map(Date.init(timeIntervalSince1970:))
+        }
     }
 
     /// All records of a stream in queue order (tests and diagnostics; not for big queues).

@@ -3,12 +3,13 @@ import Foundation
 import TestRigs
 import XCTest
 
-final class UploadLockAndPauseTests: XCTestCase {
+final class FileLockAndPauseTests: XCTestCase {
     func testOnlyOneHolderAtATimeAcrossProcesses() throws {
         let dir = try TemporaryDirectory("lock")
-        let lock = UploadLock(databasePath: dir.file("agent.sqlite"))
+        let lock = FileLock.upload(databasePath: dir.file("agent.sqlite"))
         let held = try XCTUnwrap(lock.tryAcquire())
         XCTAssertNil(try lock.tryAcquire(), "a second holder in this process")
+        XCTAssertTrue(lock.isHeld())
         // Another process (flock(1) from util-linux) is refused while we hold it...
         let other = try ChildProcess("flock", ["--nonblock", lock.path, "true"], logDirectory: dir.path)
         XCTAssertEqual(other.wait(), 1)
@@ -16,6 +17,7 @@ final class UploadLockAndPauseTests: XCTestCase {
         // ...and gets it once released.
         let again = try ChildProcess("flock", ["--nonblock", lock.path, "true"], logDirectory: dir.path)
         XCTAssertEqual(again.wait(), 0)
+        XCTAssertFalse(lock.isHeld())
         XCTAssertNotNil(try lock.acquire(timeout: 1))
     }
 

@@ -1,13 +1,22 @@
 import Foundation
 
-/// Makes sure only one upload runs at a time, whether the daemon's timer or
-/// `ariata-agent sync` started it: an exclusive flock(2) on `<database>.upload-lock`.
-/// The kernel drops the lock when its holder exits, however it exits.
-public final class UploadLock: Sendable {
+/// An exclusive flock(2) on a file beside the database. The kernel drops the lock when
+/// its holder exits, however it exits, so a crash never leaves a stale lock.
+public final class FileLock: Sendable {
     public let path: String
 
-    public init(databasePath: String) {
-        path = databasePath + ".upload-lock"
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Only one upload at a time, whether the daemon's timer or `ariata-agent sync` runs it.
+    public static func upload(databasePath: String) -> FileLock {
+        FileLock(path: databasePath + ".upload-lock")
+    }
+
+    /// One daemon per database, held for the daemon's life; `status` probes it.
+    public static func daemon(databasePath: String) -> FileLock {
+        FileLock(path: databasePath + ".daemon-lock")
     }
 
     /// A held lock; released by `release()` or when dropped.
@@ -35,6 +44,13 @@ public final class UploadLock: Sendable {
             return nil
         }
         return Held(fd: fd)
+    }
+
+    /// True when someone holds the lock now (probes by trying to take it).
+    public func isHeld() -> Bool {
+        guard let held = try? tryAcquire() else { return true }
+        held.release()
+        return false
     }
 
     /// Waits up to `timeout` seconds for the lock.

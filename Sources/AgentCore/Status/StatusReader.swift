@@ -1,0 +1,149 @@
+import Foundation
+
+/// Builds a `StatusReport` from the config and the database, opening the database
+/// read-only so it works beside a running daemon and leaves no trace.
+public struct StatusReader: Sendable {
+    /// Keys of `agent_state` written by the uploader (kept in step with Upload's keys).
+    public static let authPausedUntilKey = "upload.auth_paused_until"
+    public static let retryAtKey = "upload.retry_at"
+
+    let clock: any WallClock
+
+    public init(clock: any WallClock = SystemClock()) {
+        self.clock = clock
+    }
+
+    /// `config` is nil with `configError` set when the file could not be read.
+    public func read(config: AgentConfig?, configFile: String, configError: String? = nil) -> StatusReport {
+        let now = clock.now()
+        let effective = config ?? AgentConfig()
+        let path = effective.storage.database
+        let exists = FileManager.default.fileExists(atPath: path)
+        var report = StatusReport(
+            generatedAt: now, agentVersion: AgentVersion.string,
+            configured: config?.server.isOnboarded ?? false, configFile: configFile, configError: configError,
+            endpoint: config.flatMap { $0.server.endpoint.isEmpty ? nil : $0.server.ingestURL },
+            deviceId: config.flatMap { $0.server.deviceID.isEmpty ? nil : $0.server.deviceID },
+            daemon: .init(running: exists && FileLock.daemon(databasePath: path).isHeld(), pid: nil),
+            database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
+            streams: [], uploader: .init(health: "unknown"), warnings: [])
+
+        var queue: SQLiteQueue?
+        if exists {
+            do {
+                queue = try SQLiteQueue(readOnlyPath: path, clock: clock)
+            } catch {
+                report.database.error = "\(error)"
+            }
+        }
+        if let queue {
+            fill(&report, from: queue, config: effective, now: now)
+        } else {
+            report.streams = StreamName.allCases.map { emptyStream($0, enabled: isEnabled($0, effective)) }
+        }
+        report.warnings = warnings(for: report, config: effective, now: now)
+        return report
+    }
+
+    private func fill(_ report: inout StatusReport, from queue: SQLiteQueue, config: AgentConfig, now: Date) {
+        report.database.sizeBytes = queue.fileBytes()
+        do {
+            let counts = try queue.counts()
+            let health = Dictionary(try queue.storedHealth().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
+            let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
+            let paused = try PauseSwitches(queue: queue).pausedStreams()
+            if report.daemon.running, let pid = try queue.state("daemon.pid").flatMap(Int.init) {
+                report.daemon.pid = pid
+            }
+            report.streams = try StreamName.allCases.map { name in
+                var s = emptyStream(name, enabled: isEnabled(name, config))
+                func count(_ status: RecordStatus) -> StreamCount? { counts.first { $0.stream == name && $0.status == status } }
+                s.pending = count(.pending)?.records ?? 0
+                s.pendingBytes = count(.pending)?.bytes ?? 0
+                s.failed = count(.failed)?.records ?? 0
+                s.uploaded = count(.uploaded)?.records ?? 0
+                s.paused = paused.contains(name)
+                if let h = health[name.rawValue] {
+                    s.health = h.state
+                    s.reason = h.reason
+                    s.errorCode = h.code?.rawValue
+                    s.checkedAt = h.checkedAt
+                }
+                if !s.enabled { s.health = "disabled" } else if s.paused { s.health = "paused" }
+                s.oldestPendingAgeSeconds = try queue.oldestPendingAge(stream: name)
+                s.lastCapturedAt = try queue.lastCapture(stream: name)
+                if let st = stats[name] {
+                    s.lastUploadAttemptAt = st.lastAttemptAt
+                    s.lastUploadSuccessAt = st.lastSuccessAt
+                    s.lastUploadResult = st.lastResult
+                    s.lastUploadErrorCode = st.lastErrorCode?.rawValue
+                    s.recordsSent = st.recordsSent
+                    s.bytesSent = st.bytesSent
+                }
+                return s
+            }
+            if let h = health["uploader"] {
+                report.uploader.health = h.state
+                report.uploader.reason = h.reason
+            }
+            report.uploader.lastAttemptAt = stats.values.compactMap(\.lastAttemptAt).max()
+            report.uploader.lastSuccessAt = stats.values.compactMap(\.lastSuccessAt).max()
+            let latest = stats.values.compactMap { s in s.lastAttemptAt.map { ($0, s) } }.max { $0.0 < $1.0 }?.1
+            if let code = latest?.lastErrorCode {
+                report.uploader.lastErrorCode = code.rawValue
+                report.uploader.lastErrorMeaning = code.meaning
+            }
+            report.uploader.authPausedUntil = try queue.state(Self.authPausedUntilKey).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
+            report.uploader.retryAt = try queue.state(Self.retryAtKey).flatMap(RFC3339.date(from:))
+            if let event = try queue.latestEvent(code: .storageFull) {
+                report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
+            }
+        } catch {
+            report.database.error = "\(error)"
+        }
+    }
+
+    private func emptyStream(_ name: StreamName, enabled: Bool) -> StatusReport.Stream {
+        StatusReport.Stream(name: name.rawValue, enabled: enabled, paused: false, health: enabled ? "unknown" : "disabled",
+                            pending: 0, pendingBytes: 0, failed: 0, uploaded: 0, recordsSent: 0, bytesSent: 0)
+    }
+
+    private func isEnabled(_ stream: StreamName, _ config: AgentConfig) -> Bool {
+        switch stream {
+        case .location: return config.location.enabled
+        case .microphone: return config.microphone.enabled
+        case .health: return config.health.enabled
+        }
+    }
+
+    func warnings(for report: StatusReport, config: AgentConfig, now: Date) -> [String] {
+        var warnings: [String] = []
+        if let error = report.configError { warnings.append("configuration: \(error)") }
+        if report.configError == nil && !report.configured {
+            warnings.append("not set up: run 'ariata-agent onboard'")
+        }
+        if let error = report.database.error { warnings.append("database: \(error)") }
+        let pending = report.streams.reduce(0) { $0 + $1.pending }
+        let lastSuccess = report.uploader.lastSuccessAt
+        if pending > 0, report.configured, lastSuccess.map({ now.timeIntervalSince($0) > 3_600 }) ?? true,
+           report.streams.contains(where: { ($0.oldestPendingAgeSeconds ?? 0) > 3_600 }) {
+            warnings.append("nothing uploaded for over an hour while \(pending) records wait")
+        }
+        if let free = report.database.freeDiskBytes, free < Int64(config.storage.minFreeMB) * 1_048_576 * 2 {
+            warnings.append("storage low: \(free / 1_048_576) MB free under \(config.storage.database) (E004 below \(config.storage.minFreeMB) MB)")
+        }
+        if let until = report.uploader.authPausedUntil {
+            warnings.append("uploads paused until \(RFC3339.string(from: until)): the server refused the device token (E002); run 'ariata-agent onboard' with a new token")
+        }
+        if let guardEvent = report.database.lastStorageGuard, now.timeIntervalSince(guardEvent.at) < 86_400 {
+            warnings.append("E004 storage guard deleted records at \(RFC3339.string(from: guardEvent.at)): \(guardEvent.message)")
+        }
+        for stream in report.streams where stream.health == "unhealthy" {
+            warnings.append("\(stream.name) unhealthy: \(stream.reason ?? "no reason given")")
+        }
+        if report.configured && !report.daemon.running {
+            warnings.append("the daemon is not running: sudo systemctl start ariata-agent")
+        }
+        return warnings
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Everything `ariata-agent status` shows, read from the config and the database
+/// (read-only). Its JSON form (`status --json`) is a stable schema, docs/status.schema.json:
+/// fields are only ever added; `schema_version` changes if one is removed or changes
+/// meaning. Times are RFC 3339 UTC strings, durations seconds, sizes bytes; a value that
+/// is not known is left out.
+public struct StatusReport: Codable, Sendable, Equatable {
+    public static let schemaVersion = 1
+
+    public var schemaVersion = StatusReport.schemaVersion
+    public var generatedAt: Date
+    public var agentVersion: String
+    public var configured: Bool
+    public var configFile: String
+    public var configError: String?
+    public var endpoint: String?
+    public var deviceId: String?
+    public var daemon: Daemon
+    public var database: Database
+    public var streams: [Stream]
+    public var uploader: Uploader
+    public var warnings: [String]
+
+    public struct Daemon: Codable, Sendable, Equatable {
+        public var running: Bool
+        public var pid: Int?
+    }
+
+    public struct Database: Codable, Sendable, Equatable {
+        public var path: String
+        public var exists: Bool
+        public var sizeBytes: Int64
+        public var freeDiskBytes: Int64?
+        public var lastStorageGuard: Event?
+        public var error: String?
+    }
+
+    public struct Event: Codable, Sendable, Equatable {
+        public var at: Date
+        public var code: String?
+        public var message: String
+    }
+
+    public struct Stream: Codable, Sendable, Equatable {
+        public var name: String
+        public var enabled: Bool
+        public var paused: Bool
+        /// `healthy`, `unhealthy`, `disabled`, `paused` or `unknown` (never checked).
+        public var health: String
+        public var reason: String?
+        public var errorCode: String?
+        public var checkedAt: Date?
+        public var pending: Int
+        public var pendingBytes: Int64
+        public var failed: Int
+        public var uploaded: Int
+        public var oldestPendingAgeSeconds: Double?
+        public var lastCapturedAt: Date?
+        public var lastUploadAttemptAt: Date?
+        public var lastUploadSuccessAt: Date?
+        public var lastUploadResult: String?
+        public var lastUploadErrorCode: String?
+        public var recordsSent: Int64
+        public var bytesSent: Int64
+    }
+
+    public struct Uploader: Codable, Sendable, Equatable {
+        public var health: String
+        public var reason: String?
+        public var lastAttemptAt: Date?
+        public var lastSuccessAt: Date?
+        public var lastErrorCode: String?
+        public var lastErrorMeaning: String?
+        public var authPausedUntil: Date?
+        public var retryAt: Date?
+    }
+
+    public func json() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.string(from: date))
+        }
+        return try encoder.encode(self)
+    }
+
+    public static func decode(_ data: Data) throws -> StatusReport {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = RFC3339.date(from: text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not RFC 3339: \(text)"))
+            }
+            return date
+        }
+        return try decoder.decode(StatusReport.self, from: data)
+    }
+}

@@ -1,0 +1,76 @@
+import AgentCore
+import Foundation
+import Logging
+import Synchronization
+
+/// Holds one capture stream for the daemon: starts it unless paused, stops it on pause,
+/// restarts it when the health coordinator asks.
+public final class StreamSupervisor: SupervisedComponent, Sendable {
+    public let stream: StreamName
+    private let make: @Sendable () -> any CaptureStream
+    private let state: Mutex<State>
+    private let logger: Logger
+
+    private struct State {
+        var current: (any CaptureStream)?
+        var paused: Bool
+    }
+
+    /// `make` builds a fresh stream (a restart uses a new one, so no state of a stream that
+    /// went wrong is carried over).
+    public init(stream: StreamName, paused: Bool, logger: Logger, make: @escaping @Sendable () -> any CaptureStream) {
+        self.stream = stream
+        self.make = make
+        self.logger = logger
+        state = Mutex(State(current: nil, paused: paused))
+    }
+
+    public var componentName: String { stream.rawValue }
+
+    public var isPaused: Bool { state.withLock { $0.paused } }
+
+    public func start() {
+        let started: (any CaptureStream)? = state.withLock { s in
+            guard !s.paused, s.current == nil else { return nil }
+            s.current = make()
+            return s.current
+        }
+        started?.start()
+    }
+
+    /// Stops the stream; capture in progress is finished and written (the audio chunk).
+    public func stop() {
+        let running = state.withLock { s -> (any CaptureStream)? in
+            defer { s.current = nil }
+            return s.current
+        }
+        running?.stop()
+    }
+
+    public func setPaused(_ paused: Bool) {
+        let changed = state.withLock { s -> Bool in
+            defer { s.paused = paused }
+            return s.paused != paused
+        }
+        guard changed else { return }
+        if paused {
+            logger.notice("\(stream.rawValue) paused: capture stopped until 'ariata-agent resume \(stream.rawValue)'")
+            stop()
+        } else {
+            logger.notice("\(stream.rawValue) resumed")
+            start()
+        }
+    }
+
+    public func health() -> StreamHealth {
+        let (current, paused) = state.withLock { ($0.current, $0.paused) }
+        if paused { return .disabled }
+        return current?.health() ?? .unhealthy(reason: "not running")
+    }
+
+    public func restart() {
+        guard !isPaused else { return }
+        stop()
+        start()
+    }
+}

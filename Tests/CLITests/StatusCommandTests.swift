@@ -1,0 +1,142 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+final class StatusCommandTests: XCTestCase {
+    let server = "endpoint = \"http://127.0.0.1:9\"\ntoken = \"status-test-token\"\ndevice_id = \"dev-1\""
+
+    var schemaPath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/status.schema.json").path
+    }
+
+    /// Validates with Debian's python3-jsonschema against docs/status.schema.json.
+    func assertMatchesSchema(_ json: String, in dir: TemporaryDirectory, file: StaticString = #filePath, line: UInt = #line) throws {
+        let path = dir.file("status-\(UUID().uuidString).json")
+        try json.write(toFile: path, atomically: true, encoding: .utf8)
+        let check = try ChildProcess("/usr/bin/python3", ["-c", """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
+            jsonschema.Draft202012Validator(schema).validate(doc)
+            """, schemaPath, path], logDirectory: dir.path)
+        XCTAssertEqual(check.wait(), 0, "status --json does not match docs/status.schema.json: \(check.stderr())", file: file, line: line)
+    }
+
+    func testEmptyDatabaseAndNotConfigured() throws {
+        let dir = try TemporaryDirectory("status-empty")
+        let cli = try AgentCLI.writeConfig(in: dir.path)
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertEqual(text.status, 1, "a device that is not set up is a warning")
+        XCTAssertTrue(text.stdout.contains("not configured"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("not created yet"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("warning: not set up: run 'ariata-agent onboard'"), text.stdout)
+        XCTAssertFalse(text.stdout.contains("\u{1B}["), "no colour when not on a terminal")
+
+        let json = try cli.run(["status", "--json"])
+        try assertMatchesSchema(json.stdout, in: dir)
+        let report = try StatusReport.decode(Data(json.stdout.utf8))
+        XCTAssertFalse(report.configured)
+        XCTAssertFalse(report.database.exists)
+        XCTAssertFalse(report.daemon.running)
+        XCTAssertEqual(report.streams.map(\.name), ["location", "microphone", "health"])
+        XCTAssertEqual(report.streams.map(\.health), ["unknown", "unknown", "disabled"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("agent.sqlite")), "status must not create the database")
+    }
+
+    func testCountsErrorsPauseAndTheTokenNeverShows() throws {
+        let dir = try TemporaryDirectory("status-counts")
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
+        let clock = ManualClock(Date().addingTimeInterval(-7_200))
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        for i in 0..<5 {
+            try queue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
+        }
+        try queue.enqueue(NewRecord(stream: .microphone, capturedAt: clock.now(), payload: Data(repeating: 65, count: 60_000)))
+        let seqs = try queue.pendingBatch(stream: .location, maxCount: 2, maxBytes: 1_000).map(\.seq)
+        try queue.markFailed([seqs[0]], error: "rejected")
+        try queue.markUploaded([seqs[1]])
+        try queue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
+        try queue.storeHealth(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
+        try PauseSwitches(queue: queue).pause([.microphone])
+
+        let json = try cli.run(["status", "--json"])
+        try assertMatchesSchema(json.stdout, in: dir)
+        XCTAssertFalse(json.stdout.contains("status-test-token"))
+        let report = try StatusReport.decode(Data(json.stdout.utf8))
+        XCTAssertTrue(report.configured)
+        XCTAssertEqual(report.deviceId, "dev-1")
+        XCTAssertEqual(report.endpoint, "http://127.0.0.1:9/ingest")
+        let location = try XCTUnwrap(report.streams.first { $0.name == "location" })
+        XCTAssertEqual(location.pending, 3)
+        XCTAssertEqual(location.failed, 1)
+        XCTAssertEqual(location.uploaded, 1)
+        XCTAssertEqual(location.health, "unhealthy")
+        XCTAssertEqual(try XCTUnwrap(location.oldestPendingAgeSeconds), 7_198, accuracy: 120)
+        XCTAssertEqual(location.lastUploadErrorCode, "E003")
+        let mic = try XCTUnwrap(report.streams.first { $0.name == "microphone" })
+        XCTAssertTrue(mic.paused)
+        XCTAssertEqual(mic.health, "paused")
+        XCTAssertEqual(mic.pendingBytes, 60_000)
+        XCTAssertEqual(report.uploader.lastErrorCode, "E003")
+        XCTAssertEqual(report.uploader.lastErrorMeaning, "server error (5xx)")
+        XCTAssertTrue(report.warnings.contains { $0.contains("nothing uploaded for over an hour") }, "\(report.warnings)")
+        XCTAssertTrue(report.warnings.contains { $0.contains("the daemon is not running") }, "\(report.warnings)")
+
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertEqual(text.status, 1)
+        let locationLine = try XCTUnwrap(text.stdout.split(separator: "\n").first { $0.hasPrefix("location") })
+        XCTAssertTrue(locationLine.contains("unhealthy"), String(locationLine))
+        XCTAssertTrue(text.stdout.contains("location: cannot reach gpsd at localhost:2947"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("last error E003 server error (5xx)"), text.stdout)
+        XCTAssertFalse(text.stdout.contains("status-test-token"))
+    }
+
+    func testWorksWhileAWriterIsBusy() throws {
+        let dir = try TemporaryDirectory("status-busy")
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
+        // A real writer process keeps inserting (the same code path the daemon's captures use).
+        let writer = try ChildProcess(try BuildProducts.executable("ariata-bench"),
+                                      ["queue", "crash-writer", dir.file("agent.sqlite")], name: "writer", logDirectory: dir.path)
+        defer { writer.stop() }
+        try waitUntil("the writer to get going") { writer.stdout().count > 37 * 20 }
+        var last = 0
+        for _ in 0..<5 {
+            let result = try cli.run(["status", "--json"])
+            XCTAssertNotEqual(result.status, 2, result.stderr)
+            let report = try StatusReport.decode(Data(result.stdout.utf8))
+            XCTAssertNil(report.database.error)
+            let pending = report.streams.reduce(0) { $0 + $1.pending }
+            XCTAssertGreaterThanOrEqual(pending, last)
+            last = pending
+        }
+        XCTAssertGreaterThan(last, 0)
+        XCTAssertTrue(writer.isRunning, "status must not disturb the writer")
+    }
+
+    func testAMillionRecordDatabase() throws {
+        let dir = try TemporaryDirectory("status-million")
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
+        _ = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        // Fill it in bulk with SQL (the triggers keep the counts, as they do for the daemon).
+        let fill = try ChildProcess("/usr/bin/python3", ["-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1]); now = time.time()
+            c.execute('''WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+              INSERT INTO records (stream, record_id, captured_at, enqueued_at, payload, payload_bytes, status, status_changed_at)
+              SELECT CASE i % 3 WHEN 0 THEN 'location' WHEN 1 THEN 'health' ELSE 'microphone' END,
+                     randomblob(16), ? - 1000000 + i, ? , zeroblob(200), 200,
+                     CASE WHEN i % 10 = 0 THEN 'uploaded' ELSE 'pending' END, ? FROM n''', (now, now, now))
+            c.commit()
+            """, dir.file("agent.sqlite")], logDirectory: dir.path)
+        XCTAssertEqual(fill.wait(timeout: 300), 0, fill.stderr())
+
+        let result = try cli.run(["status", "--json"])
+        let report = try StatusReport.decode(Data(result.stdout.utf8))
+        XCTAssertEqual(report.streams.reduce(0) { $0 + $1.pending + $1.uploaded }, 1_000_000)
+        XCTAssertEqual(report.streams.reduce(0) { $0 + $1.uploaded }, 100_000)
+        XCTAssertGreaterThan(report.database.sizeBytes, 200_000_000)
+        let location = try XCTUnwrap(report.streams.first { $0.name == "location" })
+        XCTAssertGreaterThan(try XCTUnwrap(location.oldestPendingAgeSeconds), 900_000)
+    }
+}
