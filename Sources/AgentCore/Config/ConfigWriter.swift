@@ -1,0 +1,94 @@
+import Foundation
+import TOMLKit
+
+/// Writes a configuration back to TOML (what `onboard` saves). TOMLKit renders the
+/// text, so quoting and escaping are toml++'s; the file is written 0600 because it holds
+/// the device token, atomically (a temp file renamed over the old one), and read back
+/// before it replaces anything.
+public enum ConfigWriter {
+    public static func render(_ config: AgentConfig) -> String {
+        let root = TOMLTable()
+        let s = config.server
+        var server: [String: any TOMLValueConvertible] = [
+            "endpoint": s.endpoint, "ingest_path": s.ingestPath, "device_id": s.deviceID,
+            "device_name": s.deviceName, "gzip": s.gzip, "connect_timeout": s.connectTimeout,
+            "request_timeout": s.requestTimeout,
+        ]
+        if let tokenFile = s.tokenFile { server["token_file"] = tokenFile } else { server["token"] = s.token.value }
+        if let ca = s.caFile { server["ca_file"] = ca }
+        root["server"] = TOMLTable(server)
+        root["storage"] = TOMLTable([
+            "database": config.storage.database, "retention_days": config.storage.retentionDays,
+            "min_free_mb": config.storage.minFreeMB,
+        ])
+        root["upload"] = TOMLTable([
+            "interval": config.upload.interval, "batch_max_records": config.upload.batchMaxRecords,
+            "batch_max_bytes": config.upload.batchMaxBytes,
+        ])
+        root["location"] = TOMLTable([
+            "enabled": config.location.enabled, "gpsd_host": config.location.gpsdHost,
+            "gpsd_port": config.location.gpsdPort, "interval": config.location.interval,
+        ])
+        root["microphone"] = TOMLTable([
+            "enabled": config.microphone.enabled, "device": config.microphone.device,
+            "bitrate": config.microphone.bitrate, "chunk_seconds": config.microphone.chunkSeconds,
+            "overlap_seconds": config.microphone.overlapSeconds,
+        ])
+        let health = TOMLTable([
+            "enabled": config.health.enabled, "commit_interval": config.health.commitInterval,
+        ])
+        if !config.health.sources.isEmpty {
+            health["source"] = TOMLArray(config.health.sources.map { source -> any TOMLValueConvertible in
+                TOMLTable([
+                    "kind": source.kind.rawValue, "path": source.path, "format": source.format.rawValue,
+                    "name": source.name, "baud": source.baud, "backfill_days": source.backfillDays,
+                ])
+            })
+        }
+        root["health"] = health
+        root["log"] = TOMLTable(["level": config.logLevel])
+        return """
+            # ariata-agent configuration, written by 'ariata-agent onboard'.
+            # Every key is documented in the example file (etc/agent.toml in the source tree).
+            # This file holds the device token: keep it mode 0600.
+
+            """ + root.convert() + "\n"
+    }
+
+    /// Writes `config` to `path` with mode 0600; when `owner` (a user name) is given and we
+    /// are root, the file is handed to that user. Fails before touching the old file when
+    /// the rendered text does not read back to the same configuration.
+    public static func write(_ config: AgentConfig, to path: String, owner: String? = nil) throws {
+        let text = render(config)
+        var check = try AgentConfig(toml: text, file: path)
+        check.file = config.file
+        var expected = config
+        expected.file = config.file
+        if expected.server.tokenFile != nil { check.server.token = expected.server.token }
+        guard check == expected else {
+            throw ConfigError(file: path, key: nil, message: "internal error: the configuration does not read back the same; nothing was written")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o750])
+        }
+        let temporary = "\(path).tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ConfigError(file: path, key: nil, message: "cannot write: \(String(cString: strerror(errno))); run as root (sudo) or pass --config")
+        }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        fchmod(fd, 0o600)
+        if let owner, getuid() == 0, let user = getpwnam(owner) {
+            fchown(fd, user.pointee.pw_uid, user.pointee.pw_gid)
+        }
+        fsync(fd)
+        close(fd)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw ConfigError(file: path, key: nil, message: "cannot write: \(String(cString: strerror(errno)))")
+        }
+    }
+}
