@@ -49,8 +49,13 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
+        // What `onboard` and `doctor` do: verify the server, check devices, write the config.
+        .target(name: "Setup", dependencies: [
+            "AgentCore", "Upload", "CALSA",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(name: "ariata-agent", dependencies: [
-            "AgentCore", "Capture", "Upload", "Daemon",
+            "AgentCore", "Capture", "Upload", "Daemon", "Setup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -69,6 +74,6 @@ let package = Package(
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
-        .testTarget(name: "CLITests", dependencies: ["AgentCore", "TestRigs"]),
+        .testTarget(name: "CLITests", dependencies: ["AgentCore", "Setup", "TestRigs"]),
     ]
 )

@@ -1,0 +1,73 @@
+import AgentCore
+import Foundation
+
+/// The outcome of one device check of `onboard` and `doctor`: the Linux version of the
+/// iOS app's permission prompts.
+public struct DeviceCheck: Sendable, Equatable {
+    public enum Outcome: String, Sendable {
+        case ok, warning, failed
+    }
+
+    public var name: String
+    /// The stream that cannot work when this check fails (nil for checks of the machine).
+    public var stream: StreamName?
+    public var outcome: Outcome
+    public var detail: String
+    /// The command (or config change) that fixes it.
+    public var fix: String?
+
+    public init(name: String, stream: StreamName? = nil, outcome: Outcome, detail: String, fix: String? = nil) {
+        self.name = name
+        self.stream = stream
+        self.outcome = outcome
+        self.detail = detail
+        self.fix = fix
+    }
+}
+
+/// Runs the device checks for a configuration.
+public struct DeviceChecks: Sendable {
+    public var serviceUser: String
+    public var gpsdTimeout: TimeInterval
+
+    public init(serviceUser: String = "ariata", gpsdTimeout: TimeInterval = 3) {
+        self.serviceUser = serviceUser
+        self.gpsdTimeout = gpsdTimeout
+    }
+
+    public func run(_ config: AgentConfig) -> [DeviceCheck] {
+        var checks: [DeviceCheck] = []
+        if config.location.enabled {
+            checks.append(GPSDProbe(host: config.location.gpsdHost, port: config.location.gpsdPort, timeout: gpsdTimeout).check())
+        }
+        if config.microphone.enabled {
+            checks.append(ALSAProbe(device: config.microphone.device).check())
+        }
+        if config.health.enabled {
+            for source in config.health.sources {
+                checks.append(SourceProbe(source: source, serviceUser: serviceUser).check())
+            }
+        }
+        checks.append(contentsOf: ServiceUserProbe(user: serviceUser, config: config).checks())
+        checks.append(diskCheck(config))
+        return checks
+    }
+
+    func diskCheck(_ config: AgentConfig) -> DeviceCheck {
+        let path = config.storage.database
+        guard let free = DiskSpace.availableBytes(at: path) else {
+            return DeviceCheck(name: "free disk", outcome: .warning, detail: "cannot tell the free space under \(path)")
+        }
+        let minimum = Int64(config.storage.minFreeMB) * 1_048_576
+        let detail = "\(free / 1_048_576) MB free under \((path as NSString).deletingLastPathComponent)"
+        if free < minimum {
+            return DeviceCheck(name: "free disk", outcome: .failed, detail: detail + ", below the \(config.storage.minFreeMB) MB minimum (E004)",
+                               fix: "free some space, or lower [storage] min_free_mb")
+        }
+        if free < minimum * 5 {
+            return DeviceCheck(name: "free disk", outcome: .warning, detail: detail + ": little room for an offline backlog",
+                               fix: "free some space; a day of audio takes about 170 MB")
+        }
+        return DeviceCheck(name: "free disk", outcome: .ok, detail: detail)
+    }
+}
