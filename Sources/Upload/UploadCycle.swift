@@ -274,10 +274,14 @@ struct UploadCycle {
             s.retries[stream] = retry
             s.breaker.recordFailure(at: now, retryAfter: retryAfter, schedule: policy.backoff, random: random())
             s.lastFailure = (reason, code)
-            let open: Date? = if case .open(let until) = s.breaker.state(at: now) { until } else { nil }
-            return (retry.nextAttemptAt ?? now, open)
+            guard case .open(let until) = s.breaker.state(at: now) else { return (retry.nextAttemptAt ?? now, nil) }
+            // The endpoint as a whole is failing: the breaker alone says when to try
+            // again (its probe goes to whichever stream has records), so the streams'
+            // own waits, drawn with other jitter, must not hold the probe back.
+            s.retries.removeAll()
+            return (until, until)
         }
-        result.outcome = .retryLater(reason: reason, code: code, at: breakerOpen.map { max($0, retryAt) } ?? retryAt)
+        result.outcome = .retryLater(reason: reason, code: code, at: retryAt)
         if let breakerOpen {
             logger.warning("\(noted): the endpoint is failing; no uploads until \(RFC3339.string(from: breakerOpen))")
             return true

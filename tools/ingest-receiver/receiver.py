@@ -11,7 +11,8 @@ It can be told to misbehave, from the command line (--fault) or at run time thro
 small control API under /_control/ on the same port:
 
   GET    /_control/health             {"ok": true}
-  GET    /_control/stats              request counts, records stored per stream, duplicates
+  GET    /_control/stats              request counts (finished and in flight), records stored
+                                      per stream, duplicate records, repeated batch ids
   GET    /_control/requests           one entry per ingest request (no payloads)
   GET    /_control/records?stream=S   ids stored for stream S, in the order stored
   POST   /_control/faults             {"faults": ["status=503,times=2", ...]} appends faults
@@ -129,6 +130,7 @@ class Receiver:
         self.db.execute("""CREATE TABLE IF NOT EXISTS records (
             id TEXT PRIMARY KEY, stream TEXT NOT NULL, batch_id TEXT NOT NULL,
             received_at TEXT NOT NULL, record TEXT)""")
+        self.in_flight = 0  # not reset: requests running now still finish
         self.reset_counters()
 
     def reset_counters(self):
@@ -186,6 +188,7 @@ class Receiver:
             per_stream = dict(self.db.execute("SELECT stream, COUNT(*) FROM records GROUP BY stream").fetchall())
             return {
                 "requests": len(self.requests),
+                "in_flight": self.in_flight,
                 "statuses": dict(self.statuses),
                 "records": {s: per_stream.get(s, 0) for s in STREAMS},
                 "duplicates": self.duplicates,
@@ -389,11 +392,17 @@ class Handler(BaseHTTPRequestHandler):
                  "records": 0, "record_ids": [], "body_bytes": 0,
                  "wire_bytes": int(self.headers.get("Content-Length") or 0),
                  "encoding": self.headers.get("Content-Encoding"), "user_agent": self.headers.get("User-Agent"),
-                 "content_type": self.headers.get("Content-Type"), "fault": None, "status": None}
+                 "content_type": self.headers.get("Content-Type"), "client_port": self.client_address[1],
+                 "fault": None, "status": None}
+        with self.receiver.lock:
+            self.receiver.in_flight += 1
         try:
             status = self.ingest(path, entry)
         except (BrokenPipeError, ConnectionResetError):
             status = "client went away"
+        finally:
+            with self.receiver.lock:
+                self.receiver.in_flight -= 1
         entry["status"] = status
         entry["seconds"] = round(time.monotonic() - started, 4)
         self.receiver.note(entry)
