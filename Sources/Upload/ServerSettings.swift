@@ -25,6 +25,10 @@ public struct ServerSettings: Sendable, Equatable {
             configurationProblem = "no server endpoint configured: run 'ariata-agent onboard'"
         } else if server.token.isEmpty {
             configurationProblem = "no device token configured: run 'ariata-agent onboard' or set [server] token or token_file"
+        } else if server.deviceID.isEmpty {
+            // Every batch would be refused for its envelope, and splitting would then
+            // fail each record in turn: better to send nothing.
+            configurationProblem = "no device id configured: run 'ariata-agent onboard' or set [server] device_id"
         }
     }
 }

@@ -49,7 +49,9 @@ public final class Uploader: Sendable {
     }
 
     deinit {
-        timer.withLock { $0?.stop() }
+        // Taken out of the lock first: stop() may wait for a handler that wants the lock.
+        let current = timer.withLock { $0 }
+        current?.stop()
     }
 
     // MARK: Life cycle
@@ -107,6 +109,8 @@ public final class Uploader: Sendable {
             s.breaker = CircuitBreaker(threshold: policy.breakerThreshold)
             s.retries.removeAll()
             s.lastFailure = nil
+            s.publishedAuthPause = nil
+            s.publishedRetryAt = nil
         }
         try? store.setState(UploadStateKey.authPausedUntil, nil)
         try? store.setState(UploadStateKey.retryAt, nil)

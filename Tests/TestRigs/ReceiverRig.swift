@@ -94,38 +94,47 @@ public final class ReceiverRig: @unchecked Sendable {
     public private(set) var port: Int
     public let token: String
     public let logDirectory: String
+    /// Certificate and key when it serves HTTPS. The control API is then HTTPS too, which
+    /// this rig does not speak: a TLS receiver is checked through the agent's side.
+    public let tls: (certificate: String, key: String)?
     private let arguments: [String]
     private var process: ChildProcess?
 
     /// Starts the receiver on `port` (a free one when nil) and waits until it answers.
     /// - Parameter arguments: more receiver options (`--fault`, `--reject-status`, ...).
     public init(logDirectory: String, token: String = "test-token", port: Int? = nil, arguments: [String] = [],
-                start: Bool = true) throws {
+                tls: (certificate: String, key: String)? = nil, start: Bool = true) throws {
         self.token = token
         self.logDirectory = logDirectory
         self.arguments = arguments
+        self.tls = tls
         self.port = try port ?? FreePort.find()
         if start { try self.start() }
     }
 
     deinit { process?.stop(grace: 2) }
 
-    /// `http://127.0.0.1:<port>`: what goes into `[server] endpoint`.
-    public var endpoint: String { "http://127.0.0.1:\(port)" }
+    /// `http://127.0.0.1:<port>` (https with TLS): what goes into `[server] endpoint`.
+    public var endpoint: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)" }
     public var isRunning: Bool { process?.isRunning ?? false }
 
-    /// Starts it (again, on the same port) and waits until its control API answers.
+    /// Starts it (again, on the same port) and waits until it listens (and, without TLS,
+    /// until its control API answers).
     public func start() throws {
         guard !isRunning else { return }
-        let child = try ChildProcess(try Self.python(), [Self.script, "--port", String(port), "--token", token] + arguments,
-                                     name: "receiver", logDirectory: logDirectory)
+        let portFile = "\(logDirectory)/receiver-\(port).port"
+        try? FileManager.default.removeItem(atPath: portFile)
+        var options = [Self.script, "--port", String(port), "--port-file", portFile, "--token", token]
+        if let tls { options += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
+        let child = try ChildProcess(try Self.python(), options + arguments, name: "receiver", logDirectory: logDirectory)
         process = child
         do {
             try waitUntil("the ingest receiver to listen on \(port)", timeout: 30) {
                 guard child.isRunning else {
                     throw ControlError(description: "the receiver exited: \(child.stderr())")
                 }
-                return (try? get("/_control/health")) != nil
+                guard FileManager.default.fileExists(atPath: portFile) else { return false }
+                return tls != nil || (try? get("/_control/health")) != nil
             }
         } catch {
             child.stop(grace: 1)

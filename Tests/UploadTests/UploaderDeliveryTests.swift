@@ -170,3 +170,53 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertEqual(try f.queue.count(stream: .health, status: .pending), 0)
     }
 }
+
+extension UploaderDeliveryTests {
+    func testNothingIsSentWithoutADeviceIDOrToken() throws {
+        let f = try UploadFixture()
+        try f.enqueue(.location, count: 3)
+        f.server.deviceID = ""
+        let report = f.makeUploader().syncNow()
+        guard case .notConfigured(let reason) = report.skipped else { return XCTFail("\(report)") }
+        XCTAssertTrue(reason.contains("device_id"), reason)
+        f.server.deviceID = "d"
+        f.server.token = Secret("")
+        let uploader = f.makeUploader()
+        guard case .notConfigured(let reason) = uploader.syncNow().skipped else { return XCTFail("no token") }
+        XCTAssertTrue(reason.contains("token"), reason)
+        XCTAssertFalse(uploader.health().isHealthy)
+        XCTAssertEqual(try f.receiver.stats().requests, 0)
+        XCTAssertEqual(try f.queue.count(stream: .location, status: .pending), 3)
+    }
+}
+
+extension UploaderDeliveryTests {
+    /// TLS verification is always on: a self-signed server is refused until its CA is
+    /// given as `ca_file`, and nothing is dropped meanwhile.
+    func testTLSIsVerifiedAgainstTheConfiguredCAFile() throws {
+        let directory = try TemporaryDirectory("ariata-tls")
+        let certificate = directory.file("cert.pem")
+        let key = directory.file("key.pem")
+        let openssl = try ChildProcess("/usr/bin/openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ], logDirectory: directory.path)
+        XCTAssertEqual(openssl.wait(timeout: 60), 0, "openssl failed: \(openssl.stderr())")
+
+        let f = try UploadFixture()
+        let receiver = try ReceiverRig(logDirectory: directory.path, token: "test-token",
+                                       tls: (certificate: certificate, key: key))
+        f.server.endpoint = receiver.endpoint
+        try f.enqueue(.health, count: 4)
+
+        let refused = f.makeUploader().syncNow()
+        guard case .retryLater(let reason, _, _) = refused.streams[.health]?.outcome else { return XCTFail("\(refused)") }
+        XCTAssertTrue(reason.contains("ca_file"), reason)
+        XCTAssertEqual(try f.queue.count(stream: .health, status: .pending), 4)
+
+        f.server.caFile = certificate
+        let delivered = f.makeUploader().syncNow()
+        XCTAssertTrue(delivered.drainedAll, "\(delivered)")
+        XCTAssertEqual(try f.queue.count(stream: .health, status: .uploaded), 4)
+    }
+}

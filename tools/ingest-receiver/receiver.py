@@ -44,6 +44,7 @@ import os
 import signal
 import socket
 import sqlite3
+import ssl
 import struct
 import sys
 import threading
@@ -560,6 +561,8 @@ def main(argv=None):
     parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
                         help="larger bodies get 413 (default 32 MiB)")
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")
+    parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (chain) file")
+    parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
 
@@ -571,6 +574,12 @@ def main(argv=None):
     Handler.verbose = args.verbose
     server = Server((args.host, args.port), Handler)
     port = server.server_address[1]
+    scheme = "http"
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
 
     def stop(signum, frame):
         receiver.stopping.set()
@@ -583,7 +592,7 @@ def main(argv=None):
         with open(temporary, "w") as handle:
             handle.write(f"{port}\n")
         os.replace(temporary, args.port_file)
-    print(f"listening on http://{args.host}:{port}{args.path}", flush=True)
+    print(f"listening on {scheme}://{args.host}:{port}{args.path}", flush=True)
     server.serve_forever(poll_interval=0.2)
     server.server_close()
     return 0
