@@ -80,8 +80,9 @@ public final class ReceiverRig: @unchecked Sendable {
             .appendingPathComponent("tools/ingest-receiver/receiver.py").path
     }()
 
-    /// python3's absolute path. (ChildProcess.locate splits PATH into arrays of
-    /// characters and so finds nothing on PATH; an absolute path skips that search.)
+    /// python3's absolute path, searched here because this branch's base had a
+    /// ChildProcess.locate that split PATH wrongly (fixed on main since; after the merge
+    /// `ChildProcess.locate("python3")` would do the same).
     static func python() throws -> String {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let candidates = path.split(separator: ":").map { "\($0)/python3" } + ["/usr/bin/python3", "/bin/python3"]
