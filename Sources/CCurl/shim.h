@@ -1,6 +1,7 @@
 #ifndef ARIATA_CCURL_SHIM_H
 #define ARIATA_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <zlib.h>
 
 /* curl_easy_setopt and curl_easy_getinfo are variadic macros/functions that Swift
    cannot call; these typed wrappers are all the shim there is. */
@@ -9,6 +10,14 @@ static inline CURLcode ariata_curl_setopt_ptr(CURL *h, CURLoption o, const void 
 static inline CURLcode ariata_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode ariata_curl_setopt_writefn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fn); }
 static inline CURLcode ariata_curl_setopt_headerfn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, fn); }
+static inline CURLcode ariata_curl_setopt_xferinfofn(CURL *h, int (*fn)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, fn); }
 static inline CURLcode ariata_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode ariata_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
+
+/* libcurl does not compress request bodies; the uploader's optional gzip uses the zlib
+   libcurl already links. deflateInit2 is a macro: window bits 15 + 16 asks for a gzip
+   header and trailer instead of a raw zlib stream. */
+static inline int ariata_deflate_init_gzip(z_stream *s, int level) {
+    return deflateInit2(s, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+}
 #endif

@@ -1,0 +1,47 @@
+import Foundation
+
+/// The circuit breaker of one endpoint. After `threshold` failures in a row (of any
+/// stream) it opens: no request at all until the backoff schedule says so. Then it is
+/// half-open: one small batch goes as a probe; its success closes the breaker, its
+/// failure opens it again for the next, longer step. So a week offline costs one probe
+/// per 5 minutes, not one request per stream per cycle each waiting for a time-out.
+public struct CircuitBreaker: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        case closed
+        case open(until: Date)
+        case halfOpen
+    }
+
+    public let threshold: Int
+    public private(set) var consecutiveFailures = 0
+    /// Times it opened since the last success: the step of the schedule it waits.
+    public private(set) var trips = 0
+    public private(set) var openUntil: Date?
+
+    public init(threshold: Int = 3) {
+        self.threshold = max(1, threshold)
+    }
+
+    public func state(at now: Date) -> State {
+        guard let openUntil else { return .closed }
+        return now < openUntil ? .open(until: openUntil) : .halfOpen
+    }
+
+    public mutating func recordSuccess() {
+        consecutiveFailures = 0
+        trips = 0
+        openUntil = nil
+    }
+
+    /// Returns true when this failure opened the breaker.
+    @discardableResult
+    public mutating func recordFailure(at now: Date, retryAfter: TimeInterval?, schedule: BackoffSchedule,
+                                       random: Double) -> Bool {
+        let wasProbe = state(at: now) == .halfOpen
+        consecutiveFailures += 1
+        guard wasProbe || consecutiveFailures >= threshold else { return false }
+        trips += 1
+        openUntil = now.addingTimeInterval(schedule.delay(afterFailures: trips, retryAfter: retryAfter, random: random))
+        return true
+    }
+}

@@ -1,0 +1,171 @@
+import AgentCore
+import CCurl
+import Foundation
+
+/// `HTTPTransport` over one libcurl easy handle. Keeping the handle for a whole upload
+/// cycle keeps its connection (and TLS session) open between the cycle's batches.
+/// Not thread-safe: one cycle uses it on one thread, then drops it.
+public final class CurlTransport: HTTPTransport {
+    /// Answers are small JSON; more than this is cut (the status code still counts).
+    public static let maxResponseBytes = 64 * 1024
+
+    private let handle: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private let context: CallbackContext
+
+    /// The standard factory for the uploader.
+    public static let factory: HTTPTransportFactory = { settings, isCancelled in
+        try CurlTransport(settings: settings, isCancelled: isCancelled)
+    }
+
+    /// - Parameter isCancelled: polled about once a second while a request runs;
+    ///   returning true aborts it (so `stop()` does not wait out a 30 s time-out).
+    public init(settings: ServerSettings, isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
+        guard CurlRuntime.ensureInitialised() else {
+            throw TransportFailure(kind: .other, message: "libcurl could not initialise its TLS library: reinstall libcurl4-openssl-dev")
+        }
+        guard let handle = curl_easy_init() else {
+            throw TransportFailure(kind: .other, message: "libcurl could not create a handle (out of memory?)")
+        }
+        self.handle = handle
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        context = CallbackContext(isCancelled: isCancelled)
+
+        // Signals are process-wide and the daemon has other threads: libcurl must not
+        // use SIGALRM for its time-outs.
+        setLong(CURLOPT_NOSIGNAL, 1)
+        setLong(CURLOPT_TIMEOUT, settings.requestTimeout)
+        setLong(CURLOPT_CONNECTTIMEOUT, settings.connectTimeout)
+        // Verification is always on; a self-signed server is trusted through ca_file.
+        setLong(CURLOPT_SSL_VERIFYPEER, 1)
+        setLong(CURLOPT_SSL_VERIFYHOST, 2)
+        if let caFile = settings.caFile { setString(CURLOPT_CAINFO, caFile) }
+        setString(CURLOPT_USERAGENT, AgentVersion.userAgent)
+        setString(CURLOPT_PROTOCOLS_STR, "http,https")
+        setLong(CURLOPT_TCP_KEEPALIVE, 1)
+        setLong(CURLOPT_POST, 1)
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer)
+
+        let opaque = Unmanaged.passUnretained(context).toOpaque()
+        _ = ariata_curl_setopt_writefn(handle) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().appendBody(data, size * count)
+            return size * count
+        }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, opaque)
+        _ = ariata_curl_setopt_headerfn(handle) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().headerLine(data, size * count)
+            return size * count
+        }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, opaque)
+        _ = ariata_curl_setopt_xferinfofn(handle) { user, _, _, _, _ in
+            guard let user else { return 0 }
+            return Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().isCancelled() ? 1 : 0
+        }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_XFERINFODATA, opaque)
+        setLong(CURLOPT_NOPROGRESS, 0)
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
+
+    public func send(_ request: HTTPRequest) -> Result<HTTPResponse, TransportFailure> {
+        context.reset()
+        errorBuffer[0] = 0
+        setString(CURLOPT_URL, request.url)
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers {
+            list = curl_slist_append(list, "\(header.name): \(header.value)")
+        }
+        // curl would send `Expect: 100-continue` for large bodies and wait for the
+        // server's go-ahead: one round trip more per batch for nothing.
+        list = curl_slist_append(list, "Expect:")
+        defer { curl_slist_free_all(list) }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
+
+        let code: CURLcode = request.body.withUnsafeBytes { raw in
+            // POSTFIELDS does not copy: the body stays alive for the whole perform. An
+            // empty body still needs a pointer, or curl would read the body from stdin.
+            let empty: StaticString = ""
+            _ = ariata_curl_setopt_ptr(handle, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
+            _ = ariata_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
+            let code = curl_easy_perform(handle)
+            _ = ariata_curl_setopt_ptr(handle, CURLOPT_POSTFIELDS, UnsafeRawPointer(empty.utf8Start))
+            return code
+        }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, nil)
+        guard code == CURLE_OK else { return .failure(failure(for: code)) }
+        var status = 0
+        _ = ariata_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return .success(HTTPResponse(status: status, headers: context.headers, body: context.body))
+    }
+
+    private func failure(for code: CURLcode) -> TransportFailure {
+        let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return TransportFailure(kind: .timedOut, message: "time-out: \(detail)")
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return TransportFailure(kind: .cannotConnect, message: "cannot connect: \(detail)")
+        case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE:
+            return TransportFailure(kind: .connectionLost, message: "connection lost: \(detail)")
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+            return TransportFailure(kind: .tls, message: "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA bundle (PEM)")
+        case CURLE_ABORTED_BY_CALLBACK:
+            return TransportFailure(kind: .cancelled, message: "cancelled: the uploader is stopping")
+        default:
+            return TransportFailure(kind: .other, message: "curl error \(code.rawValue): \(detail)")
+        }
+    }
+
+    private func setLong(_ option: CURLoption, _ value: Int) {
+        _ = ariata_curl_setopt_long(handle, option, value)
+    }
+
+    /// libcurl copies string options, so a temporary C string is enough.
+    private func setString(_ option: CURLoption, _ value: String) {
+        _ = value.withCString { ariata_curl_setopt_ptr(handle, option, $0) }
+    }
+}
+
+/// What libcurl's callbacks write into for one request. Reached through an opaque
+/// pointer from C; only the thread running `curl_easy_perform` touches it.
+private final class CallbackContext {
+    let isCancelled: @Sendable () -> Bool
+    private(set) var body = Data()
+    private(set) var headers: [String: String] = [:]
+
+    init(isCancelled: @escaping @Sendable () -> Bool) {
+        self.isCancelled = isCancelled
+    }
+
+    func reset() {
+        body = Data()
+        headers = [:]
+    }
+
+    func appendBody(_ bytes: UnsafePointer<CChar>, _ count: Int) {
+        let room = CurlTransport.maxResponseBytes - body.count
+        guard room > 0 else { return }
+        bytes.withMemoryRebound(to: UInt8.self, capacity: count) { body.append($0, count: min(count, room)) }
+    }
+
+    func headerLine(_ bytes: UnsafePointer<CChar>, _ count: Int) {
+        let line = bytes.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
+        if line.hasPrefix("HTTP/") {
+            // A new status line (after a 100 Continue, say): only the final answer counts.
+            headers = [:]
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        headers[name] = value
+    }
+}

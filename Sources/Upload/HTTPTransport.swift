@@ -1,0 +1,68 @@
+import Foundation
+
+/// One POST to send.
+public struct HTTPRequest: Sendable {
+    public var url: String
+    /// Header lines in order; names as sent.
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public init(url: String, headers: [(name: String, value: String)], body: Data) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What a server answered.
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    /// Header names lowercased; a repeated header keeps its last value.
+    public var headers: [String: String]
+    /// The body, cut at the transport's limit (answers are small JSON; a server that
+    /// sends megabytes back must not make the agent hold them).
+    public var body: Data
+
+    public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A request that got no HTTP answer.
+public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The whole request, or the connection, took longer than its time-out.
+        case timedOut
+        /// Refused, unreachable, or the host name did not resolve.
+        case cannotConnect
+        /// Reset or closed before a complete answer.
+        case connectionLost
+        /// The server's certificate is not trusted (or TLS failed otherwise).
+        case tls
+        /// `stop()` aborted the request.
+        case cancelled
+        /// A local problem (bad URL, out of memory, ...).
+        case other
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(kind: Kind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// The seam between the upload rules and HTTP. One transport serves one upload cycle on
+/// one thread and keeps its connection open between the requests of that cycle.
+public protocol HTTPTransport: AnyObject {
+    func send(_ request: HTTPRequest) -> Result<HTTPResponse, TransportFailure>
+}
+
+/// How the uploader gets a transport for each cycle (tests and benchmarks may wrap it).
+public typealias HTTPTransportFactory = @Sendable (_ server: ServerSettings, _ isCancelled: @escaping @Sendable () -> Bool) throws -> any HTTPTransport

@@ -1,0 +1,89 @@
+import AgentCore
+import Foundation
+
+/// What the contract says to do with a batch after one attempt to send it.
+public enum IngestVerdict: Sendable, Equatable {
+    /// 2xx with nothing rejected: the records are stored.
+    case accepted
+    /// 400, 413, 422, or a 200 that rejected records: this batch as sent will never be
+    /// accepted. Split it to isolate the bad records.
+    case rejected(reason: String)
+    /// 408, 429, 5xx, no answer, or an endpoint that is not an ingest endpoint (3xx,
+    /// 404, 405): nothing is wrong with the records; try later. Costs no attempt.
+    case retryLater(reason: String, code: AgentErrorCode?, retryAfter: TimeInterval?)
+    /// 401/403: the token was refused (E002). Pause; costs no attempt.
+    case unauthorized(reason: String)
+    /// Any other answer: it blames the batch without saying which record. Costs one of
+    /// each record's attempts, so such a batch is not retried forever.
+    case blamed(reason: String)
+    /// The uploader is stopping.
+    case cancelled
+
+    public static func of(_ result: Result<HTTPResponse, TransportFailure>, now: Date) -> IngestVerdict {
+        switch result {
+        case .failure(let failure):
+            switch failure.kind {
+            case .cancelled:
+                return .cancelled
+            case .timedOut, .cannotConnect, .connectionLost:
+                return .retryLater(reason: failure.message, code: .networkTimeout, retryAfter: nil)
+            case .tls, .other:
+                return .retryLater(reason: failure.message, code: nil, retryAfter: nil)
+            }
+        case .success(let response):
+            return of(response, now: now)
+        }
+    }
+
+    static func of(_ response: HTTPResponse, now: Date) -> IngestVerdict {
+        let status = response.status
+        let retryAfter = response.headers["retry-after"].flatMap { RetryAfter.seconds(from: $0, now: now) }
+        switch status {
+        case 200..<300:
+            // A 2xx without the contract's fields (204, an empty body) rejected nothing.
+            guard let answer = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
+                  let rejected = (answer["rejected"] as? NSNumber)?.intValue, rejected > 0 else {
+                return .accepted
+            }
+            return .rejected(reason: "HTTP \(status) with \(rejected) rejected: \(serverMessage(response))")
+        case 400, 413, 422:
+            return .rejected(reason: "HTTP \(status): \(serverMessage(response))")
+        case 401, 403:
+            return .unauthorized(reason: "HTTP \(status): the server refused the device token: \(AgentErrorCode.invalidToken.hint)")
+        case 408:
+            return .retryLater(reason: "HTTP 408: the server timed out reading the request", code: .networkTimeout, retryAfter: retryAfter)
+        case 429:
+            return .retryLater(reason: "HTTP 429: the server asks to slow down", code: nil, retryAfter: retryAfter)
+        case 500..<600:
+            return .retryLater(reason: "HTTP \(status): \(serverMessage(response))", code: .serverError, retryAfter: retryAfter)
+        case 300..<400, 404, 405:
+            return .retryLater(reason: "HTTP \(status): this is not the ingest endpoint: check [server] endpoint and ingest_path",
+                               code: nil, retryAfter: retryAfter)
+        default:
+            return .blamed(reason: "HTTP \(status): \(serverMessage(response))")
+        }
+    }
+
+    /// The server's explanation: the `error`/`message`/`detail` of a JSON answer (with the
+    /// ids it names under `errors`), else the start of the body as text.
+    static func serverMessage(_ response: HTTPResponse) -> String {
+        if let object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
+            var parts: [String] = []
+            for key in ["error", "message", "detail"] {
+                if let text = object[key] as? String { parts.append(text) }
+            }
+            if let errors = object["errors"] as? [Any], !errors.isEmpty {
+                let described = errors.prefix(5).map { error -> String in
+                    guard let entry = error as? [String: Any] else { return "\(error)" }
+                    let id = (entry["id"] as? String).map { "\($0): " } ?? ""
+                    return id + ((entry["error"] as? String) ?? (entry["message"] as? String) ?? "\(entry)")
+                }
+                parts.append(described.joined(separator: "; "))
+            }
+            if !parts.isEmpty { return parts.joined(separator: " - ") }
+        }
+        let text = String(decoding: response.body.prefix(300), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "no explanation in the answer" : text
+    }
+}

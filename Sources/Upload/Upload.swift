@@ -1,1 +1,0 @@
-// The uploader: batches, libcurl transport, backoff and the contract's answer rules.

@@ -1,0 +1,28 @@
+import AgentCore
+import Foundation
+
+/// Everything the uploader reads from and writes to: the queue, plus the bookkeeping
+/// that `status` reads. `SQLiteQueue` is the one implementation.
+public protocol UploadStore: UploadQueue {
+    /// Records and payload bytes pending in `stream` (for progress).
+    func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64)
+    func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
+                            records: Int, bytes: Int) throws
+    func setState(_ key: String, _ value: String?) throws
+}
+
+extension SQLiteQueue: UploadStore {
+    public func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64) {
+        let pending = try counts().first { $0.stream == stream && $0.status == .pending }
+        return (pending?.records ?? 0, pending?.bytes ?? 0)
+    }
+}
+
+/// Keys of `agent_state` the uploader writes for `status`.
+public enum UploadStateKey {
+    /// RFC 3339 time until which uploads are paused because the token was refused
+    /// (absent when not paused).
+    public static let authPausedUntil = "upload.auth_paused_until"
+    /// RFC 3339 time of the next attempt while the endpoint is failing (absent when not).
+    public static let retryAt = "upload.retry_at"
+}

@@ -1,0 +1,225 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// The reference ingest receiver (tools/ingest-receiver/receiver.py) as a real child
+/// process on 127.0.0.1, with its control API: faults to inject, and what it stored.
+public final class ReceiverRig: @unchecked Sendable {
+    // @unchecked: `process` is only replaced by start()/stop(), which a test calls from
+    // one thread; everything else is immutable.
+
+    /// Counters of `GET /_control/stats`.
+    public struct Stats: Decodable, Sendable {
+        public var requests: Int
+        /// Ingest requests begun and not yet answered (a `hang` fault, say).
+        public var in_flight: Int
+        public var statuses: [String: Int]
+        public var records: [String: Int]
+        public var duplicates: Int
+        public var repeated_batch_ids: Int
+        public var faults_pending: [String]
+    }
+
+    /// One ingest request as the receiver saw it (`GET /_control/requests`).
+    public struct Request: Decodable, Sendable {
+        public var at: Double
+        public var stream: String?
+        public var batch_id: String?
+        public var records: Int
+        public var record_ids: [String?]
+        /// The JSON body after gzip decoding; `wire_bytes` as sent.
+        public var body_bytes: Int
+        public var wire_bytes: Int
+        public var encoding: String?
+        public var user_agent: String?
+        public var content_type: String?
+        /// The client's TCP port: equal ports mean one reused connection.
+        public var client_port: Int
+        public var fault: String?
+        public var statusText: String
+
+        enum CodingKeys: String, CodingKey {
+            case at, stream, batch_id, records, record_ids, body_bytes, wire_bytes, encoding, user_agent,
+                 content_type, client_port, fault, status
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            at = try c.decode(Double.self, forKey: .at)
+            stream = try c.decodeIfPresent(String.self, forKey: .stream)
+            batch_id = try c.decodeIfPresent(String.self, forKey: .batch_id)
+            records = try c.decode(Int.self, forKey: .records)
+            record_ids = try c.decode([String?].self, forKey: .record_ids)
+            body_bytes = try c.decode(Int.self, forKey: .body_bytes)
+            wire_bytes = try c.decode(Int.self, forKey: .wire_bytes)
+            encoding = try c.decodeIfPresent(String.self, forKey: .encoding)
+            user_agent = try c.decodeIfPresent(String.self, forKey: .user_agent)
+            content_type = try c.decodeIfPresent(String.self, forKey: .content_type)
+            client_port = try c.decode(Int.self, forKey: .client_port)
+            fault = try c.decodeIfPresent(String.self, forKey: .fault)
+            // A number for an HTTP answer, a word ("reset", "hang") for a fault without one.
+            if let number = try? c.decode(Int.self, forKey: .status) {
+                statusText = String(number)
+            } else {
+                statusText = (try? c.decode(String.self, forKey: .status)) ?? "?"
+            }
+        }
+
+        public var status: Int? { Int(statusText) }
+    }
+
+    public struct ControlError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static let script: String = {
+        let here = URL(fileURLWithPath: #filePath)
+        return here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("tools/ingest-receiver/receiver.py").path
+    }()
+
+    /// python3's absolute path, searched here because this branch's base had a
+    /// ChildProcess.locate that split PATH wrongly (fixed on main since; after the merge
+    /// `ChildProcess.locate("python3")` would do the same).
+    static func python() throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let candidates = path.split(separator: ":").map { "\($0)/python3" } + ["/usr/bin/python3", "/bin/python3"]
+        guard let found = candidates.first(where: FileManager.default.isExecutableFile(atPath:)) else {
+            throw NotInstalled(program: "python3")
+        }
+        return found
+    }
+
+    public private(set) var port: Int
+    public let token: String
+    public let logDirectory: String
+    /// Certificate and key when it serves HTTPS. The control API is then HTTPS too, which
+    /// this rig does not speak: a TLS receiver is checked through the agent's side.
+    public let tls: (certificate: String, key: String)?
+    private let arguments: [String]
+    private var process: ChildProcess?
+
+    /// Starts the receiver on `port` (a free one when nil) and waits until it answers.
+    /// - Parameter arguments: more receiver options (`--fault`, `--reject-status`, ...).
+    public init(logDirectory: String, token: String = "test-token", port: Int? = nil, arguments: [String] = [],
+                tls: (certificate: String, key: String)? = nil, start: Bool = true) throws {
+        self.token = token
+        self.logDirectory = logDirectory
+        self.arguments = arguments
+        self.tls = tls
+        self.port = try port ?? FreePort.find()
+        if start { try self.start() }
+    }
+
+    deinit { process?.stop(grace: 2) }
+
+    /// `http://127.0.0.1:<port>` (https with TLS): what goes into `[server] endpoint`.
+    public var endpoint: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)" }
+    public var isRunning: Bool { process?.isRunning ?? false }
+
+    /// Starts it (again, on the same port) and waits until it listens (and, without TLS,
+    /// until its control API answers).
+    public func start() throws {
+        guard !isRunning else { return }
+        let portFile = "\(logDirectory)/receiver-\(port).port"
+        try? FileManager.default.removeItem(atPath: portFile)
+        var options = [Self.script, "--port", String(port), "--port-file", portFile, "--token", token]
+        if let tls { options += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
+        let child = try ChildProcess(try Self.python(), options + arguments, name: "receiver", logDirectory: logDirectory)
+        process = child
+        do {
+            try waitUntil("the ingest receiver to listen on \(port)", timeout: 30) {
+                guard child.isRunning else {
+                    throw ControlError(description: "the receiver exited: \(child.stderr())")
+                }
+                guard FileManager.default.fileExists(atPath: portFile) else { return false }
+                return tls != nil || (try? get("/_control/health")) != nil
+            }
+        } catch {
+            child.stop(grace: 1)
+            throw error
+        }
+    }
+
+    /// Stops it (SIGTERM); the port refuses connections afterwards.
+    public func stop() {
+        process?.stop(grace: 5)
+        process = nil
+    }
+
+    public var stderr: String { process?.stderr() ?? "" }
+
+    // MARK: Control API
+
+    public func addFaults(_ specs: [String]) throws {
+        _ = try send("POST", "/_control/faults", body: ["faults": specs])
+    }
+
+    public func clearFaults() throws {
+        _ = try send("DELETE", "/_control/faults", body: nil)
+    }
+
+    /// Changes the accepted token, the answer to a bad record (200 or 422), the body limit.
+    public func configure(token: String? = nil, rejectStatus: Int? = nil, maxBodyBytes: Int? = nil) throws {
+        var body: [String: Any] = [:]
+        if let token { body["token"] = token }
+        if let rejectStatus { body["reject_status"] = rejectStatus }
+        if let maxBodyBytes { body["max_body_bytes"] = maxBodyBytes }
+        _ = try send("POST", "/_control/config", body: body)
+    }
+
+    /// Forgets stored records, counters and faults.
+    public func reset() throws {
+        _ = try send("POST", "/_control/reset", body: [:])
+    }
+
+    public func stats() throws -> Stats {
+        try JSONDecoder().decode(Stats.self, from: get("/_control/stats"))
+    }
+
+    public func requests() throws -> [Request] {
+        struct List: Decodable { var requests: [Request] }
+        return try JSONDecoder().decode(List.self, from: get("/_control/requests")).requests
+    }
+
+    /// Ingest requests of one stream.
+    public func requests(stream: String) throws -> [Request] {
+        try requests().filter { $0.stream == stream }
+    }
+
+    /// Ids of the records stored for `stream`, in the order stored.
+    public func storedIDs(_ stream: String) throws -> [String] {
+        struct IDs: Decodable { var ids: [String] }
+        return try JSONDecoder().decode(IDs.self, from: get("/_control/records?stream=\(stream)")).ids
+    }
+
+    private func get(_ path: String) throws -> Data {
+        try send("GET", path, body: nil)
+    }
+
+    private func send(_ method: String, _ path: String, body: [String: Any]?) throws -> Data {
+        guard let url = URL(string: endpoint + path) else { throw ControlError(description: "bad path \(path)") }
+        var request = URLRequest(url: url, timeoutInterval: 10)
+        request.httpMethod = method
+        if let body { request.httpBody = try JSONSerialization.data(withJSONObject: body) }
+        let outcome = Mutex<Result<Data, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            let result: Result<Data, any Error>
+            if let error {
+                result = .failure(error)
+            } else if let status = (response as? HTTPURLResponse)?.statusCode, status != 200 {
+                result = .failure(ControlError(description: "\(method) \(path): HTTP \(status) \(String(decoding: data ?? Data(), as: UTF8.self))"))
+            } else {
+                result = .success(data ?? Data())
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }.resume()
+        done.wait()
+        guard let result = outcome.withLock({ $0 }) else { throw ControlError(description: "no answer") }
+        return try result.get()
+    }
+}

@@ -1,0 +1,150 @@
+import AgentCore
+import Foundation
+import XCTest
+@testable import Upload
+
+/// The pure rules: schedule, Retry-After, batch ids, the body, answer classification.
+final class UploadRulesTests: XCTestCase {
+    func testBackoffFollowsTheScheduleWithDownwardJitter() {
+        let schedule = BackoffSchedule()
+        let steps: [TimeInterval] = [30, 60, 120, 240, 300, 300, 300]
+        for (index, step) in steps.enumerated() {
+            XCTAssertEqual(schedule.delay(afterFailures: index + 1, random: 0), step)
+            XCTAssertEqual(schedule.delay(afterFailures: index + 1, random: 0.999_999), step * 0.8, accuracy: 0.001)
+            for _ in 0..<50 {
+                let delay = schedule.delay(afterFailures: index + 1, random: Double.random(in: 0..<1))
+                XCTAssertTrue(delay > step * 0.8 - 0.001 && delay <= step, "\(delay) for step \(step)")
+            }
+        }
+        XCTAssertEqual(schedule.delay(afterFailures: 3, retryAfter: 7, random: 0.5), 7, "Retry-After wins")
+    }
+
+    func testRetryAfterSecondsAndHTTPDates() throws {
+        let now = try XCTUnwrap(RFC3339.date(from: "1994-11-06T08:49:00Z"))
+        XCTAssertEqual(RetryAfter.seconds(from: "120", now: now), 120)
+        XCTAssertEqual(RetryAfter.seconds(from: " 0 ", now: now), 0)
+        XCTAssertEqual(RetryAfter.seconds(from: "Sun, 06 Nov 1994 08:49:37 GMT", now: now), 37)
+        XCTAssertEqual(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: now), 37)
+        XCTAssertEqual(RetryAfter.seconds(from: "Sun Nov  6 08:49:37 1994", now: now), 37)
+        XCTAssertEqual(RetryAfter.seconds(from: "Sun, 06 Nov 1994 08:00:00 GMT", now: now), 0, "a past date means now")
+        XCTAssertEqual(RetryAfter.seconds(from: "99999999999999999999", now: now), RetryAfter.maximum)
+        XCTAssertNil(RetryAfter.seconds(from: "soon", now: now))
+        XCTAssertNil(RetryAfter.seconds(from: "-5", now: now))
+        XCTAssertNil(RetryAfter.seconds(from: "", now: now))
+    }
+
+    func testSHA1AndVersion5UUIDsMatchTheStandards() {
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        XCTAssertEqual(hex(SHA1.digest("abc".utf8)), "a9993e364706816aba3e25717850c26c9cd0d89d")
+        XCTAssertEqual(hex(SHA1.digest("".utf8)), "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        XCTAssertEqual(hex(SHA1.digest(Array(repeating: UInt8(ascii: "a"), count: 1_000_000))),
+                       "34aa973cd4c4daa4f61eeb2bdbad27316534016f")
+        // RFC 9562's DNS namespace and Python's uuid.uuid5(NAMESPACE_DNS, "python.org").
+        let dns = UUID(uuid: (0x6B, 0xA7, 0xB8, 0x10, 0x9D, 0xAD, 0x11, 0xD1, 0x80, 0xB4, 0x00, 0xC0, 0x4F, 0xD4, 0x30, 0xC8))
+        XCTAssertEqual(BatchID.v5(namespace: dns, name: Array("python.org".utf8)).uuidString.lowercased(),
+                       "886313e1-3b8a-5372-9b90-0c9aee199e5d")
+    }
+
+    func testBatchIDsAreStableAndChangeWithTheRecords() {
+        let ids = (0..<5).map { _ in UUID() }
+        let id = BatchID.make(stream: .location, recordIDs: ids)
+        XCTAssertEqual(BatchID.make(stream: .location, recordIDs: ids), id)
+        XCTAssertNotEqual(BatchID.make(stream: .location, recordIDs: Array(ids.dropLast())), id)
+        XCTAssertNotEqual(BatchID.make(stream: .location, recordIDs: ids + [UUID()]), id)
+        XCTAssertNotEqual(BatchID.make(stream: .health, recordIDs: ids), id)
+        XCTAssertEqual(id.uuidString.lowercased().dropFirst(14).first, "5", "version 5")
+    }
+
+    func testTheBodyHasTheContractsShapeAndTheStoredPayloadBytes() throws {
+        let clock = Date(timeIntervalSince1970: 1_795_000_000)
+        let payloads = [#"{"id":"a","x":1}"#, #"{"id":"b","y":"é\n"}"#]
+        let records = payloads.enumerated().map { index, text in
+            QueuedRecord(seq: Int64(index), id: UUID(), stream: .health, capturedAt: clock, payload: Data(text.utf8),
+                         status: .pending, uploadAttempts: 0, lastAttemptAt: nil, lastError: nil)
+        }
+        let batchID = UUID()
+        let body = IngestBody.build(stream: .health, deviceID: "dev \"1\"\t", records: records, batchID: batchID, timestamp: clock)
+        let text = String(decoding: body, as: UTF8.self)
+        XCTAssertTrue(text.contains(#""records":[{"id":"a","x":1},{"id":"b","y":"é\n"}]"#), "payload bytes verbatim: \(text)")
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: body) as? [String: Any])
+        XCTAssertEqual(object["source"] as? String, "linux")
+        XCTAssertEqual(object["stream"] as? String, "health")
+        XCTAssertEqual(object["device_id"] as? String, "dev \"1\"\t")
+        XCTAssertEqual((object["records"] as? [Any])?.count, 2)
+        XCTAssertEqual(object["timestamp"] as? String, RFC3339.string(from: clock))
+        XCTAssertTrue(object["checkpoint"] is NSNull)
+        let metadata = try XCTUnwrap(object["batch_metadata"] as? [String: Any])
+        XCTAssertEqual(metadata["total_records"] as? Int, 2)
+        XCTAssertEqual(metadata["app_version"] as? String, AgentVersion.string)
+        XCTAssertEqual(metadata["batch_id"] as? String, batchID.uuidString.lowercased())
+        XCTAssertLessThanOrEqual(body.count - payloads.reduce(0) { $0 + $1.utf8.count }, IngestBody.envelopeAllowance)
+    }
+
+    func testGzipOutputIsAGzipStream() throws {
+        let input = Data(String(repeating: "ariata ", count: 10_000).utf8)
+        let compressed = try Gzip.compress(input)
+        XCTAssertEqual(Array(compressed.prefix(2)), [0x1F, 0x8B])
+        XCTAssertLessThan(compressed.count, input.count / 20)
+        // The trailer holds the input length (mod 2^32), little-endian.
+        let tail = Array(compressed.suffix(4))
+        let length = tail.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        XCTAssertEqual(length, input.count)
+    }
+
+    func testAnswersMapToTheContractsActions() {
+        let now = Date()
+        func verdict(_ status: Int, _ body: String = "", headers: [String: String] = [:]) -> IngestVerdict {
+            IngestVerdict.of(.success(HTTPResponse(status: status, headers: headers, body: Data(body.utf8))), now: now)
+        }
+        XCTAssertEqual(verdict(200, #"{"accepted":3,"rejected":0}"#), .accepted)
+        XCTAssertEqual(verdict(204), .accepted)
+        guard case .rejected(let reason) = verdict(200, #"{"accepted":0,"rejected":3,"errors":[{"id":"x","error":"bad time"}]}"#) else {
+            return XCTFail("200 with rejected > 0 is not a success")
+        }
+        XCTAssertTrue(reason.contains("x: bad time"), reason)
+        for status in [400, 413, 422] {
+            guard case .rejected = verdict(status) else { return XCTFail("\(status) splits") }
+        }
+        for status in [401, 403] {
+            guard case .unauthorized = verdict(status) else { return XCTFail("\(status) pauses") }
+        }
+        XCTAssertEqual(verdict(503, headers: ["retry-after": "42"]),
+                       .retryLater(reason: "HTTP 503: no explanation in the answer", code: .serverError, retryAfter: 42))
+        guard case .retryLater(_, nil, 9) = verdict(429, headers: ["retry-after": "9"]) else { return XCTFail("429") }
+        guard case .retryLater(_, .networkTimeout, nil) = verdict(408) else { return XCTFail("408") }
+        guard case .retryLater(_, nil, nil) = verdict(404) else { return XCTFail("404 is the endpoint, not the records") }
+        guard case .blamed = verdict(409) else { return XCTFail("409 blames the batch") }
+        let timeout = IngestVerdict.of(.failure(TransportFailure(kind: .timedOut, message: "t")), now: now)
+        XCTAssertEqual(timeout, .retryLater(reason: "t", code: .networkTimeout, retryAfter: nil))
+    }
+
+    func testBreakerOpensAfterThresholdAndProbesHalfOpen() {
+        var breaker = CircuitBreaker(threshold: 3)
+        let schedule = BackoffSchedule(jitter: 0)
+        let t0 = Date()
+        XCTAssertFalse(breaker.recordFailure(at: t0, retryAfter: nil, schedule: schedule, random: 0))
+        XCTAssertFalse(breaker.recordFailure(at: t0, retryAfter: nil, schedule: schedule, random: 0))
+        XCTAssertEqual(breaker.state(at: t0), .closed)
+        XCTAssertTrue(breaker.recordFailure(at: t0, retryAfter: nil, schedule: schedule, random: 0))
+        XCTAssertEqual(breaker.state(at: t0), .open(until: t0.addingTimeInterval(30)))
+        XCTAssertEqual(breaker.state(at: t0.addingTimeInterval(30)), .halfOpen)
+        // A failed probe reopens for the next step at once.
+        let t1 = t0.addingTimeInterval(30)
+        XCTAssertTrue(breaker.recordFailure(at: t1, retryAfter: nil, schedule: schedule, random: 0))
+        XCTAssertEqual(breaker.state(at: t1), .open(until: t1.addingTimeInterval(60)))
+        breaker.recordSuccess()
+        XCTAssertEqual(breaker.state(at: t1), .closed)
+        XCTAssertEqual(breaker.trips, 0)
+    }
+
+    func testAuthPauseDoublesUpToAnHour() {
+        var pause = AuthPause()
+        let t = Date()
+        let lengths = (0..<7).map { _ in pause.refused(at: t).timeIntervalSince(t) }
+        XCTAssertEqual(lengths, [300, 600, 1_200, 2_400, 3_600, 3_600, 3_600])
+        XCTAssertTrue(pause.isPaused(at: t.addingTimeInterval(3_599)))
+        XCTAssertFalse(pause.isPaused(at: t.addingTimeInterval(3_600)))
+        pause.clear()
+        XCTAssertFalse(pause.isPaused(at: t))
+    }
+}

@@ -1,0 +1,602 @@
+#!/usr/bin/env python3
+"""A reference ingest receiver for ariata-agent: tests, benchmarks and the demo.
+
+A real HTTP server (on 127.0.0.1 unless told otherwise) that speaks the ingest contract
+(shared/contract/ingest.md): it checks the device token and the body, answers as the
+Ariata server does (including its 200 with accepted 0 / rejected N when one record of
+a batch is bad), and stores what it accepted, one row per record id, in SQLite, so a
+test can count lost and duplicated records.
+
+It can be told to misbehave, from the command line (--fault) or at run time through a
+small control API under /_control/ on the same port:
+
+  GET    /_control/health             {"ok": true}
+  GET    /_control/stats              request counts (finished and in flight), records stored
+                                      per stream, duplicate records, repeated batch ids
+  GET    /_control/requests           one entry per ingest request (no payloads)
+  GET    /_control/records?stream=S   ids stored for stream S, in the order stored
+  POST   /_control/faults             {"faults": ["status=503,times=2", ...]} appends faults
+  DELETE /_control/faults             clears the faults
+  POST   /_control/config             {"token": "...", "reject_status": 422, "max_body_bytes": N}
+  POST   /_control/reset              forgets everything stored and seen
+
+A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request(s):
+
+  status=503[,retry_after=120][,retry_after_date=120]   answer that status (Retry-After in
+                                                        seconds, or as an HTTP-date N s ahead)
+  slow=5                                                answer normally after 5 seconds
+  hang[=SECONDS]                                        read the request, never answer
+  reset                                                 read the request, reset the connection
+  close                                                 read the request, close without answer
+  options: times=N (default 1) or times=forever; stream=NAME (only that stream's requests)
+
+Faults apply in order: the first whose stream matches is used and counts down.
+Only the Python 3 standard library is used.
+"""
+
+import argparse
+import base64
+import binascii
+import datetime
+import gzip
+import json
+import os
+import signal
+import socket
+import sqlite3
+import ssl
+import struct
+import sys
+import threading
+import time
+import uuid
+from email.utils import format_datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+STREAMS = ("location", "microphone", "health")
+HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
+                  "active_energy", "distance", "oxygen_saturation", "sleep")
+EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+MAX_AHEAD = datetime.timedelta(minutes=5)
+
+
+class BadRequest(Exception):
+    """The body as a whole breaks the contract (answered 400)."""
+
+
+# ---------------------------------------------------------------- faults
+
+class Fault:
+    KINDS = ("status", "slow", "hang", "reset", "close")
+
+    def __init__(self, spec):
+        self.spec = spec.strip()
+        self.kind = None
+        self.value = None
+        self.times = 1
+        self.stream = None
+        self.retry_after = None
+        self.retry_after_date = None
+        for index, part in enumerate(p.strip() for p in self.spec.split(",") if p.strip()):
+            key, _, value = part.partition("=")
+            key = key.strip()
+            value = value.strip()
+            if index == 0:
+                if key not in self.KINDS:
+                    raise ValueError(f"unknown fault kind {key!r} in {spec!r}: use one of {', '.join(self.KINDS)}")
+                self.kind = key
+                self.value = value or None
+            elif key == "times":
+                self.times = None if value == "forever" else int(value)
+            elif key == "stream":
+                if value not in STREAMS:
+                    raise ValueError(f"unknown stream {value!r} in {spec!r}")
+                self.stream = value
+            elif key == "retry_after":
+                self.retry_after = value
+            elif key == "retry_after_date":
+                self.retry_after_date = float(value)
+            else:
+                raise ValueError(f"unknown fault option {key!r} in {spec!r}")
+        if self.kind is None:
+            raise ValueError("empty fault")
+        if self.kind == "status" and (self.value is None or not self.value.isdigit()):
+            raise ValueError(f"status needs a code, as in status=503: {spec!r}")
+        if self.kind == "slow" and self.value is None:
+            raise ValueError(f"slow needs seconds, as in slow=5: {spec!r}")
+
+    def matches(self, stream):
+        return self.stream is None or self.stream == stream
+
+
+# ---------------------------------------------------------------- state
+
+class Receiver:
+    """Everything the server remembers; one lock guards it all."""
+
+    def __init__(self, args):
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.token = args.token
+        self.path = args.path
+        self.reject_status = args.reject_status
+        self.max_body_bytes = args.max_body_bytes
+        self.keep_payloads = not args.discard_payloads
+        self.faults = [Fault(spec) for spec in args.fault or []]
+        self.db = sqlite3.connect(args.store or ":memory:", check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
+        self.db.execute("""CREATE TABLE IF NOT EXISTS records (
+            id TEXT PRIMARY KEY, stream TEXT NOT NULL, batch_id TEXT NOT NULL,
+            received_at TEXT NOT NULL, record TEXT)""")
+        self.in_flight = 0  # not reset: requests running now still finish
+        self.reset_counters()
+
+    def reset_counters(self):
+        self.requests = []
+        self.statuses = {}
+        self.duplicates = 0
+        self.batch_ids = set()
+        self.repeated_batch_ids = 0
+
+    def reset(self):
+        with self.lock:
+            self.db.execute("DELETE FROM records")
+            self.faults = []
+            self.reset_counters()
+
+    def take_fault(self, stream):
+        with self.lock:
+            for fault in self.faults:
+                if fault.matches(stream):
+                    if fault.times is not None:
+                        fault.times -= 1
+                        if fault.times <= 0:
+                            self.faults.remove(fault)
+                    return fault
+        return None
+
+    def store(self, stream, batch_id, records):
+        """Stores records by id; returns how many were new."""
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        with self.lock:
+            repeated = batch_id in self.batch_ids
+            self.batch_ids.add(batch_id)
+            if repeated:
+                self.repeated_batch_ids += 1
+            new = 0
+            self.db.execute("BEGIN")
+            for record in records:
+                text = json.dumps(record, separators=(",", ":")) if self.keep_payloads else None
+                cursor = self.db.execute(
+                    "INSERT OR IGNORE INTO records (id, stream, batch_id, received_at, record) VALUES (?, ?, ?, ?, ?)",
+                    (record["id"].lower(), stream, batch_id, now, text))
+                new += cursor.rowcount
+            self.db.execute("COMMIT")
+            self.duplicates += len(records) - new
+            return new
+
+    def note(self, entry):
+        with self.lock:
+            self.requests.append(entry)
+            key = str(entry["status"])
+            self.statuses[key] = self.statuses.get(key, 0) + 1
+
+    def stats(self):
+        with self.lock:
+            per_stream = dict(self.db.execute("SELECT stream, COUNT(*) FROM records GROUP BY stream").fetchall())
+            return {
+                "requests": len(self.requests),
+                "in_flight": self.in_flight,
+                "statuses": dict(self.statuses),
+                "records": {s: per_stream.get(s, 0) for s in STREAMS},
+                "duplicates": self.duplicates,
+                "repeated_batch_ids": self.repeated_batch_ids,
+                "faults_pending": [f.spec for f in self.faults],
+            }
+
+    def stored_ids(self, stream):
+        with self.lock:
+            rows = self.db.execute("SELECT id FROM records WHERE stream = ? ORDER BY rowid", (stream,)).fetchall()
+            return [row[0] for row in rows]
+
+
+# ---------------------------------------------------------------- validation
+
+def parse_time(value, field, now, check_range=True):
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be an RFC 3339 string")
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{field} {value!r} is not RFC 3339") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"{field} {value!r} has no time zone")
+    if check_range:
+        if parsed < EARLIEST:
+            raise ValueError(f"{field} {value} is before 2000-01-01")
+        if parsed > now + MAX_AHEAD:
+            raise ValueError(f"{field} {value} is more than 5 minutes in the future")
+    return parsed
+
+
+def number(record, field):
+    value = record.get(field)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{field} must be a number")
+    return value
+
+
+def check_record(stream, record, now):
+    """Raises ValueError naming what is wrong with one record."""
+    if not isinstance(record, dict):
+        raise ValueError("a record must be a JSON object")
+    try:
+        uuid.UUID(str(record.get("id")))
+    except ValueError:
+        raise ValueError("id must be a UUID") from None
+    if stream == "location":
+        parse_time(record.get("timestamp"), "timestamp", now)
+        if not -90 <= number(record, "latitude") <= 90:
+            raise ValueError("latitude out of range")
+        if not -180 <= number(record, "longitude") <= 180:
+            raise ValueError("longitude out of range")
+    elif stream == "microphone":
+        start = parse_time(record.get("timestamp_start"), "timestamp_start", now)
+        end = parse_time(record.get("timestamp_end"), "timestamp_end", now)
+        if end < start:
+            raise ValueError("timestamp_end is before timestamp_start")
+        audio = record.get("audio_data")
+        if not isinstance(audio, str):
+            raise ValueError("audio_data must be a base64 string")
+        try:
+            head = base64.b64decode(audio[:8], validate=True)
+            binascii.a2b_base64(audio)
+        except (binascii.Error, ValueError):
+            raise ValueError("audio_data is not base64") from None
+        if not head.startswith(b"OggS"):
+            raise ValueError("audio_data is not an Ogg file")
+    elif stream == "health":
+        parse_time(record.get("timestamp"), "timestamp", now)
+        if record.get("metric_type") not in HEALTH_METRICS:
+            raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
+        number(record, "value")
+        metadata = record.get("metadata")
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("source"), str):
+            raise ValueError("metadata must be an object with a source")
+
+
+def check_body(body, now):
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    for field in ("source", "stream", "device_id", "timestamp"):
+        if not isinstance(body.get(field), str) or not body.get(field):
+            raise BadRequest(f"{field} is required and must be a non-empty string")
+    if body["stream"] not in STREAMS:
+        raise BadRequest(f"unknown stream {body['stream']!r}")
+    if not isinstance(body.get("records"), list):
+        raise BadRequest("records is required and must be an array")
+    try:
+        parse_time(body["timestamp"], "timestamp", now, check_range=False)
+    except ValueError as error:
+        raise BadRequest(str(error)) from None
+
+
+# ---------------------------------------------------------------- HTTP
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so the agent's connection reuse is real
+    server_version = "ariata-ingest-receiver/1"
+    receiver = None  # set by main
+    verbose = False
+
+    def log_message(self, format, *args):
+        if self.verbose:
+            sys.stderr.write("%s %s\n" % (self.log_date_time_string(), format % args))
+
+    def finish(self):
+        try:
+            super().finish()
+        except OSError:
+            pass  # a fault that reset the connection on purpose
+
+    # -- plumbing
+
+    def answer(self, status, payload, headers=None):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def read_body(self):
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            return None
+        remaining = int(length)
+        chunks = []
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    # -- control API
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        r = self.receiver
+        if url.path == "/_control/health":
+            self.answer(200, {"ok": True})
+        elif url.path == "/_control/stats":
+            self.answer(200, r.stats())
+        elif url.path == "/_control/requests":
+            with r.lock:
+                self.answer(200, {"requests": list(r.requests)})
+        elif url.path == "/_control/records":
+            stream = parse_qs(url.query).get("stream", [""])[0]
+            self.answer(200, {"stream": stream, "ids": r.stored_ids(stream)})
+        else:
+            self.answer(404 if url.path != r.path else 405, {"error": f"no GET {url.path} here"})
+
+    def do_DELETE(self):
+        if urlparse(self.path).path == "/_control/faults":
+            with self.receiver.lock:
+                self.receiver.faults = []
+            self.answer(200, {"faults": []})
+        else:
+            self.answer(404, {"error": "not found"})
+
+    def control_post(self, path):
+        r = self.receiver
+        try:
+            request = json.loads(self.read_body() or b"{}")
+            if path == "/_control/faults":
+                faults = [Fault(spec) for spec in request.get("faults", [])]
+                with r.lock:
+                    r.faults.extend(faults)
+                    specs = [f.spec for f in r.faults]
+                self.answer(200, {"faults": specs})
+            elif path == "/_control/config":
+                with r.lock:
+                    if "token" in request:
+                        r.token = request["token"]
+                    if "reject_status" in request:
+                        r.reject_status = int(request["reject_status"])
+                    if "max_body_bytes" in request:
+                        r.max_body_bytes = int(request["max_body_bytes"])
+                self.answer(200, {"ok": True})
+            elif path == "/_control/reset":
+                r.reset()
+                self.answer(200, {"ok": True})
+            else:
+                self.answer(404, {"error": "not found"})
+        except (ValueError, AttributeError, TypeError) as error:
+            self.answer(400, {"error": str(error)})
+
+    # -- ingest
+
+    def do_POST(self):
+        path = urlparse(self.path).path
+        if path.startswith("/_control/"):
+            self.control_post(path)
+            return
+        started = time.monotonic()
+        entry = {"at": time.time(), "path": path, "stream": None, "batch_id": self.headers.get("X-Batch-Id"),
+                 "records": 0, "record_ids": [], "body_bytes": 0,
+                 "wire_bytes": int(self.headers.get("Content-Length") or 0),
+                 "encoding": self.headers.get("Content-Encoding"), "user_agent": self.headers.get("User-Agent"),
+                 "content_type": self.headers.get("Content-Type"), "client_port": self.client_address[1],
+                 "fault": None, "status": None}
+        with self.receiver.lock:
+            self.receiver.in_flight += 1
+        try:
+            status = self.ingest(path, entry)
+        except (BrokenPipeError, ConnectionResetError):
+            status = "client went away"
+        finally:
+            with self.receiver.lock:
+                self.receiver.in_flight -= 1
+        entry["status"] = status
+        entry["seconds"] = round(time.monotonic() - started, 4)
+        self.receiver.note(entry)
+        if self.verbose or status not in (200, "client went away"):
+            sys.stderr.write(f"POST {path} stream={entry['stream']} records={entry['records']} "
+                             f"bytes={entry['wire_bytes']} fault={entry['fault']} -> {status}\n")
+
+    def ingest(self, path, entry):
+        r = self.receiver
+        if path != r.path:
+            self.read_body()
+            self.answer(404, {"error": f"no ingest endpoint at {path}; it is {r.path}"})
+            return 404
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            self.answer(411, {"error": "Content-Length is required"})
+            return 411
+        if int(length) > r.max_body_bytes:
+            self.close_connection = True
+            self.answer(413, {"error": f"body of {length} bytes is over the limit of {r.max_body_bytes}"})
+            return 413
+        raw = self.read_body()
+
+        # Decode enough to know the stream before picking a fault.
+        body = None
+        problem = None
+        encoding = (self.headers.get("Content-Encoding") or "identity").lower()
+        data = raw
+        if encoding == "gzip":
+            try:
+                data = gzip.decompress(raw)
+            except (OSError, EOFError) as error:
+                problem = f"the body is not valid gzip: {error}"
+        elif encoding != "identity":
+            problem = f"Content-Encoding {encoding} is not supported: send identity or gzip"
+        if problem is None:
+            entry["body_bytes"] = len(data)
+            try:
+                body = json.loads(data)
+            except ValueError as error:
+                problem = f"the body is not JSON: {error}"
+        stream = body.get("stream") if isinstance(body, dict) else None
+        entry["stream"] = stream
+        if isinstance(body, dict) and isinstance(body.get("records"), list):
+            entry["records"] = len(body["records"])
+            entry["record_ids"] = [rec.get("id") for rec in body["records"] if isinstance(rec, dict)]
+
+        fault = r.take_fault(stream)
+        if fault is not None:
+            entry["fault"] = fault.spec
+            outcome = self.apply(fault)
+            if outcome is not None:
+                return outcome
+
+        token = self.headers.get("X-Device-Token")
+        authorization = self.headers.get("Authorization") or ""
+        if not token and authorization.startswith("Bearer "):
+            token = authorization[len("Bearer "):]
+        with r.lock:
+            expected = r.token
+        if not token or token != expected:
+            self.answer(401, {"error": "invalid or missing device token"})
+            return 401
+        if not (self.headers.get("Content-Type") or "").startswith("application/json"):
+            self.answer(400, {"error": "Content-Type must be application/json"})
+            return 400
+        batch_id = self.headers.get("X-Batch-Id")
+        try:
+            uuid.UUID(batch_id or "")
+        except ValueError:
+            self.answer(400, {"error": "X-Batch-Id must be a UUID"})
+            return 400
+        if problem is not None:
+            self.answer(400, {"error": problem})
+            return 400
+        now = datetime.datetime.now(datetime.timezone.utc)
+        try:
+            check_body(body, now)
+        except BadRequest as error:
+            self.answer(400, {"error": str(error)})
+            return 400
+
+        records = body["records"]
+        errors = []
+        for record in records:
+            try:
+                check_record(stream, record, now)
+            except ValueError as error:
+                rid = record.get("id") if isinstance(record, dict) else None
+                errors.append({"id": rid, "error": str(error)})
+        if errors:
+            # The Ariata server refuses the whole batch for one bad record.
+            status = r.reject_status
+            self.answer(status, {"accepted": 0, "rejected": len(records), "next_checkpoint": None,
+                                 "activity_id": None, "errors": errors})
+            return status
+        new = r.store(stream, batch_id.lower(), records)
+        self.answer(200, {"accepted": len(records), "rejected": 0, "next_checkpoint": None,
+                          "activity_id": str(uuid.uuid4()), "new": new})
+        return 200
+
+    def apply(self, fault):
+        """Carries out a fault; returns the status answered, or None to go on normally."""
+        if fault.kind == "status":
+            headers = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = fault.retry_after
+            if fault.retry_after_date is not None:
+                when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=fault.retry_after_date)
+                headers["Retry-After"] = format_datetime(when, usegmt=True)
+            status = int(fault.value)
+            self.answer(status, {"error": f"injected fault: {fault.spec}"}, headers)
+            return status
+        if fault.kind == "slow":
+            self.receiver.stopping.wait(float(fault.value))
+            return None
+        if fault.kind == "hang":
+            self.receiver.stopping.wait(float(fault.value) if fault.value else None)
+            self.close_connection = True
+            return "hang"
+        if fault.kind == "reset":
+            # SO_LINGER 0 makes close() send RST instead of FIN.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return "reset"
+        if fault.kind == "close":
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return "close"
+        return None
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Reference ingest receiver for ariata-agent (tests and demo).",
+        epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on; 0 picks a free one (default)")
+    parser.add_argument("--port-file", help="write the port here once listening")
+    parser.add_argument("--token", required=True, help="the device token to accept")
+    parser.add_argument("--path", default="/ingest", help="path of the ingest endpoint (default /ingest)")
+    parser.add_argument("--store", help="SQLite file for accepted records (default: in memory)")
+    parser.add_argument("--discard-payloads", action="store_true",
+                        help="store only ids and streams, not the records (benchmarks)")
+    parser.add_argument("--reject-status", type=int, default=200, choices=(200, 400, 422),
+                        help="status for a batch with a bad record: 200 with rejected N like the Ariata server (default), or 400/422")
+    parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
+                        help="larger bodies get 413 (default 32 MiB)")
+    parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")
+    parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (chain) file")
+    parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    args = parser.parse_args(argv)
+
+    try:
+        receiver = Receiver(args)
+    except ValueError as error:
+        parser.error(str(error))
+    Handler.receiver = receiver
+    Handler.verbose = args.verbose
+    server = Server((args.host, args.port), Handler)
+    port = server.server_address[1]
+    scheme = "http"
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+
+    def stop(signum, frame):
+        receiver.stopping.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    if args.port_file:
+        temporary = args.port_file + ".tmp"
+        with open(temporary, "w") as handle:
+            handle.write(f"{port}\n")
+        os.replace(temporary, args.port_file)
+    print(f"listening on {scheme}://{args.host}:{port}{args.path}", flush=True)
+    server.serve_forever(poll_interval=0.2)
+    server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
