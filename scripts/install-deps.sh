@@ -8,6 +8,8 @@ BUILD_PACKAGES=(
   pkg-config
   libsqlite3-dev
   libcurl4-openssl-dev
+  libssl-dev
+  zlib1g-dev
   libgps-dev
   libasound2-dev
   libopus-dev
@@ -27,6 +29,8 @@ TEST_PACKAGES=(
   python3-jsonschema
   procps
   tmux
+  curl
+  openssl
 )
 
 sudo_cmd=()

@@ -2,6 +2,9 @@
 #define ARIATA_CCURL_SHIM_H
 #include <curl/curl.h>
 #include <zlib.h>
+/* SHA-1 for the name-based (v5) UUIDs of batch ids: OpenSSL's libcrypto, which
+   libcurl-openssl already loads. */
+#include <openssl/sha.h>
 
 /* curl_easy_setopt and curl_easy_getinfo are variadic macros/functions that Swift
    cannot call; these typed wrappers are all the shim there is. */

@@ -1,4 +1,5 @@
 import AgentCore
+import CCurl
 import Foundation
 
 /// The `X-Batch-Id` of a batch: a name-based UUID (version 5) of the stream and the ids of
@@ -27,14 +28,22 @@ public enum BatchID {
 
     /// RFC 9562 section 5.5: SHA-1 of namespace and name, version and variant bits set.
     static func v5(namespace: UUID, name: [UInt8]) -> UUID {
-        var sha = SHA1()
-        sha.update(bytes(of: namespace))
-        sha.update(name)
-        var d = sha.finish()
+        var d = sha1(bytes(of: namespace) + name)
         d[6] = (d[6] & 0x0F) | 0x50
         d[8] = (d[8] & 0x3F) | 0x80
         return UUID(uuid: (d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7],
                            d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]))
+    }
+
+    /// SHA-1 through OpenSSL's libcrypto; here a fingerprint, not a security measure.
+    static func sha1(_ data: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+        data.withUnsafeBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                _ = SHA1(input.baseAddress, input.count, output.baseAddress)
+            }
+        }
+        return digest
     }
 
     static func bytes(of id: UUID) -> [UInt8] {

@@ -23,6 +23,9 @@ public final class Uploader: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let cycles = DispatchQueue(label: "ariata.upload.cycles")
     private let timer = Mutex<ReliableTimer?>(nil)
+    /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
+    /// daemon never upload at the same time.
+    private let uploadLock: FileLock?
 
     /// - Parameters:
     ///   - store: the queue (`SQLiteQueue`).
@@ -30,11 +33,15 @@ public final class Uploader: Sendable {
     ///     a `ManualClock` makes schedules testable without sleeping.
     ///   - makeTransport: one transport per cycle; libcurl unless a test wraps it.
     ///   - random: jitter source, values in [0, 1).
+    ///   - uploadLock: held during each scheduled cycle (the daemon passes
+    ///     `FileLock.upload(databasePath:)`; `sync` takes that lock itself).
     public init(server: ServerConfig, upload: UploadConfig, store: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.upload"),
                 policy: UploadPolicy = UploadPolicy(),
                 makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                uploadLock: FileLock? = nil) {
+        self.uploadLock = uploadLock
         self.upload = upload
         self.policy = policy
         self.store = store
@@ -174,6 +181,18 @@ public final class Uploader: Sendable {
     }
 
     private func timerFired() {
+        // One upload at a time across processes: while `ariata-agent sync` holds the lock,
+        // this cycle is skipped (sync is sending the same records right now).
+        var held: FileLock.Held?
+        if let uploadLock {
+            held = try? uploadLock.tryAcquire()
+            if held == nil {
+                logger.info("skipping this upload cycle: another upload ('ariata-agent sync') is running")
+                rescheduleTimer()
+                return
+            }
+        }
+        defer { held?.release() }
         _ = cycles.sync { cycle(forced: false, progress: nil) }
         rescheduleTimer()
     }

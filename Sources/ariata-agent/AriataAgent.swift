@@ -2,7 +2,7 @@ import AgentCore
 import ArgumentParser
 
 @main
-struct AriataAgent: ParsableCommand {
+struct AriataAgent: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ariata-agent",
         abstract: "Collects location, microphone audio and health samples and uploads them to your Ariata server.",

@@ -1,13 +1,79 @@
+import AgentCore
 import ArgumentParser
+import Foundation
+import Logging
+import Upload
 
 struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: "Uploads the queue now.")
+        abstract: "Uploads the queue now, with a progress bar.",
+        discussion: """
+            Sends every pending record of every stream to the server now, ignoring the \
+            backoff the daemon may be in (you asked for it), and prints a progress bar per \
+            stream (records and bytes) and a summary.
+
+            Only one upload runs at a time: when the daemon is uploading, sync waits for it \
+            to finish (up to --wait seconds) and then sends what is left.
+
+            Exit status: 0 when everything pending was delivered; 1 when something could not \
+            be delivered (the reason is printed; the records stay queued and the daemon retries); \
+            75 when another upload held the lock for longer than --wait.
+            """)
 
     @OptionGroup var options: ConfigOptions
 
+    @Option(help: ArgumentHelp("Seconds to wait for an upload already running.", valueName: "seconds"))
+    var wait: Int = 120
+
     func run() throws {
-        throw notYetAvailable("sync")
+        let config = try AgentConfig.load(path: options.config)
+        guard config.server.isOnboarded else {
+            throw CleanExit.message("this device is not set up yet: run 'ariata-agent onboard' first")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
+        let queue = try SQLiteQueue(path: config.storage.database)
+        let lock = FileLock.upload(databasePath: config.storage.database)
+        var held = try lock.tryAcquire()
+        if held == nil {
+            print("an upload is running (the daemon's); waiting up to \(wait) s for it to finish…")
+            held = try lock.acquire(timeout: TimeInterval(wait))
+        }
+        guard let held else {
+            print("gave up: the other upload still runs after \(wait) s; try again later or with a longer --wait")
+            throw ExitCode(75)
+        }
+        defer { held.release() }
+
+        let uploader = Uploader(server: config.server, upload: config.upload, store: queue,
+                                logger: Logger(label: "ariata.sync"))
+        var bars: [StreamName: ProgressBar] = [:]
+        func bar(_ stream: StreamName) -> ProgressBar {
+            if let b = bars[stream] { return b }
+            let b = ProgressBar(label: stream.rawValue)
+            bars[stream] = b
+            return b
+        }
+        let report = uploader.syncNow { p in
+            let detail = "\(ProgressBar.count(p.recordsSent))/\(ProgressBar.count(p.recordsTotal)) records  "
+                + "\(ProgressBar.bytes(p.bytesSent))/\(ProgressBar.bytes(p.bytesTotal))"
+                + (p.recordsFailed > 0 ? "  \(p.recordsFailed) refused" : "")
+            let b = bar(p.stream)
+            if p.recordsSent + p.recordsFailed >= p.recordsTotal {
+                b.finish(done: p.bytesSent, total: p.bytesTotal, detail: detail)
+            } else {
+                b.update(done: p.bytesSent, total: p.bytesTotal, detail: detail)
+            }
+        }
+        for (stream, result) in report.streams.sorted(by: { $0.key < $1.key }) {
+            // A stream that stopped early leaves its bar open: close it on its last state.
+            bars[stream]?.finish(done: result.bytesSent, total: max(result.bytesSent, 1), detail: "stopped")
+        }
+        print(SyncSummary(report: report).text)
+        if !SyncSummary(report: report).delivered { throw ExitCode(1) }
     }
 }

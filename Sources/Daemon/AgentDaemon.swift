@@ -1,0 +1,173 @@
+import AgentCore
+import Foundation
+import Logging
+import Synchronization
+
+/// What the daemon needs of the uploader.
+public protocol UploadComponent: AnyObject, Sendable {
+    func start()
+    func stop()
+    func health() -> StreamHealth
+    func updateServer(_ server: ServerConfig)
+}
+
+/// Builds the parts the daemon runs; the live one wires the real streams and uploader,
+/// tests may wire the same real parts differently (another gpsd port, say).
+public protocol ComponentFactory: Sendable {
+    /// A new capture stream for `stream`, or nil when the config disables it.
+    func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> (any CaptureStream)?
+    func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent
+}
+
+/// The running agent: the enabled streams, the uploader, and the one maintenance timer
+/// (health coordinator, pause switches, retention and the storage guard). Data moves one
+/// way: streams write to the queue, the uploader reads from it; they never meet.
+public final class AgentDaemon: Sendable {
+    /// `agent_state` key holding the running daemon's pid (for `pause` to signal it).
+    public static let pidKey = "daemon.pid"
+
+    public let queue: SQLiteQueue
+    private let factory: any ComponentFactory
+    private let notifier: SystemdNotifier
+    private let logger: Logger
+    private let clock: any WallClock
+    private let state: Mutex<State>
+    private let coordinator: HealthCoordinator
+    private let tickInterval: TimeInterval
+    private let maintenance: Mutex<ReliableTimer?> = Mutex(nil)
+
+    private struct State {
+        var config: AgentConfig
+        var supervisors: [StreamName: StreamSupervisor] = [:]
+        var uploader: (any UploadComponent)?
+        var lastRetention: Date?
+    }
+
+    /// - Parameter tickInterval: the health coordinator's period (30 s; tests use less).
+    public init(config: AgentConfig, queue: SQLiteQueue, factory: any ComponentFactory,
+                notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
+                tickInterval: TimeInterval = 30, logger: Logger) {
+        self.queue = queue
+        self.factory = factory
+        self.notifier = notifier
+        self.clock = clock
+        self.logger = logger
+        self.tickInterval = tickInterval
+        state = Mutex(State(config: config))
+        coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
+                                        logger: Logger(label: "ariata.health"))
+    }
+
+    /// Starts every enabled stream (unless paused) and the uploader; returns at once.
+    public func start() {
+        let config = state.withLock { $0.config }
+        let paused = (try? PauseSwitches(queue: queue).pausedStreams()) ?? []
+        var supervisors: [StreamName: StreamSupervisor] = [:]
+        for stream in StreamName.allCases where isEnabled(stream, in: config) {
+            let factory = self.factory, queue = self.queue
+            let streamLogger = Logger(label: "ariata.\(stream.rawValue)")
+            let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) {
+                factory.makeStream(stream, config: config, queue: queue, logger: streamLogger) ?? DisabledStream(stream: stream)
+            }
+            supervisors[stream] = supervisor
+        }
+        let uploader = factory.makeUploader(config: config, queue: queue, logger: Logger(label: "ariata.upload"))
+        state.withLock { s in
+            s.supervisors = supervisors
+            s.uploader = uploader
+        }
+        for stream in StreamName.allCases {
+            supervisors[stream]?.start()
+            let word = supervisors[stream] == nil ? "disabled" : paused.contains(stream) ? "paused" : "started"
+            logger.info("\(stream.rawValue) \(word)")
+        }
+        uploader.start()
+        coordinator.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
+
+        let timer = ReliableTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
+        maintenance.withLock { $0 = timer }
+        timer.start(interval: tickInterval, firstAfter: min(tickInterval, 5))
+        notifier.ready(status: "capturing " + (supervisors.keys.sorted().map(\.rawValue).joined(separator: ", ")))
+    }
+
+    /// Stops capture (the audio chunk in progress is finished and written), then the
+    /// uploader (a request in flight is aborted; its records stay pending).
+    public func stop() {
+        notifier.stopping()
+        maintenance.withLock { $0 }?.stop()
+        let (supervisors, uploader) = state.withLock { ($0.supervisors, $0.uploader) }
+        for supervisor in supervisors.values { supervisor.stop() }
+        uploader?.stop()
+        logger.info("stopped: streams and uploader are down, the queue is closed cleanly")
+    }
+
+    /// Applies a new configuration: everything is stopped and started again with it.
+    public func reload(_ config: AgentConfig) {
+        notifier.reloading()
+        logger.notice("reloading the configuration from \(config.file)")
+        stop()
+        state.withLock { $0.config = config }
+        start()
+    }
+
+    /// Reads the pause switches (written by `ariata-agent pause/resume`) and applies them.
+    public func applyPauseSwitches() {
+        guard let paused = try? PauseSwitches(queue: queue).pausedStreams() else { return }
+        let supervisors = state.withLock { $0.supervisors }
+        for (stream, supervisor) in supervisors {
+            supervisor.setPaused(paused.contains(stream))
+        }
+    }
+
+    /// One maintenance round: pause switches, health (with restarts and the watchdog),
+    /// the storage guard, and retention once an hour.
+    @discardableResult
+    public func tick() -> [String: StreamHealth] {
+        applyPauseSwitches()
+        let config = state.withLock { $0.config }
+        let results = coordinator.tick()
+        do {
+            try queue.guardStorage(config.storage.retention)
+            let due = state.withLock { s -> Bool in
+                let now = clock.now()
+                guard (s.lastRetention.map { now.timeIntervalSince($0) >= 3_600 } ?? true) else { return false }
+                s.lastRetention = now
+                return true
+            }
+            if due {
+                let deleted = try queue.applyRetention(config.storage.retention)
+                if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
+            }
+        } catch {
+            logger.error("queue maintenance failed: \(error)")
+        }
+        return results
+    }
+
+    private func isEnabled(_ stream: StreamName, in config: AgentConfig) -> Bool {
+        switch stream {
+        case .location: return config.location.enabled
+        case .microphone: return config.microphone.enabled
+        case .health: return config.health.enabled
+        }
+    }
+}
+
+/// The uploader as the coordinator sees it: its health is stored for `status`, but it is
+/// never restarted, because it recovers by itself and a restart would skip its backoff.
+final class UploaderSupervision: SupervisedComponent, Sendable {
+    let uploader: any UploadComponent
+    init(_ uploader: any UploadComponent) { self.uploader = uploader }
+    var componentName: String { "uploader" }
+    func health() -> StreamHealth { uploader.health() }
+    func restart() {}
+}
+
+/// Stands in when a factory has no stream for an enabled name (never in the live wiring).
+final class DisabledStream: CaptureStream, Sendable {
+    let stream: StreamName
+    init(stream: StreamName) { self.stream = stream }
+    func start() {}
+    func stop() {}
+    func health() -> StreamHealth { .disabled }
+}

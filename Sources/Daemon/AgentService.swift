@@ -1,0 +1,80 @@
+import AgentCore
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The daemon as a swift-service-lifecycle service. SIGTERM and SIGINT (the group's
+/// graceful-shutdown signals) stop capture, finish the audio chunk in progress, let the
+/// uploader abort cleanly and return; SIGHUP reloads the configuration; SIGUSR1 applies
+/// pause switches at once (`ariata-agent pause` sends it).
+public struct AgentService: Service {
+    let daemon: AgentDaemon
+    let loadConfig: @Sendable () throws -> AgentConfig
+    let logger: Logger
+
+    public init(daemon: AgentDaemon, logger: Logger, loadConfig: @escaping @Sendable () throws -> AgentConfig) {
+        self.daemon = daemon
+        self.logger = logger
+        self.loadConfig = loadConfig
+    }
+
+    public func run() async throws {
+        let lock = FileLock.daemon(databasePath: daemon.queue.path)
+        guard let held = try lock.tryAcquire() else {
+            throw DaemonError.alreadyRunning(database: daemon.queue.path)
+        }
+        defer { held.release() }
+        try? daemon.queue.setState(AgentDaemon.pidKey, String(getpid()))
+
+        await offThread { daemon.start() }
+        let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
+        try? await cancelWhenGracefulShutdown {
+            for await signal in signals {
+                if signal == .sighup {
+                    await reload()
+                } else {
+                    await offThread { daemon.applyPauseSwitches() }
+                }
+            }
+        }
+        logger.info("shutting down")
+        await offThread { daemon.stop() }
+        try? daemon.queue.setState(AgentDaemon.pidKey, nil)
+    }
+
+    private func reload() async {
+        do {
+            let config = try loadConfig()
+            await offThread { daemon.reload(config) }
+        } catch {
+            logger.error("not reloading: \(error); the agent keeps running with the configuration it has")
+        }
+    }
+
+    /// Runs blocking work (joining capture threads, fsyncs) on a thread of its own rather
+    /// than on Swift concurrency's small cooperative pool.
+    private func offThread(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                work()
+                done.resume()
+            }
+            thread.start()
+        }
+    }
+}
+
+public enum DaemonError: Error, CustomStringConvertible {
+    case alreadyRunning(database: String)
+    case notOnboarded(file: String)
+
+    public var description: String {
+        switch self {
+        case .alreadyRunning(let database):
+            return "another ariata-agent is already running on \(database): see 'systemctl status ariata-agent' or 'ariata-agent status'"
+        case .notOnboarded(let file):
+            return "this device is not set up yet (no endpoint or token in \(file)): run 'ariata-agent onboard' first"
+        }
+    }
+}
