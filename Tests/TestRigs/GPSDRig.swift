@@ -52,6 +52,8 @@ public final class GPSDRig: @unchecked Sendable {
 
     public var gpsdIsRunning: Bool { gpsd?.isRunning ?? false }
 
+    public var gpsdPID: Int32? { gpsd?.pid }
+
     /// Starts gpsd on the rig's port and waits until it accepts connections.
     public func startGPSD() throws {
         guard !gpsdIsRunning else { return }
