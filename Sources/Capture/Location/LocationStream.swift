@@ -78,10 +78,13 @@ public final class LocationStream: CaptureStream {
                 })
             let readerDone = DispatchSemaphore(value: 0)
             let thread = Thread {
+                // Foundation's Thread.name reaches the kernel only by a race, so the name
+                // shown by top -H and /proc is written directly (15 characters at most).
+                try? "ariata.location".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
                 reader.run(until: waker)
                 readerDone.signal()
             }
-            thread.name = "ariata.location.gpsd"
+            thread.name = "ariata.location"
             thread.start()
 
             let timer = DispatchSource.makeTimerSource(queue: samplerQueue)
