@@ -45,6 +45,9 @@ public final class LocationStream: CaptureStream {
         self.tuning = tuning
     }
 
+    /// A stream dropped without stop() must not leave its reader thread behind.
+    deinit { stop() }
+
     public var endpoint: String { "\(config.gpsdHost):\(config.gpsdPort)" }
 
     public func start() {

@@ -16,7 +16,8 @@ final class LocationFixture {
         directory = try TemporaryDirectory("ariata-location")
         queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
         var config = LocationConfig()
-        // 127.0.0.1 rather than localhost: the rig's gpsd listens on IPv4 loopback only.
+        // 127.0.0.1 rather than localhost: no name lookup, and the endpoint named in
+        // health reasons is exactly what the tests expect.
         config.gpsdHost = "127.0.0.1"
         config.gpsdPort = port
         config.interval = interval
