@@ -81,7 +81,15 @@ final class GPSDReader: Sendable {
     private func pump(_ client: GPSDClient, waker: Waker, onFirstLine: () -> Void) throws(GPSDError) {
         var heardFrom = false
         while true {
-            let lines = try client.drain(onReport)
+            // The first line ends an outage before any report of it is passed on, so the
+            // log tells of the recovery before the records that follow it.
+            let lines = try client.drain { report in
+                if !heardFrom {
+                    heardFrom = true
+                    onFirstLine()
+                }
+                onReport(report)
+            }
             if lines > 0 && !heardFrom {
                 heardFrom = true
                 onFirstLine()

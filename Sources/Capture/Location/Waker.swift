@@ -46,11 +46,14 @@ final class Waker: Sendable {
         if let fd {
             fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
         }
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        // Monotonic, so a clock step (NTP at boot) cannot stretch or cut a backoff wait.
+        let deadline = timeout.map { DispatchTime.now().uptimeNanoseconds + UInt64(max(0, $0) * 1e9) }
         while true {
             let milliseconds: Int32
             if let deadline {
-                milliseconds = Int32(max(0, min(deadline.timeIntervalSinceNow * 1000, Double(Int32.max))).rounded(.up))
+                let now = DispatchTime.now().uptimeNanoseconds
+                let remaining = deadline > now ? Double(deadline - now) / 1e6 : 0
+                milliseconds = Int32(min(remaining, Double(Int32.max)).rounded(.up))
             } else {
                 milliseconds = -1
             }
