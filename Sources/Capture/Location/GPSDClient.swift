@@ -44,8 +44,9 @@ final class GPSDClient {
 
         if gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil) != 0 {
             let detail = String(cString: strerror(errno))
-            gps_close(data)
-            data.deallocate()
+            // Fully initialised by now, so deinit runs after the throw: close() once here
+            // and it is a no-op there.
+            close()
             throw GPSDError.watchFailed(endpoint: endpoint, detail: detail)
         }
         // Non-blocking after the WATCH is written: gps_read then returns 0 on a partial
