@@ -32,19 +32,19 @@ enum LocationBench {
         mutating func parse(_ arguments: [String]) throws {
             var rest = arguments[...]
             while let flag = rest.popFirst() {
-                guard let value = rest.popFirst() else { throw BenchUsage("\(flag) needs a value") }
+                guard let value = rest.popFirst() else { throw LocationBenchError("\(flag) needs a value") }
                 switch flag {
                 case "--seconds": seconds = try Self.positive(value, flag)
                 case "--interval": interval = try Self.positive(value, flag)
                 case "--warmup": warmup = try Self.positive(value, flag)
                 case "--feed": feedPath = value
-                default: throw BenchUsage("unknown option \(flag); use --seconds N, --interval N, --warmup N")
+                default: throw LocationBenchError("unknown option \(flag); use --seconds N, --interval N, --warmup N")
                 }
             }
         }
 
         static func positive(_ text: String, _ flag: String) throws -> Int {
-            guard let value = Int(text), value > 0 else { throw BenchUsage("\(flag) wants a positive whole number, not '\(text)'") }
+            guard let value = Int(text), value > 0 else { throw LocationBenchError("\(flag) wants a positive whole number, not '\(text)'") }
             return value
         }
     }
@@ -115,7 +115,7 @@ enum LocationBench {
     /// The feeder child: one epoch per wall-clock second, times equal to the wall clock.
     private static func feed(path: String, seconds: Int) throws {
         guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw BenchUsage("cannot open \(path) for writing")
+            throw LocationBenchError("cannot open \(path) for writing")
         }
         let start = Date().timeIntervalSince1970.rounded(.down)
         let drive = NMEADrive.synthetic(epochs: seconds, start: Date(timeIntervalSince1970: start))
@@ -127,7 +127,7 @@ enum LocationBench {
     }
 }
 
-private struct BenchUsage: Error, CustomStringConvertible {
+private struct LocationBenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
