@@ -62,7 +62,7 @@ let package = Package(
 
         // Measurements quoted in the README and closing notes: `swift run -c release ariata-bench <name>`.
         .executableTarget(name: "ariata-bench", dependencies: [
-            "AgentCore", "Capture", "Upload", "Daemon",
+            "AgentCore", "Capture", "Upload", "Daemon", "TestRigs",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

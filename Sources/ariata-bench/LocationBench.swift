@@ -1,5 +1,193 @@
+import AgentCore
+import Capture
+import Foundation
+import Logging
+import TestRigs
+
+/// CPU time and wakeups of the location stream per minute while gpsd delivers a fix every
+/// second: `swift run -c release ariata-bench location [--seconds 60] [--interval 10]`.
+///
+/// A real gpsd (the test rig: socat pty pair + gpsd on a free port) gets one NMEA epoch per
+/// second from a feeder in a child process, so this process holds only the stream: its
+/// reader thread, the sampling timer and the SQLite writes. Costs come from getrusage
+/// (the whole process, threads that came and went included) and from
+/// /proc/self/task/<tid> for the reader thread alone.
 enum LocationBench {
     static func run(_ arguments: [String]) throws {
-        throw BenchNotWritten(name: "location")
+        var options = Options()
+        try options.parse(arguments)
+        if let feedPath = options.feedPath {
+            try feed(path: feedPath, seconds: options.seconds)
+            return
+        }
+        try measure(options)
+    }
+
+    struct Options {
+        var seconds = 60
+        var interval = 10
+        var warmup = 5
+        var feedPath: String?
+
+        mutating func parse(_ arguments: [String]) throws {
+            var rest = arguments[...]
+            while let flag = rest.popFirst() {
+                guard let value = rest.popFirst() else { throw LocationBenchError("\(flag) needs a value") }
+                switch flag {
+                case "--seconds": seconds = try Self.positive(value, flag)
+                case "--interval": interval = try Self.positive(value, flag)
+                case "--warmup": warmup = try Self.positive(value, flag)
+                case "--feed": feedPath = value
+                default: throw LocationBenchError("unknown option \(flag); use --seconds N, --interval N, --warmup N")
+                }
+            }
+        }
+
+        static func positive(_ text: String, _ flag: String) throws -> Int {
+            guard let value = Int(text), value > 0 else { throw LocationBenchError("\(flag) wants a positive whole number, not '\(text)'") }
+            return value
+        }
+    }
+
+    private static func measure(_ options: Options) throws {
+        let rig = try GPSDRig()
+        let directory = try TemporaryDirectory("ariata-bench-location")
+        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        var config = LocationConfig()
+        config.gpsdHost = "127.0.0.1"
+        config.gpsdPort = rig.port
+        config.interval = options.interval
+        var logger = Logger(label: "ariata.location")
+        logger.logLevel = .warning
+        let stream = LocationStream(config: config, sink: queue, logger: logger)
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("the stream to connect to gpsd") { stream.status().connected }
+
+        let feeder = try ChildProcess("/proc/self/exe", [
+            "location", "--feed", rig.feedPath, "--seconds", String(options.warmup + options.seconds + 5),
+        ], name: "nmea-feeder", logDirectory: directory.path)
+        defer { feeder.stop(grace: 1) }
+        try waitUntil("the first fix", timeout: 20) { stream.status().lastFixAge != nil }
+        Thread.sleep(forTimeInterval: TimeInterval(options.warmup))
+
+        let reader = ThreadUsage.find(named: "ariata.location")
+        let gpsdPID = rig.gpsdPID
+        let recordsBefore = try queue.count(stream: .location, status: .pending)
+        let processBefore = ProcessUsage.now()
+        let readerBefore = reader.flatMap(ThreadUsage.read)
+        let gpsdBefore = gpsdPID.flatMap(ThreadUsage.readProcess)
+        let started = Date()
+
+        Thread.sleep(forTimeInterval: TimeInterval(options.seconds))
+
+        let elapsed = Date().timeIntervalSince(started)
+        let processAfter = ProcessUsage.now()
+        let readerAfter = reader.flatMap(ThreadUsage.read)
+        let gpsdAfter = gpsdPID.flatMap(ThreadUsage.readProcess)
+        let records = try queue.count(stream: .location, status: .pending) - recordsBefore
+        let perMinute = 60 / elapsed
+
+        print("location bench: \(String(format: "%.1f", elapsed)) s measured, a fix every 1 s from gpsd \(rig.port), "
+            + "a record every \(options.interval) s")
+        print("  records written: \(records) (expected about \(Int(elapsed) / options.interval))")
+        let process = processAfter - processBefore
+        print("  whole stream (reader thread, sampling timer, SQLite writes), per minute:")
+        print(String(format: "    CPU time: %.1f ms (user %.1f ms, system %.1f ms)",
+                     process.cpuMilliseconds * perMinute, process.userMilliseconds * perMinute,
+                     process.systemMilliseconds * perMinute))
+        print(String(format: "    wakeups (voluntary context switches): %.0f; involuntary switches: %.0f",
+                     process.voluntarySwitches * perMinute, process.involuntarySwitches * perMinute))
+        if let readerBefore, let readerAfter {
+            let thread = readerAfter - readerBefore
+            print(String(format: "  gpsd reader thread alone, per minute: CPU %.1f ms, wakeups %.0f",
+                         thread.cpuMilliseconds * perMinute, thread.voluntarySwitches * perMinute))
+        } else {
+            print("  gpsd reader thread alone: not found in /proc/self/task")
+        }
+        if let gpsdBefore, let gpsdAfter {
+            let daemon = gpsdAfter - gpsdBefore
+            print(String(format: "  gpsd itself (for reference, not the agent), per minute: CPU %.1f ms",
+                         daemon.cpuMilliseconds * perMinute))
+        }
+    }
+
+    /// The feeder child: one epoch per wall-clock second, times equal to the wall clock.
+    private static func feed(path: String, seconds: Int) throws {
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw LocationBenchError("cannot open \(path) for writing")
+        }
+        let start = Date().timeIntervalSince1970.rounded(.down)
+        let drive = NMEADrive.synthetic(epochs: seconds, start: Date(timeIntervalSince1970: start))
+        for (index, epoch) in drive.enumerated() {
+            try handle.write(contentsOf: Data(NMEADrive.sentences(for: epoch).utf8))
+            let next = Date(timeIntervalSince1970: start + Double(index + 1))
+            Thread.sleep(until: next)
+        }
+    }
+}
+
+private struct LocationBenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// CPU and context switches of the whole process, from getrusage.
+private struct ProcessUsage {
+    var userMilliseconds: Double
+    var systemMilliseconds: Double
+    var voluntarySwitches: Double
+    var involuntarySwitches: Double
+
+    var cpuMilliseconds: Double { userMilliseconds + systemMilliseconds }
+
+    static func now() -> ProcessUsage {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func ms(_ t: timeval) -> Double { Double(t.tv_sec) * 1000 + Double(t.tv_usec) / 1000 }
+        return ProcessUsage(userMilliseconds: ms(usage.ru_utime), systemMilliseconds: ms(usage.ru_stime),
+                            voluntarySwitches: Double(usage.ru_nvcsw), involuntarySwitches: Double(usage.ru_nivcsw))
+    }
+
+    static func - (lhs: ProcessUsage, rhs: ProcessUsage) -> ProcessUsage {
+        ProcessUsage(userMilliseconds: lhs.userMilliseconds - rhs.userMilliseconds,
+                     systemMilliseconds: lhs.systemMilliseconds - rhs.systemMilliseconds,
+                     voluntarySwitches: lhs.voluntarySwitches - rhs.voluntarySwitches,
+                     involuntarySwitches: lhs.involuntarySwitches - rhs.involuntarySwitches)
+    }
+}
+
+/// CPU (nanosecond schedstat) and voluntary switches of one thread or process from /proc.
+private struct ThreadUsage {
+    var cpuMilliseconds: Double
+    var voluntarySwitches: Double
+
+    static func find(named prefix: String) -> String? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.first { tid in
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+            return comm.hasPrefix(prefix)
+        }.map { "/proc/self/task/\($0)" }
+    }
+
+    static func read(_ directory: String) -> ThreadUsage? {
+        guard let schedstat = try? String(contentsOfFile: "\(directory)/schedstat", encoding: .utf8),
+              let runNanoseconds = schedstat.split(separator: " ").first.flatMap({ Double($0) }),
+              let status = try? String(contentsOfFile: "\(directory)/status", encoding: .utf8)
+        else { return nil }
+        let voluntary = status.split(separator: "\n")
+            .first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            .flatMap { $0.split(separator: ":").last }
+            .flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        return ThreadUsage(cpuMilliseconds: runNanoseconds / 1e6, voluntarySwitches: voluntary)
+    }
+
+    static func readProcess(_ pid: Int32) -> ThreadUsage? {
+        read("/proc/\(pid)")
+    }
+
+    static func - (lhs: ThreadUsage, rhs: ThreadUsage) -> ThreadUsage {
+        ThreadUsage(cpuMilliseconds: lhs.cpuMilliseconds - rhs.cpuMilliseconds,
+                    voluntarySwitches: lhs.voluntarySwitches - rhs.voluntarySwitches)
     }
 }

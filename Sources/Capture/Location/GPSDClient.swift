@@ -1,0 +1,143 @@
+import CGPS
+import Foundation
+
+/// What one message from gpsd meant to us.
+enum GPSDReport: Sendable, Equatable {
+    /// A TPV report: a fix, or nil when gpsd says there is none (mode below 2D, or no time).
+    case position(GPSFix?)
+    /// A SKY report's count of satellites used in the solution (nil when unknown).
+    case satellites(used: Int?)
+}
+
+/// One connection to gpsd through libgps (GPSD API 11): `gps_open`, a JSON watch, and
+/// `gps_read` line by line. libgps does the JSON parsing; this type turns its
+/// `gps_data_t` into `GPSReport`s. Not thread-safe: one reader thread owns it.
+final class GPSDClient {
+    let endpoint: String
+    let fileDescriptor: Int32
+    private let data: UnsafeMutablePointer<gps_data_t>
+    private var open = true
+    /// The latest SKY count on this connection. With NMEA receivers gpsd sends SKY before
+    /// the TPV of the same epoch, so the TPV takes the count last seen.
+    private var satellitesUsed: Int?
+
+    /// A stream of messages that never ends would keep `drain` from returning to the
+    /// poll that watches for `stop()`; this bounds one drain.
+    private static let maxLinesPerDrain = 512
+
+    /// Connects and asks gpsd to stream JSON reports. Blocks for the TCP connect only.
+    init(host: String, port: Int) throws(GPSDError) {
+        let endpoint = "\(host):\(port)"
+        self.endpoint = endpoint
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<gps_data_t>.size,
+                                                   alignment: MemoryLayout<gps_data_t>.alignment)
+        memset(raw, 0, MemoryLayout<gps_data_t>.size)
+        data = raw.bindMemory(to: gps_data_t.self, capacity: 1)
+
+        errno = 0
+        if gps_open(host, String(port), data) != 0 {
+            let code = errno
+            data.deallocate()
+            throw GPSDError.openFailure(code: code, host: host, endpoint: endpoint)
+        }
+        fileDescriptor = data.pointee.gps_fd
+
+        if gps_stream(data, UInt32(WATCH_ENABLE | WATCH_JSON), nil) != 0 {
+            let detail = String(cString: strerror(errno))
+            // Fully initialised by now, so deinit runs after the throw: close() once here
+            // and it is a no-op there.
+            close()
+            throw GPSDError.watchFailed(endpoint: endpoint, detail: detail)
+        }
+        // Non-blocking after the WATCH is written: gps_read then returns 0 on a partial
+        // line instead of blocking in recv, so a peer that stalls mid-line cannot hold
+        // the reader thread (and with it stop()).
+        let flags = fcntl(fileDescriptor, F_GETFL)
+        _ = fcntl(fileDescriptor, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard open else { return }
+        open = false
+        gps_close(data)
+        data.deallocate()
+    }
+
+    /// Reads every complete line libgps can get without blocking and hands each report on.
+    /// Returns the number of lines read; throws when the connection is gone.
+    @discardableResult
+    func drain(_ handle: (GPSDReport) -> Void) throws(GPSDError) -> Int {
+        var lines = 0
+        while lines < Self.maxLinesPerDrain {
+            // `set` otherwise keeps bits from earlier messages; cleared, it says what this
+            // one line carried.
+            data.pointee.set = 0
+            errno = 0
+            let status = gps_read(data, nil, 0)
+            if status < 0 {
+                let detail = errno == 0
+                    ? "connection closed (or a line longer than libgps accepts)"
+                    : String(cString: strerror(errno))
+                throw GPSDError.lost(endpoint: endpoint, detail: detail)
+            }
+            if status == 0 { break }
+            lines += 1
+            if let report = interpret() { handle(report) }
+        }
+        return lines
+    }
+
+    private func interpret() -> GPSDReport? {
+        let set = data.pointee.set
+        if set & GPSDMask.satellite != 0 {
+            let used = Int(data.pointee.satellites_used)
+            // gps.h: the count is only meaningful when positive.
+            satellitesUsed = used > 0 ? used : nil
+            return .satellites(used: satellitesUsed)
+        }
+        if set & GPSDMask.mode != 0 {
+            return .position(GPSFix(reported: data.pointee.fix, set: set, satellitesUsed: satellitesUsed))
+        }
+        return nil
+    }
+}
+
+/// The `*_SET` bits of gps.h that are used here (written out because Swift does not
+/// import shifted 64-bit macros reliably).
+enum GPSDMask {
+    static let time: UInt64 = 1 << 2
+    static let mode: UInt64 = 1 << 10
+    static let satellite: UInt64 = 1 << 15
+}
+
+extension GPSFix {
+    /// A fix from gpsd's TPV data, or nil when it is not one: mode below 2D, no time, or
+    /// a position that is not a position. NaN fields become nil.
+    init?(reported fix: gps_fix_t, set: UInt64, satellitesUsed: Int?) {
+        let mode = Int(fix.mode)
+        guard mode >= Int(MODE_2D) else { return nil }
+        guard set & GPSDMask.time != 0, fix.time.tv_sec > 0 else { return nil }
+        guard let latitude = finite(fix.latitude), (-90.0...90.0).contains(latitude),
+              let longitude = finite(fix.longitude), (-180.0...180.0).contains(longitude)
+        else { return nil }
+        let is3D = mode >= Int(MODE_3D)
+        self.init(
+            mode: is3D ? 3 : 2,
+            time: FixTime(seconds: Int(fix.time.tv_sec), nanoseconds: Int(fix.time.tv_nsec)),
+            latitude: latitude,
+            longitude: longitude,
+            altitude: is3D ? finite(fix.altMSL) : nil,
+            speed: finite(fix.speed).flatMap { $0 >= 0 ? $0 : nil },
+            course: finite(fix.track).flatMap { (0.0...360.0).contains($0) ? $0 : nil },
+            horizontalAccuracy: finite(fix.eph).flatMap { $0 >= 0 ? $0 : nil },
+            verticalAccuracy: is3D ? finite(fix.epv).flatMap { $0 >= 0 ? $0 : nil } : nil,
+            satellitesUsed: satellitesUsed
+        )
+    }
+}
+
+private func finite(_ value: Double) -> Double? {
+    value.isFinite ? value : nil
+}

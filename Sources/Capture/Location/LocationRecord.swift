@@ -1,0 +1,58 @@
+import AgentCore
+import Foundation
+
+/// Why a fix was not turned into a record.
+enum LocationRecordError: Error, Equatable, CustomStringConvertible {
+    case timeOutOfRange(fixTime: String, now: String)
+
+    var description: String {
+        switch self {
+        case .timeOutOfRange(let fixTime, let now):
+            return "gpsd's fix time \(fixTime) is before 2000 or more than 5 minutes ahead of the "
+                + "system clock (\(now)); the server would reject it, so it is not written. "
+                + "Check the system clock (timedatectl) and the receiver's time"
+        }
+    }
+}
+
+/// A `location` record of the contract from one fix: `id, timestamp, latitude, longitude,
+/// altitude, speed, course, horizontal_accuracy, vertical_accuracy, fix_mode,
+/// satellites_used`, each present only when gpsd knew it.
+enum LocationRecord {
+    static func make(from fix: GPSFix, now: Date, id: UUID = UUID()) throws -> NewRecord {
+        let time = fix.time.date
+        guard isAcceptable(time, now: now) else {
+            throw LocationRecordError.timeOutOfRange(fixTime: RFC3339.string(from: time),
+                                                     now: RFC3339.string(from: now))
+        }
+        var fields: [String: any Sendable] = [
+            "timestamp": RFC3339.string(from: time),
+            "latitude": fix.latitude,
+            "longitude": fix.longitude,
+            "fix_mode": fix.mode,
+        ]
+        // Unknown values are left out, never written as 0 or null.
+        let optional: [(String, (any Sendable)?)] = [
+            ("altitude", fix.altitude),
+            ("speed", fix.speed),
+            ("course", fix.course),
+            ("horizontal_accuracy", fix.horizontalAccuracy),
+            ("vertical_accuracy", fix.verticalAccuracy),
+            ("satellites_used", fix.satellitesUsed),
+        ]
+        for case let (key, value?) in optional {
+            fields[key] = value
+        }
+        return try NewRecord(id: id, stream: .location, capturedAt: time, fields: fields)
+    }
+
+    /// The contract's time rule. A GPS fix carries its own time from the satellites, so
+    /// while the system clock is still unset (an SBC without RTC before NTP, often waiting
+    /// on this very gpsd) the fix time is trusted on its own rather than compared with 1970.
+    static func isAcceptable(_ time: Date, now: Date) -> Bool {
+        if CaptureTimeRule.clockLooksUnset(now) {
+            return time >= CaptureTimeRule.earliest
+        }
+        return CaptureTimeRule.isAcceptable(time, now: now)
+    }
+}

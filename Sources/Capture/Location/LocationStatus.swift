@@ -1,0 +1,42 @@
+import AgentCore
+import Foundation
+
+/// A snapshot of the location stream for the health coordinator and `status`.
+public struct LocationStatus: Sendable, Equatable {
+    public var endpoint: String
+    public var link: GPSDLinkState
+    /// gpsd's time of the latest fix received (not necessarily written yet).
+    public var lastFixTime: Date?
+    /// Seconds since that fix arrived, by the wall clock.
+    public var lastFixAge: TimeInterval?
+    public var recordsWritten: Int
+    public var lastRecordAt: Date?
+    /// The latest failure to write a record, cleared by the next success.
+    public var writeError: String?
+
+    public var connected: Bool { link.isConnected }
+
+    /// Healthy while connected, writing, and fixes keep arriving. A receiver without a fix
+    /// for longer than `staleFixAfter` counts as unhealthy: no fix means no records, and
+    /// the user should hear why the stream went quiet.
+    public func health(now: Date, staleFixAfter: TimeInterval) -> StreamHealth {
+        switch link {
+        case .idle:
+            return .unhealthy(reason: "the location stream is not running")
+        case .connecting:
+            return .healthy
+        case .unreachable(let reason, _):
+            return .unhealthy(reason: reason)
+        case .connected(let since):
+            if let writeError {
+                return .unhealthy(reason: "cannot write location records to the queue: \(writeError)")
+            }
+            let quietSince = lastFixAge.map { now.addingTimeInterval(-$0) } ?? since
+            let quiet = now.timeIntervalSince(quietSince)
+            guard quiet > staleFixAfter else { return .healthy }
+            let what = lastFixAge == nil ? "no fix since connecting" : "no fix"
+            return .unhealthy(reason: "connected to gpsd at \(endpoint) but \(what) for \(Int(quiet)) s; "
+                + "check the receiver is attached and sees the sky (cgps or gpsmon show what gpsd gets)")
+        }
+    }
+}

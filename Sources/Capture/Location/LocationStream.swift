@@ -1,0 +1,186 @@
+import AgentCore
+import Foundation
+import Logging
+import Synchronization
+
+/// The `location` stream: gpsd fixes in, one record per interval out, straight to the
+/// queue. A reader thread talks to gpsd (blocking libgps calls stay off the daemon's
+/// threads); a Dispatch timer samples the latest fix every `interval` seconds.
+public final class LocationStream: CaptureStream {
+    public let stream: StreamName = .location
+    public let config: LocationConfig
+    private let sink: any RecordSink
+    private let clock: any WallClock
+    private let logger: Logger
+    private let tuning: LocationTuning
+    private let samplerQueue = DispatchQueue(label: "ariata.location.sampler")
+
+    /// What the reader thread and the sampling timer share.
+    private struct Shared {
+        var sampler = FixSampler()
+        var link: GPSDLinkState = .idle
+        var lastFixReceivedAt: Date?
+        var recordsWritten = 0
+        var lastRecordAt: Date?
+        var writeError: String?
+        var timeRejectionLogged = false
+    }
+
+    /// What exists only between start() and stop().
+    private struct Running {
+        let waker: Waker
+        let readerDone: DispatchSemaphore
+        let timer: any DispatchSourceTimer
+    }
+
+    private let shared = Mutex(Shared())
+    private let running = Mutex<Running?>(nil)
+
+    public init(config: LocationConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
+                logger: Logger, tuning: LocationTuning = LocationTuning()) {
+        self.config = config
+        self.sink = sink
+        self.clock = clock
+        self.logger = logger
+        self.tuning = tuning
+    }
+
+    /// A stream dropped without stop() must not leave its reader thread behind.
+    deinit { stop() }
+
+    public var endpoint: String { "\(config.gpsdHost):\(config.gpsdPort)" }
+
+    public func start() {
+        guard config.enabled else {
+            logger.info("location stream disabled in [location]")
+            return
+        }
+        running.withLock { running in
+            guard running == nil else { return }
+            let waker: Waker
+            do {
+                waker = try Waker()
+            } catch {
+                let reason = "cannot start the location stream: \(error)"
+                logger.error("\(reason)")
+                shared.withLock { $0.link = .unreachable(reason: reason, since: clock.now()) }
+                return
+            }
+            shared.withLock { $0.link = .connecting }
+
+            let reader = GPSDReader(
+                host: config.gpsdHost, port: config.gpsdPort,
+                backoff: ReconnectBackoff(initial: tuning.reconnectInitial, maximum: tuning.reconnectMaximum),
+                clock: clock, logger: logger,
+                onReport: { [weak self] report in self?.received(report) },
+                onLink: { [weak self] state in
+                    // A reader that outlives stop() (stuck in a remote connect) must not
+                    // overwrite the stopped state.
+                    guard !waker.isWoken else { return }
+                    self?.shared.withLock { $0.link = state }
+                })
+            let readerDone = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                // Foundation's Thread.name reaches the kernel only by a race, so the name
+                // shown by top -H and /proc is written directly (15 characters at most).
+                try? "ariata.location".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+                reader.run(until: waker)
+                readerDone.signal()
+            }
+            thread.name = "ariata.location"
+            thread.start()
+
+            let timer = DispatchSource.makeTimerSource(queue: samplerQueue)
+            let interval = DispatchTimeInterval.milliseconds(config.interval * 1000)
+            // Leeway lets the kernel batch this wakeup with others; a record a little late
+            // is harmless, its timestamp is gpsd's.
+            timer.schedule(deadline: .now() + interval, repeating: interval,
+                           leeway: .milliseconds(max(10, config.interval * 100)))
+            timer.setEventHandler { [weak self] in self?.writePendingFix() }
+            timer.resume()
+
+            running = Running(waker: waker, readerDone: readerDone, timer: timer)
+            logger.info("location stream started: gpsd at \(endpoint), a record every \(config.interval) s")
+        }
+    }
+
+    public func stop() {
+        guard let current = running.withLock({ running -> Running? in
+            defer { running = nil }
+            return running
+        }) else { return }
+        current.waker.wake()
+        if current.readerDone.wait(timeout: .now() + tuning.stopTimeout) == .timedOut {
+            logger.warning("the gpsd reader did not stop within \(tuning.stopTimeout) s (a connect to \(endpoint) still pending); leaving it to end by itself")
+        }
+        current.timer.cancel()
+        // The last fix may not have had its tick yet: write it rather than lose it.
+        samplerQueue.sync { writePendingFix() }
+        shared.withLock { $0.link = .idle }
+        logger.info("location stream stopped")
+    }
+
+    public func health() -> StreamHealth {
+        guard config.enabled else { return .disabled }
+        return status().health(now: clock.now(), staleFixAfter: tuning.staleFixLimit(interval: config.interval))
+    }
+
+    public func status() -> LocationStatus {
+        let now = clock.now()
+        return shared.withLock { s in
+            LocationStatus(endpoint: endpoint, link: s.link,
+                           lastFixTime: s.sampler.latest?.time.date,
+                           lastFixAge: s.lastFixReceivedAt.map { max(0, now.timeIntervalSince($0)) },
+                           recordsWritten: s.recordsWritten, lastRecordAt: s.lastRecordAt,
+                           writeError: s.writeError)
+        }
+    }
+
+    private func received(_ report: GPSDReport) {
+        guard case .position(let fix?) = report else { return }
+        let now = clock.now()
+        let first = shared.withLock { s -> Bool in
+            defer {
+                s.sampler.offer(fix)
+                s.lastFixReceivedAt = now
+            }
+            return s.sampler.latest == nil
+        }
+        if first {
+            logger.info("first fix from gpsd: \(fix.mode)D at \(fix.time)")
+        }
+    }
+
+    /// One sampling tick: write the latest fix if it is new. Runs on `samplerQueue`.
+    private func writePendingFix() {
+        guard let fix = shared.withLock({ $0.sampler.pending }) else { return }
+        let now = clock.now()
+        do {
+            let record = try LocationRecord.make(from: fix, now: now)
+            try sink.enqueue(record)
+            let recovered = shared.withLock { s -> Bool in
+                s.sampler.markWritten(fix)
+                s.recordsWritten += 1
+                s.lastRecordAt = now
+                s.timeRejectionLogged = false
+                defer { s.writeError = nil }
+                return s.writeError != nil
+            }
+            if recovered { logger.notice("location records are written again") }
+        } catch let rejected as LocationRecordError {
+            let firstInStreak = shared.withLock { s -> Bool in
+                s.sampler.markWritten(fix)
+                defer { s.timeRejectionLogged = true }
+                return !s.timeRejectionLogged
+            }
+            if firstInStreak { logger.warning("\(rejected.description)") }
+        } catch {
+            // The fix stays pending: the next tick retries with the latest fix then.
+            let firstInStreak = shared.withLock { s -> Bool in
+                defer { s.writeError = "\(error)" }
+                return s.writeError == nil
+            }
+            if firstInStreak { logger.error("cannot write a location record to the queue: \(error); retrying every \(config.interval) s") }
+        }
+    }
+}

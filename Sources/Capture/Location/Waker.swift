@@ -1,0 +1,72 @@
+import Foundation
+
+/// A poll(2) that another thread can interrupt: the reader thread sleeps in it (on the
+/// gpsd socket or for a backoff delay) and `wake()` ends the sleep for good. Once woken it
+/// stays woken, so it doubles as the reader's stop flag and a stop can never be missed
+/// between two waits.
+final class Waker: Sendable {
+    enum Outcome: Equatable {
+        case readable
+        case timedOut
+        case woken
+    }
+
+    private let readEnd: Int32
+    private let writeEnd: Int32
+
+    init() throws {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE)
+        }
+        readEnd = fds[0]
+        writeEnd = fds[1]
+        _ = fcntl(writeEnd, F_SETFL, fcntl(writeEnd, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+
+    func wake() {
+        var byte: UInt8 = 1
+        // A full pipe already means "woken"; nothing to do when the write fails.
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    var isWoken: Bool {
+        wait(for: nil, timeout: 0) == .woken
+    }
+
+    /// Sleeps until `fd` is readable (or hung up), `timeout` seconds pass (nil: no limit),
+    /// or `wake()` is called.
+    func wait(for fd: Int32?, timeout: TimeInterval?) -> Outcome {
+        var fds = [pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
+        if let fd {
+            fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
+        }
+        // Monotonic, so a clock step (NTP at boot) cannot stretch or cut a backoff wait.
+        let deadline = timeout.map { DispatchTime.now().uptimeNanoseconds + UInt64(max(0, $0) * 1e9) }
+        while true {
+            let milliseconds: Int32
+            if let deadline {
+                let now = DispatchTime.now().uptimeNanoseconds
+                let remaining = deadline > now ? Double(deadline - now) / 1e6 : 0
+                milliseconds = Int32(min(remaining, Double(Int32.max)).rounded(.up))
+            } else {
+                milliseconds = -1
+            }
+            let ready = poll(&fds, nfds_t(fds.count), milliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                // poll itself failing leaves nothing sensible to wait on; report the fd
+                // as readable so the caller reads and meets the real error there.
+                return .readable
+            }
+            if fds[0].revents != 0 { return .woken }
+            if ready == 0 { return .timedOut }
+            return .readable
+        }
+    }
+}

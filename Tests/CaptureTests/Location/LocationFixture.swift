@@ -1,0 +1,49 @@
+import AgentCore
+@testable import Capture
+import Foundation
+import Logging
+import TestRigs
+
+/// A location stream writing into a real SQLite queue in a temporary directory, with its
+/// log kept for inspection.
+final class LocationFixture {
+    let directory: TemporaryDirectory
+    let queue: SQLiteQueue
+    let log = RecordingLogHandler.Store()
+    let stream: LocationStream
+
+    init(port: Int, interval: Int = 1, tuning: LocationTuning = LocationTuning()) throws {
+        directory = try TemporaryDirectory("ariata-location")
+        queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        var config = LocationConfig()
+        // 127.0.0.1 rather than localhost: no name lookup, and the endpoint named in
+        // health reasons is exactly what the tests expect.
+        config.gpsdHost = "127.0.0.1"
+        config.gpsdPort = port
+        config.interval = interval
+        let store = log
+        var logger = Logger(label: "ariata.location") { _ in RecordingLogHandler(store: store) }
+        logger.logLevel = .debug
+        stream = LocationStream(config: config, sink: queue, logger: logger, tuning: tuning)
+    }
+
+    deinit { stream.stop() }
+
+    /// The location records in the queue, oldest first, as the JSON objects that will be sent.
+    func records() throws -> [[String: Any]] {
+        try queue.records(stream: .location).map { record in
+            guard let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any] else {
+                throw RigFailure("a location payload is not a JSON object: \(String(decoding: record.payload, as: UTF8.self))")
+            }
+            return object
+        }
+    }
+
+    func recordTimestamps() throws -> [String] {
+        try records().compactMap { $0["timestamp"] as? String }
+    }
+
+    func waitUntilConnected(timeout: TimeInterval = 20) throws {
+        try waitUntil("the location stream to connect to gpsd", timeout: timeout) { stream.status().connected }
+    }
+}

@@ -1,0 +1,62 @@
+import AgentCore
+@testable import Capture
+import XCTest
+
+final class LocationRecordTests: XCTestCase {
+    private let now = Date(timeIntervalSince1970: 1_790_000_000)
+
+    private func object(_ record: NewRecord) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
+    }
+
+    func testA3DFixCarriesEveryContractField() throws {
+        let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
+                         latitude: 52.520008, longitude: -13.404954, altitude: 34.5, speed: 5.144, course: 45.25,
+                         horizontalAccuracy: 17.1, verticalAccuracy: 34.5, satellitesUsed: 8)
+        let id = UUID()
+        let record = try LocationRecord.make(from: fix, now: now, id: id)
+        XCTAssertEqual(record.stream, .location)
+        XCTAssertEqual(record.capturedAt, fix.time.date)
+        let json = try object(record)
+        XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "altitude", "speed", "course",
+                                        "horizontal_accuracy", "vertical_accuracy", "fix_mode", "satellites_used"])
+        XCTAssertEqual(json["id"] as? String, id.uuidString.lowercased())
+        XCTAssertEqual(json["timestamp"] as? String, "2026-09-21T14:13:10.250Z")
+        XCTAssertEqual(json["latitude"] as? Double, 52.520008)
+        XCTAssertEqual(json["longitude"] as? Double, -13.404954)
+        XCTAssertEqual(json["altitude"] as? Double, 34.5)
+        XCTAssertEqual(json["speed"] as? Double, 5.144)
+        XCTAssertEqual(json["course"] as? Double, 45.25)
+        XCTAssertEqual(json["horizontal_accuracy"] as? Double, 17.1)
+        XCTAssertEqual(json["vertical_accuracy"] as? Double, 34.5)
+        XCTAssertEqual(json["fix_mode"] as? Int, 3)
+        XCTAssertEqual(json["satellites_used"] as? Int, 8)
+    }
+
+    func testFieldsGpsdDidNotKnowAreAbsentNotZero() throws {
+        let fix = GPSFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2)
+        let json = try object(LocationRecord.make(from: fix, now: now))
+        XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "fix_mode"])
+        XCTAssertEqual(json["fix_mode"] as? Int, 2)
+    }
+
+    func testTimesTheServerWouldRejectAreRefused() {
+        let before2000 = GPSFix(mode: 3, time: FixTime(seconds: 900_000_000, nanoseconds: 0), latitude: 1, longitude: 2)
+        XCTAssertThrowsError(try LocationRecord.make(from: before2000, now: now))
+        let ahead = GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_301, nanoseconds: 0), latitude: 1, longitude: 2)
+        XCTAssertThrowsError(try LocationRecord.make(from: ahead, now: now)) { error in
+            XCTAssertTrue("\(error)".contains("timedatectl"), "\(error)")
+        }
+        let justInside = GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_299, nanoseconds: 0), latitude: 1, longitude: 2)
+        XCTAssertNoThrow(try LocationRecord.make(from: justInside, now: now))
+    }
+
+    func testAnUnsetSystemClockDefersToGPSTime() throws {
+        // An SBC without RTC before NTP: the clock says 1970, the satellites know better.
+        let bootClock = Date(timeIntervalSince1970: 60)
+        let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_000, nanoseconds: 0), latitude: 1, longitude: 2)
+        XCTAssertNoThrow(try LocationRecord.make(from: fix, now: bootClock))
+        let bogus = GPSFix(mode: 3, time: FixTime(seconds: 100, nanoseconds: 0), latitude: 1, longitude: 2)
+        XCTAssertThrowsError(try LocationRecord.make(from: bogus, now: bootClock))
+    }
+}
