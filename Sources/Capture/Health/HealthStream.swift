@@ -14,7 +14,7 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
     private let setupErrors: [String]
     private let running = Mutex<[(Thread, DispatchSemaphore)]>([])
 
-    public init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(), logger: Logger) {
+    public convenience init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(), logger: Logger) {
         self.init(config: config, queue: queue as any HealthRecordQueue, clock: clock, logger: logger)
     }
 
