@@ -25,7 +25,7 @@ enum HealthFieldNames {
         add(.distance, "km", ["distance_km", "km"])
         add(.distance, "mi", ["distance_mi", "miles"])
         add(.oxygenSaturation, nil, ["oxygen_saturation", "oxygensaturation", "spo2", "sp_o2", "blood_oxygen", "o2_saturation"])
-        add(.sleep, nil, ["sleep", "sleepanalysis", "sleep_analysis"])
+        add(.sleep, nil, ["sleep", "sleep_stage", "sleepanalysis", "sleep_analysis"])
         return table
     }()
 
