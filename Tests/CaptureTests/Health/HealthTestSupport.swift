@@ -56,7 +56,9 @@ final class HealthTestBed {
 
 /// Sample lines whose value is their number, so order, gaps and duplicates show.
 enum SampleLines {
-    static let base = Date().addingTimeInterval(-3_600)
+    /// Two days back: inside the 7-day backfill window, and 170,000 one-second steps
+    /// later still not in the future.
+    static let base = Date().addingTimeInterval(-2 * 86_400)
 
     static func jsonl(_ i: Int) -> String {
         #"{"timestamp":"\#(RFC3339.string(from: base.addingTimeInterval(Double(i))))","metric_type":"steps","value":\#(i)}"# + "\n"
