@@ -19,7 +19,7 @@ public struct CSVLineParser: HealthLineParser {
         if HealthLineParsers.isBlankOrComment(line) { return .ignored }
         guard let cells = Self.cells(line) else { return .malformed("unbalanced quotes") }
         if Self.looksLikeHeader(cells) {
-            header = cells.map { $0.trimmingCharacters(in: .whitespaces) }
+            header = cells.map { String(NumberText.trimSpaces($0)) }
             return .ignored
         }
         guard let header else { return .malformed("data row before any header row") }
@@ -29,7 +29,7 @@ public struct CSVLineParser: HealthLineParser {
         var fields: [(String, FieldValue)] = []
         fields.reserveCapacity(cells.count)
         for (name, cell) in zip(header, cells) {
-            let text = cell.trimmingCharacters(in: .whitespaces)
+            let text = String(NumberText.trimSpaces(cell))
             fields.append((name, text.isEmpty ? .null : .text(text)))
         }
         return HealthFieldMapper.outcome(fields)
@@ -38,7 +38,7 @@ public struct CSVLineParser: HealthLineParser {
     static func looksLikeHeader(_ cells: [String]) -> Bool {
         var named = false
         for cell in cells {
-            let text = cell.trimmingCharacters(in: .whitespaces)
+            let text = String(NumberText.trimSpaces(cell))
             if NumberText.parse(text) != nil || TimestampParser.rfc3339(text) != nil { return false }
             let key = HealthFieldNames.normalise(text)
             if HealthFieldNames.metricAliases[key] != nil || HealthFieldNames.timestamp.contains(key)

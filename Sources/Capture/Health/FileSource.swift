@@ -295,18 +295,19 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         if now.size < readOffset || !fingerprintMatches(file) {
             logger.info("health source \(name): \(file.path) was truncated (copytruncate?); reading it from the start")
             // Lines written after our read position but before the truncation live on in
-            // the copy, if there is one.
-            let savedFingerprint = fingerprint
-            let offset = consumedOffset, line = lineNumber
-            buffer.reset()
-            readOffset = consumedOffset
-            guard commit() else { return }
-            if let copy = findCopy(of: savedFingerprint, atLeast: offset, excluding: file.identity) {
-                logger.info("health source \(name): finishing the copy \(copy) from byte \(offset)")
-                finish(copy, from: offset, line: line)
+            // the copy, if there is one: finishing it commits them with what is pending.
+            if let copy = findCopy(of: fingerprint, atLeast: consumedOffset, excluding: file.identity) {
+                logger.info("health source \(name): finishing the copy \(copy) from byte \(consumedOffset)")
+                finish(copy, from: consumedOffset, line: lineNumber)
+                // A failed commit leaves the copy open; the next pass finishes it as a rotated file.
+                guard current == nil else { return }
             }
-            closeCurrent()
-            if open(config.path, at: 0, line: 0) { readAvailable() }
+            // The pending lines of the old content are committed with an anchor at the
+            // start of the new content, never with an offset into bytes that are gone.
+            guard open(config.path, at: 0, line: 0) else { return }
+            linesSinceCommit = max(linesSinceCommit, 1)
+            guard commit() else { return }
+            readAvailable()
         }
     }
 

@@ -95,7 +95,7 @@ enum HealthFieldMapper {
 /// which `Double(String)` would take.
 enum NumberText {
     static func parse<S: StringProtocol>(_ text: S) -> Double? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = trimSpaces(text)
         guard !trimmed.isEmpty, trimmed.utf8.count <= 64 else { return nil }
         var sawDigit = false
         for c in trimmed.utf8 {
@@ -107,5 +107,13 @@ enum NumberText {
         }
         guard sawDigit, let d = Double(trimmed), d.isFinite else { return nil }
         return d
+    }
+
+    /// Spaces and tabs off both ends, without Foundation's character-set machinery.
+    static func trimSpaces<S: StringProtocol>(_ text: S) -> Substring {
+        let s = Substring(text)
+        guard let first = s.firstIndex(where: { $0 != " " && $0 != "\t" }),
+              let last = s.lastIndex(where: { $0 != " " && $0 != "\t" }) else { return "" }
+        return s[first...last]
     }
 }

@@ -32,12 +32,13 @@ enum HealthFieldNames {
     /// Lower case with `-`/space as `_`; HealthKit identifiers lose their prefix
     /// (`HKQuantityTypeIdentifierHeartRate` → `heartrate`).
     static func normalise(_ key: String) -> String {
-        var k = key.lowercased()
-        if k.contains("-") || k.contains(" ") {
-            k = String(k.map { $0 == "-" || $0 == " " ? "_" : $0 })
-        }
-        for prefix in ["hkquantitytypeidentifier", "hkcategorytypeidentifier"] where k.hasPrefix(prefix) {
-            k.removeFirst(prefix.count)
+        // Fast path: most keys are already lower-case ASCII words (`hr`, `timestamp`).
+        if key.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }) { return key }
+        var bytes = Array(key.lowercased().utf8)
+        for i in bytes.indices where bytes[i] == 45 || bytes[i] == 32 { bytes[i] = 95 } // '-', ' ' → '_'
+        var k = String(decoding: bytes, as: UTF8.self)
+        for prefix in ["hkquantitytypeidentifier", "hkcategorytypeidentifier"] where k.utf8.starts(with: prefix.utf8) {
+            k = String(decoding: k.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
         }
         return k
     }

@@ -102,10 +102,18 @@ public struct HealthNormaliser: Sendable {
 
     /// The record the queue stores: the contract's fields with `metadata.source`.
     public func record(_ sample: HealthSample, source: String) throws -> NewRecord {
+        let id = UUID()
+        return NewRecord(id: id, stream: .health, capturedAt: sample.timestamp,
+                         payload: HealthRecordEncoder.payload(id: id, sample: sample, source: source))
+    }
+
+    /// The same record through `NewRecord(fields:)` (JSONSerialization): the reference
+    /// the hand-written encoder is tested against.
+    func referenceRecord(_ sample: HealthSample, source: String, id: UUID) throws -> NewRecord {
         var metadata: [String: any Sendable] = ["source": source]
         if let stage = sample.sleepStage { metadata["sleep_stage"] = stage }
         if let duration = sample.sleepDuration { metadata["sleep_duration"] = Int(duration) }
-        return try NewRecord(stream: .health, capturedAt: sample.timestamp, fields: [
+        return try NewRecord(id: id, stream: .health, capturedAt: sample.timestamp, fields: [
             "timestamp": RFC3339.string(from: sample.timestamp),
             "metric_type": sample.metric.rawValue,
             "value": sample.jsonValue,

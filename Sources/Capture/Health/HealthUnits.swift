@@ -20,7 +20,7 @@ enum HealthUnits {
 
     /// The factor, or nil for a unit this metric cannot be in. No unit means canonical.
     static func factor(_ unit: String?, for metric: HealthMetric) -> Double? {
-        guard let unit = unit?.trimmingCharacters(in: .whitespaces), !unit.isEmpty else { return 1 }
+        guard let unit = unit.map({ String(NumberText.trimSpaces($0)) }), !unit.isEmpty else { return 1 }
         return factors[metric]?[unit.lowercased()]
     }
 }

@@ -138,4 +138,24 @@ final class HealthNormaliserTests: XCTestCase {
         XCTAssertEqual(metadata["sleep_duration"] as? Int, 600)
         XCTAssertEqual(metadata["source"] as? String, "ring")
     }
+
+    /// The hand-written encoder gives the very bytes JSONSerialization gives.
+    func testRecordEncoderMatchesJSONSerialization() throws {
+        let raws: [RawHealthSample] = [
+            sample(.heartRate, 71.6), sample(.distance, 1.234, "km"), sample(.distance, 0.05),
+            sample(.activeEnergy, 10, "kJ"), sample(.activeEnergy, 0), sample(.heartRateVariability, 45.67),
+            sample(.oxygenSaturation, 0.97), sample(.steps, 123_456_789),
+            RawHealthSample(metric: .sleep, value: .text("deep"), timestamp: now, duration: 1800),
+            RawHealthSample(metric: .sleep, value: .number(2), timestamp: now),
+        ]
+        for raw in raws {
+            guard case .accepted(let s) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected \(raw)") }
+            for source in ["polar-h10", "/var/log/hr.jsonl", "Mia's \"ring\" \\ ünï 💓", "tab\there"] {
+                let record = try normaliser.record(s, source: source)
+                let reference = try normaliser.referenceRecord(s, source: source, id: record.id)
+                XCTAssertEqual(String(decoding: record.payload, as: UTF8.self), String(decoding: reference.payload, as: UTF8.self))
+                XCTAssertEqual(record.capturedAt, reference.capturedAt)
+            }
+        }
+    }
 }
