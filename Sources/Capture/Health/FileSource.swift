@@ -37,6 +37,8 @@ public final class FileSource: HealthSource, @unchecked Sendable {
     private static let retryDelay: TimeInterval = 5
     /// Lines consumed without a record (old, bad, headers) that still move the anchor.
     private static let linesPerAnchorCommit = 5_000
+    /// Records per commit while working through a backlog.
+    private static let bulkBatchSize = 5_000
 
     private struct OpenFile {
         var fd: Int32
@@ -330,12 +332,19 @@ public final class FileSource: HealthSource, @unchecked Sendable {
                 }
                 return
             }
-            if n == 0 { return }
+            if n == 0 {
+                // Caught up: a full batch is not held back for the commit interval.
+                if pending.count >= batchSize, !commit() { rewindToCommitted() }
+                return
+            }
             readOffset += Int64(n)
+            // A full chunk means more is waiting (a backlog, a backfill): bigger batches
+            // then, because each commit costs an fsync and that, not parsing, is the limit.
+            let limit = n == chunk.count ? Self.bulkBatchSize : batchSize
             chunk.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             while let line = buffer.next() {
                 consume(line)
-                if pending.count >= batchSize || linesSinceCommit >= Self.linesPerAnchorCommit {
+                if pending.count >= limit || linesSinceCommit >= Self.linesPerAnchorCommit {
                     guard commit() else {
                         // Put the position back to the commit point: the lines after it are
                         // read again once the queue takes writes.

@@ -42,7 +42,14 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
             guard threads.isEmpty else { return }
             for source in sources {
                 let done = DispatchSemaphore(value: 0)
+                let label = String("health:\(source.name)".prefix(15))
                 let thread = Thread {
+                    // Names the kernel thread so `top -H` and /proc show which source it is
+                    // (Foundation's Thread.name does not reach the kernel on Linux).
+                    if let comm = FileHandle(forWritingAtPath: "/proc/thread-self/comm") {
+                        try? comm.write(contentsOf: Data(label.utf8))
+                        try? comm.close()
+                    }
                     source.run()
                     done.signal()
                 }
