@@ -58,8 +58,6 @@ public final class ChildProcess: @unchecked Sendable {
     public static func locate(_ executable: String) throws -> String {
         if executable.contains("/") { return executable }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-        // map(String.init): without it the literals below make Swift infer an array of
-        // Character arrays, and no candidate path is ever right.
         for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {
             let candidate = "\(dir)/\(executable)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
