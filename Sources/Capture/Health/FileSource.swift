@@ -335,6 +335,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
             if n == 0 {
                 // Caught up: a full batch is not held back for the commit interval.
                 if pending.count >= batchSize, !commit() { rewindToCommitted() }
+                if backfillEnd == nil { counters.update { $0.caughtUp = true } }
                 return
             }
             readOffset += Int64(n)

@@ -41,6 +41,8 @@ public struct HealthSourceStatus: Sendable, Equatable {
     public var wakeups = 0
     /// The first import of an existing file, while and after it runs.
     public var backfill: BackfillProgress?
+    /// A file source has read its file to the end at least once since it started.
+    public var caughtUp = false
 
     public init(name: String, kind: HealthSourceConfig.Kind) {
         self.name = name

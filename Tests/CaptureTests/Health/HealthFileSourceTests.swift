@@ -215,3 +215,33 @@ final class HealthFileSourceTests: XCTestCase {
         XCTAssertTrue(stream.health().isHealthy)
     }
 }
+
+/// Onboarding's foreground backfill: progress to 100 %, then the daemon's source goes on
+/// from the anchor it left without importing anything twice.
+final class HealthBackfillTests: XCTestCase {
+    func testOnboardingBackfillReportsProgressAndTheDaemonGoesOnFromItsAnchor() throws {
+        let bed = try HealthTestBed()
+        let path = bed.file("export.jsonl")
+        let old = #"{"timestamp":"\#(RFC3339.string(from: Date().addingTimeInterval(-30 * 86_400)))","steps":999}"# + "\n"
+        try FileManager.default.append(old + SampleLines.jsonl(0..<20_000), to: path)
+        var config = HealthSourceConfig(kind: .file, path: path, format: .jsonl, name: "test-source")
+        config.backfillDays = 7
+        var reports: [BackfillProgress] = []
+        let status = try HealthBackfill.run(config, queue: bed.queue, logger: HealthTestBed.logger) { reports.append($0) }
+        XCTAssertTrue(status.caughtUp)
+        XCTAssertEqual(status.skippedOld, 1, "older than backfill_days")
+        XCTAssertEqual(reports.last?.finished, true)
+        XCTAssertEqual(reports.last?.bytesTotal, FileIdentity.of(path: path)?.size)
+        XCTAssertEqual(reports.last?.samples, 20_000)
+        XCTAssertEqual(reports.map(\.bytesDone), reports.map(\.bytesDone).sorted(), "progress never goes back")
+        XCTAssertEqual(try bed.count(), 20_000)
+
+        try FileManager.default.append(SampleLines.jsonl(20_000..<20_002), to: path)
+        let stream = bed.stream(file: path)
+        stream.start()
+        defer { stream.stop() }
+        try bed.waitForCount(20_002)
+        stream.stop()
+        XCTAssertEqual(try bed.values(), (0..<20_002).map(Double.init))
+    }
+}
