@@ -1,5 +1,157 @@
+import AgentCore
+import Capture
+import Foundation
+import Logging
+
+/// `ariata-bench health [throughput [lines] | idle [seconds]]`: how fast a file source
+/// ingests (parse, normalise, queue writes with anchors) and what an idle source costs.
+///
+/// Also two helper modes the tests run as child processes:
+/// - `health ingest <db> <file> [jsonl|csv|keyvalue]` runs a health stream on one file
+///   until SIGTERM (the crash test kills it with SIGKILL instead);
+/// - `health probe <db> <file|serial> <path>` starts one source and prints its health
+///   once it has tried to open the path (the permission test runs it as another user).
 enum HealthBench {
     static func run(_ arguments: [String]) throws {
-        throw BenchNotWritten(name: "health")
+        switch arguments.first {
+        case "ingest": try ingest(Array(arguments.dropFirst()))
+        case "probe": try probe(Array(arguments.dropFirst()))
+        case "throughput": try throughput(lines: arguments.dropFirst().first.flatMap { Int($0) } ?? 200_000)
+        case "idle": try idle(seconds: arguments.dropFirst().first.flatMap { Double($0) } ?? 60)
+        case nil:
+            try throughput(lines: 200_000)
+            try idle(seconds: 60)
+        default:
+            throw HealthBenchUsage(text: "health [throughput [lines] | idle [seconds] | ingest <db> <file> [format] | probe <db> <kind> <path>]")
+        }
     }
+
+    static func quietLogger() -> Logger {
+        var logger = Logger(label: "ariata.health")
+        logger.logLevel = .error
+        return logger
+    }
+
+    static func fileConfig(_ path: String, format: HealthSourceConfig.Format = .jsonl, name: String = "bench") -> HealthConfig {
+        var config = HealthConfig()
+        config.enabled = true
+        config.commitInterval = 1
+        config.sources = [HealthSourceConfig(kind: .file, path: path, format: format, name: name)]
+        return config
+    }
+
+    // MARK: Measurements
+
+    static func throughput(lines: Int) throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = "\(directory)/samples.jsonl"
+        let start = Date().addingTimeInterval(-Double(lines))
+        var text = ""
+        text.reserveCapacity(lines * 100)
+        for i in 0..<lines {
+            let time = RFC3339.string(from: start.addingTimeInterval(Double(i)))
+            text += #"{"timestamp":"\#(time)","metric_type":"heart_rate","value":\#(50 + i % 100),"unit":"bpm"}"# + "\n"
+        }
+        try text.write(toFile: file, atomically: false, encoding: .utf8)
+        let bytes = text.utf8.count
+        let queue = try SQLiteQueue(path: "\(directory)/queue.sqlite")
+        let stream = HealthStream(config: fileConfig(file), queue: queue, logger: quietLogger())
+        let began = Date()
+        stream.start()
+        while (stream.statuses().first?.samplesWritten ?? 0) < lines {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let seconds = Date().timeIntervalSince(began)
+        stream.stop()
+        let stored = try queue.count(stream: .health, status: .pending)
+        print(String(format: "health file source: %d lines (%.1f MB JSON Lines) ingested in %.2f s = %.0f lines/s (%d records in the queue; commits of up to 5,000 while behind, 500 once caught up)",
+                     lines, Double(bytes) / 1e6, seconds, Double(lines) / seconds, stored))
+    }
+
+    static func idle(seconds: Double) throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = "\(directory)/idle.jsonl"
+        try (#"{"timestamp":"\#(RFC3339.string(from: Date()))","hr":60}"# + "\n").write(toFile: file, atomically: false, encoding: .utf8)
+        let queue = try SQLiteQueue(path: "\(directory)/queue.sqlite")
+        let stream = HealthStream(config: fileConfig(file, name: "idle"), queue: queue, logger: quietLogger())
+        stream.start()
+        // Let it read the one line and make its commit (commit_interval = 1 s) first.
+        while (stream.statuses().first?.samplesWritten ?? 0) < 1 { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 1.5)
+        let wakeupsBefore = stream.statuses().first?.wakeups ?? 0
+        let switchesBefore = threadContextSwitches(named: "health:idle")
+        Thread.sleep(forTimeInterval: seconds)
+        let wakeups = (stream.statuses().first?.wakeups ?? 0) - wakeupsBefore
+        let switches = threadContextSwitches(named: "health:idle").map { $0 - (switchesBefore ?? 0) }
+        stream.stop()
+        let perMinute = Double(wakeups) * 60 / seconds
+        print(String(format: "health file source idle for %.0f s: %d wakeups of the source thread (%.1f per minute); context switches of that thread per /proc: %@",
+                     seconds, wakeups, perMinute, switches.map(String.init) ?? "n/a"))
+    }
+
+    /// Voluntary + involuntary context switches of the thread named `name` (Linux /proc).
+    static func threadContextSwitches(named name: String) -> Int? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for task in tasks {
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            guard comm == String(name.prefix(15)),
+                  let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8) else { continue }
+            return status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
+                .compactMap { $0.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+                .reduce(0, +)
+        }
+        return nil
+    }
+
+    // MARK: Child modes for tests
+
+    static func ingest(_ arguments: [String]) throws {
+        guard arguments.count >= 2 else { throw HealthBenchUsage(text: "health ingest <db> <file> [format]") }
+        let format = arguments.count > 2 ? HealthSourceConfig.Format(rawValue: arguments[2]) ?? .jsonl : .jsonl
+        let queue = try SQLiteQueue(path: arguments[0])
+        let stream = HealthStream(config: fileConfig(arguments[1], format: format, name: "ingest"), queue: queue,
+                                  logger: Logger(label: "ariata.health"))
+        signal(SIGTERM, SIG_IGN)
+        let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+        term.setEventHandler {
+            stream.stop()
+            exit(0)
+        }
+        term.resume()
+        stream.start()
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        while true { Thread.sleep(forTimeInterval: 3600) }
+    }
+
+    static func probe(_ arguments: [String]) throws {
+        guard arguments.count == 3, let kind = HealthSourceConfig.Kind(rawValue: arguments[1]) else {
+            throw HealthBenchUsage(text: "health probe <db> <file|serial> <path>")
+        }
+        let queue = try SQLiteQueue(path: arguments[0])
+        var config = HealthConfig()
+        config.enabled = true
+        config.sources = [HealthSourceConfig(kind: kind, path: arguments[2], format: .jsonl, name: "probe")]
+        let stream = HealthStream(config: config, queue: queue, logger: quietLogger())
+        stream.start()
+        let deadline = Date().addingTimeInterval(10)
+        while stream.health().reason == "probe: starting", Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        print(stream.health())
+        stream.stop()
+    }
+
+    static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "ariata-health-bench-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+struct HealthBenchUsage: Error, CustomStringConvertible {
+    let text: String
+    var description: String { "usage: ariata-bench \(text)" }
 }

@@ -1,0 +1,34 @@
+import AgentCore
+import Foundation
+import Logging
+
+/// The backfill as onboarding runs it: a file source's first import (the last
+/// `backfill_days` days of the existing file) in the foreground with progress, instead
+/// of in the daemon's background. It is the same file source, so it leaves the same
+/// anchor: the daemon goes on from there, and running it again imports nothing twice.
+public enum HealthBackfill {
+    /// Reads `config`'s file to its end, calling `progress` about five times a second,
+    /// and returns the source's final status (its health says why when it could not read).
+    public static func run(_ config: HealthSourceConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
+                           logger: Logger, progress: (BackfillProgress) -> Void) throws -> HealthSourceStatus {
+        let source = try FileSource(config: config, queue: queue, commitInterval: 1, clock: clock, logger: logger)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            source.run()
+            done.signal()
+        }
+        thread.start()
+        while true {
+            let status = source.status()
+            if let backfill = status.backfill { progress(backfill) }
+            let failed = !status.health.isHealthy && status.health.reason != "starting"
+            if status.caughtUp || failed { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        source.requestStop()
+        done.wait()
+        let status = source.status()
+        if let backfill = status.backfill { progress(backfill) }
+        return status
+    }
+}

@@ -1,0 +1,71 @@
+import AgentCore
+import Foundation
+import Logging
+
+/// Parse, normalise, count, log: one line in, the records it makes out. Shared by every
+/// source kind so bad input is treated the same wherever it comes from.
+struct HealthLineProcessor {
+    var parser: any HealthLineParser
+    let normaliser = HealthNormaliser()
+    let sourceName: String
+    let counters: HealthSourceCounters
+    var log: RateLimitedLog
+
+    init(format: HealthSourceConfig.Format, sourceName: String, counters: HealthSourceCounters, logger: Logger) {
+        parser = HealthLineParsers.make(format)
+        self.sourceName = sourceName
+        self.counters = counters
+        log = RateLimitedLog(logger: logger)
+    }
+
+    /// `place` names the line in logs (`/var/log/hr.jsonl:42`). Samples dated before
+    /// `notBefore` (a backfill's window) are skipped and counted as such.
+    mutating func process(_ line: Substring, place: @autoclosure () -> String, now: Date,
+                          notBefore: Date? = nil, into records: inout [NewRecord]) {
+        let outcome = parser.parse(line)
+        var malformed = 0, rejected = 0, old = 0
+        defer {
+            counters.update {
+                $0.linesRead += 1
+                $0.malformedLines += malformed
+                $0.rejectedSamples += rejected
+                $0.skippedOld += old
+            }
+        }
+        switch outcome {
+        case .ignored:
+            return
+        case .malformed(let reason):
+            malformed = 1
+            log.warning("skipping malformed line at \(place()): \(reason)")
+        case .samples(let samples):
+            for raw in samples {
+                switch normaliser.normalise(raw, now: now) {
+                case .rejected(let reason):
+                    rejected += 1
+                    log.warning("skipping sample at \(place()): \(reason)")
+                case .accepted(let sample):
+                    if let notBefore, sample.timestamp < notBefore {
+                        old += 1
+                        continue
+                    }
+                    do {
+                        records.append(try normaliser.record(sample, source: sourceName))
+                    } catch {
+                        rejected += 1
+                        log.warning("skipping sample at \(place()): cannot encode it: \(error)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// A line too long to be a sample (no newline in 64 KiB): counted and skipped.
+    mutating func overlong(place: @autoclosure () -> String) {
+        counters.update {
+            $0.linesRead += 1
+            $0.malformedLines += 1
+        }
+        log.warning("skipping line at \(place()): longer than \(LineBuffer.maxLineBytes) bytes")
+    }
+}
