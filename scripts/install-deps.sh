@@ -29,6 +29,7 @@ TEST_PACKAGES=(
   python3-jsonschema
   procps
   tmux
+  python3-pexpect
   curl
   openssl
 )

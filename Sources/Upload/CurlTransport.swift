@@ -109,7 +109,9 @@ public final class CurlTransport: HTTPTransport {
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return TransportFailure(kind: .timedOut, message: "time-out: \(detail)")
-        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return TransportFailure(kind: .nameNotResolved, message: "cannot resolve the host name: \(detail)")
+        case CURLE_COULDNT_CONNECT:
             return TransportFailure(kind: .cannotConnect, message: "cannot connect: \(detail)")
         case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE:
             return TransportFailure(kind: .connectionLost, message: "connection lost: \(detail)")

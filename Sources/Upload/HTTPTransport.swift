@@ -35,8 +35,10 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
     public enum Kind: Sendable, Equatable {
         /// The whole request, or the connection, took longer than its time-out.
         case timedOut
-        /// Refused, unreachable, or the host name did not resolve.
+        /// Refused or unreachable.
         case cannotConnect
+        /// The host name did not resolve (DNS).
+        case nameNotResolved
         /// Reset or closed before a complete answer.
         case connectionLost
         /// The server's certificate is not trusted (or TLS failed otherwise).

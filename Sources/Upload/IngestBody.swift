@@ -38,6 +38,23 @@ public enum IngestBody {
         return body
     }
 
+    /// The POST of a body with the contract's headers (gzip-compressed when configured).
+    /// `User-Agent` is set by the transport.
+    public static func request(settings: ServerSettings, body: Data, batchID: UUID) throws -> HTTPRequest {
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", "application/json"),
+            ("X-Device-Token", settings.token.value),
+            ("Authorization", "Bearer \(settings.token.value)"),
+            ("X-Batch-Id", batchID.uuidString.lowercased()),
+        ]
+        var wire = body
+        if settings.gzip {
+            wire = try Gzip.compress(body)
+            headers.append(("Content-Encoding", "gzip"))
+        }
+        return HTTPRequest(url: settings.ingestURL, headers: headers, body: wire)
+    }
+
     /// The payload bound to ask the queue for so that a whole body stays within
     /// `maxBodyBytes` (a single record larger than that is still sent alone).
     public static func payloadBudget(maxBodyBytes: Int, maxRecords: Int) -> Int {

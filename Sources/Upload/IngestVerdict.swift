@@ -25,7 +25,7 @@ public enum IngestVerdict: Sendable, Equatable {
             switch failure.kind {
             case .cancelled:
                 return .cancelled
-            case .timedOut, .cannotConnect, .connectionLost:
+            case .timedOut, .cannotConnect, .nameNotResolved, .connectionLost:
                 return .retryLater(reason: failure.message, code: .networkTimeout, retryAfter: nil)
             case .tls, .other:
                 return .retryLater(reason: failure.message, code: nil, retryAfter: nil)

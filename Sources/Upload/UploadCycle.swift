@@ -218,18 +218,7 @@ struct UploadCycle {
     }
 
     private func makeRequest(body: Data, batchID: UUID) throws -> HTTPRequest {
-        var headers: [(name: String, value: String)] = [
-            ("Content-Type", "application/json"),
-            ("X-Device-Token", settings.token.value),
-            ("Authorization", "Bearer \(settings.token.value)"),
-            ("X-Batch-Id", batchID.uuidString.lowercased()),
-        ]
-        var wire = body
-        if settings.gzip {
-            wire = try Gzip.compress(body)
-            headers.append(("Content-Encoding", "gzip"))
-        }
-        return HTTPRequest(url: settings.ingestURL, headers: headers, body: wire)
+        try IngestBody.request(settings: settings, body: body, batchID: batchID)
     }
 
     /// A record the server refuses on its own: failed for good, with the server's reason.
