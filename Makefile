@@ -1,0 +1,61 @@
+# Build, install and uninstall ariata-agent as a system service.
+#   make                 release build
+#   sudo make install    binary, unit, service user, example config (kept if present)
+#   sudo make uninstall  stops and removes the service and binary; keeps config and data
+#   sudo make purge      also removes /etc/ariata, /var/lib/ariata and the user
+#   make install-user    a user service for your own account (no root)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= /etc/systemd/system
+SYSUSERSDIR ?= /etc/sysusers.d
+CONFDIR ?= /etc/ariata
+SWIFT ?= swift
+
+.PHONY: all build install uninstall purge install-user test demo deps
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh --build-only
+
+build:
+	$(SWIFT) build -c release --product ariata-agent
+
+install: build
+	install -D -m 0755 .build/release/ariata-agent $(DESTDIR)$(BINDIR)/ariata-agent
+	sed 's|/usr/local/bin/ariata-agent|$(BINDIR)/ariata-agent|' systemd/ariata-agent.service > ariata-agent.service.tmp
+	install -D -m 0644 ariata-agent.service.tmp $(DESTDIR)$(UNITDIR)/ariata-agent.service
+	rm -f ariata-agent.service.tmp
+	install -D -m 0644 systemd/ariata-agent.sysusers $(DESTDIR)$(SYSUSERSDIR)/ariata-agent.conf
+	install -d -m 0750 $(DESTDIR)$(CONFDIR)
+	test -e $(DESTDIR)$(CONFDIR)/agent.toml || install -m 0600 etc/agent.toml $(DESTDIR)$(CONFDIR)/agent.toml
+	@if [ -z "$(DESTDIR)" ]; then \
+	  if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/ariata-agent.conf; \
+	  else id ariata >/dev/null 2>&1 || useradd --system --home-dir /var/lib/ariata --shell /usr/sbin/nologin --user-group ariata; \
+	       usermod -aG audio,dialout ariata; fi; \
+	  chown -R ariata:ariata $(CONFDIR); \
+	  if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+	  echo "installed. Next: sudo ariata-agent onboard   (it writes $(CONFDIR)/agent.toml and starts the service)"; \
+	fi
+
+uninstall:
+	-@if [ -d /run/systemd/system ]; then systemctl disable --now ariata-agent 2>/dev/null; fi
+	rm -f $(DESTDIR)$(BINDIR)/ariata-agent $(DESTDIR)$(UNITDIR)/ariata-agent.service $(DESTDIR)$(SYSUSERSDIR)/ariata-agent.conf
+	-@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+	@echo "removed the service and the binary; kept $(CONFDIR) and /var/lib/ariata (make purge removes them)"
+
+purge: uninstall
+	rm -rf $(DESTDIR)$(CONFDIR) $(DESTDIR)/var/lib/ariata
+	-@if [ -z "$(DESTDIR)" ]; then userdel ariata 2>/dev/null; fi
+
+install-user: build
+	install -D -m 0755 .build/release/ariata-agent $(HOME)/.local/bin/ariata-agent
+	install -D -m 0644 systemd/user/ariata-agent.service $(HOME)/.config/systemd/user/ariata-agent.service
+	install -d -m 0700 $(HOME)/.config/ariata $(HOME)/.local/state/ariata
+	@echo "installed for $(USER). Next: ariata-agent onboard --config ~/.config/ariata/agent.toml, then systemctl --user enable --now ariata-agent"
+
+test:
+	bash scripts/test.sh
+
+demo:
+	bash scripts/demo.sh

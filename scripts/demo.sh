@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The built-in demo: builds ariata-agent and runs its main job, `ariata-agent run`, on a
+# machine with no sensors. Everything is real except the sensors' input:
+#   - a real gpsd, fed a bundled track (tools/demo/track.csv) as NMEA through a socat pty,
+#   - real ALSA capture through the `file` plugin, fed a bundled recording
+#     (tools/demo/speech.opus) at real-time pace through a FIFO,
+#   - a health file with bundled samples (tools/demo/health-samples.tsv),
+#   - the reference ingest receiver (tools/ingest-receiver/receiver.py) as the server.
+# All on 127.0.0.1, in a temporary directory that is removed at the end.
+#
+# usage: scripts/demo.sh [SECONDS]     (how long the daemon runs; default 75)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SECONDS_TO_RUN=${1:-75}
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "installing what the demo needs (Debian packages; idempotent)"
+bash scripts/install-deps.sh
+
+say "building ariata-agent"
+swift build --product ariata-agent
+BIN="$ROOT/.build/debug/ariata-agent"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-demo.XXXXXX")
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() {  # wait_for DESCRIPTION COMMAND...
+  local what=$1; shift
+  for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "demo: timed out waiting for $what" >&2; return 1
+}
+
+say "starting the reference ingest receiver on 127.0.0.1"
+TOKEN="demo-token-$(date +%s)"
+python3 tools/ingest-receiver/receiver.py --token "$TOKEN" --port 0 --port-file "$WORK/receiver.port" \
+  --store "$WORK/received.sqlite" 2>"$WORK/receiver.log" &
+PIDS+=($!)
+wait_for "the receiver" test -s "$WORK/receiver.port"
+RECEIVER="http://127.0.0.1:$(cat "$WORK/receiver.port")"
+echo "receiver at $RECEIVER"
+
+say "starting gpsd on a pty, fed the bundled track"
+socat pty,raw,echo=0,link="$WORK/gps0" pty,raw,echo=0,link="$WORK/gps-feed" 2>"$WORK/socat.log" &
+PIDS+=($!)
+wait_for "the pty pair" test -e "$WORK/gps-feed"
+GPSD_PORT=$(free_port)
+gpsd -N -n -b -S "$GPSD_PORT" -F "$WORK/gpsd.sock" "$WORK/gps0" 2>"$WORK/gpsd.log" &
+PIDS+=($!)
+python3 tools/demo/nmea-feeder.py tools/demo/track.csv "$WORK/gps-feed" &
+PIDS+=($!)
+echo "gpsd on 127.0.0.1:$GPSD_PORT"
+
+say "setting up ALSA capture from the bundled recording"
+opusdec --quiet --rate 16000 tools/demo/speech.opus "$WORK/speech.wav"
+sox "$WORK/speech.wav" -t raw -r 16000 -c 1 -b 16 -e signed-integer "$WORK/speech.raw"
+mkfifo "$WORK/mic.fifo"
+cat > "$WORK/asound.conf" <<CONF
+</usr/share/alsa/alsa.conf>
+pcm.demo_mic {
+    type file
+    slave.pcm "null"
+    file "/dev/null"
+    infile "$WORK/mic.fifo"
+    format "raw"
+}
+CONF
+export ALSA_CONFIG_PATH="$WORK/asound.conf"
+python3 tools/demo/pcm-feeder.py "$WORK/speech.raw" "$WORK/mic.fifo" &
+PIDS+=($!)
+
+say "writing a health file with the bundled samples"
+python3 - "$WORK/health.jsonl" <<'PY'
+import datetime, json, sys, time
+now = time.time()
+with open("tools/demo/health-samples.tsv") as src, open(sys.argv[1], "w") as out:
+    for line in src:
+        if line.startswith("#") or not line.strip():
+            continue
+        ago, text = line.rstrip("\n").split("\t", 1)
+        try:
+            sample = json.loads(text)
+        except ValueError:
+            out.write(text + "\n")          # the malformed line stays malformed
+            continue
+        t = datetime.datetime.fromtimestamp(now - float(ago), datetime.timezone.utc)
+        sample["timestamp"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.write(json.dumps(sample) + "\n")
+PY
+wc -l < "$WORK/health.jsonl" | xargs echo "samples:"
+
+say "configuring the agent"
+CONFIG="$WORK/agent.toml"
+cat > "$CONFIG" <<CONF
+[server]
+endpoint = "$RECEIVER"
+token = "$TOKEN"
+device_id = "demo-$(hostname)"
+device_name = "ariata-agent demo"
+
+[storage]
+database = "$WORK/agent.sqlite"
+
+[upload]
+interval = 20
+
+[location]
+gpsd_host = "127.0.0.1"
+gpsd_port = $GPSD_PORT
+interval = 10
+
+[microphone]
+device = "demo_mic"
+
+[health]
+enabled = true
+commit_interval = 10
+
+[[health.source]]
+kind = "file"
+path = "$WORK/health.jsonl"
+format = "jsonl"
+name = "demo-watch"
+CONF
+chmod 600 "$CONFIG"
+echo "config: $CONFIG"
+
+say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every 20 s)"
+"$BIN" run --config "$CONFIG" &
+AGENT=$!
+PIDS+=($AGENT)
+sleep "$SECONDS_TO_RUN"
+say "stopping the agent with SIGTERM (it writes the audio chunk in progress)"
+kill -TERM "$AGENT"
+wait "$AGENT" && echo "the agent exited with status 0"
+
+say "uploading what is left ('ariata-agent sync')"
+"$BIN" sync --config "$CONFIG" || true
+
+say "ariata-agent status"
+"$BIN" status --config "$CONFIG" || true
+
+say "what the receiver stored"
+python3 - "$WORK/received.sqlite" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for stream, n in db.execute("SELECT stream, COUNT(*) FROM records GROUP BY stream ORDER BY stream"):
+    print(f"{stream:<11} {n} records")
+row = db.execute("SELECT record FROM records WHERE stream = 'location' ORDER BY rowid DESC LIMIT 1").fetchone()
+if row:
+    r = json.loads(row[0])
+    print("last location:", {k: r[k] for k in ("timestamp", "latitude", "longitude", "speed", "horizontal_accuracy") if k in r})
+for (text,) in db.execute("SELECT record FROM records WHERE stream = 'microphone' ORDER BY rowid"):
+    r = json.loads(text)
+    print(f"audio chunk: {r['timestamp_start']} .. {r['timestamp_end']}  {r['duration']:.1f} s, "
+          f"{len(r['audio_data']) * 3 // 4} bytes of Ogg Opus")
+kinds = db.execute("SELECT json_extract(record, '$.metric_type'), COUNT(*) FROM records WHERE stream = 'health' GROUP BY 1").fetchall()
+if kinds:
+    print("health:", ", ".join(f"{k} {n}" for k, n in kinds))
+PY
+say "done; cleaning up $WORK"

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Feeds raw 16 kHz S16_LE mono PCM into a FIFO at real-time pace, looping, so ALSA's
+`file` plugin (which does not pace reads itself) captures like a real microphone.
+
+usage: pcm-feeder.py INPUT.raw FIFO
+"""
+import sys
+import time
+
+RATE_BYTES = 16000 * 2
+BLOCK = RATE_BYTES // 10   # 100 ms
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    data = open(sys.argv[1], "rb").read()
+    if not data:
+        sys.exit("pcm-feeder: empty input")
+    with open(sys.argv[2], "wb", buffering=0) as fifo:
+        start = time.monotonic()
+        sent = 0
+        while True:
+            offset = sent % len(data)
+            block = data[offset:offset + BLOCK]
+            fifo.write(block)
+            sent += len(block)
+            ahead = sent / RATE_BYTES - (time.monotonic() - start)
+            if ahead > 0:
+                time.sleep(ahead)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
