@@ -11,4 +11,5 @@ static inline int ariata_ope_set_signal_voice(OggOpusEnc *e) { return ope_encode
 static inline int ariata_ope_set_complexity(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_COMPLEXITY(v)); }
 static inline int ariata_ope_set_application(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_APPLICATION(v)); }
 static inline int ariata_ope_set_comment_padding(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPE_SET_COMMENT_PADDING(v)); }
+static inline int ariata_ope_set_lsb_depth(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_LSB_DEPTH(v)); }
 #endif

@@ -77,7 +77,8 @@ public enum SpeechInput {
         var output = Data(capacity: wanted)
         while output.count < wanted { output.append(passageData) }
         let path = "\(directory)/\(name)"
-        try output.write(to: URL(fileURLWithPath: path))
+        // Atomic, so a device that appears later never shows a half-written input.
+        try output.write(to: URL(fileURLWithPath: path), options: .atomic)
         try? FileManager.default.removeItem(atPath: wav)
         try? FileManager.default.removeItem(atPath: once)
         return path

@@ -33,6 +33,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
 
     private let pages = Pages()
     private var encoder: OpaquePointer?
+    private var samplesWritten = 0
 
     public init(_ settings: Settings) throws {
         var callbacks = OpusEncCallbacks(
@@ -57,7 +58,10 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         try check(ariata_ope_set_signal_voice(created), "OPUS_SET_SIGNAL")
         try check(ariata_ope_set_bitrate(created, opus_int32(settings.bitrate)), "OPUS_SET_BITRATE")
         try check(ariata_ope_set_complexity(created, opus_int32(settings.complexity)), "OPUS_SET_COMPLEXITY")
-        try check(ariata_ope_set_frame_duration(created, OPUS_FRAMESIZE_20_MS), "OPE_SET_FRAME_DURATION")
+        try check(ariata_ope_set_frame_duration(created, OPUS_FRAMESIZE_20_MS), "OPUS_SET_EXPERT_FRAME_DURATION")
+        // The input is 16-bit: telling the encoder so keeps it from spending bits on the
+        // quantisation noise of quiet stretches (opusenc does the same for 16-bit input).
+        try check(ariata_ope_set_lsb_depth(created, 16), "OPUS_SET_LSB_DEPTH")
         // The 512 bytes libopusenc reserves in OpusTags are for tag editors; a chunk is never edited.
         try check(ariata_ope_set_comment_padding(created, 0), "OPE_SET_COMMENT_PADDING")
     }
@@ -66,10 +70,13 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         guard let encoder else { throw OpusEncodingError(call: "ope_encoder_write after finish", code: OPE_TOO_LATE) }
         guard let base = samples.baseAddress, !samples.isEmpty else { return }
         try check(ope_encoder_write(encoder, base, Int32(samples.count)), "ope_encoder_write")
+        samplesWritten += samples.count
     }
 
     public func finish() throws -> Data {
         guard let encoder else { throw OpusEncodingError(call: "ope_encoder_drain after finish", code: OPE_TOO_LATE) }
+        // libopusenc asserts (aborts the process) when draining an encoder that never got a sample.
+        guard samplesWritten > 0 else { throw OpusEncodingError(call: "ope_encoder_drain of an empty chunk", code: OPE_BAD_ARG) }
         defer {
             ope_encoder_destroy(encoder)
             self.encoder = nil
