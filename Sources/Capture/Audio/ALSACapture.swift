@@ -131,6 +131,10 @@ public final class ALSACapture: AudioCapture {
         throw AudioCaptureError(errno: error, device: device, detail: "\(call): \(Self.message(error))")
     }
 
+    public var settingsDescription: String {
+        "\(sampleRate) Hz mono S16_LE, period \(periodFrames) frames, buffer \(bufferFrames) frames"
+    }
+
     public func pendingFrames() -> Int {
         guard let pcm else { return 0 }
         var delay: snd_pcm_sframes_t = 0

@@ -17,6 +17,12 @@ public protocol AudioCapture: AnyObject {
     func pendingFrames() -> Int
     /// Releases the device. Reads after `close` throw.
     func close()
+    /// What the device granted, for the log.
+    var settingsDescription: String { get }
+}
+
+extension AudioCapture {
+    public var settingsDescription: String { "\(sampleRate) Hz mono S16_LE" }
 }
 
 /// What one `read` produced.

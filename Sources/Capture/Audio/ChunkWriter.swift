@@ -2,6 +2,7 @@ import AgentCore
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 /// Writes finished chunks to the queue off the capture thread, one transaction per chunk,
 /// so a slow disk (an SD card's fsync) never holds up capture long enough to overrun.
@@ -10,15 +11,21 @@ import Logging
 /// `maxBacklog` chunks (about ten minutes of audio); beyond that the oldest is dropped
 /// with a logged error rather than growing memory without bound.
 final class ChunkWriter: @unchecked Sendable {
-    // @unchecked: `backlog` and `lastError` are touched only on `queue`, a serial queue;
-    // `lastError` is read from other threads through `queue.sync`.
+    // @unchecked: `backlog` is touched only on `queue`, a serial queue. What other threads
+    // read (`status`) sits in a Mutex, so health() never waits for a slow write.
     private let sink: any RecordSink
     private let logger: Logger
     private let queue = DispatchQueue(label: "ariata.microphone.writer")
     private let maxBacklog: Int
     private var backlog: [NewRecord] = []
-    private var lastError: (any Error)?
-    private var written = 0
+
+    struct Status: Sendable {
+        var written = 0
+        var waiting = 0
+        var lastError: String?
+        var storageFull = false
+    }
+    private let status = Mutex(Status())
 
     init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20) {
         self.sink = sink
@@ -27,10 +34,12 @@ final class ChunkWriter: @unchecked Sendable {
     }
 
     func write(_ record: NewRecord) {
+        status.withLock { $0.waiting += 1 }
         queue.async {
             self.backlog.append(record)
             if self.backlog.count > self.maxBacklog {
                 let dropped = self.backlog.removeFirst()
+                self.status.withLock { $0.waiting -= 1 }
                 self.logger.error("microphone chunk lost: the queue refused writes for too long",
                                   metadata: ["id": "\(dropped.id)", "captured_at": "\(RFC3339.string(from: dropped.capturedAt))"])
             }
@@ -43,17 +52,8 @@ final class ChunkWriter: @unchecked Sendable {
         queue.sync { drain() }
     }
 
-    /// The error of the last failed write while chunks are still waiting; nil when all are written.
-    func failure() -> (any Error)? {
-        queue.sync { backlog.isEmpty ? nil : lastError }
-    }
-
-    func writtenCount() -> Int {
-        queue.sync { written }
-    }
-
-    func pendingCount() -> Int {
-        queue.sync { backlog.count }
+    func current() -> Status {
+        status.withLock { $0 }
     }
 
     private func drain() {
@@ -61,14 +61,23 @@ final class ChunkWriter: @unchecked Sendable {
             do {
                 try sink.enqueue(record)
                 backlog.removeFirst()
-                written += 1
-                lastError = nil
+                status.withLock {
+                    $0.written += 1
+                    $0.waiting -= 1
+                    $0.lastError = nil
+                    $0.storageFull = false
+                }
             } catch {
-                if lastError == nil {
+                let first = status.withLock { status -> Bool in
+                    let first = status.lastError == nil
+                    status.lastError = "\(error)"
+                    if case .storageFull = error as? QueueError { status.storageFull = true }
+                    return first
+                }
+                if first {
                     logger.error("cannot write microphone chunk to the queue; keeping it to retry",
                                  metadata: ["error": "\(error)", "waiting": "\(backlog.count)"])
                 }
-                lastError = error
                 return
             }
         }

@@ -91,9 +91,10 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             finished.wait()
         }
         writer.flush()
-        if writer.pendingCount() > 0 {
+        let writes = writer.current()
+        if writes.waiting > 0 {
             logger.error("microphone chunks not written at shutdown",
-                         metadata: ["count": "\(writer.pendingCount())", "error": "\(writer.failure().map { "\($0)" } ?? "?")"])
+                         metadata: ["count": "\(writes.waiting)", "error": "\(writes.lastError ?? "?")"])
         }
     }
 
@@ -101,11 +102,10 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         guard config.enabled else { return .disabled }
         let captureHealth = locked { control.paused ? StreamHealth.disabled : control.captureHealth }
         guard captureHealth.isHealthy else { return captureHealth }
-        if let failure = writer.failure() {
-            let code: AgentErrorCode? = (failure as? QueueError).flatMap {
-                if case .storageFull = $0 { return .storageFull } else { return nil }
-            }
-            return .unhealthy(reason: "cannot write chunks to the queue: \(failure)", code: code)
+        let writes = writer.current()
+        if let error = writes.lastError {
+            return .unhealthy(reason: "cannot write chunks to the queue (\(writes.waiting) waiting): \(error)",
+                              code: writes.storageFull ? .storageFull : nil)
         }
         return .healthy
     }
@@ -140,8 +140,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     public func stats() -> Stats {
         let (overruns, opens) = locked { (control.overruns, control.opens) }
-        return Stats(chunksWritten: writer.writtenCount(), chunksWaiting: writer.pendingCount(),
-                     overruns: overruns, deviceOpens: opens)
+        let writes = writer.current()
+        return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens)
     }
 
     // MARK: The capture thread
@@ -196,7 +196,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                     failures = 0
                     locked { control.opens += 1 }
                     setCaptureHealth(.healthy)
-                    logger.info("microphone capture started", metadata: ["device": "\(config.device)"])
+                    logger.info("microphone capture started",
+                                metadata: ["device": "\(config.device)", "settings": "\(opened.settingsDescription)"])
                 } catch {
                     failures += 1
                     setCaptureHealth(error.health)

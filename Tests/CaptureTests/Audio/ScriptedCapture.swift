@@ -56,6 +56,8 @@ final class ScriptedCapture: AudioCapture {
 
     func pendingFrames() -> Int { inner.pendingFrames() }
 
+    var settingsDescription: String { inner.settingsDescription }
+
     func close() {
         inner.close()
         progress.close()
