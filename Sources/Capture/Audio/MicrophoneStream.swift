@@ -224,7 +224,11 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                                     metadata: ["skew_seconds": "\(counted.timeIntervalSince(firstSampleTime))"])
                         chunker.retime(nextFrameAt: firstSampleTime)
                     }
-                    emit { try chunker.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count])) }
+                    if !emit({ try chunker.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count])) }) {
+                        // The encoders' state is unknown after a failure: drop the run, the
+                        // next block starts a new one.
+                        _ = try? chunker.finish()
+                    }
                 case .overrun:
                     let total = locked { () -> Int in
                         control.overruns += 1
@@ -249,14 +253,15 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     }
 
     /// Runs a chunker step and hands the chunks it finished to the writer. An encoder
-    /// failure loses the chunks in progress, not the stream.
-    private func emit(_ step: () throws -> [AudioChunk]) {
+    /// failure loses the chunks in progress, not the stream; it returns false then.
+    @discardableResult
+    private func emit(_ step: () throws -> [AudioChunk]) -> Bool {
         let chunks: [AudioChunk]
         do {
             chunks = try step()
         } catch {
             logger.error("microphone chunk lost: encoding failed", metadata: ["error": "\(error)"])
-            return
+            return false
         }
         for chunk in chunks {
             guard !CaptureTimeRule.clockLooksUnset(chunk.start) else {
@@ -270,6 +275,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                 logger.error("microphone chunk lost: cannot build its record", metadata: ["error": "\(error)"])
             }
         }
+        return true
     }
 
     private func nextCommand() -> Command {

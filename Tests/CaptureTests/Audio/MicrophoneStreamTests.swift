@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Logging
 import TestRigs
+import Synchronization
 import XCTest
 
 /// The whole stream: real ALSA capture (file plugin), real Opus encoding, a real SQLite
@@ -257,4 +258,48 @@ final class MicrophoneStreamTests: XCTestCase {
 private func XCTAssertEqual(_ a: [Double], _ b: [Double], accuracy: Double, file: StaticString = #filePath, line: UInt = #line) {
     XCTAssertEqual(a.count, b.count, "\(a) vs \(b)", file: file, line: line)
     for (x, y) in zip(a, b) { XCTAssertEqual(x, y, accuracy: accuracy, "\(a) vs \(b)", file: file, line: line) }
+}
+
+/// Fault injection: a real queue that refuses writes while `full` is set, as on a full disk.
+final class FillableSink: RecordSink, Sendable {
+    let queue: SQLiteQueue
+    private let isFull = Mutex(true)
+
+    init(_ queue: SQLiteQueue) { self.queue = queue }
+
+    func setFull(_ full: Bool) { isFull.withLock { $0 = full } }
+
+    func enqueue(_ record: NewRecord) throws { try enqueue([record], anchor: nil) }
+
+    func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
+        if isFull.withLock({ $0 }) { throw QueueError.storageFull(path: queue.path) }
+        try queue.enqueue(records, anchor: anchor)
+    }
+}
+
+extension MicrophoneStreamTests {
+    func testAChunkTheQueueRefusesIsKeptAndWrittenLater() throws {
+        let directory = try TemporaryDirectory()
+        let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
+        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let sink = FillableSink(queue)
+        let progress = ScriptedCapture.Progress()
+        var config = MicrophoneConfig()
+        config.device = rig.device
+        let stream = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
+                                      captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
+                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil)
+        stream.start()
+        try waitUntil("35 s read and the first chunk refused", timeout: 60) {
+            progress.frames == 35 * rate && stream.health().code == .storageFull
+        }
+        XCTAssertEqual(stream.stats().chunksWaiting, 1)
+        XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
+
+        sink.setFull(false) // space was freed
+        stream.stop()
+        XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7], "the kept chunk, then the one in progress")
+        XCTAssertEqual(stream.stats().chunksWaiting, 0)
+        XCTAssertTrue(stream.health().isHealthy)
+    }
 }
