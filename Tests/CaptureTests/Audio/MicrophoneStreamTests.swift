@@ -303,3 +303,29 @@ extension MicrophoneStreamTests {
         XCTAssertTrue(stream.health().isHealthy)
     }
 }
+
+extension MicrophoneStreamTests {
+    /// The input runs faster than real time while the wall clock stands still: the sample
+    /// count and the clock part by more than `maxClockSkew`, so later chunks are timed from
+    /// the clock again (as after NTP steps the clock) while the chunk in progress keeps its start.
+    func testChunksFollowTheWallClockWhenTheSampleCountPartsFromIt() throws {
+        let directory = try TemporaryDirectory()
+        let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
+        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let progress = ScriptedCapture.Progress()
+        var config = MicrophoneConfig()
+        config.device = rig.device
+        let stream = MicrophoneStream(config: config, sink: queue, clock: ManualClock(t0), logger: logger,
+                                      captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
+                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: 2)
+        stream.start()
+        try waitUntil("35 s read", timeout: 60) { progress.frames == 35 * rate && stream.stats().chunksWritten == 1 }
+        stream.stop()
+        let chunks = try chunks(in: queue)
+        XCTAssertEqual(chunks.map(\.duration), [30, 7], "the audio itself is untouched")
+        XCTAssertLessThan(chunks[1].start.timeIntervalSince(chunks[0].start), 5,
+                          "the second chunk is timed by the clock (which stood still), not 28 s on by the sample count")
+        XCTAssertGreaterThan(chunks[1].start, t0.addingTimeInterval(-10))
+        XCTAssertLessThanOrEqual(chunks[1].start, t0)
+    }
+}
