@@ -1,0 +1,27 @@
+import Foundation
+
+/// One finished chunk: its encoded file and where it sits on the capture timeline.
+public struct AudioChunk: Sendable, Equatable {
+    /// Capture time of the chunk's first sample.
+    public var start: Date
+    /// Samples in the chunk.
+    public var frames: Int
+    /// Leading samples that are the same audio as the end of the previous chunk (0 for the
+    /// first chunk after the capture started, resumed or lost samples).
+    public var overlapFrames: Int
+    public var sampleRate: Int
+    /// The encoded file (Ogg Opus for the stream).
+    public var data: Data
+
+    public init(start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data) {
+        self.start = start
+        self.frames = frames
+        self.overlapFrames = overlapFrames
+        self.sampleRate = sampleRate
+        self.data = data
+    }
+
+    public var duration: TimeInterval { Double(frames) / Double(sampleRate) }
+    public var overlapDuration: TimeInterval { Double(overlapFrames) / Double(sampleRate) }
+    public var end: Date { start.addingTimeInterval(duration) }
+}

@@ -1,0 +1,85 @@
+import AgentCore
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// Writes finished chunks to the queue off the capture thread, one transaction per chunk,
+/// so a slow disk (an SD card's fsync) never holds up capture long enough to overrun.
+///
+/// A chunk whose write fails (disk full) is kept and retried before the next one, up to
+/// `maxBacklog` chunks (about ten minutes of audio); beyond that the oldest is dropped
+/// with a logged error rather than growing memory without bound.
+final class ChunkWriter: @unchecked Sendable {
+    // @unchecked: `backlog` is touched only on `queue`, a serial queue. What other threads
+    // read (`status`) sits in a Mutex, so health() never waits for a slow write.
+    private let sink: any RecordSink
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "ariata.microphone.writer")
+    private let maxBacklog: Int
+    private var backlog: [NewRecord] = []
+
+    struct Status: Sendable {
+        var written = 0
+        var waiting = 0
+        var lastError: String?
+        var storageFull = false
+    }
+    private let status = Mutex(Status())
+
+    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20) {
+        self.sink = sink
+        self.logger = logger
+        self.maxBacklog = maxBacklog
+    }
+
+    func write(_ record: NewRecord) {
+        status.withLock { $0.waiting += 1 }
+        queue.async {
+            self.backlog.append(record)
+            if self.backlog.count > self.maxBacklog {
+                let dropped = self.backlog.removeFirst()
+                self.status.withLock { $0.waiting -= 1 }
+                self.logger.error("microphone chunk lost: the queue refused writes for too long",
+                                  metadata: ["id": "\(dropped.id)", "captured_at": "\(RFC3339.string(from: dropped.capturedAt))"])
+            }
+            self.drain()
+        }
+    }
+
+    /// Waits until every chunk handed over has been written (or has failed again).
+    func flush() {
+        queue.sync { drain() }
+    }
+
+    func current() -> Status {
+        status.withLock { $0 }
+    }
+
+    private func drain() {
+        while let record = backlog.first {
+            do {
+                try sink.enqueue(record)
+                backlog.removeFirst()
+                status.withLock {
+                    $0.written += 1
+                    $0.waiting -= 1
+                    $0.lastError = nil
+                    $0.storageFull = false
+                }
+            } catch {
+                let first = status.withLock { status -> Bool in
+                    let first = status.lastError == nil
+                    status.lastError = "\(error)"
+                    if case .storageFull = error as? QueueError { status.storageFull = true }
+                    return first
+                }
+                if first {
+                    logger.error("cannot write microphone chunk to the queue; keeping it to retry",
+                                 metadata: ["error": "\(error)", "waiting": "\(backlog.count)"])
+                }
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,323 @@
+import AgentCore
+import Dispatch
+import Foundation
+import Logging
+
+/// The `microphone` stream: captures from ALSA on its own thread, encodes 30 s Ogg Opus
+/// chunks overlapping by 2 s, and writes each finished chunk to the queue.
+///
+/// A device that is missing, busy, not permitted or lost makes the stream unhealthy with
+/// the reason and it retries by itself; an overrun ends the chunk in progress (the audio
+/// is no longer continuous) and capture goes on. `stop()` finishes and writes the chunk in
+/// progress before it returns; `pause()` does the same and releases the device until
+/// `resume()`.
+public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
+    // @unchecked: the mutable control state (`control`) is guarded by `condition`; the
+    // capture state (device, chunker, buffers) lives only on the capture thread.
+    public let stream = StreamName.microphone
+    public let config: MicrophoneConfig
+    public let sampleRate = 16_000
+
+    private let clock: any WallClock
+    private let logger: Logger
+    private let captureFactory: AudioCaptureFactory
+    private let retry: RetryPolicy
+    private let maxClockSkew: TimeInterval?
+    private let encoderSettings: OggOpusChunkEncoder.Settings
+    private let writer: ChunkWriter
+
+    private struct Control {
+        var started = false
+        var stopping = false
+        var paused = false
+        var captureHealth: StreamHealth = .unhealthy(reason: "not started")
+        var overruns = 0
+        var opens = 0
+    }
+    private let condition = NSCondition()
+    private var control = Control()
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// - Parameters:
+    ///   - captureFactory: opens the capture device; `ALSACapture.factory` for real use.
+    ///   - retry: waits between attempts to open a failing device.
+    ///   - maxClockSkew: when the sample-counted capture time and the wall clock disagree
+    ///     by more than this (NTP set the clock, the sound card's clock drifted), chunks not
+    ///     yet begun are timed from the wall clock again. nil keeps the sample count only:
+    ///     for recorded input that is read faster than real time (tests, benchmarks).
+    public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
+                logger: Logger, captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
+                retry: RetryPolicy = RetryPolicy(), maxClockSkew: TimeInterval? = 2,
+                complexity: Int = 10) {
+        self.config = config
+        self.clock = clock
+        self.logger = logger
+        self.captureFactory = captureFactory
+        self.retry = retry
+        self.maxClockSkew = maxClockSkew
+        self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: complexity)
+        self.writer = ChunkWriter(sink: sink, logger: logger)
+    }
+
+    // MARK: CaptureStream
+
+    public func start() {
+        guard config.enabled else {
+            logger.info("microphone disabled in the config ([microphone] enabled = false)")
+            return
+        }
+        let first = locked { () -> Bool in
+            guard !control.started else { return false }
+            control.started = true
+            return true
+        }
+        guard first else { return }
+        let thread = Thread { [self] in
+            runCapture()
+            finished.signal()
+        }
+        thread.name = "ariata.microphone"
+        thread.start()
+    }
+
+    public func stop() {
+        let wasRunning = locked { () -> Bool in
+            let running = control.started && !control.stopping
+            control.stopping = true
+            condition.broadcast()
+            return running
+        }
+        if wasRunning {
+            finished.wait()
+        }
+        writer.flush()
+        let writes = writer.current()
+        if writes.waiting > 0 {
+            logger.error("microphone chunks not written at shutdown",
+                         metadata: ["count": "\(writes.waiting)", "error": "\(writes.lastError ?? "?")"])
+        }
+    }
+
+    public func health() -> StreamHealth {
+        guard config.enabled else { return .disabled }
+        let captureHealth = locked { control.paused ? StreamHealth.disabled : control.captureHealth }
+        guard captureHealth.isHealthy else { return captureHealth }
+        let writes = writer.current()
+        if let error = writes.lastError {
+            return .unhealthy(reason: "cannot write chunks to the queue (\(writes.waiting) waiting): \(error)",
+                              code: writes.storageFull ? .storageFull : nil)
+        }
+        return .healthy
+    }
+
+    // MARK: Privacy switch
+
+    /// Stops capturing until `resume()`: the chunk in progress is finished and written and
+    /// the device is released. Returns at once; the capture thread acts within a second.
+    public func pause() {
+        locked {
+            control.paused = true
+            condition.broadcast()
+        }
+    }
+
+    public func resume() {
+        locked {
+            control.paused = false
+            condition.broadcast()
+        }
+    }
+
+    public var isPaused: Bool { locked { control.paused } }
+
+    /// Counters for `status` and tests.
+    public struct Stats: Sendable, Equatable {
+        public var chunksWritten: Int
+        public var chunksWaiting: Int
+        public var overruns: Int
+        public var deviceOpens: Int
+    }
+
+    public func stats() -> Stats {
+        let (overruns, opens) = locked { (control.overruns, control.opens) }
+        let writes = writer.current()
+        return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens)
+    }
+
+    // MARK: The capture thread
+
+    private enum Command { case stop, pause, run }
+
+    private func runCapture() {
+        let readFrames = sampleRate // up to 1 s per read; a period (0.5 s) normally
+        let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: readFrames)
+        defer { buffer.deallocate() }
+        var chunker = AudioChunker<OggOpusChunkEncoder>(
+            sampleRate: sampleRate, chunkFrames: config.chunkSeconds * sampleRate,
+            overlapFrames: config.overlapSeconds * sampleRate,
+            makeEncoder: { [encoderSettings] in try OggOpusChunkEncoder(encoderSettings) })
+        var capture: (any AudioCapture)?
+        var failures = 0
+
+        func endRun() {
+            emit { try chunker.finish() }
+        }
+        func release() {
+            endRun()
+            capture?.close()
+            capture = nil
+        }
+
+        while true {
+            switch nextCommand() {
+            case .stop:
+                release()
+                return
+            case .pause:
+                if capture != nil {
+                    release()
+                    logger.info("microphone paused: chunk in progress written, device released")
+                }
+                waitForChange(timeout: nil)
+                continue
+            case .run:
+                break
+            }
+
+            guard let current = capture else {
+                if CaptureTimeRule.clockLooksUnset(clock.now()) {
+                    setCaptureHealth(.unhealthy(reason: "waiting for the system clock to be set (NTP): no audio is captured until then, so no chunk carries a 1970 time"))
+                    waitForChange(timeout: retry.initial)
+                    continue
+                }
+                do throws(AudioCaptureError) {
+                    let opened = try captureFactory(config.device, sampleRate)
+                    capture = opened
+                    failures = 0
+                    locked { control.opens += 1 }
+                    setCaptureHealth(.healthy)
+                    logger.info("microphone capture started",
+                                metadata: ["device": "\(config.device)", "settings": "\(opened.settingsDescription)"])
+                } catch {
+                    failures += 1
+                    setCaptureHealth(error.health)
+                    waitForChange(timeout: retry.delay(afterFailures: failures))
+                }
+                continue
+            }
+
+            do throws(AudioCaptureError) {
+                // Cleared before each read: a source that writes nothing (the ALSA file
+                // plugin past the end of its input) must not replay the previous block.
+                buffer.update(repeating: 0)
+                switch try current.read(into: buffer) {
+                case .frames(0):
+                    continue
+                case .frames(let count):
+                    let lag = Double(current.pendingFrames() + count) / Double(sampleRate)
+                    let firstSampleTime = clock.now().addingTimeInterval(-lag)
+                    if !chunker.isRunning {
+                        emit { try chunker.begin(at: firstSampleTime) }
+                    } else if let maxClockSkew, let counted = chunker.nextFrameTime,
+                              abs(counted.timeIntervalSince(firstSampleTime)) > maxClockSkew {
+                        logger.info("microphone timestamps follow the wall clock again",
+                                    metadata: ["skew_seconds": "\(counted.timeIntervalSince(firstSampleTime))"])
+                        chunker.retime(nextFrameAt: firstSampleTime)
+                    }
+                    if !emit({ try chunker.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count])) }) {
+                        // The encoders' state is unknown after a failure: drop the run, the
+                        // next block starts a new one.
+                        _ = try? chunker.finish()
+                    }
+                case .overrun:
+                    let total = locked { () -> Int in
+                        control.overruns += 1
+                        return control.overruns
+                    }
+                    logger.warning("microphone overrun: samples were lost; the chunk in progress ends here and the next starts after the gap",
+                                   metadata: ["overruns": "\(total)"])
+                    endRun()
+                case .ended:
+                    release()
+                    failures += 1
+                    setCaptureHealth(.unhealthy(reason: "capture input from '\(config.device)' ended; retrying"))
+                    waitForChange(timeout: retry.delay(afterFailures: failures))
+                }
+            } catch {
+                release()
+                failures += 1
+                setCaptureHealth(error.health)
+                waitForChange(timeout: retry.delay(afterFailures: failures))
+            }
+        }
+    }
+
+    /// Runs a chunker step and hands the chunks it finished to the writer. An encoder
+    /// failure loses the chunks in progress, not the stream; it returns false then.
+    @discardableResult
+    private func emit(_ step: () throws -> [AudioChunk]) -> Bool {
+        let chunks: [AudioChunk]
+        do {
+            chunks = try step()
+        } catch {
+            logger.error("microphone chunk lost: encoding failed", metadata: ["error": "\(error)"])
+            return false
+        }
+        for chunk in chunks {
+            guard !CaptureTimeRule.clockLooksUnset(chunk.start) else {
+                logger.error("microphone chunk dropped: it would carry a time before 2000",
+                             metadata: ["timestamp_start": "\(RFC3339.string(from: chunk.start))"])
+                continue
+            }
+            do {
+                writer.write(try MicrophoneRecord.make(chunk, bitrate: config.bitrate))
+            } catch {
+                logger.error("microphone chunk lost: cannot build its record", metadata: ["error": "\(error)"])
+            }
+        }
+        return true
+    }
+
+    private func nextCommand() -> Command {
+        locked {
+            if control.stopping { return .stop }
+            if control.paused { return .pause }
+            return .run
+        }
+    }
+
+    /// Sleeps until stop, pause or resume is asked, or `timeout` passes.
+    private func waitForChange(timeout: TimeInterval?) {
+        condition.lock()
+        defer { condition.unlock() }
+        let entered = (control.stopping, control.paused)
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        while (control.stopping, control.paused) == entered {
+            if let deadline {
+                if !condition.wait(until: deadline) { return }
+            } else {
+                condition.wait()
+            }
+        }
+    }
+
+    private func setCaptureHealth(_ health: StreamHealth) {
+        let previous = locked { () -> StreamHealth in
+            let previous = control.captureHealth
+            control.captureHealth = health
+            return previous
+        }
+        guard previous != health else { return }
+        if case .unhealthy(let reason, _) = health {
+            logger.warning("microphone unhealthy: \(reason)")
+        } else if !previous.isHealthy {
+            logger.info("microphone healthy")
+        }
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return try body()
+    }
+}
