@@ -2,13 +2,16 @@
 """Feeds raw 16 kHz S16_LE mono PCM into a FIFO at real-time pace, looping, so ALSA's
 `file` plugin (which does not pace reads itself) captures like a real microphone.
 
+The plugin makes one read(2) per snd_pcm_readi and counts a short read as all it asked for, so
+the feeder writes exactly what the agent reads at once (1 s) in one write each.
+
 usage: pcm-feeder.py INPUT.raw FIFO
 """
 import sys
 import time
 
 RATE_BYTES = 16000 * 2
-BLOCK = RATE_BYTES // 10   # 100 ms
+BLOCK = RATE_BYTES         # 1 s: what the agent asks for in one read
 
 
 def main():
@@ -22,7 +25,7 @@ def main():
         sent = 0
         while True:
             offset = sent % len(data)
-            block = data[offset:offset + BLOCK]
+            block = (data[offset:] + data)[:BLOCK] if offset + BLOCK > len(data) else data[offset:offset + BLOCK]
             fifo.write(block)
             sent += len(block)
             ahead = sent / RATE_BYTES - (time.monotonic() - start)

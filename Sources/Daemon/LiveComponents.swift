@@ -1,0 +1,32 @@
+import AgentCore
+import Capture
+import Foundation
+import Logging
+import Upload
+
+/// The real wiring: gpsd, ALSA and health sources into the queue; the libcurl uploader
+/// out of it.
+public struct LiveComponents: ComponentFactory {
+    public init() {}
+
+    public func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> (any CaptureStream)? {
+        switch stream {
+        case .location:
+            guard config.location.enabled else { return nil }
+            return LocationStream(config: config.location, sink: queue, logger: logger)
+        case .microphone:
+            guard config.microphone.enabled else { return nil }
+            return MicrophoneStream(config: config.microphone, sink: queue, logger: logger)
+        case .health:
+            guard config.health.enabled else { return nil }
+            return HealthStream(config: config.health, queue: queue, logger: logger)
+        }
+    }
+
+    public func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent {
+        Uploader(server: config.server, upload: config.upload, store: queue, logger: logger,
+                 uploadLock: FileLock.upload(databasePath: queue.path))
+    }
+}
+
+extension Uploader: UploadComponent {}
