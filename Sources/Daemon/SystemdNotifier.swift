@@ -49,7 +49,8 @@ public final class SystemdNotifier: Sendable {
         let payload = Array(message.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                payload.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), sa, length) }
+                // Never wait: a notification that cannot go now is dropped, the daemon goes on.
+                payload.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), sa, length) }
             }
         }
         return sent == payload.count

@@ -57,7 +57,8 @@ struct RunCommand: AsyncParsableCommand {
             "config": "\(config.file)", "database": "\(config.storage.database)",
             "endpoint": "\(config.server.ingestURL)", "device_id": "\(config.server.deviceID)",
         ])
-        let daemon = AgentDaemon(config: config, queue: queue, factory: LiveComponents(), logger: logger)
+        let daemon = AgentDaemon(config: config, queue: queue, factory: LiveComponents(),
+                                 tickInterval: TimeInterval(config.daemon.healthInterval), logger: logger)
         let path = options.config
         let service = AgentService(daemon: daemon, logger: logger) { try AgentConfig.load(path: path) }
         let group = ServiceGroup(configuration: .init(

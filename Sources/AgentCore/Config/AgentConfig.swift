@@ -13,6 +13,7 @@ public struct AgentConfig: Sendable, Equatable {
     public var location = LocationConfig()
     public var microphone = MicrophoneConfig()
     public var health = HealthConfig()
+    public var daemon = DaemonConfig()
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
     public var logLevel: String = "info"
 
@@ -35,6 +36,7 @@ public struct AgentConfig: Sendable, Equatable {
         location = try LocationConfig(root.section("location"))
         microphone = try MicrophoneConfig(root.section("microphone"))
         health = try HealthConfig(root.section("health"))
+        daemon = try DaemonConfig(root.section("daemon"))
         let log = try root.section("log")
         logLevel = try log.choice("level", default: logLevel,
                                   allowed: ["trace", "debug", "info", "notice", "warning", "error", "critical"])

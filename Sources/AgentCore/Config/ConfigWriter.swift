@@ -46,6 +46,7 @@ public enum ConfigWriter {
             })
         }
         root["health"] = health
+        root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval])
         root["log"] = TOMLTable(["level": config.logLevel])
         return """
             # ariata-agent configuration, written by 'ariata-agent onboard'.

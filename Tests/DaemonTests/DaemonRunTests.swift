@@ -1,0 +1,126 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+/// `ariata-agent run` as systemd runs it: a child process against a real gpsd, real ALSA
+/// capture, a real health file and the reference receiver.
+final class DaemonRunTests: XCTestCase {
+    func testAllThreeStreamsReachTheReceiverAndSIGTERMWritesThePartialChunk() throws {
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1)
+        try rig.startAgent()
+        try rig.appendHeartRates([61, 62, 63, 64, 65])
+
+        try waitUntil("records of all three streams at the receiver", timeout: 60) {
+            let stored = try rig.receiver.stats().records
+            return (stored["location"] ?? 0) >= 2 && (stored["microphone"] ?? 0) >= 1 && (stored["health"] ?? 0) >= 5
+        }
+        // sd_notify: READY once started, then STATUS and WATCHDOG from the health coordinator.
+        try waitUntil("watchdog pings", timeout: 20) {
+            rig.notifySocket.drain().contains("WATCHDOG=1")
+        }
+
+        // Stop 3 s into a 6 s chunk (chunks start every 5 s): the partial chunk is written.
+        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let before = try queue.records(stream: .microphone)
+        let status = rig.stopAgent()
+        XCTAssertEqual(status, 0, rig.agentLog)
+        let after = try SQLiteQueue(readOnlyPath: rig.databasePath).records(stream: .microphone)
+        XCTAssertGreaterThan(after.count, before.count, "the chunk in progress is written on SIGTERM")
+        let last = try XCTUnwrap(after.last)
+        let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: last.payload) as? [String: Any])
+        let duration = try XCTUnwrap(fields["duration"] as? Double)
+        XCTAssertLessThan(duration, 6, "a partial chunk")
+        XCTAssertGreaterThan(duration, 0)
+        XCTAssertTrue(rig.agentLog.contains("shutting down"), rig.agentLog)
+        XCTAssertFalse(rig.agentLog.contains("daemon-token"), "the token is never logged")
+
+        // Nothing pending is lost: every record is either delivered or still pending.
+        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        for stream in StreamName.allCases {
+            let all = try final.records(stream: stream)
+            XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")
+            let uploadedIDs = Set(all.filter { $0.status == .uploaded }.map { $0.id.uuidString.lowercased() })
+            let received = Set(try rig.receiver.storedIDs(stream.rawValue))
+            XCTAssertTrue(uploadedIDs.isSubset(of: received), "\(stream): uploaded means the receiver has it")
+        }
+        let health = try final.records(stream: .health).compactMap {
+            (try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["value"] as? Double
+        }
+        XCTAssertEqual(health, [61, 62, 63, 64, 65])
+    }
+
+    func testACrashedStreamIsMarkedUnhealthyRestartedAndRecovers() throws {
+        let rig = try DaemonRig(healthInterval: 1)
+        try rig.startAgent()
+        let queue = try rig.openQueue()
+        try waitUntil("location records", timeout: 40) { try queue.count(stream: .location, status: .pending)
+            + queue.count(stream: .location, status: .uploaded) >= 1 }
+
+        rig.gps.killGPSD()
+        try waitUntil("the coordinator to store location as unhealthy", timeout: 30) {
+            try queue.storedHealth().first { $0.component == "location" }?.state == "unhealthy"
+        }
+        let reason = try XCTUnwrap(queue.storedHealth().first { $0.component == "location" }?.reason)
+        XCTAssertTrue(reason.contains("gpsd"), reason)
+        try waitUntil("a restart of the stream by the coordinator", timeout: 30) {
+            rig.agentLog.contains("location still unhealthy") && rig.agentLog.contains("restarting it")
+        }
+
+        try rig.gps.startGPSD()
+        rig.restartFeed()
+        let countBefore = try queue.records(stream: .location).count
+        try waitUntil("location records again", timeout: 40) { try queue.records(stream: .location).count > countBefore }
+        try waitUntil("location healthy again", timeout: 30) {
+            try queue.storedHealth().first { $0.component == "location" }?.state == "healthy"
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
+
+    func testPauseAndResumeFromAnotherProcessSurviveARestart() throws {
+        let rig = try DaemonRig(healthInterval: 1)
+        try rig.startAgent()
+        let queue = try rig.openQueue()
+
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        let pause = try cli.run(["pause", "microphone"])
+        XCTAssertEqual(pause.status, 0, pause.stderr)
+        XCTAssertTrue(pause.stdout.contains("paused microphone: the daemon (pid"), pause.stdout)
+        try waitUntil("the microphone to stop", timeout: 20) {
+            rig.agentLog.contains("microphone paused")
+        }
+
+        // Restart the daemon: the pause holds.
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        try rig.startAgent()
+        try waitUntil("the restarted daemon to report", timeout: 30) { rig.agentLog.contains("microphone paused") }
+        // Stopping the paused stream wrote its chunk in progress; from here on nothing comes.
+        let chunksWhenPaused = try queue.records(stream: .microphone).count
+        Thread.sleep(forTimeInterval: 8)   // longer than a chunk: a running microphone would write one
+        XCTAssertEqual(try queue.records(stream: .microphone).count, chunksWhenPaused, "no audio while paused")
+        let status = try cli.run(["status", "--json"])
+        let report = try StatusReport.decode(Data(status.stdout.utf8))
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.health, "paused")
+        XCTAssertTrue(report.daemon.running)
+
+        let resume = try cli.run(["resume", "microphone"])
+        XCTAssertEqual(resume.status, 0, resume.stderr)
+        try waitUntil("audio again after resume", timeout: 40) {
+            try queue.records(stream: .microphone).count > chunksWhenPaused
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
+
+    func testRefusesToRunWithoutOnboarding() throws {
+        let dir = try TemporaryDirectory("not-onboarded")
+        let cli = try AgentCLI.writeConfig(in: dir.path)
+        let result = try cli.run(["run"])
+        XCTAssertEqual(result.status, 78)
+        XCTAssertTrue(result.stderr.contains("run 'ariata-agent onboard' first"), result.stderr)
+
+        try "[location]\ninterval = 0\n".write(toFile: cli.configPath, atomically: true, encoding: .utf8)
+        let bad = try cli.run(["run"])
+        XCTAssertEqual(bad.status, 78)
+        XCTAssertTrue(bad.stderr.contains("agent.toml: location.interval: 0 is out of range"), bad.stderr)
+    }
+}

@@ -1,0 +1,147 @@
+import AgentCore
+import Foundation
+
+/// Everything `ariata-agent run` needs, real, on one machine: the reference receiver, a
+/// gpsd fed a synthetic drive, ALSA capture through the `file` plugin fed speech at
+/// real-time pace through a FIFO (tools/demo/pcm-feeder.py), a health file, and a config
+/// that points the agent at all of them. The agent runs as a child process.
+public final class DaemonRig: @unchecked Sendable {
+    // Touched from the test's thread only.
+    public let directory: TemporaryDirectory
+    public let receiver: ReceiverRig
+    public let gps: GPSDRig
+    public let configPath: String
+    public let databasePath: String
+    public let healthPath: String
+    public let notifySocket: NotifySocket
+    public private(set) var feeder: NMEAFeeder
+    private let pcmFeeder: ChildProcess
+    private let alsaConfig: String
+    public private(set) var agent: ChildProcess?
+
+    public static var repositoryRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+    }
+
+    /// - Parameters:
+    ///   - chunkSeconds: audio chunk length (short chunks keep tests short).
+    ///   - extraConfig: TOML appended to the config.
+    public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
+                healthInterval: Int = 2, extraConfig: String = "") throws {
+        directory = try TemporaryDirectory("ariata-daemon")
+        receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
+        try receiver.start()
+        gps = try GPSDRig()
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: 600, start: Date()), period: 1)
+        feeder.start()
+
+        let speech = try SpeechInput.make(seconds: 60, in: directory.path)
+        let fifo = directory.file("mic.fifo")
+        guard mkfifo(fifo, 0o600) == 0 else { throw RigFailure("mkfifo \(fifo) failed") }
+        alsaConfig = directory.file("asound.conf")
+        try """
+            <\(ALSARig.systemConfig)>
+            pcm.daemon_mic {
+                type file
+                slave.pcm "null"
+                file "/dev/null"
+                infile "\(fifo)"
+                format "raw"
+            }
+
+            """.write(toFile: alsaConfig, atomically: true, encoding: .utf8)
+        pcmFeeder = try ChildProcess("python3", ["\(Self.repositoryRoot)/tools/demo/pcm-feeder.py", speech, fifo],
+                                     name: "pcm-feeder", logDirectory: directory.path)
+
+        healthPath = directory.file("health.jsonl")
+        FileManager.default.createFile(atPath: healthPath, contents: nil)
+        databasePath = directory.file("agent.sqlite")
+        notifySocket = try NotifySocket(path: directory.file("notify.sock"))
+        configPath = directory.file("agent.toml")
+        try """
+            [server]
+            endpoint = "\(receiver.endpoint)"
+            token = "daemon-token"
+            device_id = "daemon-test"
+            [storage]
+            database = "\(databasePath)"
+            [upload]
+            interval = \(uploadInterval)
+            [location]
+            gpsd_host = "127.0.0.1"
+            gpsd_port = \(gps.port)
+            interval = 2
+            [microphone]
+            device = "daemon_mic"
+            chunk_seconds = \(chunkSeconds)
+            overlap_seconds = \(overlapSeconds)
+            [health]
+            enabled = true
+            commit_interval = 1
+            [[health.source]]
+            kind = "file"
+            path = "\(healthPath)"
+            format = "jsonl"
+            name = "test-watch"
+            [daemon]
+            health_interval = \(healthInterval)
+            \(extraConfig)
+            """.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        agent?.stop(grace: 10)
+        feeder.stop()
+        pcmFeeder.stop(grace: 1)
+        receiver.stop()
+    }
+
+    /// Starts `ariata-agent run` with the rig's ALSA config and notify socket.
+    public func startAgent() throws {
+        let binary = try BuildProducts.executable("ariata-agent")
+        agent = try ChildProcess(binary, ["run", "--config", configPath], name: "agent", logDirectory: directory.path,
+                                 environment: ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path])
+    }
+
+    /// SIGTERM; returns the exit status (nil when it did not exit within `timeout`).
+    public func stopAgent(timeout: TimeInterval = 30) -> Int32? {
+        guard let agent else { return nil }
+        agent.signal(SIGTERM)
+        let status = agent.wait(timeout: timeout)
+        return status
+    }
+
+    public var agentLog: String { agent?.stderr() ?? "" }
+
+    /// The agent's queue, read-only, once the daemon has created it and run its first
+    /// health check.
+    public func openQueue(timeout: TimeInterval = 30) throws -> SQLiteQueue {
+        var queue: SQLiteQueue?
+        try waitUntil("the daemon's first health check", timeout: timeout) {
+            if queue == nil { queue = try? SQLiteQueue(readOnlyPath: databasePath) }
+            return (try? queue?.storedHealth().isEmpty == false) ?? false
+        }
+        guard let queue else { throw RigFailure("no queue at \(databasePath)") }
+        return queue
+    }
+
+    /// Appends health samples (heart rates, one per line) to the health file.
+    public func appendHeartRates(_ values: [Int], at time: Date = Date()) throws {
+        let formatter = ISO8601DateFormatter()
+        let lines = values.enumerated().map { i, v in
+            "{\"timestamp\":\"\(formatter.string(from: time.addingTimeInterval(Double(i))))\",\"hr\":\(v)}\n"
+        }.joined()
+        guard let handle = FileHandle(forWritingAtPath: healthPath) else { throw RigFailure("cannot open \(healthPath)") }
+        handle.seekToEndOfFile()
+        handle.write(Data(lines.utf8))
+        try handle.close()
+    }
+
+    /// Restarts the NMEA feed with epochs starting now (after gpsd was restarted, say).
+    public func restartFeed() {
+        feeder.stop()
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: 600, start: Date()), period: 1)
+        feeder.start()
+    }
+}
