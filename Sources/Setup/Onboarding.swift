@@ -95,6 +95,9 @@ public final class Onboarding {
         var askEndpoint = prompter.isInteractive && request.endpoint == nil
         var askToken = prompter.isInteractive && request.token == nil
         var askPath = false
+        // What Enter means at the token question: keep the file's token, or the one just
+        // given (when something else failed); a refused token is not offered again.
+        var keepLabel = "Enter keeps the current one"
         while true {
             if askEndpoint { server.endpoint = try askForEndpoint(default: server.endpoint) }
             if askPath {
@@ -105,7 +108,7 @@ public final class Onboarding {
                 var answer = ""
                 while answer.isEmpty {
                     answer = try prompter.askSecret("  Device token (from the server; not shown)",
-                                                    defaultLabel: hadToken ? "Enter keeps the current one" : nil)
+                                                    defaultLabel: hadToken ? keepLabel : nil)
                     if answer.isEmpty && hadToken { break }
                     if answer.isEmpty { console.line("  a token is needed: copy it from your Ariata server's device page") }
                 }
@@ -114,9 +117,10 @@ public final class Onboarding {
                     server.tokenFile = nil
                 }
             }
-            let verifier = ServerVerifier(server: server, timeout: request.timeout)
-            console.line("  checking \(server.ingestURL) ...")
-            let result = verifier.verify()
+            if ServerVerifier.urlProblem(server.endpoint) == nil {
+                console.line("  checking \(server.ingestURL) ...")
+            }
+            let result = ServerVerifier(server: server, timeout: request.timeout).verify()
             console.write(printer.render(result.asCheck))
             if result.isVerified { return server }
             guard prompter.isInteractive else {
@@ -126,6 +130,12 @@ public final class Onboarding {
             askToken = true
             askEndpoint = !result.blamesToken
             askPath = result.blamesPath
+            if result.blamesToken {
+                server.token = Secret("")
+                server.tokenFile = nil
+            } else {
+                keepLabel = "Enter keeps the one just given"
+            }
         }
     }
 

@@ -74,10 +74,7 @@ public struct ServerVerifier: Sendable {
     /// Why `endpoint` cannot be posted to, nil when it can.
     public static func urlProblem(_ endpoint: String) -> String? {
         if endpoint.isEmpty { return "no endpoint given" }
-        guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased() else {
-            return "\"\(endpoint)\" is not a URL"
-        }
-        guard ["http", "https"].contains(scheme) else {
+        guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
             return "\"\(endpoint)\" is not an http:// or https:// URL"
         }
         guard let host = url.host, !host.isEmpty else { return "\"\(endpoint)\" has no host name" }
