@@ -43,6 +43,7 @@ struct BackfillStep {
                 console.line("  skipped; the daemon imports them when it starts")
                 continue
             }
+            if !prompter.isInteractive { console.line("  importing the last \(source.backfillDays) days of \(source.name) (--yes)") }
             do {
                 if queue == nil { queue = try SQLiteQueue(path: database, logger: logger) }
                 guard let queue else { continue }

@@ -185,6 +185,10 @@ public final class Onboarding {
         } catch {
             throw OnboardFailure("\(error)", exitCode: OnboardFailure.cannotWrite)
         }
+        let directory = (request.configPath as NSString).deletingLastPathComponent
+        if let note = ServiceUserOwnership.letEnter(directory.isEmpty ? "." : directory, user: request.serviceUser) {
+            console.line("  \(note)")
+        }
         let owner = ServiceUserOwnership.owner(for: request.serviceUser)
         console.line("  wrote \(request.configPath) (mode 0600, owner \(owner)): device \"\(config.server.deviceName)\", id \(config.server.deviceID)")
         let enabled = StreamName.allCases.filter { isEnabled($0, in: config) }.map(\.rawValue)

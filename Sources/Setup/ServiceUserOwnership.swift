@@ -20,3 +20,24 @@ enum ServiceUserOwnership {
         return getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "uid \(getuid())"
     }
 }
+
+extension ServiceUserOwnership {
+    /// The service user must reach the config file through its directory. A directory it
+    /// cannot enter (e.g. /etc/ariata made root:root 0750; systemd does not hand a
+    /// ConfigurationDirectory= to the unit's user) gets the service user's group; a
+    /// directory anyone may enter (/etc) is left alone.
+    static func letEnter(_ directory: String, user: String) -> String? {
+        guard getuid() == 0, let entry = getpwnam(user) else { return nil }
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_mode & S_IXOTH == 0 else { return nil }
+        let gid = entry.pointee.pw_gid
+        if info.st_gid != gid || info.st_mode & S_IXGRP == 0 {
+            guard chown(directory, uid_t.max, gid) == 0, chmod(directory, (info.st_mode & 0o7777) | S_IXGRP | S_IRGRP) == 0 else {
+                return "could not let \(user) enter \(directory): \(String(cString: strerror(errno))); run: sudo chgrp \(user) \(directory)"
+            }
+            let group = getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? "\(gid)"
+            return "\(directory) now belongs to group \(group), so \(user) can read the file in it"
+        }
+        return nil
+    }
+}

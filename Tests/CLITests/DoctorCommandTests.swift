@@ -85,6 +85,23 @@ final class DoctorCommandTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("ok    gpsd at 127.0.0.1:\(gpsd.port): gpsd 3."), result.stdout)
     }
 
+    /// A capture device that does not exist fails with the fix, and alsa-lib's own
+    /// diagnostics are folded into the check instead of spilling onto the terminal.
+    func testAMissingCaptureDeviceFailsWithoutALSANoise() throws {
+        let dir = try TemporaryDirectory("doctor-alsa")
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [location]
+            enabled = false
+            [microphone]
+            device = "hw:CARD=NoSuchCard"
+            """)
+        let result = try cli.run(["doctor"])
+        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("FAIL  ALSA capture device \"hw:CARD=NoSuchCard\": cannot open it"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("fix: list capture devices with 'arecord -L'"), result.stdout)
+        XCTAssertFalse(result.stderr.contains("ALSA lib"), result.stderr)
+    }
+
     func testABrokenConfigFailsAndSaysWhichKey() throws {
         let dir = try TemporaryDirectory("doctor-broken")
         let cli = try AgentCLI.writeConfig(in: dir.path, extra: "[location]\ninterval = \"ten\"")

@@ -174,6 +174,35 @@ final class OnboardNonInteractiveTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: cli.configPath, encoding: .utf8), "[server]\nendpoint = 3\n")
     }
 
+    /// The file belongs to the service user (here `nobody`, a user every Debian system
+    /// has), and the service user can enter the directory onboard made for it. As root
+    /// only: otherwise the file is simply the caller's, 0600.
+    func testTheConfigBelongsToTheServiceUser() throws {
+        let dir = try TemporaryDirectory("onboard-owner")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: Self.token)
+        defer { receiver.stop() }
+        let path = dir.file("etc/agent.toml")
+        let cli = AgentCLI(directory: dir.path, configPath: path)
+        let result = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", Self.token,
+                                  "--service-user", "nobody", "--yes"])
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        var file = stat()
+        var directory = stat()
+        XCTAssertEqual(stat(path, &file), 0)
+        XCTAssertEqual(stat(dir.file("etc"), &directory), 0)
+        XCTAssertEqual(file.st_mode & 0o777, 0o600)
+        if getuid() == 0 {
+            let nobody = try XCTUnwrap(getpwnam("nobody")).pointee
+            XCTAssertEqual(file.st_uid, nobody.pw_uid, "owned by the service user")
+            XCTAssertEqual(directory.st_gid, nobody.pw_gid, "the service user's group may enter the directory")
+            XCTAssertNotEqual(directory.st_mode & S_IXGRP, 0)
+            XCTAssertEqual(directory.st_mode & S_IXOTH, 0, "nobody else may")
+            XCTAssertTrue(result.stdout.contains("(mode 0600, owner nobody)"), result.stdout)
+        } else {
+            XCTAssertEqual(file.st_uid, getuid(), "not root: the caller's own file")
+        }
+    }
+
     func testHelpExplainsEveryOptionAndTheExitCodes() throws {
         let dir = try TemporaryDirectory("onboard-help")
         let cli = AgentCLI(directory: dir.path, configPath: dir.file("x.toml"))
