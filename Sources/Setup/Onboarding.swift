@@ -78,7 +78,9 @@ public final class Onboarding {
         var server = existing
         if let endpoint = request.endpoint { server.endpoint = endpoint }
         if let path = request.ingestPath { server.ingestPath = path }
-        if let ca = request.caFile { server.caFile = ca.isEmpty ? nil : ca }
+        if let ca = request.caFile {
+            server.caFile = try ca.isEmpty ? nil : Self.readableAbsolutePath(ca, option: "--ca-file")
+        }
         if let token = request.token {
             server.token = token
             server.tokenFile = nil
@@ -137,6 +139,16 @@ public final class Onboarding {
                 keepLabel = "Enter keeps the one just given"
             }
         }
+    }
+
+    /// The daemon runs elsewhere (systemd starts it in /): a relative path given here
+    /// is saved absolute, and one that cannot be read is refused before anything else.
+    static func readableAbsolutePath(_ path: String, option: String) throws -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        guard access(absolute, R_OK) == 0 else {
+            throw OnboardFailure("\(option) \(path): cannot read it (\(String(cString: strerror(errno))))", exitCode: OnboardFailure.usage)
+        }
+        return (absolute as NSString).standardizingPath
     }
 
     private func askForEndpoint(default current: String) throws -> String {

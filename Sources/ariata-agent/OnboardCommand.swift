@@ -42,7 +42,7 @@ struct OnboardCommand: ParsableCommand {
             takes it. The token is never shown, printed or logged.
 
             Scripted installs: pass the answers as flags and --yes, e.g.
-              ariata-agent onboard --endpoint https://ariata.example.org --token-file /root/token --yes
+              ariata-agent onboard --endpoint URL --token-file FILE --yes
             Without a terminal on standard input, --yes is required.
 
             Exit status: 0 when the configuration was written; 1 when the server could not \

@@ -71,5 +71,21 @@ final class OnboardVerifierTests: XCTestCase {
         config.caFile = certificate
         let verified = ServerVerifier(server: config, timeout: 5).verify()
         XCTAssertEqual(verified.outcome, .verified, verified.message)
+
+        // The same through the command: refused without --ca-file, nothing written;
+        // with it, verified and saved as [server] ca_file.
+        let cli = AgentCLI(directory: dir.path, configPath: dir.file("tls.toml"))
+        let untrusted = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", "v-token", "--yes"])
+        XCTAssertEqual(untrusted.status, 1, untrusted.stdout + untrusted.stderr)
+        XCTAssertTrue(untrusted.stdout.contains("TLS certificate is not trusted"), untrusted.stdout)
+        XCTAssertTrue(untrusted.stdout.contains("--ca-file"), untrusted.stdout)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: cli.configPath))
+        let noFile = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", "v-token", "--ca-file", dir.file("none.pem"), "--yes"])
+        XCTAssertEqual(noFile.status, 64)
+        XCTAssertTrue(noFile.stderr.contains("--ca-file \(dir.file("none.pem")): cannot read it"), noFile.stderr)
+        let trusted = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", "v-token", "--ca-file", certificate,
+                                   "--device-name", "tls-box", "--yes"])
+        XCTAssertEqual(trusted.status, 0, trusted.stdout + trusted.stderr)
+        XCTAssertEqual(try AgentConfig.load(path: cli.configPath, environment: [:]).server.caFile, certificate)
     }
 }

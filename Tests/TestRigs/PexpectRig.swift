@@ -15,13 +15,20 @@ public enum PexpectRig {
     }
 
     /// Header every script gets: `child` is the spawned command (argv from the JSON in
-    /// `sys.argv[1]`), its terminal output is logged to `sys.argv[2]`, and `expect(text)`
+    /// `sys.argv[1]`, environment changes from `sys.argv[3]`), its terminal output is
+    /// logged to `sys.argv[2]`, and `expect(text)`
     /// waits for text or fails the script with what the screen showed instead.
     static let prelude = """
-        import json, sys, pexpect
+        import json, os, sys, pexpect
         argv = json.loads(sys.argv[1])
         log = open(sys.argv[2], "w")
-        child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", timeout=30, dimensions=(50, 200))
+        env = dict(os.environ)
+        for name, value in json.loads(sys.argv[3]).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
         child.logfile_read = log
         def expect(text, timeout=30):
             try:
@@ -38,8 +45,10 @@ public enum PexpectRig {
 
         """
 
-    /// Runs `script` (the dialogue, after the prelude) against `command`.
-    public static func run(command: [String], script: String, directory: String, timeout: TimeInterval = 90) throws -> Outcome {
+    /// Runs `script` (the dialogue, after the prelude) against `command`, with
+    /// `environment` changed for it (a nil value removes the variable).
+    public static func run(command: [String], script: String, directory: String, environment: [String: String?] = [:],
+                           timeout: TimeInterval = 90) throws -> Outcome {
         let python = "/usr/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: python) else { throw NotInstalled(program: python) }
         let probe = try ChildProcess(python, ["-c", "import pexpect"], name: "pexpect-probe", logDirectory: directory)
@@ -49,7 +58,9 @@ public enum PexpectRig {
         let transcriptPath = scriptPath.replacingOccurrences(of: ".py", with: ".tty")
         try (prelude + script).write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let argv = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
-        let child = try ChildProcess(python, [scriptPath, argv, transcriptPath], name: "pexpect", logDirectory: directory)
+        let env = String(decoding: try JSONSerialization.data(withJSONObject: environment.mapValues { $0 ?? NSNull() as Any }),
+                         as: UTF8.self)
+        let child = try ChildProcess(python, [scriptPath, argv, transcriptPath, env], name: "pexpect", logDirectory: directory)
         guard let status = child.wait(timeout: timeout) else {
             child.stop(grace: 2)
             throw TimedOut(what: "the pexpect dialogue \(scriptPath)")
