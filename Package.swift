@@ -51,7 +51,7 @@ let package = Package(
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Upload", "CALSA",
+            "AgentCore", "Upload", "Capture", "CALSA",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [

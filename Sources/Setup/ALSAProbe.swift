@@ -10,7 +10,9 @@ struct ALSAProbe {
     func check() -> DeviceCheck {
         let name = "ALSA capture device \"\(device)\""
         var pcm: OpaquePointer?
-        var rc = snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK)
+        let (opened, diagnostics) = StderrCapture.during { snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK) }
+        var rc = opened
+        let alsaSaid = StderrCapture.firstALSAMessage(diagnostics).map { " (ALSA: \($0))" } ?? ""
         if rc == 0, let pcm {
             // Latency 500 ms, soft resampling allowed: only whether the format is possible matters here.
             rc = snd_pcm_set_params(pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1, 16_000, 1, 500_000)
@@ -32,7 +34,7 @@ struct ALSAProbe {
             return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "busy: another program holds it (\(reason))",
                                fix: "close the program using it (fuser -v /dev/snd/*), or capture through \"default\" (dsnoop/PipeWire)")
         default:
-            return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "cannot open it: \(reason)",
+            return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "cannot open it: \(reason)\(alsaSaid)",
                                fix: "list capture devices with 'arecord -L' and set [microphone] device, or disable the microphone")
         }
     }

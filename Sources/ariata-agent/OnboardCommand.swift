@@ -1,13 +1,120 @@
+import AgentCore
 import ArgumentParser
+import Foundation
+import Logging
+import Setup
 
 struct OnboardCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "onboard",
-        abstract: "Sets this device up: server, token, device checks, config file.")
+        abstract: "Sets this device up: server, token, device checks, config file.",
+        discussion: """
+            Walks through five steps, like the Ariata phone app's onboarding:
+
+            1. Server: the endpoint (the server's base URL) and the device token. They are \
+            verified at once with one request to the ingest endpoint carrying an empty batch \
+            (nothing is stored). Each failure says what went wrong and what to do: a host \
+            name that does not resolve, a refused connection, an untrusted TLS certificate \
+            (--ca-file), a time-out (E001), a refused token (E002, HTTP 401), a wrong path \
+            (HTTP 404), a redirect, a server error (E003). On a terminal you are asked again \
+            (only for the token when the token was refused); with --yes onboard stops. \
+            Nothing is written until the server is verified.
+
+            2. Device checks: gpsd answers, the ALSA capture device opens, each health file \
+            or serial port can be read, the service user is in the groups 'audio' and \
+            'dialout', there is free disk. Each failed check prints the command that fixes \
+            it, and its stream can be disabled there and then (the default answer; --yes \
+            disables it and says so).
+
+            3. The configuration file: written atomically, mode 0600, owned by the service \
+            user when run as root. The device id already in the file is kept (a new one is \
+            made the first time), so the server keeps seeing one device.
+
+            4. Health backfill: for each health file, imports the last backfill_days (7) \
+            days now with a progress bar; the daemon goes on from where it ends. Skipped \
+            when health is off.
+
+            5. Service: when systemd runs and the unit is installed, enables and starts \
+            ariata-agent (or restarts it so it reads the new file); otherwise prints the \
+            command that starts the agent.
+
+            Questions show their default in brackets, taken from the existing file; Enter \
+            takes it. The token is never shown, printed or logged.
+
+            Scripted installs: pass the answers as flags and --yes, e.g.
+              ariata-agent onboard --endpoint URL --token-file FILE --yes
+            Without a terminal on standard input, --yes is required.
+
+            Exit status: 0 when the configuration was written; 1 when the server could not \
+            be verified (or the input ended), nothing written; 64 for missing or wrong flags \
+            or no terminal without --yes; 73 when the file could not be written; 78 when the \
+            existing file is broken (it is not overwritten).
+            """)
 
     @OptionGroup var options: ConfigOptions
 
+    @Option(help: ArgumentHelp("The server's base URL, e.g. https://ariata.example.org (the ingest path is added to it).",
+                               valueName: "url"))
+    var endpoint: String?
+
+    @Option(help: ArgumentHelp("The device token from the server. Visible in 'ps' while onboard runs: prefer --token-file.",
+                               valueName: "token"))
+    var token: String?
+
+    @Option(help: ArgumentHelp("Read the device token from this file (white space around it is dropped); it is stored in the configuration file.",
+                               valueName: "path"))
+    var tokenFile: String?
+
+    @Option(help: ArgumentHelp("A name for this device (default: the one in the file, else the host name).",
+                               valueName: "name"))
+    var deviceName: String?
+
+    @Option(help: ArgumentHelp("Path of the ingest endpoint below the server URL (default: the one in the file, else /ingest).",
+                               valueName: "path"))
+    var ingestPath: String?
+
+    @Option(help: ArgumentHelp("CA certificate bundle (PEM) that signed a self-hosted server's certificate; TLS is always verified. An empty value removes it.",
+                               valueName: "path"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("Seconds to wait for the server while verifying (default: [server] request_timeout, 30). Not saved.",
+                               valueName: "seconds"))
+    var timeout: Int?
+
+    @Option(help: ArgumentHelp("The user the service runs as: it owns the configuration file, and its groups are checked.",
+                               valueName: "user"))
+    var serviceUser: String = "ariata"
+
+    @Flag(name: [.customShort("y"), .long], help: "Do not ask: take every default answer (for scripted installs).")
+    var yes = false
+
+    func validate() throws {
+        if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
+        if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
+    }
+
     func run() throws {
-        throw notYetAvailable("onboard")
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
+        let console = Console()
+        do {
+            let request = OnboardRequest(
+                configPath: options.config, endpoint: endpoint,
+                token: try token.map(Secret.init) ?? tokenFile.map(OnboardRequest.readToken(file:)),
+                deviceName: deviceName, ingestPath: ingestPath, caFile: caFile, acceptDefaults: yes,
+                timeout: timeout, serviceUser: serviceUser)
+            let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
+                                        console: console, logger: Logger(label: "ariata.onboard"))
+            try onboarding.run()
+        } catch let failure as OnboardFailure {
+            FileHandle.standardError.write(Data("ariata-agent onboard: \(failure.message)\n".utf8))
+            throw ExitCode(failure.exitCode)
+        } catch let ended as InputEnded {
+            FileHandle.standardError.write(Data("\nariata-agent onboard: \(ended)\n".utf8))
+            throw ExitCode(OnboardFailure.notVerified)
+        }
     }
 }

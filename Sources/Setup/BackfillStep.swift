@@ -1,0 +1,76 @@
+import AgentCore
+import Capture
+import Foundation
+import Logging
+
+/// Onboarding's offer to import the last days of each health file now, with a progress
+/// bar, instead of in the daemon's background on its first start. It is the daemon's
+/// own file source (`HealthBackfill`), so it leaves the same anchor and the daemon goes
+/// on from there: nothing is imported twice.
+struct BackfillStep {
+    let config: AgentConfig
+    let serviceUser: String
+    let prompter: any Prompter
+    let console: Console
+    let logger: Logger
+
+    func run() throws {
+        guard config.health.enabled else {
+            console.line("  health is off: nothing to import")
+            return
+        }
+        let files = config.health.sources.filter { $0.kind == .file && $0.backfillDays > 0 }
+        guard !files.isEmpty else {
+            console.line("  no health file with backfill_days > 0: nothing to import")
+            return
+        }
+        let database = config.storage.database
+        let daemonLock = database + ".daemon-lock"
+        // Probing creates the lock file; only probe one the daemon has made.
+        if FileManager.default.fileExists(atPath: daemonLock), FileLock(path: daemonLock).isHeld() {
+            console.line("  the daemon is running: it imports the health files itself (see ariata-agent status)")
+            return
+        }
+        let directory = (database as NSString).deletingLastPathComponent
+        let directoryExisted = FileManager.default.fileExists(atPath: directory)
+        var queue: SQLiteQueue?
+        for source in files {
+            guard FileManager.default.fileExists(atPath: source.path) else {
+                console.line("  \(source.name): no file yet; it is read from its start when it appears")
+                continue
+            }
+            guard try prompter.confirm("  Import the last \(source.backfillDays) days of \(source.name) now?", default: true) else {
+                console.line("  skipped; the daemon imports them when it starts")
+                continue
+            }
+            if !prompter.isInteractive { console.line("  importing the last \(source.backfillDays) days of \(source.name) (--yes)") }
+            do {
+                if queue == nil { queue = try SQLiteQueue(path: database, logger: logger) }
+                guard let queue else { continue }
+                let bar = ProgressBar(label: "health")
+                let status = try HealthBackfill.run(source, queue: queue, logger: logger) { p in
+                    bar.update(done: p.bytesDone, total: p.bytesTotal, detail: "\(ProgressBar.count(p.samples)) samples")
+                }
+                bar.finish(done: status.backfill?.bytesDone ?? 0, total: status.backfill?.bytesTotal ?? 0,
+                           detail: "\(ProgressBar.count(status.samplesWritten)) samples")
+                if let reason = status.health.reason {
+                    console.line("  FAIL  \(source.name): \(reason); the daemon tries again when it starts")
+                } else {
+                    var line = "  ok    \(source.name): imported \(ProgressBar.count(status.samplesWritten)) samples"
+                    if status.malformedLines + status.rejectedSamples > 0 {
+                        line += " (\(status.malformedLines) unreadable lines, \(status.rejectedSamples) refused samples: see the log)"
+                    }
+                    console.line(line)
+                }
+            } catch {
+                console.line("  FAIL  cannot import \(source.name): \(error); the daemon imports it when it starts")
+            }
+        }
+        if queue != nil {
+            // Made as root, they must still be the daemon's to write (it runs as the
+            // service user); a directory that was there already keeps its owner.
+            ServiceUserOwnership.hand([database, database + "-wal", database + "-shm"] + (directoryExisted ? [] : [directory]),
+                                      to: serviceUser)
+        }
+    }
+}

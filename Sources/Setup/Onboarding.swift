@@ -1,0 +1,225 @@
+import AgentCore
+import Foundation
+import Logging
+
+/// `ariata-agent onboard`, the steps of the iOS app's onboarding for a Linux box:
+/// (1) endpoint and token, verified against the server before going on; (2) the device
+/// checks, with the offer to disable a stream whose check fails; (3) the config file,
+/// 0600 and owned by the service user, with a stable device id; (4) the health backfill;
+/// (5) the service. Nothing is written before the server is verified.
+public final class Onboarding {
+    private let request: OnboardRequest
+    private let prompter: any Prompter
+    private let console: Console
+    private let checks: DeviceChecks
+    private let logger: Logger
+    private let printer: CheckPrinter
+
+    public init(request: OnboardRequest, prompter: any Prompter, console: Console = Console(),
+                checks: DeviceChecks? = nil, printer: CheckPrinter = CheckPrinter(), logger: Logger) {
+        self.request = request
+        self.prompter = prompter
+        self.console = console
+        self.checks = checks ?? DeviceChecks(serviceUser: request.serviceUser)
+        self.printer = printer
+        self.logger = logger
+    }
+
+    /// Runs every step; throws `OnboardFailure` (with its exit status) when it stops early.
+    public func run() throws {
+        var config = try loadExisting()
+        let path = request.configPath
+        let existed = FileManager.default.fileExists(atPath: path)
+        console.line("Setting up ariata-agent \(AgentVersion.string) on this device (configuration: \(path)\(existed ? ", updating it" : "")).")
+        if !prompter.isInteractive { console.line("Non-interactive (--yes): every question takes its default.") }
+
+        console.line("")
+        console.line("1/5 Server")
+        // A stable id: kept across onboardings, so the server sees one device.
+        if config.server.deviceID.isEmpty { config.server.deviceID = UUID().uuidString.lowercased() }
+        config.server = try verifiedServer(config.server)
+
+        console.line("")
+        console.line("2/5 Device checks")
+        try checkDevices(&config)
+
+        console.line("")
+        console.line("3/5 Configuration")
+        try write(&config)
+
+        console.line("")
+        console.line("4/5 Health backfill")
+        try BackfillStep(config: config, serviceUser: request.serviceUser, prompter: prompter, console: console, logger: logger).run()
+
+        console.line("")
+        console.line("5/5 Service")
+        try ServiceStep(configPath: path, prompter: prompter, console: console).run()
+
+        console.line("")
+        console.line("Done. See how it is doing with: ariata-agent status\(path == AgentConfig.defaultPath ? "" : " --config \(path)")")
+    }
+
+    // MARK: Steps
+
+    /// The existing config, read without the environment overrides (ARIATA_TOKEN must not
+    /// end up in the file), or the defaults.
+    private func loadExisting() throws -> AgentConfig {
+        do {
+            return try AgentConfig.load(path: request.configPath, missingOK: true, environment: [:])
+        } catch {
+            throw OnboardFailure("\(error)\nonboard does not overwrite a file it cannot read: fix it, or move it away and run onboard again",
+                                 exitCode: OnboardFailure.badConfig)
+        }
+    }
+
+    /// Step 1: asks (or takes from the flags) the endpoint and token until the server
+    /// verifies them. Non-interactive, the first failure ends onboarding.
+    private func verifiedServer(_ existing: ServerConfig) throws -> ServerConfig {
+        var server = existing
+        if let endpoint = request.endpoint { server.endpoint = endpoint }
+        if let path = request.ingestPath { server.ingestPath = path }
+        if let ca = request.caFile {
+            server.caFile = try ca.isEmpty ? nil : Self.readableAbsolutePath(ca, option: "--ca-file")
+        }
+        if let token = request.token {
+            server.token = token
+            server.tokenFile = nil
+        }
+        if !prompter.isInteractive {
+            if server.endpoint.isEmpty {
+                throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
+            }
+            if server.token.isEmpty {
+                throw OnboardFailure("--token or --token-file is required: \(request.configPath) has no token yet",
+                                     exitCode: OnboardFailure.usage)
+            }
+        }
+        var askEndpoint = prompter.isInteractive && request.endpoint == nil
+        var askToken = prompter.isInteractive && request.token == nil
+        var askPath = false
+        // What Enter means at the token question: keep the file's token, or the one just
+        // given (when something else failed); a refused token is not offered again.
+        var keepLabel = "Enter keeps the current one"
+        while true {
+            if askEndpoint { server.endpoint = try askForEndpoint(default: server.endpoint) }
+            if askPath {
+                server.ingestPath = try prompter.ask("  Ingest path (below the server URL)", default: server.ingestPath)
+            }
+            if askToken {
+                let hadToken = !server.token.isEmpty
+                var answer = ""
+                while answer.isEmpty {
+                    answer = try prompter.askSecret("  Device token (from the server; not shown)",
+                                                    defaultLabel: hadToken ? keepLabel : nil)
+                    if answer.isEmpty && hadToken { break }
+                    if answer.isEmpty { console.line("  a token is needed: copy it from your Ariata server's device page") }
+                }
+                if !answer.isEmpty {
+                    server.token = Secret(answer)
+                    server.tokenFile = nil
+                }
+            }
+            if ServerVerifier.urlProblem(server.endpoint) == nil {
+                console.line("  checking \(server.ingestURL) ...")
+            }
+            let result = ServerVerifier(server: server, timeout: request.timeout).verify()
+            console.write(printer.render(result.asCheck))
+            if result.isVerified { return server }
+            guard prompter.isInteractive else {
+                throw OnboardFailure("the server could not be verified: nothing was written", exitCode: OnboardFailure.notVerified)
+            }
+            // Ask again: the token alone when only the token was refused.
+            askToken = true
+            askEndpoint = !result.blamesToken
+            askPath = result.blamesPath
+            if result.blamesToken {
+                server.token = Secret("")
+                server.tokenFile = nil
+            } else {
+                keepLabel = "Enter keeps the one just given"
+            }
+        }
+    }
+
+    /// The daemon runs elsewhere (systemd starts it in /): a relative path given here
+    /// is saved absolute, and one that cannot be read is refused before anything else.
+    static func readableAbsolutePath(_ path: String, option: String) throws -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        guard access(absolute, R_OK) == 0 else {
+            throw OnboardFailure("\(option) \(path): cannot read it (\(String(cString: strerror(errno))))", exitCode: OnboardFailure.usage)
+        }
+        return (absolute as NSString).standardizingPath
+    }
+
+    private func askForEndpoint(default current: String) throws -> String {
+        while true {
+            let answer = try prompter.ask("  Server URL (e.g. https://ariata.example.org)", default: current)
+            if let problem = ServerVerifier.urlProblem(answer) {
+                console.line("  \(problem): give the server's base URL, http:// or https://")
+                continue
+            }
+            return answer
+        }
+    }
+
+    /// Step 2: the device checks for the enabled streams; a stream whose check failed
+    /// may be disabled now (the default answer).
+    private func checkDevices(_ config: inout AgentConfig) throws {
+        let results = checks.run(config)
+        console.write(printer.render(results))
+        let failing = Set(results.filter { $0.outcome == .failed }.compactMap(\.stream))
+        for stream in StreamName.allCases where failing.contains(stream) && isEnabled(stream, in: config) {
+            let disable = try prompter.confirm("  The \(stream.rawValue) check failed. Disable \(stream.rawValue) for now?", default: true)
+            if disable {
+                setEnabled(stream, false, in: &config)
+                console.line("  disabled \(stream.rawValue)\(prompter.isInteractive ? "" : " (--yes)"); after the fix, set [\(stream.rawValue)] enabled = true and restart the agent")
+            } else {
+                console.line("  \(stream.rawValue) stays enabled; it reports itself unhealthy in 'ariata-agent status' until fixed")
+            }
+        }
+        if results.contains(where: { $0.outcome == .failed && $0.stream == nil }) {
+            console.line("  a check of the machine failed: the agent runs, but fix it soon (see the fix above)")
+        }
+    }
+
+    /// Step 3: the device name, then the file.
+    private func write(_ config: inout AgentConfig) throws {
+        let fallback = config.server.deviceName.isEmpty ? HostName.current() : config.server.deviceName
+        if let name = request.deviceName {
+            config.server.deviceName = name
+        } else {
+            config.server.deviceName = try prompter.ask("  Device name (how the server lists it)", default: fallback)
+        }
+        if config.server.deviceName.isEmpty { config.server.deviceName = fallback }
+        config.file = request.configPath
+        do {
+            try ConfigWriter.write(config, to: request.configPath, owner: request.serviceUser)
+        } catch {
+            throw OnboardFailure("\(error)", exitCode: OnboardFailure.cannotWrite)
+        }
+        let directory = (request.configPath as NSString).deletingLastPathComponent
+        if let note = ServiceUserOwnership.letEnter(directory.isEmpty ? "." : directory, user: request.serviceUser) {
+            console.line("  \(note)")
+        }
+        let owner = ServiceUserOwnership.owner(for: request.serviceUser)
+        console.line("  wrote \(request.configPath) (mode 0600, owner \(owner)): device \"\(config.server.deviceName)\", id \(config.server.deviceID)")
+        let enabled = StreamName.allCases.filter { isEnabled($0, in: config) }.map(\.rawValue)
+        console.line("  streams enabled: \(enabled.isEmpty ? "none" : enabled.joined(separator: ", "))")
+    }
+
+    private func isEnabled(_ stream: StreamName, in config: AgentConfig) -> Bool {
+        switch stream {
+        case .location: return config.location.enabled
+        case .microphone: return config.microphone.enabled
+        case .health: return config.health.enabled
+        }
+    }
+
+    private func setEnabled(_ stream: StreamName, _ enabled: Bool, in config: inout AgentConfig) {
+        switch stream {
+        case .location: config.location.enabled = enabled
+        case .microphone: config.microphone.enabled = enabled
+        case .health: config.health.enabled = enabled
+        }
+    }
+}

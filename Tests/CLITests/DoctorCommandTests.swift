@@ -1,0 +1,113 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+/// `ariata-agent doctor`: the built binary against real gpsd ports, ALSA's null device and
+/// the reference receiver.
+final class DoctorCommandTests: XCTestCase {
+    func testNothingListeningOnTheGPSDPortFailsWithTheFixCommand() throws {
+        let dir = try TemporaryDirectory("doctor-fail")
+        let port = try FreePort.find()
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [location]
+            gpsd_host = "127.0.0.1"
+            gpsd_port = \(port)
+            [microphone]
+            enabled = false
+            """)
+        let result = try cli.run(["doctor"])
+        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("FAIL  gpsd at 127.0.0.1:\(port): cannot reach gpsd: connection refused"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("fix: sudo apt install gpsd && sudo systemctl enable --now gpsd.socket"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("warn  server: not set up"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("1 check failed"), result.stdout)
+
+        let json = try cli.run(["doctor", "--json"])
+        XCTAssertEqual(json.status, 1)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
+        XCTAssertEqual(object["schema_version"] as? Int, 1)
+        XCTAssertEqual(object["ok"] as? Bool, false)
+        XCTAssertEqual(object["failed"] as? Int, 1)
+        let checks = try XCTUnwrap(object["checks"] as? [[String: Any]])
+        let gpsd = try XCTUnwrap(checks.first { $0["stream"] as? String == "location" })
+        XCTAssertEqual(gpsd["outcome"] as? String, "failed")
+        XCTAssertTrue((gpsd["fix"] as? String)?.contains("gpsd") ?? false)
+        for check in checks {
+            XCTAssertEqual(Set(check.keys), ["name", "stream", "outcome", "detail", "fix"])
+        }
+    }
+
+    func testAllWellExitsZeroAndVerifiesTheServer() throws {
+        let dir = try TemporaryDirectory("doctor-ok")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: "doc-token")
+        defer { receiver.stop() }
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: """
+            endpoint = "\(receiver.endpoint)"
+            token = "doc-token"
+            device_id = "doctor-test"
+            """, extra: """
+            [location]
+            enabled = false
+            [microphone]
+            device = "null"
+            """)
+        let result = try cli.run(["doctor"])
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("ok    server \(receiver.endpoint)/ingest: verified"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("ok    ALSA capture device \"null\": opens for 16 kHz mono capture"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("disabled in the config, not checked: location, health"), result.stdout)
+        XCTAssertFalse(result.stdout.contains("gpsd"), "a disabled stream is not checked")
+        XCTAssertTrue(result.stdout.contains("all checks passed"), result.stdout)
+        XCTAssertFalse((result.stdout + result.stderr).contains("doc-token"))
+        XCTAssertEqual(try receiver.requests().first?.records, 0, "an empty batch, nothing stored")
+
+        // The token revoked on the server: doctor says E002 and fails.
+        try receiver.configure(token: "rotated")
+        let revoked = try cli.run(["doctor"])
+        XCTAssertEqual(revoked.status, 1, revoked.stdout)
+        XCTAssertTrue(revoked.stdout.contains("FAIL  server \(receiver.endpoint)/ingest: E002"), revoked.stdout)
+    }
+
+    /// With a real gpsd answering, the location check passes and names gpsd's release.
+    func testARealGPSDPasses() throws {
+        let gpsd = try GPSDRig()
+        let dir = try TemporaryDirectory("doctor-gpsd")
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [location]
+            gpsd_host = "127.0.0.1"
+            gpsd_port = \(gpsd.port)
+            [microphone]
+            enabled = false
+            """)
+        let result = try cli.run(["doctor"])
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("ok    gpsd at 127.0.0.1:\(gpsd.port): gpsd 3."), result.stdout)
+    }
+
+    /// A capture device that does not exist fails with the fix, and alsa-lib's own
+    /// diagnostics are folded into the check instead of spilling onto the terminal.
+    func testAMissingCaptureDeviceFailsWithoutALSANoise() throws {
+        let dir = try TemporaryDirectory("doctor-alsa")
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [location]
+            enabled = false
+            [microphone]
+            device = "hw:CARD=NoSuchCard"
+            """)
+        let result = try cli.run(["doctor"])
+        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("FAIL  ALSA capture device \"hw:CARD=NoSuchCard\": cannot open it"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("fix: list capture devices with 'arecord -L'"), result.stdout)
+        XCTAssertFalse(result.stderr.contains("ALSA lib"), result.stderr)
+    }
+
+    func testABrokenConfigFailsAndSaysWhichKey() throws {
+        let dir = try TemporaryDirectory("doctor-broken")
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: "[location]\ninterval = \"ten\"")
+        let result = try cli.run(["doctor"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stdout.contains("FAIL  configuration \(cli.configPath)"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("location.interval"), result.stdout)
+    }
+}
