@@ -31,6 +31,7 @@ TEST_PACKAGES=(
   tmux
   python3-pexpect
   curl
+  systemd
   openssl
 )
 

@@ -20,21 +20,29 @@ def main():
     data = open(sys.argv[1], "rb").read()
     if not data:
         sys.exit("pcm-feeder: empty input")
-    with open(sys.argv[2], "wb", buffering=0) as fifo:
-        start = time.monotonic()
-        sent = 0
-        while True:
-            offset = sent % len(data)
-            block = (data[offset:] + data)[:BLOCK] if offset + BLOCK > len(data) else data[offset:offset + BLOCK]
-            fifo.write(block)
-            sent += len(block)
-            ahead = sent / RATE_BYTES - (time.monotonic() - start)
-            if ahead > 0:
-                time.sleep(ahead)
+    sent = 0
+    while True:
+        # Opening blocks until a reader (the capture device) opens the FIFO; when the
+        # reader closes it (the stream paused or restarted), wait for the next one.
+        with open(sys.argv[2], "wb", buffering=0) as fifo:
+            start = time.monotonic()
+            sent_here = 0
+            try:
+                while True:
+                    offset = sent % len(data)
+                    block = (data[offset:] + data)[:BLOCK] if offset + BLOCK > len(data) else data[offset:offset + BLOCK]
+                    fifo.write(block)
+                    sent += len(block)
+                    sent_here += len(block)
+                    ahead = sent_here / RATE_BYTES - (time.monotonic() - start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            except BrokenPipeError:
+                pass
 
 
 if __name__ == "__main__":
     try:
         main()
-    except (KeyboardInterrupt, BrokenPipeError):
+    except KeyboardInterrupt:
         pass

@@ -1,0 +1,46 @@
+import Foundation
+import TestRigs
+import XCTest
+
+/// The shipped units, checked by systemd's own tools.
+final class SystemdUnitTests: XCTestCase {
+    var root: String { DaemonRig.repositoryRoot }
+
+    /// `systemd-analyze verify` must be silent: any warning fails.
+    func testUnitsVerifyWithoutAWarning() throws {
+        let dir = try TemporaryDirectory("unit")
+        // verify checks that ExecStart exists: point it at the binary we built.
+        let binary = try BuildProducts.executable("ariata-agent")
+        let system = try String(contentsOfFile: "\(root)/systemd/ariata-agent.service", encoding: .utf8)
+            .replacingOccurrences(of: "/usr/local/bin/ariata-agent", with: binary)
+        try system.write(toFile: dir.file("ariata-agent.service"), atomically: true, encoding: .utf8)
+        let verify = try ChildProcess("systemd-analyze", ["verify", dir.file("ariata-agent.service")], logDirectory: dir.path)
+        XCTAssertEqual(verify.wait(timeout: 60), 0, verify.stderr())
+        XCTAssertEqual(verify.stderr().trimmingCharacters(in: .whitespacesAndNewlines), "", "warnings: \(verify.stderr())")
+        XCTAssertEqual(verify.stdout().trimmingCharacters(in: .whitespacesAndNewlines), "")
+    }
+
+    func testSecurityExposureIsAtMost2() throws {
+        let dir = try TemporaryDirectory("unit-security")
+        let analyze = try ChildProcess("systemd-analyze", ["security", "--offline=true", "--no-pager",
+                                                          "\(root)/systemd/ariata-agent.service"],
+                                       logDirectory: dir.path)
+        analyze.wait(timeout: 60)
+        let output = analyze.stdout()
+        let line = try XCTUnwrap(output.split(separator: "\n").first { $0.contains("Overall exposure level") }, output)
+        // "→ Overall exposure level for ariata-agent.service: 1.6 OK 🙂"
+        let figure = try XCTUnwrap(line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }, String(line))
+        print("systemd-analyze security exposure of ariata-agent.service: \(figure)")
+        XCTAssertLessThanOrEqual(figure, 2.0, String(line))
+    }
+
+    func testTheUnitAsksForWhatTheIssueSays() throws {
+        let unit = try String(contentsOfFile: "\(root)/systemd/ariata-agent.service", encoding: .utf8)
+        for line in ["Type=notify", "Restart=on-failure", "WatchdogSec=", "SupplementaryGroups=audio dialout",
+                     "StateDirectory=ariata", "ConfigurationDirectory=ariata", "ProtectSystem=strict", "ProtectHome=yes",
+                     "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=", "SystemCallFilter=@system-service",
+                     "DeviceAllow=char-alsa rw"] {
+            XCTAssertTrue(unit.contains(line), "missing \(line)")
+        }
+    }
+}
