@@ -96,15 +96,9 @@ with open("tools/demo/health-samples.tsv") as src, open(sys.argv[1], "w") as out
 PY
 wc -l < "$WORK/health.jsonl" | xargs echo "samples:"
 
-say "configuring the agent"
+say "configuring the streams, then onboarding ('ariata-agent onboard --yes')"
 CONFIG="$WORK/agent.toml"
 cat > "$CONFIG" <<CONF
-[server]
-endpoint = "$RECEIVER"
-token = "$TOKEN"
-device_id = "demo-$(hostname)"
-device_name = "ariata-agent demo"
-
 [storage]
 database = "$WORK/agent.sqlite"
 
@@ -128,9 +122,11 @@ kind = "file"
 path = "$WORK/health.jsonl"
 format = "jsonl"
 name = "demo-watch"
+backfill_days = 1
 CONF
-chmod 600 "$CONFIG"
-echo "config: $CONFIG"
+# Verifies the server and the token, runs the device checks, keeps the stream settings
+# above, adds a device id and writes the file 0600.
+"$BIN" onboard --config "$CONFIG" --endpoint "$RECEIVER" --token "$TOKEN" --device-name "ariata-agent demo" --yes
 
 say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every 20 s)"
 "$BIN" run --config "$CONFIG" &
