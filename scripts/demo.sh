@@ -9,10 +9,15 @@
 # All on 127.0.0.1, in a temporary directory that is removed at the end.
 #
 # usage: scripts/demo.sh [SECONDS]     (how long the daemon runs; default 75)
+#   DEMO_CONFIGURATION=release DEMO_UPLOAD_INTERVAL=300 scripts/demo.sh 600
+#   measures the daemon's steady-state cost with the default upload interval (the figures
+#   are printed at the end of every run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_TO_RUN=${1:-75}
+UPLOAD_INTERVAL=${DEMO_UPLOAD_INTERVAL:-20}
+BUILD=${DEMO_CONFIGURATION:-debug}   # release for measurements
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -20,8 +25,8 @@ say "installing what the demo needs (Debian packages; idempotent)"
 bash scripts/install-deps.sh
 
 say "building ariata-agent"
-swift build --product ariata-agent
-BIN="$ROOT/.build/debug/ariata-agent"
+swift build -c "$BUILD" --product ariata-agent
+BIN="$ROOT/.build/$BUILD/ariata-agent"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-demo.XXXXXX")
 PIDS=()
@@ -103,7 +108,7 @@ cat > "$CONFIG" <<CONF
 database = "$WORK/agent.sqlite"
 
 [upload]
-interval = 20
+interval = $UPLOAD_INTERVAL
 
 [location]
 gpsd_host = "127.0.0.1"
@@ -128,11 +133,24 @@ CONF
 # above, adds a device id and writes the file 0600.
 "$BIN" onboard --config "$CONFIG" --endpoint "$RECEIVER" --token "$TOKEN" --device-name "ariata-agent demo" --yes
 
-say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every 20 s)"
+say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every $UPLOAD_INTERVAL s)"
 "$BIN" run --config "$CONFIG" &
 AGENT=$!
 PIDS+=($AGENT)
-sleep "$SECONDS_TO_RUN"
+# The daemon's own cost: CPU time and voluntary context switches between 5 s after start
+# (start-up excluded) and the end of the run, and its peak RSS.
+cost() {  # prints: cpu_ticks voluntary_switches
+  local stat; stat=$(cat "/proc/$AGENT/stat")
+  stat=${stat##*) }
+  set -- $stat
+  echo "$(( ${12} + ${13} )) $(awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$AGENT/status")"
+}
+sleep 5
+read -r CPU0 VCS0 < <(cost); T0=$(date +%s.%N)
+sleep "$(( SECONDS_TO_RUN > 5 ? SECONDS_TO_RUN - 5 : 1 ))"
+read -r CPU1 VCS1 < <(cost); T1=$(date +%s.%N)
+HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$AGENT/status")
+COST=$(python3 -c "import os,sys; c0,c1,v0,v1,t0,t1,h=map(float,sys.argv[1:]); hz=os.sysconf('SC_CLK_TCK'); w=t1-t0; print(f'over {w:.0f} s: CPU {100*(c1-c0)/hz/w:.2f} % of one core, peak RSS {h/1024:.1f} MB, {(v1-v0)/w:.1f} voluntary context switches/s')" "$CPU0" "$CPU1" "$VCS0" "$VCS1" "$T0" "$T1" "$HWM")
 say "stopping the agent with SIGTERM (it writes the audio chunk in progress)"
 kill -TERM "$AGENT"
 wait "$AGENT" && echo "the agent exited with status 0"
@@ -161,4 +179,6 @@ kinds = db.execute("SELECT json_extract(record, '$.metric_type'), COUNT(*) FROM 
 if kinds:
     print("health:", ", ".join(f"{k} {n}" for k, n in kinds))
 PY
+say "the daemon's cost, all three streams live"
+echo "$COST"
 say "done; cleaning up $WORK"
