@@ -111,6 +111,28 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 
+    func testSIGHUPReloadsAGoodConfigAndKeepsRunningOnABadOne() throws {
+        let rig = try DaemonRig(healthInterval: 1)
+        try rig.startAgent()
+        _ = try rig.openQueue()
+        let good = try String(contentsOfFile: rig.configPath, encoding: .utf8)
+
+        try (good + "\n[location]\nintervall = 3\n").write(toFile: rig.configPath, atomically: true, encoding: .utf8)
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("the bad config to be reported", timeout: 20) {
+            rig.agentLog.contains("not reloading") && rig.agentLog.contains("keeps running")
+        }
+        XCTAssertTrue(rig.agent?.isRunning ?? false)
+
+        try good.replacingOccurrences(of: "[microphone]\n", with: "[microphone]\nenabled = false\n")
+            .write(toFile: rig.configPath, atomically: true, encoding: .utf8)
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("the reload", timeout: 30) {
+            rig.agentLog.contains("reloading the configuration") && rig.agentLog.contains("microphone disabled")
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
+
     func testRefusesToRunWithoutOnboarding() throws {
         let dir = try TemporaryDirectory("not-onboarded")
         let cli = try AgentCLI.writeConfig(in: dir.path)
