@@ -39,7 +39,7 @@ install: build
 	fi
 
 uninstall:
-	-@if [ -d /run/systemd/system ]; then systemctl disable --now ariata-agent 2>/dev/null; fi
+	-@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl disable --now ariata-agent 2>/dev/null; fi
 	rm -f $(DESTDIR)$(BINDIR)/ariata-agent $(DESTDIR)$(UNITDIR)/ariata-agent.service $(DESTDIR)$(SYSUSERSDIR)/ariata-agent.conf
 	-@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@echo "removed the service and the binary; kept $(CONFDIR) and /var/lib/ariata (make purge removes them)"
