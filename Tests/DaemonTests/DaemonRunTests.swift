@@ -7,31 +7,39 @@ import XCTest
 /// capture, a real health file and the reference receiver.
 final class DaemonRunTests: XCTestCase {
     func testAllThreeStreamsReachTheReceiverAndSIGTERMWritesThePartialChunk() throws {
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1)
+        // 20 s chunks overlapping by 2 s: a new chunk starts every 18 s.
+        let rig = try DaemonRig(chunkSeconds: 20, overlapSeconds: 2)
         try rig.startAgent()
         try rig.appendHeartRates([61, 62, 63, 64, 65])
 
-        try waitUntil("records of all three streams at the receiver", timeout: 60) {
+        try waitUntil("records of all three streams at the receiver", timeout: 90) {
             let stored = try rig.receiver.stats().records
             return (stored["location"] ?? 0) >= 2 && (stored["microphone"] ?? 0) >= 1 && (stored["health"] ?? 0) >= 5
         }
         // sd_notify: READY once started, then STATUS and WATCHDOG from the health coordinator.
-        try waitUntil("watchdog pings", timeout: 20) {
-            rig.notifySocket.drain().contains("WATCHDOG=1")
-        }
+        let notes = rig.notifySocket.drain()
+        XCTAssertTrue(notes.contains { $0.hasPrefix("READY=1") }, "\(notes)")
+        XCTAssertTrue(notes.contains { $0.hasPrefix("STATUS=") && $0.contains("location") }, "\(notes)")
+        XCTAssertTrue(notes.contains("WATCHDOG=1"), "\(notes)")
 
-        // Stop 3 s into a 6 s chunk (chunks start every 5 s): the partial chunk is written.
+        // Stop in the middle of the second chunk: 9 s after the first one ended.
         let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
-        let before = try queue.records(stream: .microphone)
+        let first = try XCTUnwrap(queue.records(stream: .microphone).first)
+        let firstFields = try XCTUnwrap(JSONSerialization.jsonObject(with: first.payload) as? [String: Any])
+        let firstEnd = try XCTUnwrap((firstFields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
+        let stopAt = firstEnd.addingTimeInterval(9)
+        Thread.sleep(forTimeInterval: max(0, stopAt.timeIntervalSinceNow))
         let status = rig.stopAgent()
         XCTAssertEqual(status, 0, rig.agentLog)
-        let after = try SQLiteQueue(readOnlyPath: rig.databasePath).records(stream: .microphone)
-        XCTAssertGreaterThan(after.count, before.count, "the chunk in progress is written on SIGTERM")
-        let last = try XCTUnwrap(after.last)
+
+        let chunks = try SQLiteQueue(readOnlyPath: rig.databasePath).records(stream: .microphone)
+        let last = try XCTUnwrap(chunks.last)
+        XCTAssertNotEqual(last.id, first.id, "the chunk in progress is written on SIGTERM")
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: last.payload) as? [String: Any])
         let duration = try XCTUnwrap(fields["duration"] as? Double)
-        XCTAssertLessThan(duration, 6, "a partial chunk")
-        XCTAssertGreaterThan(duration, 0)
+        let lastEnd = try XCTUnwrap((fields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
+        XCTAssertLessThan(duration, 20, "a partial chunk")
+        XCTAssertGreaterThan(lastEnd, stopAt.addingTimeInterval(-4), "the audio up to SIGTERM is kept")
         XCTAssertTrue(rig.agentLog.contains("shutting down"), rig.agentLog)
         XCTAssertFalse(rig.agentLog.contains("daemon-token"), "the token is never logged")
 
