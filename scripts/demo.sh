@@ -139,11 +139,11 @@ AGENT=$!
 PIDS+=($AGENT)
 # The daemon's own cost: CPU time and voluntary context switches between 5 s after start
 # (start-up excluded) and the end of the run, and its peak RSS.
-cost() {  # prints: cpu_ticks voluntary_switches
+cost() {  # prints: cpu_ticks voluntary_switches (summed over all the daemon's threads)
   local stat; stat=$(cat "/proc/$AGENT/stat")
   stat=${stat##*) }
   set -- $stat
-  echo "$(( ${12} + ${13} )) $(awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$AGENT/status")"
+  echo "$(( ${12} + ${13} )) $(cat /proc/"$AGENT"/task/*/status | awk '/^voluntary_ctxt_switches/ {n += $2} END {print n}')"
 }
 sleep 5
 read -r CPU0 VCS0 < <(cost); T0=$(date +%s.%N)
@@ -152,8 +152,9 @@ read -r CPU1 VCS1 < <(cost); T1=$(date +%s.%N)
 HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$AGENT/status")
 COST=$(python3 -c "import os,sys; c0,c1,v0,v1,t0,t1,h=map(float,sys.argv[1:]); hz=os.sysconf('SC_CLK_TCK'); w=t1-t0; print(f'over {w:.0f} s: CPU {100*(c1-c0)/hz/w:.2f} % of one core, peak RSS {h/1024:.1f} MB, {(v1-v0)/w:.1f} voluntary context switches/s')" "$CPU0" "$CPU1" "$VCS0" "$VCS1" "$T0" "$T1" "$HWM")
 say "stopping the agent with SIGTERM (it writes the audio chunk in progress)"
+STOP0=$(date +%s.%N)
 kill -TERM "$AGENT"
-wait "$AGENT" && echo "the agent exited with status 0"
+wait "$AGENT" && echo "the agent exited with status 0 after $(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$STOP0") s"
 
 say "uploading what is left ('ariata-agent sync')"
 "$BIN" sync --config "$CONFIG" || true

@@ -23,9 +23,6 @@ public protocol ComponentFactory: Sendable {
 /// (health coordinator, pause switches, retention and the storage guard). Data moves one
 /// way: streams write to the queue, the uploader reads from it; they never meet.
 public final class AgentDaemon: Sendable {
-    /// `agent_state` key holding the running daemon's pid (for `pause` to signal it).
-    public static let pidKey = "daemon.pid"
-
     public let queue: SQLiteQueue
     private let factory: any ComponentFactory
     private let notifier: SystemdNotifier
@@ -63,7 +60,7 @@ public final class AgentDaemon: Sendable {
         let config = state.withLock { $0.config }
         let paused = (try? PauseSwitches(queue: queue).pausedStreams()) ?? []
         var supervisors: [StreamName: StreamSupervisor] = [:]
-        for stream in StreamName.allCases where isEnabled(stream, in: config) {
+        for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, queue = self.queue
             let streamLogger = Logger(label: "ariata.\(stream.rawValue)")
             let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) {
@@ -142,14 +139,6 @@ public final class AgentDaemon: Sendable {
             logger.error("queue maintenance failed: \(error)")
         }
         return results
-    }
-
-    private func isEnabled(_ stream: StreamName, in config: AgentConfig) -> Bool {
-        switch stream {
-        case .location: return config.location.enabled
-        case .microphone: return config.microphone.enabled
-        case .health: return config.health.enabled
-        }
     }
 }
 

@@ -25,7 +25,7 @@ public struct AgentService: Service {
             throw DaemonError.alreadyRunning(database: daemon.queue.path)
         }
         defer { held.release() }
-        try? daemon.queue.setState(AgentDaemon.pidKey, String(getpid()))
+        try? daemon.queue.setState(AgentStateKey.daemonPID, String(getpid()))
 
         await offThread { daemon.start() }
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
@@ -40,7 +40,7 @@ public struct AgentService: Service {
         }
         logger.info("shutting down")
         await offThread { daemon.stop() }
-        try? daemon.queue.setState(AgentDaemon.pidKey, nil)
+        try? daemon.queue.setState(AgentStateKey.daemonPID, nil)
     }
 
     private func reload() async {

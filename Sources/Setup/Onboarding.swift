@@ -168,10 +168,10 @@ public final class Onboarding {
         let results = checks.run(config)
         console.write(printer.render(results))
         let failing = Set(results.filter { $0.outcome == .failed }.compactMap(\.stream))
-        for stream in StreamName.allCases where failing.contains(stream) && isEnabled(stream, in: config) {
+        for stream in StreamName.allCases where failing.contains(stream) && config.isEnabled(stream) {
             let disable = try prompter.confirm("  The \(stream.rawValue) check failed. Disable \(stream.rawValue) for now?", default: true)
             if disable {
-                setEnabled(stream, false, in: &config)
+                config.setEnabled(stream, false)
                 console.line("  disabled \(stream.rawValue)\(prompter.isInteractive ? "" : " (--yes)"); after the fix, set [\(stream.rawValue)] enabled = true and restart the agent")
             } else {
                 console.line("  \(stream.rawValue) stays enabled; it reports itself unhealthy in 'ariata-agent status' until fixed")
@@ -203,23 +203,8 @@ public final class Onboarding {
         }
         let owner = ServiceUserOwnership.owner(for: request.serviceUser)
         console.line("  wrote \(request.configPath) (mode 0600, owner \(owner)): device \"\(config.server.deviceName)\", id \(config.server.deviceID)")
-        let enabled = StreamName.allCases.filter { isEnabled($0, in: config) }.map(\.rawValue)
+        let enabled = StreamName.allCases.filter { config.isEnabled($0) }.map(\.rawValue)
         console.line("  streams enabled: \(enabled.isEmpty ? "none" : enabled.joined(separator: ", "))")
     }
 
-    private func isEnabled(_ stream: StreamName, in config: AgentConfig) -> Bool {
-        switch stream {
-        case .location: return config.location.enabled
-        case .microphone: return config.microphone.enabled
-        case .health: return config.health.enabled
-        }
-    }
-
-    private func setEnabled(_ stream: StreamName, _ enabled: Bool, in config: inout AgentConfig) {
-        switch stream {
-        case .location: config.location.enabled = enabled
-        case .microphone: config.microphone.enabled = enabled
-        case .health: config.health.enabled = enabled
-        }
-    }
 }

@@ -18,11 +18,9 @@ extension SQLiteQueue: UploadStore {
     }
 }
 
-/// Keys of `agent_state` the uploader writes for `status`.
+/// Keys of `agent_state` the uploader writes for `status` (defined in AgentCore, where
+/// `status` reads them).
 public enum UploadStateKey {
-    /// RFC 3339 time until which uploads are paused because the token was refused
-    /// (absent when not paused).
-    public static let authPausedUntil = "upload.auth_paused_until"
-    /// RFC 3339 time of the next attempt while the endpoint is failing (absent when not).
-    public static let retryAt = "upload.retry_at"
+    public static let authPausedUntil = AgentStateKey.uploadAuthPausedUntil
+    public static let retryAt = AgentStateKey.uploadRetryAt
 }

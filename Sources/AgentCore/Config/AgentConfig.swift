@@ -68,6 +68,23 @@ public struct AgentConfig: Sendable, Equatable {
         return config
     }
 
+    /// Whether the config turns `stream` on.
+    public func isEnabled(_ stream: StreamName) -> Bool {
+        switch stream {
+        case .location: return location.enabled
+        case .microphone: return microphone.enabled
+        case .health: return health.enabled
+        }
+    }
+
+    public mutating func setEnabled(_ stream: StreamName, _ enabled: Bool) {
+        switch stream {
+        case .location: location.enabled = enabled
+        case .microphone: microphone.enabled = enabled
+        case .health: health.enabled = enabled
+        }
+    }
+
     public mutating func applyEnvironment(_ environment: [String: String]) {
         if let endpoint = environment["ARIATA_ENDPOINT"], !endpoint.isEmpty { server.endpoint = endpoint }
         if let token = environment["ARIATA_TOKEN"], !token.isEmpty { server.token = Secret(token) }

@@ -3,10 +3,6 @@ import Foundation
 /// Builds a `StatusReport` from the config and the database, opening the database
 /// read-only so it works beside a running daemon and leaves no trace.
 public struct StatusReader: Sendable {
-    /// Keys of `agent_state` written by the uploader (kept in step with Upload's keys).
-    public static let authPausedUntilKey = "upload.auth_paused_until"
-    public static let retryAtKey = "upload.retry_at"
-
     let clock: any WallClock
 
     public init(clock: any WallClock = SystemClock()) {
@@ -39,7 +35,7 @@ public struct StatusReader: Sendable {
         if let queue {
             fill(&report, from: queue, config: effective, now: now)
         } else {
-            report.streams = StreamName.allCases.map { emptyStream($0, enabled: isEnabled($0, effective)) }
+            report.streams = StreamName.allCases.map { emptyStream($0, enabled: effective.isEnabled($0)) }
         }
         report.warnings = warnings(for: report, config: effective, now: now)
         return report
@@ -52,11 +48,11 @@ public struct StatusReader: Sendable {
             let health = Dictionary(try queue.storedHealth().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
             let paused = try PauseSwitches(queue: queue).pausedStreams()
-            if report.daemon.running, let pid = try queue.state("daemon.pid").flatMap(Int.init) {
+            if report.daemon.running, let pid = try queue.state(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }
             report.streams = try StreamName.allCases.map { name in
-                var s = emptyStream(name, enabled: isEnabled(name, config))
+                var s = emptyStream(name, enabled: config.isEnabled(name))
                 func count(_ status: RecordStatus) -> StreamCount? { counts.first { $0.stream == name && $0.status == status } }
                 s.pending = count(.pending)?.records ?? 0
                 s.pendingBytes = count(.pending)?.bytes ?? 0
@@ -93,8 +89,8 @@ public struct StatusReader: Sendable {
                 report.uploader.lastErrorCode = code.rawValue
                 report.uploader.lastErrorMeaning = code.meaning
             }
-            report.uploader.authPausedUntil = try queue.state(Self.authPausedUntilKey).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
-            report.uploader.retryAt = try queue.state(Self.retryAtKey).flatMap(RFC3339.date(from:))
+            report.uploader.authPausedUntil = try queue.state(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
+            report.uploader.retryAt = try queue.state(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
             if let event = try queue.latestEvent(code: .storageFull) {
                 report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
             }
@@ -106,14 +102,6 @@ public struct StatusReader: Sendable {
     private func emptyStream(_ name: StreamName, enabled: Bool) -> StatusReport.Stream {
         StatusReport.Stream(name: name.rawValue, enabled: enabled, paused: false, health: enabled ? "unknown" : "disabled",
                             pending: 0, pendingBytes: 0, failed: 0, uploaded: 0, recordsSent: 0, bytesSent: 0)
-    }
-
-    private func isEnabled(_ stream: StreamName, _ config: AgentConfig) -> Bool {
-        switch stream {
-        case .location: return config.location.enabled
-        case .microphone: return config.microphone.enabled
-        case .health: return config.health.enabled
-        }
     }
 
     func warnings(for report: StatusReport, config: AgentConfig, now: Date) -> [String] {

@@ -1,0 +1,10 @@
+/// Keys of `agent_state` shared between the process that writes them (the daemon, the
+/// uploader) and the ones that read them (`status`, `pause`).
+public enum AgentStateKey {
+    /// The running daemon's pid, for `pause`/`resume` to signal it.
+    public static let daemonPID = "daemon.pid"
+    /// RFC 3339 time until which uploads pause because the token was refused (absent when not).
+    public static let uploadAuthPausedUntil = "upload.auth_paused_until"
+    /// RFC 3339 time of the next upload attempt while the endpoint is failing (absent when not).
+    public static let uploadRetryAt = "upload.retry_at"
+}
