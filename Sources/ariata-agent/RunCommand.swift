@@ -25,6 +25,10 @@ struct RunCommand: AsyncParsableCommand {
             WATCHDOG=1 every 30 s.
 
             It refuses to start until 'ariata-agent onboard' has set an endpoint and a token.
+
+            Exit status: 0 after a clean stop; 78 when the configuration is missing, broken \
+            or not onboarded; 73 when the queue database cannot be opened or created; 75 \
+            when another ariata-agent already runs on the same database.
             """)
 
     @OptionGroup var options: ConfigOptions
