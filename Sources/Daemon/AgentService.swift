@@ -29,7 +29,7 @@ public struct AgentService: Service {
 
         await offThread { daemon.start() }
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             for await signal in signals {
                 if signal == .sighup {
                     await reload()

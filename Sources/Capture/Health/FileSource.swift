@@ -18,7 +18,7 @@ import Synchronization
 /// The thread sleeps in poll(2) on inotify and a wake pipe, without a time-out unless a
 /// commit is due or an error is being retried: an idle source does not wake up.
 public final class FileSource: HealthSource, @unchecked Sendable {
-    // @unchecked: `counters` (a Mutex), `stopping` (an Atomic) and `wake` (a pipe) are
+    // @unchecked: `counters` (a Mutex) and `wake` (a pipe, also the stop flag) are
     // shared with other threads; every other var is touched only by the thread inside run().
     public let name: String
     let config: HealthSourceConfig
@@ -30,8 +30,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
     let anchorKey: String
 
     private let counters: HealthSourceCounters
-    private let wake: WakePipe
-    private let stopping = Atomic<Bool>(false)
+    private let wake: Waker
 
     private static let fingerprintBytes = 128
     private static let retryDelay: TimeInterval = 5
@@ -81,18 +80,17 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         self.batchSize = max(1, batchSize)
         anchorKey = "file:" + config.path
         counters = HealthSourceCounters(name: config.name, kind: .file)
-        wake = try WakePipe()
+        wake = try Waker()
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
 
     public func requestStop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
         wake.wake()
     }
 
-    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+    private var isStopping: Bool { wake.isWoken }
     private var uptime: TimeInterval { ProcessInfo.processInfo.systemUptime }
 
     public func run() {
@@ -449,11 +447,10 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         if let retryAt { earliest(max(0, retryAt - uptime)) }
         if inotify == nil { earliest(2) }
         if CaptureTimeRule.clockLooksUnset(clock.now()) { earliest(Self.retryDelay) }
-        var fds = [wake.readEnd]
+        var fds = [wake.fd]
         if let inotify { fds.append(inotify.fd) }
         _ = Poll.wait(fds, timeout: timeout)
         counters.update { $0.wakeups += 1 }
-        wake.drain()
         if let events = inotify?.drain() {
             for event in events where event.watch == directoryWatch && event.mask & UInt32(IN_IGNORED) != 0 {
                 directoryWatch = nil // the directory went away; watched again when it returns

@@ -10,7 +10,7 @@ import Synchronization
 /// When the device goes away (USB unplugged) the source turns unhealthy and opens the
 /// port again by itself when the device returns.
 public final class SerialSource: HealthSource, @unchecked Sendable {
-    // @unchecked: `counters` (a Mutex), `stopping` (an Atomic) and `wake` (a pipe) are
+    // @unchecked: `counters` (a Mutex) and `wake` (a pipe, also the stop flag) are
     // shared with other threads; every other var is touched only by the thread inside run().
     public let name: String
     let config: HealthSourceConfig
@@ -21,8 +21,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
     let batchSize: Int
 
     private let counters: HealthSourceCounters
-    private let wake: WakePipe
-    private let stopping = Atomic<Bool>(false)
+    private let wake: Waker
     private static let reopenDelay: TimeInterval = 1
     /// Samples held while the queue refuses writes; beyond this the oldest are dropped.
     private static let maxHeld = 50_000
@@ -48,18 +47,17 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         self.commitDelay = commitDelay
         self.batchSize = max(1, batchSize)
         counters = HealthSourceCounters(name: config.name, kind: .serial)
-        wake = try WakePipe()
+        wake = try Waker()
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
 
     public func requestStop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
         wake.wake()
     }
 
-    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+    private var isStopping: Bool { wake.isWoken }
     private var uptime: TimeInterval { ProcessInfo.processInfo.systemUptime }
 
     public func run() {
@@ -70,7 +68,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         _ = inotify?.add(directory.isEmpty ? "." : directory, mask: UInt32(IN_CREATE | IN_ATTRIB | IN_MOVED_TO))
         while !isStopping {
             if port == nil { openPort() }
-            var fds = [wake.readEnd]
+            var fds = [wake.fd]
             if let port { fds.append(port.fd) } else if let inotify { fds.append(inotify.fd) }
             var timeout: TimeInterval? = port == nil ? Self.reopenDelay : nil
             if let first = firstPendingAt {
@@ -80,8 +78,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             if let retry = commitRetryAt { timeout = min(timeout ?? 0, max(0, retry - uptime)) }
             let revents = Poll.wait(fds, timeout: timeout)
             counters.update { $0.wakeups += 1 }
-            wake.drain()
-            _ = inotify?.drain()
+                _ = inotify?.drain()
             if port != nil, revents.count > 1, revents[1] != 0 { readPort(hungUp: revents[1] & Int16(POLLHUP | POLLERR | POLLNVAL) != 0) }
             if commitDue() { commit() }
         }

@@ -1,9 +1,10 @@
 import Foundation
 
-/// A poll(2) that another thread can interrupt: the reader thread sleeps in it (on the
-/// gpsd socket or for a backoff delay) and `wake()` ends the sleep for good. Once woken it
-/// stays woken, so it doubles as the reader's stop flag and a stop can never be missed
-/// between two waits.
+/// A poll(2) that another thread can interrupt: a capture thread sleeps in it (on the
+/// gpsd socket, inotify, a serial port, or for a backoff delay) and `wake()` ends the
+/// sleep for good. Once woken it stays woken, so it doubles as the thread's stop flag and
+/// a stop can never be missed between two waits. Threads that poll several descriptors
+/// themselves put `fd` among them.
 final class Waker: Sendable {
     enum Outcome: Equatable {
         case readable
@@ -34,6 +35,9 @@ final class Waker: Sendable {
         // A full pipe already means "woken"; nothing to do when the write fails.
         _ = write(writeEnd, &byte, 1)
     }
+
+    /// Readable once woken; for threads that call poll(2) with descriptors of their own.
+    var fd: Int32 { readEnd }
 
     var isWoken: Bool {
         wait(for: nil, timeout: 0) == .woken
