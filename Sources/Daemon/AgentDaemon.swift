@@ -14,8 +14,8 @@ public protocol UploadComponent: AnyObject, Sendable {
 /// Builds the parts the daemon runs; the live one wires the real streams and uploader,
 /// tests may wire the same real parts differently (another gpsd port, say).
 public protocol ComponentFactory: Sendable {
-    /// A new capture stream for `stream`, or nil when the config disables it.
-    func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> (any CaptureStream)?
+    /// A new capture stream for `stream` (the daemon asks only for enabled streams).
+    func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream
     func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent
 }
 
@@ -64,7 +64,7 @@ public final class AgentDaemon: Sendable {
             let factory = self.factory, queue = self.queue
             let streamLogger = Logger(label: "ariata.\(stream.rawValue)")
             let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) {
-                factory.makeStream(stream, config: config, queue: queue, logger: streamLogger) ?? DisabledStream(stream: stream)
+                factory.makeStream(stream, config: config, queue: queue, logger: streamLogger)
             }
             supervisors[stream] = supervisor
         }
@@ -150,13 +150,4 @@ final class UploaderSupervision: SupervisedComponent, Sendable {
     var componentName: String { "uploader" }
     func health() -> StreamHealth { uploader.health() }
     func restart() {}
-}
-
-/// Stands in when a factory has no stream for an enabled name (never in the live wiring).
-final class DisabledStream: CaptureStream, Sendable {
-    let stream: StreamName
-    init(stream: StreamName) { self.stream = stream }
-    func start() {}
-    func stop() {}
-    func health() -> StreamHealth { .disabled }
 }

@@ -63,8 +63,6 @@ public final class HealthCoordinator: Sendable {
                 logger.warning("\(name) still \(health): restarting it")
                 component.restart()
                 strikes.withLock { $0[name] = 0 }
-            } else if count == 0, health.isHealthy {
-                // Nothing to say: healthy components stay quiet.
             }
         }
         notifier.watchdog()

@@ -9,16 +9,13 @@ import Upload
 public struct LiveComponents: ComponentFactory {
     public init() {}
 
-    public func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> (any CaptureStream)? {
+    public func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
         switch stream {
         case .location:
-            guard config.location.enabled else { return nil }
             return LocationStream(config: config.location, sink: queue, logger: logger)
         case .microphone:
-            guard config.microphone.enabled else { return nil }
             return MicrophoneStream(config: config.microphone, sink: queue, logger: logger)
         case .health:
-            guard config.health.enabled else { return nil }
             return HealthStream(config: config.health, queue: queue, logger: logger)
         }
     }

@@ -322,8 +322,8 @@ struct UploadCycle {
             return (pause, retry, changed)
         }
         guard changed else { return }
-        try? store.setState(UploadStateKey.authPausedUntil, pause.map(RFC3339.string(from:)))
-        try? store.setState(UploadStateKey.retryAt, retry.map(RFC3339.string(from:)))
+        try? store.setState(AgentStateKey.uploadAuthPausedUntil, pause.map(RFC3339.string(from:)))
+        try? store.setState(AgentStateKey.uploadRetryAt, retry.map(RFC3339.string(from:)))
     }
 
     private func logSummary(_ report: SyncReport) {

@@ -17,10 +17,3 @@ extension SQLiteQueue: UploadStore {
         return (pending?.records ?? 0, pending?.bytes ?? 0)
     }
 }
-
-/// Keys of `agent_state` the uploader writes for `status` (defined in AgentCore, where
-/// `status` reads them).
-public enum UploadStateKey {
-    public static let authPausedUntil = AgentStateKey.uploadAuthPausedUntil
-    public static let retryAt = AgentStateKey.uploadRetryAt
-}

@@ -119,8 +119,8 @@ public final class Uploader: Sendable {
             s.publishedAuthPause = nil
             s.publishedRetryAt = nil
         }
-        try? store.setState(UploadStateKey.authPausedUntil, nil)
-        try? store.setState(UploadStateKey.retryAt, nil)
+        try? store.setState(AgentStateKey.uploadAuthPausedUntil, nil)
+        try? store.setState(AgentStateKey.uploadRetryAt, nil)
         timer.withLock { $0 }?.fireNow()
     }
 

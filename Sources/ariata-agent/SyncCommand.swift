@@ -52,16 +52,21 @@ struct SyncCommand: ParsableCommand {
         let uploader = Uploader(server: config.server, upload: config.upload, store: queue,
                                 logger: Logger(label: "ariata.sync"))
         var bars: [StreamName: ProgressBar] = [:]
+        var last: [StreamName: SyncProgress] = [:]
         func bar(_ stream: StreamName) -> ProgressBar {
             if let b = bars[stream] { return b }
             let b = ProgressBar(label: stream.rawValue)
             bars[stream] = b
             return b
         }
-        let report = uploader.syncNow { p in
-            let detail = "\(ProgressBar.count(p.recordsSent))/\(ProgressBar.count(p.recordsTotal)) records  "
+        func detail(_ p: SyncProgress) -> String {
+            "\(ProgressBar.count(p.recordsSent))/\(ProgressBar.count(p.recordsTotal)) records  "
                 + "\(ProgressBar.bytes(p.bytesSent))/\(ProgressBar.bytes(p.bytesTotal))"
                 + (p.recordsFailed > 0 ? "  \(p.recordsFailed) refused" : "")
+        }
+        let report = uploader.syncNow { p in
+            last[p.stream] = p
+            let detail = detail(p)
             let b = bar(p.stream)
             if p.recordsSent + p.recordsFailed >= p.recordsTotal {
                 b.finish(done: p.bytesSent, total: p.bytesTotal, detail: detail)
@@ -69,9 +74,9 @@ struct SyncCommand: ParsableCommand {
                 b.update(done: p.bytesSent, total: p.bytesTotal, detail: detail)
             }
         }
-        for (stream, result) in report.streams.sorted(by: { $0.key < $1.key }) {
-            // A stream that stopped early leaves its bar open: close it on its last state.
-            bars[stream]?.finish(done: result.bytesSent, total: max(result.bytesSent, 1), detail: "stopped")
+        for (stream, p) in last.sorted(by: { $0.key < $1.key }) {
+            // A stream that stopped early leaves its bar open: close it where it stopped.
+            bars[stream]?.finish(done: p.bytesSent, total: p.bytesTotal, detail: detail(p) + "  (stopped)")
         }
         print(SyncSummary(report: report).text)
         if !SyncSummary(report: report).delivered { throw ExitCode(1) }

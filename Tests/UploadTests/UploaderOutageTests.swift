@@ -123,7 +123,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(until, f.clock.now().addingTimeInterval(300))
         XCTAssertEqual(uploader.schedule().authPausedUntil, until)
         XCTAssertEqual(uploader.health().code, .invalidToken)
-        XCTAssertEqual(try f.queue.state(UploadStateKey.authPausedUntil), RFC3339.string(from: until))
+        XCTAssertEqual(try f.queue.state(AgentStateKey.uploadAuthPausedUntil), RFC3339.string(from: until))
         XCTAssertEqual(try f.queue.uploadStats().first?.lastErrorCode, .invalidToken)
 
         // Paused: no request at all.
@@ -148,7 +148,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs("location")), ids)
         XCTAssertEqual(uploader.health(), .healthy)
-        XCTAssertNil(try f.queue.state(UploadStateKey.authPausedUntil))
+        XCTAssertNil(try f.queue.state(AgentStateKey.uploadAuthPausedUntil))
     }
 
     func testANewTokenEndsThePauseAtOnce() throws {
