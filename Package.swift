@@ -24,6 +24,9 @@ let package = Package(
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "libopusenc",
                        providers: [.apt(["libopus-dev", "libopusenc-dev"])]),
+        // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
+        .systemLibrary(name: "COgg", pkgConfig: "ogg",
+                       providers: [.apt(["libogg-dev"])]),
 
         // The queue, records, config, error codes, clock, ReliableTimer, health types.
         .target(name: "AgentCore", dependencies: [
@@ -34,7 +37,7 @@ let package = Package(
         // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
         // Health/ (sources, parsers, normaliser).
         .target(name: "Capture", dependencies: [
-            "AgentCore", "CGPS", "CALSA", "COpus",
+            "AgentCore", "CGPS", "CALSA", "COpus", "COgg",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Batches, libcurl transport, backoff, circuit breaker, answer rules.
@@ -70,7 +73,7 @@ let package = Package(
         // gpsd + pty, ALSA file plugin, the reference receiver.
         .target(name: "TestRigs", dependencies: ["AgentCore"], path: "Tests/TestRigs"),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "TestRigs"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.

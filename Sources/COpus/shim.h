@@ -12,4 +12,9 @@ static inline int ariata_ope_set_complexity(OggOpusEnc *e, opus_int32 v) { retur
 static inline int ariata_ope_set_application(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_APPLICATION(v)); }
 static inline int ariata_ope_set_comment_padding(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPE_SET_COMMENT_PADDING(v)); }
 static inline int ariata_ope_set_lsb_depth(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_LSB_DEPTH(v)); }
+/* How much audio libopusenc holds before encoding (default 96000 at 48 kHz = 2 s) and the
+   longest a page may wait before it is written (default 48000 = 1 s), in 48 kHz samples:
+   the journal lowers both so pages reach the disk promptly. */
+static inline int ariata_ope_set_decision_delay(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPE_SET_DECISION_DELAY(v)); }
+static inline int ariata_ope_set_muxing_delay(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPE_SET_MUXING_DELAY(v)); }
 #endif

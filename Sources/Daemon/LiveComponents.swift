@@ -14,7 +14,9 @@ public struct LiveComponents: ComponentFactory {
         case .location:
             return LocationStream(config: config.location, sink: queue, logger: logger)
         case .microphone:
-            return MicrophoneStream(config: config.microphone, sink: queue, logger: logger)
+            return MicrophoneStream(config: config.microphone, sink: queue, logger: logger,
+                                    journal: .init(directory: AudioJournal.directory(forDatabase: queue.path),
+                                                   knownRecords: queue))
         case .health:
             return HealthStream(config: config.health, queue: queue, logger: logger)
         }

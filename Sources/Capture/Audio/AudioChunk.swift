@@ -2,6 +2,8 @@ import Foundation
 
 /// One finished chunk: its encoded file and where it sits on the capture timeline.
 public struct AudioChunk: Sendable, Equatable {
+    /// The record id of the chunk (and the name of its journal).
+    public var id: UUID
     /// Capture time of the chunk's first sample.
     public var start: Date
     /// Samples in the chunk.
@@ -13,7 +15,8 @@ public struct AudioChunk: Sendable, Equatable {
     /// The encoded file (Ogg Opus for the stream).
     public var data: Data
 
-    public init(start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data) {
+    public init(id: UUID = UUID(), start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data) {
+        self.id = id
         self.start = start
         self.frames = frames
         self.overlapFrames = overlapFrames

@@ -18,10 +18,8 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
 
     private struct OpenChunk {
         var encoder: Encoder
-        var startFrame: Int64
-        var start: Date
+        var beginning: ChunkBeginning
         var frames: Int
-        var overlapFrames: Int
         var endFrame: Int64
     }
 
@@ -77,9 +75,10 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
         var offset = 0
         while offset < samples.count {
             if position == nextStartFrame {
-                open.append(OpenChunk(encoder: try makeEncoder(), startFrame: position,
-                                      start: time(ofFrame: position, origin: origin), frames: 0,
-                                      overlapFrames: followsChunk ? overlapFrames : 0,
+                let beginning = ChunkBeginning(start: time(ofFrame: position, origin: origin),
+                                               overlapFrames: followsChunk ? overlapFrames : 0,
+                                               sampleRate: sampleRate)
+                open.append(OpenChunk(encoder: try makeEncoder(beginning), beginning: beginning, frames: 0,
                                       endFrame: position + Int64(chunkFrames)))
                 nextStartFrame = position + Int64(chunkFrames - overlapFrames)
                 followsChunk = true
@@ -110,7 +109,7 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
             followsChunk = false
         }
         var finished: [AudioChunk] = []
-        for chunk in open where chunk.frames > chunk.overlapFrames {
+        for chunk in open where chunk.frames > chunk.beginning.overlapFrames {
             finished.append(try close(chunk))
         }
         return finished
@@ -118,8 +117,9 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
 
     private func close(_ chunk: OpenChunk) throws -> AudioChunk {
         var encoder = chunk.encoder
-        return AudioChunk(start: chunk.start, frames: chunk.frames, overlapFrames: chunk.overlapFrames,
-                          sampleRate: sampleRate, data: try encoder.finish())
+        return AudioChunk(id: chunk.beginning.id, start: chunk.beginning.start, frames: chunk.frames,
+                          overlapFrames: chunk.beginning.overlapFrames, sampleRate: sampleRate,
+                          data: try encoder.finish())
     }
 
     private func time(ofFrame frame: Int64, origin: (time: Date, frame: Int64)) -> Date {

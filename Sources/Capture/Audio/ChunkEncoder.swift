@@ -9,5 +9,24 @@ public protocol ChunkEncoder {
     mutating func finish() throws -> Data
 }
 
-/// Makes the encoder of the next chunk.
-public typealias ChunkEncoderFactory<Encoder: ChunkEncoder> = () throws -> Encoder
+/// What is known about a chunk when it begins: enough for the audio journal to turn a
+/// chunk cut off by a crash into a record later.
+public struct ChunkBeginning: Sendable, Equatable {
+    /// The record id the chunk will carry (also its journal's name).
+    public var id: UUID
+    /// Capture time of the chunk's first sample.
+    public var start: Date
+    /// Leading samples shared with the previous chunk.
+    public var overlapFrames: Int
+    public var sampleRate: Int
+
+    public init(id: UUID = UUID(), start: Date, overlapFrames: Int, sampleRate: Int) {
+        self.id = id
+        self.start = start
+        self.overlapFrames = overlapFrames
+        self.sampleRate = sampleRate
+    }
+}
+
+/// Makes the encoder of the chunk that begins.
+public typealias ChunkEncoderFactory<Encoder: ChunkEncoder> = (ChunkBeginning) throws -> Encoder

@@ -9,7 +9,11 @@ import Synchronization
 ///
 /// A chunk whose write fails (disk full) is kept and retried before the next one, up to
 /// `maxBacklog` chunks (about ten minutes of audio); beyond that the oldest is dropped
-/// with a logged error rather than growing memory without bound.
+/// from memory with a logged error rather than growing memory without bound (with the
+/// audio journal on, it stays there and is written at the next start of the stream).
+///
+/// `written` is told each record id once its enqueue returned: only then may the chunk's
+/// journal go.
 final class ChunkWriter: @unchecked Sendable {
     // @unchecked: `backlog` is touched only on `queue`, a serial queue. What other threads
     // read (`status`) sits in a Mutex, so health() never waits for a slow write.
@@ -17,6 +21,7 @@ final class ChunkWriter: @unchecked Sendable {
     private let logger: Logger
     private let queue = DispatchQueue(label: "ariata.microphone.writer")
     private let maxBacklog: Int
+    private let written: @Sendable (UUID) -> Void
     private var backlog: [NewRecord] = []
 
     struct Status: Sendable {
@@ -27,10 +32,11 @@ final class ChunkWriter: @unchecked Sendable {
     }
     private let status = Mutex(Status())
 
-    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20) {
+    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20, written: @escaping @Sendable (UUID) -> Void = { _ in }) {
         self.sink = sink
         self.logger = logger
         self.maxBacklog = maxBacklog
+        self.written = written
     }
 
     func write(_ record: NewRecord) {
@@ -40,7 +46,7 @@ final class ChunkWriter: @unchecked Sendable {
             if self.backlog.count > self.maxBacklog {
                 let dropped = self.backlog.removeFirst()
                 self.status.withLock { $0.waiting -= 1 }
-                self.logger.error("microphone chunk lost: the queue refused writes for too long",
+                self.logger.error("microphone chunk dropped from memory: the queue refused writes for too long (it stays in the audio journal, when on, until the next start)",
                                   metadata: ["id": "\(dropped.id)", "captured_at": "\(RFC3339.string(from: dropped.capturedAt))"])
             }
             self.drain()
@@ -61,6 +67,7 @@ final class ChunkWriter: @unchecked Sendable {
             do {
                 try sink.enqueue(record)
                 backlog.removeFirst()
+                written(record.id)
                 status.withLock {
                     $0.written += 1
                     $0.waiting -= 1

@@ -11,6 +11,10 @@ import Logging
 /// is no longer continuous) and capture goes on. `stop()` finishes and writes the chunk in
 /// progress before it returns; `pause()` does the same and releases the device until
 /// `resume()`.
+///
+/// With an audio journal, the pages of each chunk in progress are on disk as they are
+/// encoded, and every start (of the process, or a restart by the health coordinator)
+/// first turns what a crash, a kill or an earlier stop left there into records.
 public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     // @unchecked: the mutable control state (`control`) is guarded by `condition`; the
     // capture state (device, chunker, buffers) lives only on the capture thread.
@@ -25,6 +29,20 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     private let maxClockSkew: TimeInterval?
     private let encoderSettings: OggOpusChunkEncoder.Settings
     private let writer: ChunkWriter
+    private let journal: AudioJournal?
+    private let knownRecords: (any RecordLookup)?
+
+    /// Where the audio journal lives and how to ask whether a recovered chunk is already
+    /// in the queue.
+    public struct Journaling: Sendable {
+        public var directory: String
+        public var knownRecords: any RecordLookup
+
+        public init(directory: String, knownRecords: any RecordLookup) {
+            self.directory = directory
+            self.knownRecords = knownRecords
+        }
+    }
 
     private struct Control {
         var started = false
@@ -45,10 +63,11 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///     by more than this (NTP set the clock, the sound card's clock drifted), chunks not
     ///     yet begun are timed from the wall clock again. nil keeps the sample count only:
     ///     for recorded input that is read faster than real time (tests, benchmarks).
+    ///   - journal: the audio journal; nil keeps chunks in progress in memory only.
     public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
                 retry: RetryPolicy = RetryPolicy(), maxClockSkew: TimeInterval? = 2,
-                complexity: Int = 10) {
+                complexity: Int = 10, journal: Journaling? = nil) {
         self.config = config
         self.clock = clock
         self.logger = logger
@@ -56,7 +75,10 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         self.retry = retry
         self.maxClockSkew = maxClockSkew
         self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: complexity)
-        self.writer = ChunkWriter(sink: sink, logger: logger)
+        let audioJournal = journal.map { AudioJournal(directory: $0.directory, logger: logger) }
+        self.journal = audioJournal
+        self.knownRecords = journal?.knownRecords
+        self.writer = ChunkWriter(sink: sink, logger: logger, written: { id in audioJournal?.remove(id) })
     }
 
     // MARK: CaptureStream
@@ -93,9 +115,16 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         writer.flush()
         let writes = writer.current()
         if writes.waiting > 0 {
-            logger.error("microphone chunks not written at shutdown",
-                         metadata: ["count": "\(writes.waiting)", "error": "\(writes.lastError ?? "?")"])
+            if let journal {
+                logger.warning("microphone chunks not written at shutdown: they stay in the audio journal and are written at the next start",
+                               metadata: ["count": "\(writes.waiting)", "journal": "\(journal.directory)",
+                                          "error": "\(writes.lastError ?? "?")"])
+            } else {
+                logger.error("microphone chunks not written at shutdown",
+                             metadata: ["count": "\(writes.waiting)", "error": "\(writes.lastError ?? "?")"])
+            }
         }
+        journal?.waitForSyncs()
     }
 
     public func health() -> StreamHealth {
@@ -136,12 +165,17 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         public var chunksWaiting: Int
         public var overruns: Int
         public var deviceOpens: Int
+        /// Ogg bytes written to the audio journal and fsyncs made for it.
+        public var journalBytes: Int
+        public var journalSyncs: Int
     }
 
     public func stats() -> Stats {
         let (overruns, opens) = locked { (control.overruns, control.opens) }
         let writes = writer.current()
-        return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens)
+        let journalStats = journal?.currentStats() ?? AudioJournal.Stats()
+        return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens,
+                     journalBytes: journalStats.bytes, journalSyncs: journalStats.syncs)
     }
 
     // MARK: The capture thread
@@ -152,10 +186,13 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         let readFrames = sampleRate // up to 1 s per read; a period (0.5 s) normally
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: readFrames)
         defer { buffer.deallocate() }
+        recoverJournal()
         var chunker = AudioChunker<OggOpusChunkEncoder>(
             sampleRate: sampleRate, chunkFrames: config.chunkSeconds * sampleRate,
             overlapFrames: config.overlapSeconds * sampleRate,
-            makeEncoder: { [encoderSettings] in try OggOpusChunkEncoder(encoderSettings) })
+            makeEncoder: { [encoderSettings] beginning in
+                try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning))
+            })
         var capture: (any AudioCapture)?
         var failures = 0
 
@@ -169,6 +206,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
 
         while true {
+            // Pages that waited long enough get their fsync even when no new page comes.
+            journal?.syncDue()
             switch nextCommand() {
             case .stop:
                 release()
@@ -227,7 +266,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                     if !emit({ try chunker.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count])) }) {
                         // The encoders' state is unknown after a failure: drop the run, the
                         // next block starts a new one.
-                        _ = try? chunker.finish()
+                        for dropped in (try? chunker.finish()) ?? [] { journal?.remove(dropped.id) }
                     }
                 case .overrun:
                     let total = locked { () -> Int in
@@ -267,15 +306,56 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             guard !CaptureTimeRule.clockLooksUnset(chunk.start) else {
                 logger.error("microphone chunk dropped: it would carry a time before 2000",
                              metadata: ["timestamp_start": "\(RFC3339.string(from: chunk.start))"])
+                journal?.remove(chunk.id)
                 continue
             }
             do {
                 writer.write(try MicrophoneRecord.make(chunk, bitrate: config.bitrate))
             } catch {
                 logger.error("microphone chunk lost: cannot build its record", metadata: ["error": "\(error)"])
+                journal?.remove(chunk.id)
             }
         }
         return true
+    }
+
+    /// The journal of a chunk that begins; nil (the chunk is then in memory only) when there
+    /// is no journal or it cannot be written, which must not stop capture.
+    private func openJournal(_ beginning: ChunkBeginning) -> JournalFile? {
+        guard let journal else { return nil }
+        do {
+            return try journal.begin(beginning, bitrate: config.bitrate)
+        } catch {
+            logger.error("audio journal: cannot start the journal of a chunk; it is held in memory only until it is in the queue",
+                         metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Before capture begins: what the last process or the last run of this stream left in
+    /// the journal goes to the queue first (through the writer, so a full disk keeps it
+    /// waiting, journal and all).
+    private func recoverJournal() {
+        guard let journal, let knownRecords else { return }
+        do {
+            try journal.prepare()
+        } catch {
+            logger.error("audio journal off: \(error)")
+            return
+        }
+        for recovered in JournalRecovery(journal: journal, knownRecords: knownRecords, logger: logger).run() {
+            let chunk = recovered.chunk
+            logger.notice("microphone chunk recovered from the audio journal",
+                          metadata: ["id": "\(chunk.id)", "timestamp_start": "\(RFC3339.string(from: chunk.start))",
+                                     "duration": "\(chunk.duration)", "overlap": "\(chunk.overlapDuration)",
+                                     "cut_off": "\(recovered.wasCut)"])
+            do {
+                writer.write(try MicrophoneRecord.make(chunk, bitrate: recovered.bitrate))
+            } catch {
+                logger.error("microphone chunk from the journal: cannot build its record; journal kept",
+                             metadata: ["id": "\(chunk.id)", "error": "\(error)"])
+            }
+        }
     }
 
     private func nextCommand() -> Command {

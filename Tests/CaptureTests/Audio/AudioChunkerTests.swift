@@ -14,7 +14,7 @@ final class AudioChunkerTests: XCTestCase {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
     func makeChunker(chunk: Int = 30, overlap: Int = 2) -> AudioChunker<PCMEncoder> {
-        AudioChunker(sampleRate: rate, chunkFrames: chunk * rate, overlapFrames: overlap * rate, makeEncoder: { PCMEncoder() })
+        AudioChunker(sampleRate: rate, chunkFrames: chunk * rate, overlapFrames: overlap * rate, makeEncoder: { _ in PCMEncoder() })
     }
 
     /// A ramp, so every sample says where it came from.

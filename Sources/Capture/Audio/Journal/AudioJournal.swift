@@ -1,0 +1,175 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// The microphone's audio journal: a directory beside the queue database that holds, for
+/// every chunk not yet in the queue, the Ogg pages encoded so far (`<id>.ogg`) and what its
+/// record needs besides (`<id>.json`). A SIGKILL, crash or power cut then costs only the
+/// audio not yet in a page; `JournalRecovery` turns what is left into records at the next
+/// start. A chunk's two files are removed once its record is in the queue.
+public final class AudioJournal: Sendable {
+    public let directory: String
+    /// Bytes written are fdatasync'ed within this long (plus at most one capture read,
+    /// 0.5 s), so a power cut loses at most about 2 s of encoded audio.
+    let syncInterval: Duration
+    let logger: Logger
+    /// fsyncs run here, off the capture thread, in the order asked (a header is durable
+    /// before any page of its chunk).
+    let syncQueue = DispatchQueue(label: "ariata.microphone.journal")
+
+    public struct Stats: Sendable, Equatable {
+        /// Ogg bytes appended to journal files.
+        public var bytes = 0
+        /// fdatasync/fsync calls made (pages, headers and the directory).
+        public var syncs = 0
+    }
+    private let stats = Mutex(Stats())
+    private let open = Mutex<[UUID: JournalFile]>([:])
+
+    public init(directory: String, logger: Logger, syncInterval: Duration = .milliseconds(1_500)) {
+        self.directory = directory
+        self.logger = logger
+        self.syncInterval = syncInterval
+    }
+
+    /// `<database>.audio-journal`: beside the database, on the same file system (the storage
+    /// guard's free-space check covers it), and one per database.
+    public static func directory(forDatabase path: String) -> String {
+        path + ".audio-journal"
+    }
+
+    public func currentStats() -> Stats { stats.withLock { $0 } }
+
+    /// Creates the directory (0700: it holds recordings).
+    public func prepare() throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw JournalError(path: directory, action: "create the audio journal directory", reason: "\(error)")
+        }
+    }
+
+    func oggPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).ogg" }
+    func headerPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
+
+    /// Starts the journal of a chunk: its header is written now (and made durable on the
+    /// sync queue, before any of its pages), its page file is opened for appending.
+    public func begin(_ beginning: ChunkBeginning, bitrate: Int) throws -> JournalFile {
+        let id = beginning.id
+        let header = try JournalHeader(beginning: beginning, bitrate: bitrate).encoded()
+        let headerDescriptor = try create(headerPath(id))
+        if let reason = Self.writeAll(header, to: headerDescriptor) {
+            close(headerDescriptor)
+            unlink(headerPath(id))
+            throw JournalError(path: headerPath(id), action: "write", reason: reason)
+        }
+        let pageDescriptor: Int32
+        do {
+            pageDescriptor = try create(oggPath(id))
+        } catch {
+            close(headerDescriptor)
+            unlink(headerPath(id))
+            throw error
+        }
+        let file = JournalFile(id: id, descriptor: pageDescriptor, journal: self)
+        open.withLock { $0[id] = file }
+        syncQueue.async { [self] in
+            fsync(headerDescriptor)
+            close(headerDescriptor)
+            syncDirectory()
+            stats.withLock { $0.syncs += 2 }
+        }
+        return file
+    }
+
+    /// The chunk's last page is in its file: no more appends.
+    func closed(_ id: UUID) {
+        open.withLock { _ = $0.removeValue(forKey: id) }
+    }
+
+    /// Called from the capture loop (at least every second or so): syncs files whose
+    /// pages have waited long enough, even when no new page arrives to trigger it.
+    public func syncDue() {
+        for file in open.withLock({ Array($0.values) }) {
+            file.syncIfDue()
+        }
+    }
+
+    /// Removes a chunk's journal: its record is in the queue, or the chunk was dropped.
+    /// Pages first, then the header, so a crash in between leaves a header alone, which
+    /// recovery reads as "nothing to recover". Not fsynced: should a power cut undo the
+    /// unlink, recovery finds the record already queued and removes the journal again.
+    public func remove(_ id: UUID) {
+        open.withLock { _ = $0.removeValue(forKey: id) }
+        unlink(oggPath(id))
+        unlink(headerPath(id))
+    }
+
+    /// Journals on disk, oldest chunk first, and files that belong to no readable header.
+    func entries() -> (journals: [(header: JournalHeader, pages: String)], strays: [String]) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var journals: [(header: JournalHeader, pages: String)] = []
+        var claimed = Set<String>()
+        for name in names where name.hasSuffix(".json") {
+            let path = "\(directory)/\(name)"
+            guard let data = FileManager.default.contents(atPath: path),
+                  let header = try? JSONDecoder().decode(JournalHeader.self, from: data),
+                  header.version == JournalHeader.currentVersion,
+                  "\(header.recordID.uuidString.lowercased()).json" == name else { continue }
+            claimed.insert(name)
+            claimed.insert("\(header.recordID.uuidString.lowercased()).ogg")
+            journals.append((header, oggPath(header.recordID)))
+        }
+        let strays = names.filter { !claimed.contains($0) }.map { "\(directory)/\($0)" }
+        return (journals.sorted { $0.header.start < $1.header.start }, strays)
+    }
+
+    func counted(bytes: Int) { stats.withLock { $0.bytes += bytes } }
+    func countedSync() { stats.withLock { $0.syncs += 1 } }
+
+    /// Waits until every sync asked for so far is done (tests, benchmarks, stop).
+    public func waitForSyncs() { syncQueue.sync {} }
+
+    private func create(_ path: String) throws -> Int32 {
+        let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw JournalError(path: path, action: "create", reason: String(cString: strerror(errno)))
+        }
+        return descriptor
+    }
+
+    /// Writes all of `data`; returns why it could not.
+    static func writeAll(_ data: Data, to descriptor: Int32) -> String? {
+        data.withUnsafeBytes { buffer -> String? in
+            guard let base = buffer.baseAddress else { return nil }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, base + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return written < 0 ? String(cString: strerror(errno)) : "nothing written" }
+                offset += written
+            }
+            return nil
+        }
+    }
+
+    /// Makes the new files' directory entries durable.
+    private func syncDirectory() {
+        let descriptor = Foundation.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+}
+
+public struct JournalError: Error, CustomStringConvertible {
+    public let path: String
+    public let action: String
+    public let reason: String
+
+    public var description: String {
+        "cannot \(action) \(path): \(reason); check that the directory of [storage] database is writable by the service user and the disk is not full"
+    }
+}

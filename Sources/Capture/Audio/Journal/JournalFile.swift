@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The journal of one chunk in progress: the Ogg pages libopusenc produced so far, appended
+/// as they come (`<id>.ogg`, beside its `<id>.json` header).
+///
+/// Appends are plain write(2) calls on the capture thread: they reach the page cache at
+/// once, which is all a SIGKILL needs. fdatasync, which a power cut needs, runs on the
+/// journal's own queue (an SD card's flush must not hold up capture); the queue's closure
+/// keeps this object, and so its descriptor, alive until the sync is done.
+public final class JournalFile: @unchecked Sendable {
+    // @unchecked: `descriptor` is immutable; the mutable state sits in `state`.
+    public let id: UUID
+    private let descriptor: Int32
+    private let journal: AudioJournal
+
+    private struct State {
+        var unsyncedBytes = 0
+        var lastSyncRequest = ContinuousClock.now
+        var syncInFlight = false
+        var closed = false
+        var failure: String?
+    }
+    private let state = Mutex(State())
+
+    init(id: UUID, descriptor: Int32, journal: AudioJournal) {
+        self.id = id
+        self.descriptor = descriptor
+        self.journal = journal
+    }
+
+    deinit { close(descriptor) }
+
+    /// Appends pages. A failed write (disk full) stops this chunk's journal: the chunk is
+    /// still delivered from memory; only what a crash could save is lost.
+    public func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        guard state.withLock({ $0.failure == nil && !$0.closed }) else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, base + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                fail("write failed: \(String(cString: strerror(errno)))")
+                return
+            }
+            offset += written
+        }
+        state.withLock { $0.unsyncedBytes += bytes.count }
+        journal.counted(bytes: bytes.count)
+        syncIfDue()
+    }
+
+    /// Asks for an fdatasync when bytes have waited since the last one for `syncInterval`.
+    public func syncIfDue() {
+        let due = state.withLock { state -> Bool in
+            guard state.unsyncedBytes > 0, !state.syncInFlight,
+                  ContinuousClock.now - state.lastSyncRequest >= journal.syncInterval else { return false }
+            state.syncInFlight = true
+            state.lastSyncRequest = .now
+            return true
+        }
+        if due { scheduleSync() }
+    }
+
+    /// The chunk is finished (its last pages are in): one last sync, so a chunk that waits
+    /// for the queue (disk full) survives a power cut whole.
+    func pagesComplete() {
+        journal.closed(id)
+        let needsSync = state.withLock { state -> Bool in
+            state.closed = true
+            return state.unsyncedBytes > 0
+        }
+        if needsSync { scheduleSync() }
+    }
+
+    /// The chunk was dropped (nothing beyond its overlap, or it could not be encoded): its
+    /// journal goes too.
+    func discard() {
+        state.withLock { $0.closed = true }
+        journal.remove(id)
+    }
+
+    private func scheduleSync() {
+        journal.syncQueue.async { [self] in
+            let bytes = state.withLock { state -> Int in
+                defer { state.unsyncedBytes = 0 }
+                return state.unsyncedBytes
+            }
+            if bytes > 0, fdatasync(descriptor) != 0 {
+                fail("fdatasync failed: \(String(cString: strerror(errno)))")
+            }
+            state.withLock { $0.syncInFlight = false }
+            journal.countedSync()
+        }
+    }
+
+    private func fail(_ reason: String) {
+        let first = state.withLock { state -> Bool in
+            defer { if state.failure == nil { state.failure = reason } }
+            return state.failure == nil
+        }
+        if first {
+            journal.logger.error("audio journal: \(reason); this chunk is kept in memory only until it is in the queue",
+                                 metadata: ["id": "\(id)", "directory": "\(journal.directory)"])
+        }
+    }
+}

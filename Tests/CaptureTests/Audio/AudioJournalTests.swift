@@ -1,0 +1,222 @@
+import AgentCore
+@testable import Capture
+import Foundation
+import Logging
+import TestRigs
+import XCTest
+
+/// The audio journal with real parts: libopusenc writing pages into it, libogg closing a
+/// cut-off journal, opus-tools judging the result, a real SQLite queue.
+final class AudioJournalTests: XCTestCase {
+    let rate = 16_000
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    let logger = Logger(label: "ariata.journal.test")
+
+    /// Encodes `seconds` of speech into a journal without finishing the chunk (what a kill
+    /// leaves) and returns a copy of the journal's files taken at that moment.
+    func killedJournal(seconds: Double, overlapFrames: Int = 0, id: UUID = UUID(), into snapshot: String,
+                       work: TemporaryDirectory) throws -> (pages: Data, header: JournalHeader) {
+        let samples = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: seconds + 1, in: work.path))
+        let journal = AudioJournal(directory: work.file("journal-\(id.uuidString.prefix(8))"), logger: logger)
+        try journal.prepare()
+        let beginning = ChunkBeginning(id: id, start: t0, overlapFrames: overlapFrames, sampleRate: rate)
+        let encoder = try OggOpusChunkEncoder(.init(), journal: try journal.begin(beginning, bitrate: 16_000))
+        try samples.prefix(Int(seconds * Double(rate))).withUnsafeBufferPointer { try encoder.append($0) }
+        journal.waitForSyncs()
+        try FileManager.default.createDirectory(atPath: snapshot, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: journal.directory) {
+            try FileManager.default.copyItem(atPath: "\(journal.directory)/\(name)", toPath: "\(snapshot)/\(name)")
+        }
+        let pages = try Data(contentsOf: URL(fileURLWithPath: journal.oggPath(id)))
+        let header = try JSONDecoder().decode(JournalHeader.self, from: Data(contentsOf: URL(fileURLWithPath: journal.headerPath(id))))
+        withExtendedLifetime(encoder) {}
+        return (pages, header)
+    }
+
+    func pageOffsets(_ data: Data) -> [Int] {
+        var offsets: [Int] = []
+        var from = data.startIndex
+        while let found = data.range(of: Data("OggS".utf8), in: from ..< data.endIndex) {
+            offsets.append(found.lowerBound - data.startIndex)
+            from = found.upperBound
+        }
+        return offsets
+    }
+
+    func testAJournalCutAnywhereRecoversToAPlayableFileOfItsStatedDuration() throws {
+        let work = try TemporaryDirectory()
+        let (pages, header) = try killedJournal(seconds: 6.3, into: work.file("snapshot"), work: work)
+        XCTAssertEqual(header.sampleRate, rate)
+        let offsets = pageOffsets(pages)
+        XCTAssertGreaterThan(offsets.count, 12, "pages of at most 0.5 s: \(offsets.count) pages for 6.3 s")
+
+        // Pages reach the journal promptly: what a kill leaves covers all but the last
+        // moments (decision delay 0, pages of at most 0.5 s).
+        let whole = try XCTUnwrap(OggOpusRepair.repair(pages))
+        XCTAssertTrue(whole.wasCut)
+        XCTAssertGreaterThan(whole.duration, 6.3 - 0.7, "audio given to the encoder but not yet in a page")
+
+        var cuts = [pages.count]
+        for index in [2, 3, offsets.count / 2, offsets.count - 1] {
+            let page = offsets[index]
+            cuts += [page, page + 1, page + 13, page + 27, page + 40]
+        }
+        var generator = SystemRandomNumberGenerator()
+        cuts += (0 ..< 5).map { _ in Int.random(in: offsets[2] ..< pages.count, using: &generator) }
+        for cut in cuts {
+            let truncated = pages.prefix(cut)
+            guard let repaired = OggOpusRepair.repair(truncated) else {
+                XCTAssertLessThanOrEqual(cut, offsets[3], "only a cut inside the first audio page leaves no audio (cut at \(cut))")
+                continue
+            }
+            let lastPage = try XCTUnwrap(repaired.data.range(of: Data("OggS".utf8), options: .backwards)).lowerBound
+            XCTAssertTrue(pages.starts(with: repaired.data.prefix(upTo: lastPage)), "complete pages are kept as they were")
+            XCTAssertEqual(repaired.data[lastPage + 5] & 0x04, 0x04, "the last page ends the stream")
+            let info = try OpusTools.info(repaired.data, in: work)
+            XCTAssertTrue(info.contains("Original sample rate: 16000 Hz"), info)
+            let decoded = try OpusTools.decode(repaired.data, in: work)
+            let stated = Double(repaired.samples48k) / 3
+            XCTAssertEqual(Double(decoded.count), stated, accuracy: 1,
+                           "cut at \(cut) of \(pages.count): opusdec plays what the record states")
+        }
+        XCTAssertNil(OggOpusRepair.repair(pages.prefix(offsets[2])), "headers only: no audio")
+        XCTAssertNil(OggOpusRepair.repair(Data()))
+        XCTAssertNil(OggOpusRepair.repair(Data(repeating: 0, count: 4_096)), "zeros (a power cut's unwritten blocks)")
+        // A power cut can leave zeros where the last blocks were: the pages before them stand.
+        let zeroTail = try XCTUnwrap(OggOpusRepair.repair(pages.prefix(offsets[8] + 10) + Data(repeating: 0, count: 4_096)))
+        XCTAssertEqual(zeroTail.data, try XCTUnwrap(OggOpusRepair.repair(pages.prefix(offsets[8]))).data)
+    }
+
+    func testAFinishedChunkIsUnchangedByRepair() throws {
+        let work = try TemporaryDirectory()
+        let samples = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 4, in: work.path))
+        let encoder = try OggOpusChunkEncoder(.init())
+        try samples.prefix(3 * rate + 77).withUnsafeBufferPointer { try encoder.append($0) }
+        let data = try encoder.finish()
+        let repaired = try XCTUnwrap(OggOpusRepair.repair(data))
+        XCTAssertFalse(repaired.wasCut)
+        XCTAssertEqual(repaired.data, data)
+        XCTAssertEqual(repaired.samples48k, Int64(3 * rate + 77) * 3, "granule minus pre-skip is the chunk's length")
+    }
+
+    /// What a start finds in the journal: a chunk cut off after its overlap (recovered), one
+    /// killed inside its overlap (dropped: its audio is in the previous chunk), one whose
+    /// record is already queued (killed between enqueue and unlink: not written twice), a
+    /// header without pages and a stray page file (removed).
+    func testRecoveryAtStartWritesOnlyWhatIsNotQueuedAndBeyondItsOverlap() throws {
+        let work = try TemporaryDirectory()
+        let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
+        let directory = AudioJournal.directory(forDatabase: queue.path)
+        let cut = UUID(), overlapOnly = UUID(), queued = UUID()
+        let (cutPages, _) = try killedJournal(seconds: 5, overlapFrames: 2 * rate, id: cut, into: directory, work: work)
+        _ = try killedJournal(seconds: 1.5, overlapFrames: 2 * rate, id: overlapOnly, into: directory, work: work)
+        _ = try killedJournal(seconds: 4, id: queued, into: directory, work: work)
+        let alreadyThere = AudioChunk(id: queued, start: t0, frames: 4 * rate, overlapFrames: 0, sampleRate: rate, data: Data([1]))
+        try queue.enqueue(try MicrophoneRecord.make(alreadyThere, bitrate: 16_000))
+        let headerOnly = UUID()
+        try JournalHeader(beginning: ChunkBeginning(id: headerOnly, start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
+            .encoded().write(to: URL(fileURLWithPath: "\(directory)/\(headerOnly.uuidString.lowercased()).json"))
+        try Data("OggS".utf8).write(to: URL(fileURLWithPath: "\(directory)/\(UUID().uuidString.lowercased()).ogg"))
+
+        let stream = MicrophoneStream(config: MicrophoneConfig(), sink: queue, clock: ManualClock(t0), logger: logger,
+                                      captureFactory: { device, _ throws(AudioCaptureError) in
+                                          throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
+                                      },
+                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                      journal: .init(directory: directory, knownRecords: queue))
+        stream.start()
+        try waitUntil("the recovered chunk written", timeout: 30) { stream.stats().chunksWritten == 1 }
+        stream.stop()
+
+        let records = try queue.records(stream: .microphone)
+        XCTAssertEqual(Set(records.map(\.id)), [cut, queued], "the queued chunk once, the overlap-only chunk not at all")
+        let record = try XCTUnwrap(records.first { $0.id == cut })
+        let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
+        let duration = try XCTUnwrap(fields["duration"] as? Double)
+        XCTAssertEqual(fields["overlap_duration"] as? Double, 2)
+        XCTAssertEqual(fields["timestamp_start"] as? String, RFC3339.string(from: t0))
+        XCTAssertEqual(fields["timestamp_end"] as? String, RFC3339.string(from: t0.addingTimeInterval(duration)))
+        XCTAssertEqual(duration, try XCTUnwrap(OggOpusRepair.repair(cutPages)).duration, accuracy: 1e-9)
+        XCTAssertGreaterThan(duration, 4.3)
+        let audio = try XCTUnwrap(Data(base64Encoded: fields["audio_data"] as? String ?? ""))
+        _ = try OpusTools.info(audio, in: work)
+        XCTAssertEqual(Double(try OpusTools.decode(audio, in: work).count), duration * Double(rate), accuracy: 1)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [], "every journal dealt with")
+    }
+}
+
+/// The journal inside the running stream (real ALSA capture through the file plugin).
+extension MicrophoneStreamTests {
+    /// A chunk waits in the writer (the queue refuses it: disk full) when the stream is
+    /// stopped, as the health coordinator's restart does: its journal stays, and the next
+    /// stream writes it before capturing.
+    func testChunksWaitingAtStopAreWrittenByTheNextStreamFromTheJournal() throws {
+        let directory = try TemporaryDirectory()
+        let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
+        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
+        let sink = FillableSink(queue)
+        sink.setFull(true)
+        let progress = ScriptedCapture.Progress()
+        var config = MicrophoneConfig()
+        config.device = rig.device
+        let first = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
+                                     captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet,
+                                                                                         progress: progress, calls: CallCounter()),
+                                     retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                     journal: .init(directory: journalDirectory, knownRecords: queue))
+        first.start()
+        try waitUntil("35 s read and the first chunk refused", timeout: 60) {
+            progress.frames == 35 * rate && first.health().code == .storageFull
+        }
+        first.stop()
+        XCTAssertEqual(first.stats().chunksWaiting, 2, "the full chunk and the one stopped")
+        XCTAssertGreaterThan(first.stats().journalBytes, 60_000)
+        XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 4, "two chunks, pages and header each")
+
+        sink.setFull(false)
+        let second = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
+                                      captureFactory: { device, _ throws(AudioCaptureError) in
+                                          throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
+                                      },
+                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                      journal: .init(directory: journalDirectory, knownRecords: queue))
+        second.start()
+        try waitUntil("both chunks written from the journal", timeout: 30) { second.stats().chunksWritten == 2 }
+        second.stop()
+        let chunks = try chunks(in: queue)
+        XCTAssertEqual(chunks.map(\.duration), [30, 7])
+        XCTAssertEqual(chunks.map(\.overlap), [0, 2])
+        XCTAssertEqual(chunks[1].start.timeIntervalSince(chunks[0].start), 28, accuracy: 1e-6, "timed as when captured")
+        for chunk in chunks {
+            XCTAssertEqual(Double(try OpusTools.decode(chunk.data, in: directory).count), chunk.duration * Double(rate), accuracy: 1)
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
+    }
+
+    /// Once a chunk is in the queue its journal is gone; the counters say what was written.
+    func testAWrittenChunkLeavesNoJournal() throws {
+        let directory = try TemporaryDirectory()
+        let rig = try ALSARig(input: try SpeechInput.make(seconds: 12, in: directory.path))
+        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
+        let progress = ScriptedCapture.Progress()
+        var config = MicrophoneConfig()
+        config.device = rig.device
+        let stream = MicrophoneStream(config: config, sink: queue, clock: ManualClock(t0), logger: logger,
+                                      captureFactory: onceFactory(limitSeconds: 10, afterLimit: .quiet,
+                                                                                          progress: progress, calls: CallCounter()),
+                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                      journal: .init(directory: journalDirectory, knownRecords: queue))
+        stream.start()
+        try waitUntil("10 s read", timeout: 60) { progress.frames == 10 * rate }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "the chunk in progress")
+        stream.stop()
+        XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 1)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
+        let stats = stream.stats()
+        XCTAssertGreaterThan(stats.journalBytes, 15_000)
+        XCTAssertGreaterThanOrEqual(stats.journalSyncs, 3, "header, directory and the finished chunk at least")
+    }
+}
