@@ -176,7 +176,7 @@ for (text,) in db.execute("SELECT record FROM records WHERE stream = 'microphone
     r = json.loads(text)
     print(f"audio chunk: {r['timestamp_start']} .. {r['timestamp_end']}  {r['duration']:.1f} s, "
           f"{len(r['audio_data']) * 3 // 4} bytes of Ogg Opus")
-kinds = db.execute("SELECT json_extract(record, '$.metric_type'), COUNT(*) FROM records WHERE stream = 'health' GROUP BY 1").fetchall()
+kinds = db.execute("SELECT json_extract(record, '$.metric_type'), COUNT(*) FROM records WHERE stream = 'healthkit' GROUP BY 1").fetchall()
 if kinds:
     print("health:", ", ".join(f"{k} {n}" for k, n in kinds))
 PY

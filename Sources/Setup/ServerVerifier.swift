@@ -123,10 +123,10 @@ public struct ServerVerifier: Sendable {
         }
         let ms = Int((elapsed * 1000).rounded())
         switch status {
-        case 200..<300 where json != nil:
+        case 200..<300 where IngestAnswer(response.body) != nil:
             return make(.verified, "verified: the server took the device token (HTTP \(status) in \(ms) ms)", nil)
         case 200..<300:
-            return make(.unexpectedAnswer, "HTTP \(status), but the answer is not the ingest endpoint's JSON\(said)",
+            return make(.unexpectedAnswer, "\(AgentErrorCode.notIngestEndpoint.rawValue) \(IngestAnswer.describeNonAnswer(response))\(said)",
                         "check the endpoint and the ingest path (--ingest-path, default /ingest): this looks like a web page")
         case 300..<400:
             let location = response.headers["location"]

@@ -31,15 +31,13 @@ public struct BackoffSchedule: Sendable, Equatable {
 }
 
 /// One stream's state of retrying: how many times in a row it failed and when it may try again.
-struct RetryState: Sendable, Equatable {
+struct RetryState: Sendable, Equatable, Codable {
     var failures = 0
     var nextAttemptAt: Date?
     var reason: String?
     var code: AgentErrorCode?
-
-    func isDue(at now: Date) -> Bool {
-        nextAttemptAt.map { now >= $0 } ?? true
-    }
+    /// The wait is the server's own `Retry-After`: the network coming back does not cut it short.
+    var serverAsked = false
 
     mutating func failed(at now: Date, reason: String, code: AgentErrorCode?, retryAfter: TimeInterval?,
                          schedule: BackoffSchedule, random: Double) {
@@ -47,9 +45,6 @@ struct RetryState: Sendable, Equatable {
         nextAttemptAt = now.addingTimeInterval(schedule.delay(afterFailures: failures, retryAfter: retryAfter, random: random))
         self.reason = reason
         self.code = code
-    }
-
-    mutating func succeeded() {
-        self = RetryState()
+        serverAsked = retryAfter != nil
     }
 }

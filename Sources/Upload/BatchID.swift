@@ -19,7 +19,7 @@ public enum BatchID {
                                        0x9B, 0x7A, 0x2F, 0x6D, 0x8C, 0x4E, 0x1A, 0x90))
 
     public static func make(stream: StreamName, recordIDs: [UUID]) -> UUID {
-        var name = [UInt8](stream.rawValue.utf8)
+        var name = [UInt8](stream.wireName.utf8)
         name.reserveCapacity(name.count + 1 + 16 * recordIDs.count)
         name.append(0)
         for id in recordIDs { name.append(contentsOf: bytes(of: id)) }

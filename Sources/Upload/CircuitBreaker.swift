@@ -5,8 +5,8 @@ import Foundation
 /// half-open: one small batch goes as a probe; its success closes the breaker, its
 /// failure opens it again for the next, longer step. So a week offline costs one probe
 /// per 5 minutes, not one request per stream per cycle each waiting for a time-out.
-public struct CircuitBreaker: Sendable, Equatable {
-    public enum State: Sendable, Equatable {
+public struct CircuitBreaker: Sendable, Equatable, Codable {
+    public enum State: Sendable, Equatable, Codable {
         case closed
         case open(until: Date)
         case halfOpen
@@ -31,6 +31,11 @@ public struct CircuitBreaker: Sendable, Equatable {
         consecutiveFailures = 0
         trips = 0
         openUntil = nil
+    }
+
+    /// A breaker read back after a restart stays open no later than `latest`.
+    mutating func limit(endingBy latest: Date) {
+        if let end = openUntil, end > latest { openUntil = latest }
     }
 
     /// Returns true when this failure opened the breaker.

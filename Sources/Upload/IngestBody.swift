@@ -18,7 +18,7 @@ public enum IngestBody {
         let payloadBytes = records.reduce(0) { $0 + $1.payload.count }
         var body = Data(capacity: payloadBytes + records.count + envelopeAllowance)
         body.append(contentsOf: #"{"source":"linux","stream":"#.utf8)
-        appendString(stream.rawValue, to: &body)
+        appendString(stream.wireName, to: &body)
         body.append(contentsOf: #","device_id":"#.utf8)
         appendString(deviceID, to: &body)
         body.append(contentsOf: #","records":["#.utf8)

@@ -3,13 +3,15 @@ import Foundation
 
 /// What the contract says to do with a batch after one attempt to send it.
 public enum IngestVerdict: Sendable, Equatable {
-    /// 2xx with nothing rejected: the records are stored.
+    /// 2xx with the ingest answer, nothing rejected and every record sent accepted: the
+    /// only verdict that marks records uploaded.
     case accepted
     /// 400, 413, 422, or a 200 that rejected records: this batch as sent will never be
     /// accepted. Split it to isolate the bad records.
     case rejected(reason: String)
     /// 408, 429, 5xx, no answer, or an endpoint that is not an ingest endpoint (3xx,
-    /// 404, 405): nothing is wrong with the records; try later. Costs no attempt.
+    /// 404, 405, a 2xx without the ingest answer or with fewer accepted than sent):
+    /// nothing is wrong with the records; try later. Costs no attempt.
     case retryLater(reason: String, code: AgentErrorCode?, retryAfter: TimeInterval?)
     /// 401/403: the token was refused (E002). Pause; costs no attempt.
     case unauthorized(reason: String)
@@ -19,7 +21,8 @@ public enum IngestVerdict: Sendable, Equatable {
     /// The uploader is stopping.
     case cancelled
 
-    public static func of(_ result: Result<HTTPResponse, TransportFailure>, now: Date) -> IngestVerdict {
+    /// - Parameter sent: how many records the request carried; a success must account for all.
+    public static func of(_ result: Result<HTTPResponse, TransportFailure>, sent: Int, now: Date) -> IngestVerdict {
         switch result {
         case .failure(let failure):
             switch failure.kind {
@@ -31,21 +34,28 @@ public enum IngestVerdict: Sendable, Equatable {
                 return .retryLater(reason: failure.message, code: nil, retryAfter: nil)
             }
         case .success(let response):
-            return of(response, now: now)
+            return of(response, sent: sent, now: now)
         }
     }
 
-    static func of(_ response: HTTPResponse, now: Date) -> IngestVerdict {
+    static func of(_ response: HTTPResponse, sent: Int, now: Date) -> IngestVerdict {
         let status = response.status
         let retryAfter = response.headers["retry-after"].flatMap { RetryAfter.seconds(from: $0, now: now) }
         switch status {
         case 200..<300:
-            // A 2xx without the contract's fields (204, an empty body) rejected nothing.
-            guard let answer = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-                  let rejected = (answer["rejected"] as? NSNumber)?.intValue, rejected > 0 else {
-                return .accepted
+            // A success is a success only when the server proves it: its answer counts
+            // every record sent as accepted. Anything else leaves the records pending.
+            guard let answer = IngestAnswer(response.body) else {
+                return .retryLater(reason: IngestAnswer.describeNonAnswer(response), code: .notIngestEndpoint, retryAfter: retryAfter)
             }
-            return .rejected(reason: "HTTP \(status) with \(rejected) rejected: \(serverMessage(response))")
+            if answer.rejected > 0 {
+                return .rejected(reason: "HTTP \(status) with \(answer.rejected) rejected: \(serverMessage(response))")
+            }
+            guard answer.accepted == sent else {
+                return .retryLater(reason: "the server answered \(status) with accepted \(answer.accepted) and rejected 0 for \(sent) records sent: not proven stored",
+                                   code: .notIngestEndpoint, retryAfter: retryAfter)
+            }
+            return .accepted
         case 400, 413, 422:
             return .rejected(reason: "HTTP \(status): \(serverMessage(response))")
         case 401, 403:
@@ -53,12 +63,12 @@ public enum IngestVerdict: Sendable, Equatable {
         case 408:
             return .retryLater(reason: "HTTP 408: the server timed out reading the request", code: .networkTimeout, retryAfter: retryAfter)
         case 429:
-            return .retryLater(reason: "HTTP 429: the server asks to slow down", code: nil, retryAfter: retryAfter)
+            return .retryLater(reason: "HTTP 429: the server asks to slow down", code: .rateLimited, retryAfter: retryAfter)
         case 500..<600:
             return .retryLater(reason: "HTTP \(status): \(serverMessage(response))", code: .serverError, retryAfter: retryAfter)
         case 300..<400, 404, 405:
             return .retryLater(reason: "HTTP \(status): this is not the ingest endpoint: check [server] endpoint and ingest_path",
-                               code: nil, retryAfter: retryAfter)
+                               code: .notIngestEndpoint, retryAfter: retryAfter)
         default:
             return .blamed(reason: "HTTP \(status): \(serverMessage(response))")
         }

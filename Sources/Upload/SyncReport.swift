@@ -21,6 +21,8 @@ public struct SyncReport: Sendable, Equatable {
         case notConfigured(reason: String)
         case authPaused(until: Date)
         case circuitOpen(until: Date)
+        /// The server answered 429: every stream waits until then.
+        case rateLimited(until: Date)
         /// The queue could not be read.
         case storeError(reason: String)
         case stopped
@@ -69,6 +71,10 @@ public struct UploadSchedule: Sendable, Equatable {
     public var breaker: CircuitBreaker.State
     public var breakerTrips: Int
     public var authPausedUntil: Date?
+    /// The endpoint-wide wait after a 429.
+    public var rateLimitedUntil: Date?
+    /// Streams whose every record the server refuses, with the end of their pause.
+    public var streamRefusedUntil: [StreamName: Date]
     /// Streams that failed and wait, with the time they may try again.
     public var streamRetryAt: [StreamName: Date]
     public var streamFailures: [StreamName: Int]

@@ -17,6 +17,8 @@ public struct SyncSummary: Sendable {
             case .notConfigured(let reason): return "nothing sent: \(reason)"
             case .authPaused(let until), .circuitOpen(let until):
                 return "nothing sent: uploads are paused until \(RFC3339.string(from: until))"
+            case .rateLimited(let until):
+                return "nothing sent: \(AgentErrorCode.rateLimited.rawValue) the server asked to slow down; uploads wait until \(RFC3339.string(from: until))"
             case .storeError(let reason): return "nothing sent: the queue could not be read: \(reason)"
             case .stopped: return "nothing sent: stopped"
             }

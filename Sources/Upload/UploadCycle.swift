@@ -2,13 +2,8 @@ import AgentCore
 import Foundation
 import Logging
 
-/// One pass over the queue: for each stream with pending records, batches bounded by
-/// count and bytes are sent one after another over one transport (one connection),
-/// and each is marked by the answer. Streams are independent: a stream that must wait
-/// is skipped and the others go on; only an endpoint-wide problem (breaker open, token
-/// refused, stopping) ends the whole cycle.
-struct UploadCycle {
-    let forced: Bool
+/// What every upload cycle works with: built once by the `Uploader`, handed to each cycle.
+struct UploadContext: Sendable {
     let upload: UploadConfig
     let policy: UploadPolicy
     let store: any UploadStore
@@ -18,35 +13,87 @@ struct UploadCycle {
     let makeTransport: HTTPTransportFactory
     let random: @Sendable () -> Double
     let isStopping: @Sendable () -> Bool
+}
+
+/// One pass over the queue: for each stream with pending records, batches bounded by
+/// count and bytes are sent one after another over one transport (one connection),
+/// and each is marked by the answer. Streams are independent: a stream that must wait
+/// is skipped and the others go on; only an endpoint-wide problem (breaker open, token
+/// refused, 429, stopping) ends the whole cycle.
+///
+/// Records become `uploaded` only on the ingest endpoint's proof (`IngestVerdict.accepted`),
+/// and `failed` only when the server refused them while it took others of the same stream.
+struct UploadCycle {
+    let forced: Bool
+    let context: UploadContext
     let progress: ((SyncProgress) -> Void)?
 
     private var transport: (any HTTPTransport)?
     private var settings: ServerSettings
 
-    init(forced: Bool, upload: UploadConfig, policy: UploadPolicy, store: any UploadStore, clock: any WallClock,
-         logger: Logger, state: UploaderStateBox, makeTransport: @escaping HTTPTransportFactory,
-         random: @escaping @Sendable () -> Double, isStopping: @escaping @Sendable () -> Bool,
-         progress: ((SyncProgress) -> Void)?) {
+    init(forced: Bool, context: UploadContext, progress: ((SyncProgress) -> Void)?) {
         self.forced = forced
-        self.upload = upload
-        self.policy = policy
-        self.store = store
-        self.clock = clock
-        self.logger = logger
-        self.state = state
-        self.makeTransport = makeTransport
-        self.random = random
-        self.isStopping = isStopping
+        self.context = context
         self.progress = progress
-        settings = state.with { $0.settings }
+        settings = context.state.with { $0.settings }
     }
 
-    /// How a batch (or one of its split halves) ended.
-    private enum Delivery {
-        case done
-        case retryLater(reason: String, code: AgentErrorCode?, retryAfter: TimeInterval?)
-        case unauthorized(reason: String)
-        case blamed(reason: String)
+    private var store: any UploadStore { context.store }
+    private var logger: Logger { context.logger }
+    private var clock: any WallClock { context.clock }
+    private var state: UploaderStateBox { context.state }
+    private var policy: UploadPolicy { context.policy }
+
+    /// Why a batch did not go through, for the one piece of bookkeeping all failures share.
+    private struct Failure {
+        enum Kind {
+            /// Network, 5xx, 408, not the ingest endpoint: the stream waits by the backoff
+            /// schedule and counts towards the endpoint's breaker.
+            case outage
+            /// 429: the whole endpoint waits (`Retry-After`, else the backoff schedule).
+            case rateLimited
+            /// 401/403: uploads pause with a growing pause until the token is fixed.
+            case unauthorized
+            /// An answer that blames the batch without naming a record: one attempt each.
+            case blamed
+            /// Every record refused while the server took none of the stream: a stream
+            /// the server does not know, not bad records. Nothing failed, no attempt used.
+            case streamRefused
+        }
+        var kind: Kind
+        var reason: String
+        var code: AgentErrorCode?
+        var retryAfter: TimeInterval?
+
+        init(_ verdict: IngestVerdict) {
+            switch verdict {
+            case .retryLater(let reason, let code, let retryAfter):
+                self.init(kind: code == .rateLimited ? .rateLimited : .outage, reason: reason, code: code, retryAfter: retryAfter)
+            case .unauthorized(let reason):
+                self.init(kind: .unauthorized, reason: reason, code: .invalidToken)
+            case .blamed(let reason):
+                self.init(kind: .blamed, reason: reason)
+            case .accepted, .rejected, .cancelled:
+                preconditionFailure("not a failure: \(verdict)")
+            }
+        }
+
+        init(kind: Kind, reason: String, code: AgentErrorCode? = nil, retryAfter: TimeInterval? = nil) {
+            self.kind = kind
+            self.reason = reason
+            self.code = code
+            self.retryAfter = retryAfter
+        }
+
+        var noted: String { "\(code.map { "\($0.rawValue) " } ?? "")\(reason)" }
+    }
+
+    /// What sending a batch, with the halves it was split into, came to.
+    private enum Sent {
+        /// The server answered every record: `accepted` stored, `refused` refused one by one
+        /// (not yet marked: whether they are bad depends on whether the stream works at all).
+        case answered(accepted: Int, refused: [(record: QueuedRecord, reason: String)])
+        case failed(Failure)
         case cancelled
         case storeError(String)
     }
@@ -86,20 +133,16 @@ struct UploadCycle {
 
     /// Why this cycle may not send anything at all.
     private func gate(at now: Date) -> SyncReport.Skip? {
-        if isStopping() { return .stopped }
+        if context.isStopping() { return .stopped }
         if let problem = settings.configurationProblem { return .notConfigured(reason: problem) }
         guard !forced else { return nil }
-        return state.with { s -> SyncReport.Skip? in
-            if s.authPause.isPaused(at: now), let until = s.authPause.until { return .authPaused(until: until) }
-            if case .open(let until) = s.breaker.state(at: now) { return .circuitOpen(until: until) }
-            return nil
-        }
+        return state.with { $0.endpointWait(at: now)?.why }
     }
 
     /// Sends `stream`'s pending records batch by batch. Returns true when the whole
     /// cycle must end (the endpoint is failing, the token was refused, stopping).
     private mutating func runStream(_ stream: StreamName, into result: inout SyncReport.StreamResult) -> Bool {
-        if !forced, let wait = state.with({ $0.retries[stream]?.nextAttemptAt }), clock.now() < wait {
+        if !forced, let wait = state.with({ $0.streamWait(stream, at: clock.now()) }) {
             result.outcome = .waiting(until: wait)
             return false
         }
@@ -109,10 +152,10 @@ struct UploadCycle {
         self.progress?(progress)
 
         while true {
-            if isStopping() { return true }
-            let probe = !forced && state.with { $0.breaker.state(at: clock.now()) == .halfOpen }
-            let maxRecords = probe ? min(policy.probeMaxRecords, upload.batchMaxRecords) : upload.batchMaxRecords
-            let maxBody = probe ? min(policy.probeMaxBytes, upload.batchMaxBytes) : upload.batchMaxBytes
+            if context.isStopping() { return true }
+            let probe = !forced && state.with { $0.memory.breaker.state(at: clock.now()) == .halfOpen }
+            let maxRecords = probe ? min(policy.probeMaxRecords, context.upload.batchMaxRecords) : context.upload.batchMaxRecords
+            let maxBody = probe ? min(policy.probeMaxBytes, context.upload.batchMaxBytes) : context.upload.batchMaxBytes
             let batch: [QueuedRecord]
             do {
                 batch = try store.pendingBatch(stream: stream, maxCount: maxRecords,
@@ -128,29 +171,31 @@ struct UploadCycle {
             }
             if probe { logger.info("endpoint half-open: probing with \(batch.count) \(stream.rawValue) records") }
 
-            switch deliver(batch[...], stream: stream, result: &result, progress: &progress) {
-            case .done:
-                continue
+            var sent = send(batch[...], stream: stream, result: &result, progress: &progress)
+            if case .answered(0, let refused) = sent, !refused.isEmpty {
+                sent = judgeWholeRefusal(refused, stream: stream, result: &result, progress: &progress)
+            }
+            switch sent {
+            case .answered(_, let refused):
+                if let problem = markRefused(refused, result: &result, progress: &progress) {
+                    result.outcome = .storeError(reason: problem)
+                    return false
+                }
             case .cancelled:
                 return true
             case .storeError(let reason):
                 result.outcome = .storeError(reason: reason)
                 return false
-            case .retryLater(let reason, let code, let retryAfter):
-                return retryLater(stream, batch, reason: reason, code: code, retryAfter: retryAfter, result: &result)
-            case .unauthorized(let reason):
-                return unauthorized(stream, batch, reason: reason, result: &result)
-            case .blamed(let reason):
-                blamed(stream, batch, reason: reason, result: &result)
-                return false
+            case .failed(let failure):
+                return fail(stream, batch, failure, result: &result)
             }
         }
     }
 
     /// Sends `records` as one request and acts on the answer; a batch the server will
-    /// never take is split in halves until the bad records stand alone.
-    private mutating func deliver(_ records: ArraySlice<QueuedRecord>, stream: StreamName,
-                                  result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> Delivery {
+    /// never take is split in halves until the refused records stand alone.
+    private mutating func send(_ records: ArraySlice<QueuedRecord>, stream: StreamName,
+                               result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> Sent {
         let batch = Array(records)
         let batchID = BatchID.make(stream: stream, recordIDs: batch.map(\.id))
         let body = IngestBody.build(stream: stream, deviceID: settings.deviceID, records: batch,
@@ -158,20 +203,14 @@ struct UploadCycle {
         let payloadBytes = Int64(batch.reduce(0) { $0 + $1.payload.count })
         let request: HTTPRequest
         do {
-            request = try makeRequest(body: body, batchID: batchID)
+            request = try IngestBody.request(settings: settings, body: body, batchID: batchID)
+            if transport == nil { transport = try context.makeTransport(settings, context.isStopping) }
         } catch {
-            return .retryLater(reason: "\(error)", code: nil, retryAfter: nil)
-        }
-        if transport == nil {
-            do {
-                transport = try makeTransport(settings, isStopping)
-            } catch {
-                return .retryLater(reason: "\(error)", code: nil, retryAfter: nil)
-            }
+            return .failed(Failure(kind: .outage, reason: "\(error)"))
         }
         guard let transport else { return .cancelled }
         result.requests += 1
-        let verdict = IngestVerdict.of(transport.send(request), now: clock.now())
+        let verdict = IngestVerdict.of(transport.send(request), sent: batch.count, now: clock.now())
         logger.debug("batch \(batchID.uuidString.lowercased()) of \(batch.count) \(stream.rawValue) records (\(body.count) bytes): \(verdict)")
 
         switch verdict {
@@ -186,144 +225,187 @@ struct UploadCycle {
                 logger.error("delivered \(batch.count) \(stream.rawValue) records but cannot mark them: \(error)")
                 return .storeError("\(error)")
             }
-            endpointAnswered(stream: stream)
+            endpointAnswered(stream: stream, tookRecords: true)
             result.recordsSent += batch.count
             result.bytesSent += payloadBytes
             result.wireBytes += Int64(request.body.count)
             progress.recordsSent += batch.count
             progress.bytesSent += payloadBytes
             self.progress?(progress)
-            return .done
+            return .answered(accepted: batch.count, refused: [])
 
         case .rejected(let reason):
-            endpointAnswered(stream: stream)
-            guard batch.count > 1 else { return isolate(batch[0], reason: reason, result: &result, progress: &progress) }
+            endpointAnswered(stream: stream, tookRecords: false)
+            guard batch.count > 1 else { return .answered(accepted: 0, refused: [(batch[0], reason)]) }
             let middle = records.startIndex + records.count / 2
             logger.notice("the server refused a batch of \(batch.count) \(stream.rawValue) records (\(reason)): splitting it to find the bad records")
+            var accepted = 0
+            var refused: [(record: QueuedRecord, reason: String)] = []
             for half in [records[..<middle], records[middle...]] {
-                let outcome = deliver(half, stream: stream, result: &result, progress: &progress)
-                guard case .done = outcome else { return outcome }
+                let outcome = send(half, stream: stream, result: &result, progress: &progress)
+                guard case .answered(let a, let r) = outcome else { return outcome }
+                accepted += a
+                refused += r
             }
-            return .done
+            return .answered(accepted: accepted, refused: refused)
 
-        case .retryLater(let reason, let code, let retryAfter):
-            return .retryLater(reason: reason, code: code, retryAfter: retryAfter)
-        case .unauthorized(let reason):
-            return .unauthorized(reason: reason)
-        case .blamed(let reason):
-            return .blamed(reason: reason)
         case .cancelled:
             return .cancelled
+        case .retryLater, .unauthorized, .blamed:
+            return .failed(Failure(verdict))
         }
     }
 
-    private func makeRequest(body: Data, batchID: UUID) throws -> HTTPRequest {
-        try IngestBody.request(settings: settings, body: body, batchID: batchID)
-    }
-
-    /// A record the server refuses on its own: failed for good, with the server's reason.
-    private func isolate(_ record: QueuedRecord, reason: String, result: inout SyncReport.StreamResult,
-                         progress: inout SyncProgress) -> Delivery {
-        let id = record.id.uuidString.lowercased()
-        logger.error("the server refuses \(record.stream.rawValue) record \(id) (queue seq \(record.seq)): \(reason); it is marked failed and will not be sent again")
+    /// Every record of a batch was refused, one by one. Bad records, or a stream the
+    /// server does not take at all (an unknown stream name answers exactly so)? The
+    /// stream's newest record, sent alone, tells them apart: if the server takes it, the
+    /// refused ones are bad; if it refuses that too, the stream is refused.
+    private mutating func judgeWholeRefusal(_ refused: [(record: QueuedRecord, reason: String)], stream: StreamName,
+                                            result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> Sent {
+        let refusedSeqs = Set(refused.map(\.record.seq))
+        let newest: QueuedRecord?
         do {
-            try store.markFailed([record.seq], error: reason)
-            try store.recordUploadResult(stream: record.stream, success: false, result: "record \(id) refused: \(reason)",
-                                         code: nil, records: 0, bytes: 0)
+            newest = try store.newestPending(stream: stream)
         } catch {
-            logger.error("cannot mark record \(id) failed: \(error)")
             return .storeError("\(error)")
         }
-        result.recordsFailed += 1
-        progress.recordsFailed += 1
-        self.progress?(progress)
-        return .done
+        if let newest, !refusedSeqs.contains(newest.seq) {
+            switch send([newest][...], stream: stream, result: &result, progress: &progress) {
+            case .answered(1, _):
+                return .answered(accepted: 0, refused: refused)
+            case .answered:
+                break
+            case let other:
+                return other
+            }
+        }
+        let reason = "the server refuses every \(stream.rawValue) record (\(refused.count) sent, none taken; it said: \(refused[0].reason)): "
+            + "check the server version and its stream names (this one is sent as \"\(stream.wireName)\")"
+        return .failed(Failure(kind: .streamRefused, reason: reason, code: .streamRefused))
     }
 
-    /// The endpoint answered as an ingest endpoint: it is up and the token is good.
-    private func endpointAnswered(stream: StreamName) {
+    /// Records the server refused while it took others of the stream: failed for good, with its reason.
+    private func markRefused(_ refused: [(record: QueuedRecord, reason: String)], result: inout SyncReport.StreamResult,
+                             progress: inout SyncProgress) -> String? {
+        for (record, reason) in refused {
+            let id = record.id.uuidString.lowercased()
+            logger.error("the server refuses \(record.stream.rawValue) record \(id) (queue seq \(record.seq)): \(reason); it is marked failed and will not be sent again")
+            do {
+                try store.markFailed([record.seq], error: reason)
+                try store.recordUploadResult(stream: record.stream, success: false, result: "record \(id) refused: \(reason)",
+                                             code: nil, records: 0, bytes: 0)
+            } catch {
+                logger.error("cannot mark record \(id) failed: \(error)")
+                return "\(error)"
+            }
+            result.recordsFailed += 1
+            progress.recordsFailed += 1
+        }
+        if !refused.isEmpty { self.progress?(progress) }
+        return nil
+    }
+
+    /// The endpoint answered as an ingest endpoint: it is up and the token is good; and
+    /// when it stored records of `stream`, it takes that stream.
+    private func endpointAnswered(stream: StreamName, tookRecords: Bool) {
         state.with { s in
-            s.breaker.recordSuccess()
-            s.retries[stream] = nil
-            s.authPause.clear()
-            s.lastFailure = nil
+            if tookRecords { s.memory.refusals[stream.rawValue] = nil }
+            s.memory.breaker.recordSuccess()
+            s.memory.retries[stream.rawValue] = nil
+            s.memory.authPause.clear()
+            s.memory.hold = nil
+            s.memory.lastFailure = nil
         }
     }
 
-    private func retryLater(_ stream: StreamName, _ batch: [QueuedRecord], reason: String, code: AgentErrorCode?,
-                            retryAfter: TimeInterval?, result: inout SyncReport.StreamResult) -> Bool {
+    /// The bookkeeping every failure shares: the records keep their place (only `blamed`
+    /// uses attempts), `status` hears of it, the right wait is set, one log line says why.
+    /// Returns true when the whole cycle must end.
+    private func fail(_ stream: StreamName, _ batch: [QueuedRecord], _ failure: Failure,
+                      result: inout SyncReport.StreamResult) -> Bool {
         let now = clock.now()
-        let noted = "\(code.map { "\($0.rawValue) " } ?? "")\(reason)"
-        // An outage is not the records' fault: their attempt counts stay as they are.
-        try? store.noteAttempt(batch.map(\.seq), error: noted)
-        try? store.recordUploadResult(stream: stream, success: false, result: noted, code: code, records: 0, bytes: 0)
-        let (retryAt, breakerOpen) = state.with { s -> (Date, Date?) in
-            var retry = s.retries[stream] ?? RetryState()
-            retry.failed(at: now, reason: reason, code: code, retryAfter: retryAfter, schedule: policy.backoff, random: random())
-            s.retries[stream] = retry
-            s.breaker.recordFailure(at: now, retryAfter: retryAfter, schedule: policy.backoff, random: random())
-            s.lastFailure = (reason, code)
-            guard case .open(let until) = s.breaker.state(at: now) else { return (retry.nextAttemptAt ?? now, nil) }
-            // The endpoint as a whole is failing: the breaker alone says when to try
-            // again (its probe goes to whichever stream has records), so the streams'
-            // own waits, drawn with other jitter, must not hold the probe back.
-            s.retries.removeAll()
-            return (until, until)
+        let seqs = batch.map(\.seq)
+        if failure.kind == .blamed {
+            try? store.recordFailedAttempt(seqs, error: failure.noted)
+        } else {
+            try? store.noteAttempt(seqs, error: failure.noted)
         }
-        result.outcome = .retryLater(reason: reason, code: code, at: retryAt)
-        if let breakerOpen {
-            logger.warning("\(noted): the endpoint is failing; no uploads until \(RFC3339.string(from: breakerOpen))")
-            return true
+        try? store.recordUploadResult(stream: stream, success: false, result: failure.noted, code: failure.code, records: 0, bytes: 0)
+
+        let random = context.random
+        let (until, endsCycle) = state.with { s -> (Date, Bool) in
+            switch failure.kind {
+            case .unauthorized:
+                s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
+                return (s.memory.authPause.refused(at: now), true)
+            case .rateLimited:
+                let count = (s.memory.hold?.count ?? 0) + 1
+                let until = now.addingTimeInterval(policy.backoff.delay(afterFailures: count, retryAfter: failure.retryAfter, random: random()))
+                s.memory.hold = EndpointHold(until: until, count: count, reason: failure.reason)
+                s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
+                return (until, true)
+            case .streamRefused:
+                var pause = s.memory.refusals[stream.rawValue] ?? policy.streamRefusal()
+                let until = pause.refused(at: now)
+                s.memory.refusals[stream.rawValue] = pause
+                return (until, false)
+            case .blamed, .outage:
+                var retry = s.retry(stream) ?? RetryState()
+                retry.failed(at: now, reason: failure.reason, code: failure.code, retryAfter: failure.retryAfter,
+                             schedule: policy.backoff, random: random())
+                s.memory.retries[stream.rawValue] = retry
+                guard failure.kind == .outage else { return (retry.nextAttemptAt ?? now, false) }
+                s.memory.breaker.recordFailure(at: now, retryAfter: failure.retryAfter, schedule: policy.backoff, random: random())
+                s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
+                guard case .open(let until) = s.memory.breaker.state(at: now) else { return (retry.nextAttemptAt ?? now, false) }
+                // The endpoint as a whole is failing: the breaker alone says when to try
+                // again (its probe goes to whichever stream has records), so the streams'
+                // own waits, drawn with other jitter, must not hold the probe back.
+                s.memory.retries = s.memory.retries.filter { $0.value.serverAsked }
+                return (until, true)
+            }
         }
-        logger.warning("\(stream.rawValue): \(noted); retrying at \(RFC3339.string(from: retryAt))")
-        return false
+
+        let at = RFC3339.string(from: until)
+        switch failure.kind {
+        case .unauthorized:
+            logger.error("E002 \(failure.reason); uploads paused until \(at), nothing is dropped")
+            result.outcome = .unauthorized(reason: failure.reason, until: until)
+        case .rateLimited:
+            logger.warning("\(failure.noted): no uploads to this endpoint, of any stream, until \(at)")
+            result.outcome = .retryLater(reason: failure.reason, code: failure.code, at: until)
+        case .streamRefused:
+            logger.error("\(failure.noted); the records stay queued (none failed, no attempt used); \(stream.rawValue) uploads pause until \(at)")
+            result.outcome = .retryLater(reason: failure.reason, code: failure.code, at: until)
+        case .blamed:
+            logger.warning("\(stream.rawValue): \(failure.reason); the batch's records lose one of their \(QueuePolicy.maxAttempts) attempts; retrying at \(at)")
+            result.outcome = .retryLater(reason: failure.reason, code: nil, at: until)
+        case .outage:
+            if endsCycle {
+                logger.warning("\(failure.noted): the endpoint is failing; no uploads until \(at)")
+            } else {
+                logger.warning("\(stream.rawValue): \(failure.noted); retrying at \(at)")
+            }
+            result.outcome = .retryLater(reason: failure.reason, code: failure.code, at: until)
+        }
+        return endsCycle
     }
 
-    private func unauthorized(_ stream: StreamName, _ batch: [QueuedRecord], reason: String,
-                              result: inout SyncReport.StreamResult) -> Bool {
-        let now = clock.now()
-        try? store.noteAttempt(batch.map(\.seq), error: "E002 \(reason)")
-        try? store.recordUploadResult(stream: stream, success: false, result: "E002 \(reason)",
-                                      code: .invalidToken, records: 0, bytes: 0)
-        let until = state.with { s in
-            s.lastFailure = (reason, .invalidToken)
-            return s.authPause.refused(at: now)
-        }
-        logger.error("E002 \(reason); uploads paused until \(RFC3339.string(from: until)), nothing is dropped")
-        result.outcome = .unauthorized(reason: reason, until: until)
-        return true
-    }
-
-    /// An answer that blames the batch without naming a record: one attempt counted
-    /// against each record (five and it fails), and the stream waits like after a failure.
-    private func blamed(_ stream: StreamName, _ batch: [QueuedRecord], reason: String, result: inout SyncReport.StreamResult) {
-        let now = clock.now()
-        try? store.recordFailedAttempt(batch.map(\.seq), error: reason)
-        try? store.recordUploadResult(stream: stream, success: false, result: reason, code: nil, records: 0, bytes: 0)
-        let retryAt = state.with { s -> Date in
-            var retry = s.retries[stream] ?? RetryState()
-            retry.failed(at: now, reason: reason, code: nil, retryAfter: nil, schedule: policy.backoff, random: random())
-            s.retries[stream] = retry
-            return retry.nextAttemptAt ?? now
-        }
-        logger.warning("\(stream.rawValue): \(reason); the batch's records lose one of their \(QueuePolicy.maxAttempts) attempts; retrying at \(RFC3339.string(from: retryAt))")
-        result.outcome = .retryLater(reason: reason, code: nil, at: retryAt)
-    }
-
-    /// Writes the pause and retry times for `status` when they changed.
+    /// Writes what decides the next attempt to the queue database when it changed: the
+    /// whole memory (read back after a restart) and the two times `status` shows.
     private func publishState() {
         let now = clock.now()
-        let (pause, retry, changed) = state.with { s -> (Date?, Date?, Bool) in
-            let pause = s.authPause.isPaused(at: now) ? s.authPause.until : nil
-            let retry: Date? = if case .open(let until) = s.breaker.state(at: now) { until } else { nil }
-            let changed = pause != s.publishedAuthPause || retry != s.publishedRetryAt
-            s.publishedAuthPause = pause
-            s.publishedRetryAt = retry
-            return (pause, retry, changed)
+        let snapshot = state.with { s -> (memory: UploaderMemory, pause: Date?, retry: Date?)? in
+            guard s.published != s.memory else { return nil }
+            s.published = s.memory
+            let pause = s.memory.authPause.isPaused(at: now) ? s.memory.authPause.until : nil
+            let wait = s.endpointWait(at: now)
+            return (s.memory, pause, wait.flatMap { pause == nil ? $0.until : nil })
         }
-        guard changed else { return }
-        try? store.setState(AgentStateKey.uploadAuthPausedUntil, pause.map(RFC3339.string(from:)))
-        try? store.setState(AgentStateKey.uploadRetryAt, retry.map(RFC3339.string(from:)))
+        guard let snapshot else { return }
+        try? store.setState(AgentStateKey.uploadMemory, snapshot.memory.isEmpty ? nil : snapshot.memory.encoded())
+        try? store.setState(AgentStateKey.uploadAuthPausedUntil, snapshot.pause.map(RFC3339.string(from:)))
+        try? store.setState(AgentStateKey.uploadRetryAt, snapshot.retry.map(RFC3339.string(from:)))
     }
 
     private func logSummary(_ report: SyncReport) {

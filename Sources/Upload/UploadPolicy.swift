@@ -1,6 +1,5 @@
 import AgentCore
 import Foundation
-import Synchronization
 
 /// The uploader's fixed rules, in one place (the tunable numbers live in `[upload]`
 /// and `[server]`; these are the contract's and rarely worth changing).
@@ -15,32 +14,15 @@ public struct UploadPolicy: Sendable, Equatable {
     /// Pause after a refused token: this long first, doubling up to `authPauseMaximum`.
     public var authPauseFirst: TimeInterval = 300
     public var authPauseMaximum: TimeInterval = 3_600
+    /// Pause of a stream whose every record the server refuses (E007): the same growth.
+    public var streamRefusalFirst: TimeInterval = 300
+    public var streamRefusalMaximum: TimeInterval = 3_600
+    /// The longest any wait read back after a restart may still last (the cap of a
+    /// `Retry-After`), so a clock that was wrong when it was written cannot hold uploads longer.
+    public var longestRestoredWait: TimeInterval = 86_400
+
+    func authPause() -> GrowingPause { GrowingPause(first: authPauseFirst, maximum: authPauseMaximum) }
+    func streamRefusal() -> GrowingPause { GrowingPause(first: streamRefusalFirst, maximum: streamRefusalMaximum) }
 
     public init() {}
-}
-
-/// The uploader's memory between cycles. Guarded by `UploaderStateBox`'s lock; cycles
-/// and `health()` hold it only for short reads and updates, never across a request.
-struct UploaderState: Sendable {
-    var settings: ServerSettings
-    var retries: [StreamName: RetryState] = [:]
-    var breaker: CircuitBreaker
-    var authPause: AuthPause
-    /// The last failure that did not blame the records, for `health()`.
-    var lastFailure: (reason: String, code: AgentErrorCode?)?
-    /// What was last written to `agent_state`, so unchanged values are not rewritten.
-    var publishedRetryAt: Date?
-    var publishedAuthPause: Date?
-}
-
-final class UploaderStateBox: Sendable {
-    let lock: Mutex<UploaderState>
-
-    init(_ state: UploaderState) {
-        lock = Mutex(state)
-    }
-
-    func with<T>(_ body: (inout UploaderState) -> T) -> T {
-        lock.withLock { body(&$0) }
-    }
 }

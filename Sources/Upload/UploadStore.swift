@@ -9,6 +9,7 @@ public protocol UploadStore: UploadQueue {
     func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
                             records: Int, bytes: Int) throws
     func setState(_ key: String, _ value: String?) throws
+    func state(_ key: String) throws -> String?
 }
 
 extension SQLiteQueue: UploadStore {

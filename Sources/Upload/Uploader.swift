@@ -17,18 +17,27 @@ public final class Uploader: Sendable {
     private let store: any UploadStore
     private let clock: any WallClock
     private let logger: Logger
-    private let makeTransport: HTTPTransportFactory
-    private let random: @Sendable () -> Double
     private let state: UploaderStateBox
-    private let stopping = Atomic<Bool>(false)
+    private let stopping: StopFlag
+    private let context: UploadContext
     private let cycles = DispatchQueue(label: "ariata.upload.cycles")
     private let timer = Mutex<ReliableTimer?>(nil)
+    private let suspend = Mutex(SuspendDetector())
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
     private let uploadLock: FileLock?
 
+    /// Set by `stop()`, read by cycles and the transport's abort check.
+    final class StopFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .relaxed) }
+        func set(_ stopping: Bool) { value.store(stopping, ordering: .sequentiallyConsistent) }
+    }
+
     /// - Parameters:
-    ///   - store: the queue (`SQLiteQueue`).
+    ///   - store: the queue (`SQLiteQueue`). What decides the next attempt (backoff,
+    ///     breaker, token pause, 429 hold, refused streams) is read back from it, so a
+    ///     restart does not hammer a failing server.
     ///   - clock: the time used for backoff, pauses and the body's `timestamp`;
     ///     a `ManualClock` makes schedules testable without sleeping.
     ///   - makeTransport: one transport per cycle; libcurl unless a test wraps it.
@@ -47,12 +56,27 @@ public final class Uploader: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
-        self.makeTransport = makeTransport
-        self.random = random
+        let settings = ServerSettings(server)
+        let fingerprint = UploaderMemory.fingerprint(settings)
+        let stored = try? store.state(AgentStateKey.uploadMemory)
+        let restored = UploaderMemory.restore(from: stored, server: fingerprint, policy: policy, now: clock.now())
+        if let restored, !restored.isEmpty {
+            logger.info("upload waits read back from the last run: \(Self.describe(restored, at: clock.now()))")
+        }
         state = UploaderStateBox(UploaderState(
-            settings: ServerSettings(server),
-            breaker: CircuitBreaker(threshold: policy.breakerThreshold),
-            authPause: AuthPause(first: policy.authPauseFirst, maximum: policy.authPauseMaximum)))
+            settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
+            published: restored))
+        if restored == nil, stored != nil {
+            // Another server or token than the memory was about: its waits do not apply,
+            // and `status` must not go on showing them.
+            for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt] {
+                try? store.setState(key, nil)
+            }
+        }
+        let stopping = StopFlag()
+        self.stopping = stopping
+        context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
+                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet })
     }
 
     deinit {
@@ -66,7 +90,7 @@ public final class Uploader: Sendable {
     /// Starts the timer: a first cycle at once (daemon start), then one every interval,
     /// earlier when a retry falls due. Returns at once.
     public func start() {
-        stopping.store(false, ordering: .sequentiallyConsistent)
+        stopping.set(false)
         let fresh = ReliableTimer(label: "ariata.upload.timer") { [weak self] in self?.timerFired() }
         let old = timer.withLock { current -> ReliableTimer? in
             defer { current = fresh }
@@ -80,7 +104,7 @@ public final class Uploader: Sendable {
     /// its bookkeeping and returns when it has. Records not confirmed stay pending.
     /// Not to be called from a progress callback.
     public func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
+        stopping.set(true)
         let old = timer.withLock { current -> ReliableTimer? in
             defer { current = nil }
             return current
@@ -109,18 +133,33 @@ public final class Uploader: Sendable {
     /// forgets the failures of the old endpoint, then runs a cycle soon.
     public func updateServer(_ server: ServerConfig) {
         let settings = ServerSettings(server)
-        state.with { s in
-            guard s.settings != settings else { return }
+        let changed = state.with { s -> Bool in
+            guard s.settings != settings else { return false }
             s.settings = settings
-            s.authPause.clear()
-            s.breaker = CircuitBreaker(threshold: policy.breakerThreshold)
-            s.retries.removeAll()
-            s.lastFailure = nil
-            s.publishedAuthPause = nil
-            s.publishedRetryAt = nil
+            s.memory = UploaderMemory(policy: policy, server: UploaderMemory.fingerprint(settings))
+            s.published = s.memory
+            return true
         }
-        try? store.setState(AgentStateKey.uploadAuthPausedUntil, nil)
-        try? store.setState(AgentStateKey.uploadRetryAt, nil)
+        guard changed else { return }
+        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt] {
+            try? store.setState(key, nil)
+        }
+        timer.withLock { $0 }?.fireNow()
+    }
+
+    /// The network came back after an outage (a default route or an address appeared), or
+    /// the machine resumed from suspend: the backoff and the breaker that the outage caused
+    /// are forgotten and a cycle runs now. What the server itself asked for stays: a 429's
+    /// wait, a `Retry-After`, the token pause, a refused stream.
+    public func networkReturned(_ why: String) {
+        let waited = state.with { s -> Bool in
+            let waiting = s.memory.breaker.consecutiveFailures > 0 || s.memory.breaker.openUntil != nil
+                || s.memory.retries.values.contains { !$0.serverAsked }
+            s.forgetNetworkFailures(policy: policy)
+            return waiting
+        }
+        guard waited else { return }
+        logger.notice("\(why): backoff reset, uploading now")
         timer.withLock { $0 }?.fireNow()
     }
 
@@ -131,13 +170,23 @@ public final class Uploader: Sendable {
         let now = clock.now()
         return state.with { s in
             if let problem = s.settings.configurationProblem { return .unhealthy(reason: problem) }
-            if s.authPause.refusals > 0 {
-                let until = s.authPause.until.map { "; uploads paused until \(RFC3339.string(from: $0))" } ?? ""
+            let memory = s.memory
+            if memory.authPause.refusals > 0 {
+                let until = memory.authPause.until.map { "; uploads paused until \(RFC3339.string(from: $0))" } ?? ""
                 return .unhealthy(reason: "the server refused the device token\(until): \(AgentErrorCode.invalidToken.hint)",
                                   code: .invalidToken)
             }
-            let last = s.lastFailure
-            switch s.breaker.state(at: now) {
+            if let hold = memory.hold, now < hold.until {
+                return .unhealthy(reason: "\(hold.reason); no uploads until \(RFC3339.string(from: hold.until)): \(AgentErrorCode.rateLimited.hint)",
+                                  code: .rateLimited)
+            }
+            if let (stream, pause) = memory.refusals.filter({ $0.value.refusals > 0 }).min(by: { $0.key < $1.key }) {
+                let until = pause.until.map { "; \(stream) uploads try again at \(RFC3339.string(from: $0))" } ?? ""
+                return .unhealthy(reason: "the server refuses every \(stream) record\(until): \(AgentErrorCode.streamRefused.hint)",
+                                  code: .streamRefused)
+            }
+            let last = memory.lastFailure
+            switch memory.breaker.state(at: now) {
             case .open(let until):
                 return .unhealthy(reason: "the endpoint is failing (\(last?.reason ?? "no answer")); next try at \(RFC3339.string(from: until))",
                                   code: last?.code)
@@ -146,9 +195,9 @@ public final class Uploader: Sendable {
             case .closed:
                 break
             }
-            if let (stream, retry) = s.retries.filter({ $0.value.failures > 0 }).min(by: { $0.key < $1.key }) {
+            if let (stream, retry) = memory.retries.filter({ $0.value.failures > 0 }).min(by: { $0.key < $1.key }) {
                 let at = retry.nextAttemptAt.map { "; retrying at \(RFC3339.string(from: $0))" } ?? ""
-                return .unhealthy(reason: "\(stream.rawValue): \(retry.reason ?? "upload failed")\(at)", code: retry.code)
+                return .unhealthy(reason: "\(stream): \(retry.reason ?? "upload failed")\(at)", code: retry.code)
             }
             return .healthy
         }
@@ -158,9 +207,15 @@ public final class Uploader: Sendable {
     public func schedule() -> UploadSchedule {
         let now = clock.now()
         return state.with { s in
-            let waiting = s.retries.filter { $0.value.failures > 0 }
-            return UploadSchedule(breaker: s.breaker.state(at: now), breakerTrips: s.breaker.trips,
-                                  authPausedUntil: s.authPause.isPaused(at: now) ? s.authPause.until : nil,
+            let memory = s.memory
+            func byStream<T>(_ values: [String: T]) -> [StreamName: T] {
+                Dictionary(uniqueKeysWithValues: values.compactMap { key, value in StreamName(rawValue: key).map { ($0, value) } })
+            }
+            let waiting = byStream(memory.retries.filter { $0.value.failures > 0 })
+            return UploadSchedule(breaker: memory.breaker.state(at: now), breakerTrips: memory.breaker.trips,
+                                  authPausedUntil: memory.authPause.isPaused(at: now) ? memory.authPause.until : nil,
+                                  rateLimitedUntil: memory.hold.flatMap { now < $0.until ? $0.until : nil },
+                                  streamRefusedUntil: byStream(memory.refusals.compactMapValues { $0.isPaused(at: now) ? $0.until : nil }),
                                   streamRetryAt: waiting.compactMapValues(\.nextAttemptAt),
                                   streamFailures: waiting.mapValues(\.failures))
         }
@@ -172,15 +227,33 @@ public final class Uploader: Sendable {
     // MARK: Internals
 
     private func cycle(forced: Bool, progress: ((SyncProgress) -> Void)?) -> SyncReport {
-        var cycle = UploadCycle(
-            forced: forced, upload: upload, policy: policy, store: store, clock: clock, logger: logger,
-            state: state, makeTransport: makeTransport, random: random,
-            isStopping: { [weak self] in self?.stopping.load(ordering: .relaxed) ?? true },
-            progress: progress)
+        var cycle = UploadCycle(forced: forced, context: context, progress: progress)
         return cycle.run()
     }
 
+    /// One line for the log: what waits were read back after a restart.
+    private static func describe(_ memory: UploaderMemory, at now: Date) -> String {
+        var parts: [String] = []
+        if memory.authPause.isPaused(at: now), let until = memory.authPause.until {
+            parts.append("token pause (E002) until \(RFC3339.string(from: until))")
+        }
+        if let hold = memory.hold, now < hold.until { parts.append("429 wait until \(RFC3339.string(from: hold.until))") }
+        if case .open(let until) = memory.breaker.state(at: now) { parts.append("endpoint backoff until \(RFC3339.string(from: until))") }
+        for (stream, retry) in memory.retries.sorted(by: { $0.key < $1.key }) {
+            if let next = retry.nextAttemptAt, next > now { parts.append("\(stream) retry at \(RFC3339.string(from: next))") }
+        }
+        for (stream, pause) in memory.refusals.sorted(by: { $0.key < $1.key }) where pause.isPaused(at: now) {
+            parts.append("\(stream) refused by the server (E007) until \(pause.until.map(RFC3339.string(from:)) ?? "?")")
+        }
+        return parts.isEmpty ? "\(memory.breaker.consecutiveFailures) failures in a row, nothing to wait for now" : parts.joined(separator: ", ")
+    }
+
     private func timerFired() {
+        // A Dispatch wall-clock timer fires once on resume from suspend; the boot-time
+        // clock, which counts the suspension, tells that this is such a fire.
+        if let slept = suspend.withLock({ $0.suspendedSinceLastCheck() }), slept > 2 {
+            networkReturned("resumed after \(Int(slept)) s of suspend")
+        }
         // One upload at a time across processes: while `ariata-agent sync` holds the lock,
         // this cycle is skipped (sync is sending the same records right now).
         var held: FileLock.Held?
@@ -200,12 +273,11 @@ public final class Uploader: Sendable {
     /// Brings the next timer run forward to when a waiting stream, the breaker or the
     /// token pause falls due, when that is before the regular interval.
     private func rescheduleTimer() {
-        guard !stopping.load(ordering: .relaxed), let timer = timer.withLock({ $0 }) else { return }
+        guard !stopping.isSet, let timer = timer.withLock({ $0 }) else { return }
         let now = clock.now()
         let due: Date? = state.with { s in
-            if s.authPause.isPaused(at: now) { return s.authPause.until }
-            if case .open(let until) = s.breaker.state(at: now) { return until }
-            return s.retries.values.compactMap(\.nextAttemptAt).filter { $0 > now }.min()
+            if let wait = s.endpointWait(at: now) { return wait.until }
+            return StreamName.allCases.compactMap { s.streamWait($0, at: now) }.min()
         }
         guard let due else { return }
         let wait = max(due.timeIntervalSince(now), 1)

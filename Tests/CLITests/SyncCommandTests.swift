@@ -56,12 +56,12 @@ final class SyncCommandTests: XCTestCase {
         XCTAssertTrue(screen.contains("sent 1230 records"), screen)
         XCTAssertTrue(screen.contains("everything pending was delivered"), screen)
 
-        XCTAssertEqual(try receiver.stats().records["location"], 1_200)
-        XCTAssertEqual(try receiver.stats().records["microphone"], 30)
+        XCTAssertEqual(try receiver.stats().stored(.location), 1_200)
+        XCTAssertEqual(try receiver.stats().stored(.microphone), 30)
         XCTAssertEqual(try receiver.stats().duplicates, 0)
         XCTAssertEqual(try queue.count(stream: .location, status: .pending), 0)
         XCTAssertEqual(try queue.count(stream: .location, status: .uploaded), 1_200)
-        XCTAssertGreaterThanOrEqual(try receiver.requests(stream: "location").count, 6, "batches of at most 200")
+        XCTAssertGreaterThanOrEqual(try receiver.requests(stream: .location).count, 6, "batches of at most 200")
 
         // Nothing left: a second sync sends nothing and succeeds.
         let again = try cli.run(["sync"])

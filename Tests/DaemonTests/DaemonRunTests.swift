@@ -14,7 +14,7 @@ final class DaemonRunTests: XCTestCase {
 
         try waitUntil("records of all three streams at the receiver", timeout: 90) {
             let stored = try rig.receiver.stats().records
-            return (stored["location"] ?? 0) >= 2 && (stored["microphone"] ?? 0) >= 1 && (stored["health"] ?? 0) >= 5
+            return (stored[StreamName.location.wireName] ?? 0) >= 2 && (stored[StreamName.microphone.wireName] ?? 0) >= 1 && (stored[StreamName.health.wireName] ?? 0) >= 5
         }
         // sd_notify: READY once started, then STATUS and WATCHDOG from the health coordinator.
         let notes = rig.notifySocket.drain()
@@ -49,7 +49,7 @@ final class DaemonRunTests: XCTestCase {
             let all = try final.records(stream: stream)
             XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")
             let uploadedIDs = Set(all.filter { $0.status == .uploaded }.map { $0.id.uuidString.lowercased() })
-            let received = Set(try rig.receiver.storedIDs(stream.rawValue))
+            let received = Set(try rig.receiver.storedIDs(stream))
             XCTAssertTrue(uploadedIDs.isSubset(of: received), "\(stream): uploaded means the receiver has it")
         }
         let health = try final.records(stream: .health).compactMap {

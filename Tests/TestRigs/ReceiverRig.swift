@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -20,6 +21,9 @@ public final class ReceiverRig: @unchecked Sendable {
         public var duplicates: Int
         public var repeated_batch_ids: Int
         public var faults_pending: [String]
+
+        /// Records stored for `stream` (the receiver counts by wire name).
+        public func stored(_ stream: StreamName) -> Int { records[stream.wireName] ?? 0 }
     }
 
     /// One ingest request as the receiver saw it (`GET /_control/requests`).
@@ -161,9 +165,13 @@ public final class ReceiverRig: @unchecked Sendable {
         _ = try send("DELETE", "/_control/faults", body: nil)
     }
 
-    /// Changes the accepted token, the answer to a bad record (200 or 422), the body limit.
-    public func configure(token: String? = nil, rejectStatus: Int? = nil, maxBodyBytes: Int? = nil) throws {
+    /// Changes the accepted token, the answer to a bad record (200 or 422), the body limit,
+    /// the device connection's push streams (wire names; a stream not among them has every
+    /// record refused, like the Ariata server).
+    public func configure(token: String? = nil, rejectStatus: Int? = nil, maxBodyBytes: Int? = nil,
+                          streams: [String]? = nil) throws {
         var body: [String: Any] = [:]
+        if let streams { body["streams"] = streams }
         if let token { body["token"] = token }
         if let rejectStatus { body["reject_status"] = rejectStatus }
         if let maxBodyBytes { body["max_body_bytes"] = maxBodyBytes }
@@ -185,14 +193,14 @@ public final class ReceiverRig: @unchecked Sendable {
     }
 
     /// Ingest requests of one stream.
-    public func requests(stream: String) throws -> [Request] {
-        try requests().filter { $0.stream == stream }
+    public func requests(stream: StreamName) throws -> [Request] {
+        try requests().filter { $0.stream == stream.wireName }
     }
 
     /// Ids of the records stored for `stream`, in the order stored.
-    public func storedIDs(_ stream: String) throws -> [String] {
+    public func storedIDs(_ stream: StreamName) throws -> [String] {
         struct IDs: Decodable { var ids: [String] }
-        return try JSONDecoder().decode(IDs.self, from: get("/_control/records?stream=\(stream)")).ids
+        return try JSONDecoder().decode(IDs.self, from: get("/_control/records?stream=\(stream.wireName)")).ids
     }
 
     private func get(_ path: String) throws -> Data {

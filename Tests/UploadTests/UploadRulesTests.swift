@@ -68,7 +68,7 @@ final class UploadRulesTests: XCTestCase {
         XCTAssertTrue(text.contains(#""records":[{"id":"a","x":1},{"id":"b","y":"é\n"}]"#), "payload bytes verbatim: \(text)")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: body) as? [String: Any])
         XCTAssertEqual(object["source"] as? String, "linux")
-        XCTAssertEqual(object["stream"] as? String, "health")
+        XCTAssertEqual(object["stream"] as? String, "healthkit", "the contract's wire name, not the agent's own")
         XCTAssertEqual(object["device_id"] as? String, "dev \"1\"\t")
         XCTAssertEqual((object["records"] as? [Any])?.count, 2)
         XCTAssertEqual(object["timestamp"] as? String, RFC3339.string(from: clock))
@@ -93,11 +93,11 @@ final class UploadRulesTests: XCTestCase {
 
     func testAnswersMapToTheContractsActions() {
         let now = Date()
-        func verdict(_ status: Int, _ body: String = "", headers: [String: String] = [:]) -> IngestVerdict {
-            IngestVerdict.of(.success(HTTPResponse(status: status, headers: headers, body: Data(body.utf8))), now: now)
+        func verdict(_ status: Int, _ body: String = "", headers: [String: String] = [:], sent: Int = 3) -> IngestVerdict {
+            IngestVerdict.of(.success(HTTPResponse(status: status, headers: headers, body: Data(body.utf8))), sent: sent, now: now)
         }
-        XCTAssertEqual(verdict(200, #"{"accepted":3,"rejected":0}"#), .accepted)
-        XCTAssertEqual(verdict(204), .accepted)
+        XCTAssertEqual(verdict(200, #"{"accepted":3,"rejected":0,"next_checkpoint":null,"activity_id":"a"}"#), .accepted)
+        XCTAssertEqual(verdict(201, #"{"accepted":0,"rejected":0}"#, sent: 0), .accepted, "an empty batch proves itself")
         guard case .rejected(let reason) = verdict(200, #"{"accepted":0,"rejected":3,"errors":[{"id":"x","error":"bad time"}]}"#) else {
             return XCTFail("200 with rejected > 0 is not a success")
         }
@@ -110,12 +110,41 @@ final class UploadRulesTests: XCTestCase {
         }
         XCTAssertEqual(verdict(503, headers: ["retry-after": "42"]),
                        .retryLater(reason: "HTTP 503: no explanation in the answer", code: .serverError, retryAfter: 42))
-        guard case .retryLater(_, nil, 9) = verdict(429, headers: ["retry-after": "9"]) else { return XCTFail("429") }
+        guard case .retryLater(_, .rateLimited, 9) = verdict(429, headers: ["retry-after": "9"]) else { return XCTFail("429") }
         guard case .retryLater(_, .networkTimeout, nil) = verdict(408) else { return XCTFail("408") }
-        guard case .retryLater(_, nil, nil) = verdict(404) else { return XCTFail("404 is the endpoint, not the records") }
+        guard case .retryLater(_, .notIngestEndpoint, nil) = verdict(404) else { return XCTFail("404 is the endpoint, not the records") }
         guard case .blamed = verdict(409) else { return XCTFail("409 blames the batch") }
-        let timeout = IngestVerdict.of(.failure(TransportFailure(kind: .timedOut, message: "t")), now: now)
+        let timeout = IngestVerdict.of(.failure(TransportFailure(kind: .timedOut, message: "t")), sent: 1, now: now)
         XCTAssertEqual(timeout, .retryLater(reason: "t", code: .networkTimeout, retryAfter: nil))
+    }
+
+    /// A 2xx proves delivery only with the ingest answer accounting for every record sent.
+    func testA2xxWithoutTheIngestAnswerIsNotASuccess() {
+        let now = Date()
+        func verdict(_ status: Int, _ body: String, type: String = "application/json", sent: Int = 3) -> IngestVerdict {
+            IngestVerdict.of(.success(HTTPResponse(status: status, headers: ["content-type": type], body: Data(body.utf8))),
+                             sent: sent, now: now)
+        }
+        let cases: [(IngestVerdict, String)] = [
+            (verdict(200, "<!DOCTYPE html><html><body>Sign in</body></html>", type: "text/html"), "a web page"),
+            (verdict(200, "  <html></html>", type: ""), "a web page"),
+            (verdict(204, ""), "an empty body"),
+            (verdict(200, "{}"), "JSON without the ingest answer"),
+            (verdict(200, #"{"ok":true}"#), "JSON without the ingest answer"),
+            (verdict(200, #"{"accepted":true,"rejected":false}"#), "JSON without the ingest answer"),
+            (verdict(200, #"{"accepted":"3","rejected":"0"}"#), "JSON without the ingest answer"),
+            (verdict(200, #"{"accepted":2.5,"rejected":0}"#), "JSON without the ingest answer"),
+            (verdict(200, "OK", type: "text/plain"), "not JSON"),
+            (verdict(200, #"{"accepted":2,"rejected":0}"#), "accepted 2 and rejected 0 for 3 records"),
+            (verdict(200, #"{"accepted":4,"rejected":0}"#), "accepted 4 and rejected 0 for 3 records"),
+        ]
+        for (outcome, words) in cases {
+            guard case .retryLater(let reason, .notIngestEndpoint, nil) = outcome else {
+                XCTFail("not a success and not the records' fault: \(outcome)")
+                continue
+            }
+            XCTAssertTrue(reason.contains(words), "\(reason) should say \(words)")
+        }
     }
 
     func testBreakerOpensAfterThresholdAndProbesHalfOpen() {
@@ -137,8 +166,8 @@ final class UploadRulesTests: XCTestCase {
         XCTAssertEqual(breaker.trips, 0)
     }
 
-    func testAuthPauseDoublesUpToAnHour() {
-        var pause = AuthPause()
+    func testGrowingPauseDoublesUpToAnHour() {
+        var pause = GrowingPause()
         let t = Date()
         let lengths = (0..<7).map { _ in pause.refused(at: t).timeIntervalSince(t) }
         XCTAssertEqual(lengths, [300, 600, 1_200, 2_400, 3_600, 3_600, 3_600])

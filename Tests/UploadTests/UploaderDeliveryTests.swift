@@ -27,7 +27,7 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertEqual(stats.duplicates, 0)
         XCTAssertEqual(stats.repeated_batch_ids, 0)
         for (stream, ids) in sent {
-            let stored = try f.receiver.storedIDs(stream.rawValue)
+            let stored = try f.receiver.storedIDs(stream)
             XCTAssertEqual(stored.count, ids.count, "\(stream) stored once each")
             XCTAssertEqual(Set(stored), ids, "\(stream) all delivered")
             XCTAssertEqual(try f.queue.count(stream: stream, status: .uploaded), ids.count)
@@ -67,7 +67,7 @@ final class UploaderDeliveryTests: XCTestCase {
         let ids = Set(try f.enqueue(.microphone, count: 8, audioBytes: 40_000))
         let report = f.makeUploader().syncNow()
         XCTAssertTrue(report.drainedAll, "\(report)")
-        XCTAssertEqual(Set(try f.receiver.storedIDs("microphone")), ids)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.microphone)), ids)
         let requests = try f.receiver.requests()
         XCTAssertFalse(requests.isEmpty)
         for request in requests {
@@ -99,7 +99,7 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(report.recordsSent, 99)
         XCTAssertEqual(report.recordsFailed, 1)
-        let stored = try f.receiver.storedIDs("location")
+        let stored = try f.receiver.storedIDs(.location)
         XCTAssertEqual(stored.count, 99)
         XCTAssertEqual(Set(stored), good)
         let failed = try f.queue.records(stream: .location, status: .failed)
@@ -124,7 +124,7 @@ final class UploaderDeliveryTests: XCTestCase {
         let report = f.makeUploader().syncNow()
 
         XCTAssertTrue(report.drainedAll, "\(report)")
-        XCTAssertEqual(Set(try f.receiver.storedIDs("microphone")), small)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.microphone)), small)
         XCTAssertEqual(try f.queue.records(stream: .microphone, status: .failed).map(\.id), [huge.id])
         XCTAssertTrue(try f.receiver.requests().contains { $0.status == 413 })
     }
@@ -138,8 +138,8 @@ final class UploaderDeliveryTests: XCTestCase {
 
         let report = uploader.runScheduledCycle()
 
-        XCTAssertEqual(Set(try f.receiver.storedIDs("location")), location)
-        XCTAssertEqual(Set(try f.receiver.storedIDs("health")), health)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), location)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), health)
         guard case .retryLater(_, let code, _) = report.streams[.microphone]?.outcome else {
             return XCTFail("microphone should wait: \(report)")
         }

@@ -53,11 +53,15 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(report.requests, 1)
         until = try assertOpen(uploader, f, waitWithin: 96...120)
 
-        // 4. 429 with Retry-After: 45 s, exactly, whatever the schedule says.
+        // 4. 429 with Retry-After: 45 s, exactly, whatever the schedule says, for the
+        //    whole endpoint (E008, its own code in health and status).
         f.clock.set(until)
         report = uploader.runScheduledCycle()
         XCTAssertEqual(report.requests, 1)
-        until = try assertOpen(uploader, f, waitWithin: 45...45)
+        until = try XCTUnwrap(uploader.schedule().rateLimitedUntil, "\(uploader.schedule())")
+        XCTAssertEqual(until.timeIntervalSince(f.clock.now()), 45)
+        XCTAssertEqual(uploader.health().code, .rateLimited)
+        XCTAssertEqual(uploader.runScheduledCycle().skipped, .rateLimited(until: until))
 
         // 5. Up: the probe succeeds, the breaker closes and the cycle drains everything.
         f.clock.set(until)
@@ -67,7 +71,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(uploader.health(), .healthy)
 
         for (stream, ids) in sent {
-            let stored = try f.receiver.storedIDs(stream.rawValue)
+            let stored = try f.receiver.storedIDs(stream)
             XCTAssertEqual(stored.count, ids.count)
             XCTAssertEqual(Set(stored), ids)
         }
@@ -146,7 +150,7 @@ final class UploaderOutageTests: XCTestCase {
         f.clock.advance(by: 600)
         report = uploader.runScheduledCycle()
         XCTAssertTrue(report.drainedAll, "\(report)")
-        XCTAssertEqual(Set(try f.receiver.storedIDs("location")), ids)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), ids)
         XCTAssertEqual(uploader.health(), .healthy)
         XCTAssertNil(try f.queue.state(AgentStateKey.uploadAuthPausedUntil))
     }
@@ -165,7 +169,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertNil(uploader.schedule().authPausedUntil)
         let report = uploader.runScheduledCycle()
         XCTAssertTrue(report.drainedAll, "\(report)")
-        XCTAssertEqual(Set(try f.receiver.storedIDs("health")), ids)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), ids)
     }
 
     func testARequestThatIsNeverAnsweredEndsAtTheTimeOutAndIsRetried() throws {
@@ -190,7 +194,7 @@ final class UploaderOutageTests: XCTestCase {
         f.clock.advance(by: 30)
         report = uploader.runScheduledCycle()
         XCTAssertTrue(report.drainedAll, "\(report)")
-        XCTAssertEqual(Set(try f.receiver.storedIDs("location")), ids)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), ids)
         // The hung request is logged once its 4 s are over: same batch id as the retry.
         try waitUntil("the hung request to be logged") { try f.receiver.requests().count == 2 }
         let batchIDs = try f.receiver.requests().map(\.batch_id)
@@ -221,9 +225,9 @@ final class UploaderOutageTests: XCTestCase {
         uploader.start()
         defer { uploader.stop() }
         // First cycle at start gets the 503; the retry 1 s later (not an hour) delivers.
-        try waitUntil("the retry to deliver", timeout: 30) { try f.receiver.storedIDs("health").count == ids.count }
+        try waitUntil("the retry to deliver", timeout: 30) { try f.receiver.storedIDs(.health).count == ids.count }
         XCTAssertEqual(try f.receiver.requests().map(\.statusText), ["503", "200"])
-        XCTAssertEqual(Set(try f.receiver.storedIDs("health")), ids)
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), ids)
         let next = try XCTUnwrap(uploader.nextCycleAt)
         XCTAssertGreaterThan(next.timeIntervalSinceNow, 3_000, "back to the regular interval")
     }

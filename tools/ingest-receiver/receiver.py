@@ -7,6 +7,13 @@ Ariata server does (including its 200 with accepted 0 / rejected N when one reco
 a batch is bad), and stores what it accepted, one row per record id, in SQLite, so a
 test can count lost and duplicated records.
 
+Streams are routed like the Ariata server routes them: not by `source`, but by name
+among the push streams of the device connection the token belongs to (a phone-kind
+connection: location, microphone, healthkit). A batch for any other stream name is
+answered 200 with accepted 0 and rejected equal to the batch size, as the real server
+does; --streams (or /_control/config {"streams": [...]}) narrows the list to play a
+server that lacks a stream.
+
 It can be told to misbehave, from the command line (--fault) or at run time through a
 small control API under /_control/ on the same port:
 
@@ -17,7 +24,8 @@ small control API under /_control/ on the same port:
   GET    /_control/records?stream=S   ids stored for stream S, in the order stored
   POST   /_control/faults             {"faults": ["status=503,times=2", ...]} appends faults
   DELETE /_control/faults             clears the faults
-  POST   /_control/config             {"token": "...", "reject_status": 422, "max_body_bytes": N}
+  POST   /_control/config             {"token": "...", "reject_status": 422, "max_body_bytes": N,
+                                       "streams": ["location", "microphone", "healthkit"]}
   POST   /_control/reset              forgets everything stored and seen
 
 A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request(s):
@@ -28,6 +36,10 @@ A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request
   hang[=SECONDS]                                        read the request, never answer
   reset                                                 read the request, reset the connection
   close                                                 read the request, close without answer
+  lie=html|json|short                                   answer 200 without storing anything: a web
+                                                        page (a captive portal), the JSON {} (another
+                                                        app), or accepted one less than sent with
+                                                        rejected 0 (a server that lost records)
   options: times=N (default 1) or times=forever; stream=NAME (only that stream's requests)
 
 Faults apply in order: the first whose stream matches is used and counts down.
@@ -55,7 +67,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-STREAMS = ("location", "microphone", "health")
+# The push streams of a phone-kind device connection on the Ariata server: the wire names.
+STREAMS = ("location", "microphone", "healthkit")
+LIES = ("html", "json", "short")
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
                   "active_energy", "distance", "oxygen_saturation", "sleep")
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -69,7 +83,7 @@ class BadRequest(Exception):
 # ---------------------------------------------------------------- faults
 
 class Fault:
-    KINDS = ("status", "slow", "hang", "reset", "close")
+    KINDS = ("status", "slow", "hang", "reset", "close", "lie")
 
     def __init__(self, spec):
         self.spec = spec.strip()
@@ -104,6 +118,8 @@ class Fault:
             raise ValueError("empty fault")
         if self.kind == "status" and (self.value is None or not self.value.isdigit()):
             raise ValueError(f"status needs a code, as in status=503: {spec!r}")
+        if self.kind == "lie" and self.value not in LIES:
+            raise ValueError(f"lie needs one of {', '.join(LIES)}, as in lie=html: {spec!r}")
         if self.kind == "slow" and self.value is None:
             raise ValueError(f"slow needs seconds, as in slow=5: {spec!r}")
 
@@ -124,6 +140,7 @@ class Receiver:
         self.reject_status = args.reject_status
         self.max_body_bytes = args.max_body_bytes
         self.keep_payloads = not args.discard_payloads
+        self.streams = parse_streams(args.streams)
         self.faults = [Fault(spec) for spec in args.fault or []]
         self.db = sqlite3.connect(args.store or ":memory:", check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -205,6 +222,16 @@ class Receiver:
 
 # ---------------------------------------------------------------- validation
 
+def parse_streams(value):
+    """The push streams of the device connection, from a list or a comma-separated text."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    names = [str(n).strip() for n in names if str(n).strip()]
+    for name in names:
+        if name not in STREAMS:
+            raise ValueError(f"unknown stream {name!r}: the Ariata server's push streams are {', '.join(STREAMS)}")
+    return tuple(names)
+
+
 def parse_time(value, field, now, check_range=True):
     if not isinstance(value, str):
         raise ValueError(f"{field} must be an RFC 3339 string")
@@ -258,7 +285,7 @@ def check_record(stream, record, now):
             raise ValueError("audio_data is not base64") from None
         if not head.startswith(b"OggS"):
             raise ValueError("audio_data is not an Ogg file")
-    elif stream == "health":
+    elif stream == "healthkit":
         parse_time(record.get("timestamp"), "timestamp", now)
         if record.get("metric_type") not in HEALTH_METRICS:
             raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
@@ -274,8 +301,6 @@ def check_body(body, now):
     for field in ("source", "stream", "device_id", "timestamp"):
         if not isinstance(body.get(field), str) or not body.get(field):
             raise BadRequest(f"{field} is required and must be a non-empty string")
-    if body["stream"] not in STREAMS:
-        raise BadRequest(f"unknown stream {body['stream']!r}")
     if not isinstance(body.get("records"), list):
         raise BadRequest("records is required and must be an array")
     try:
@@ -372,6 +397,8 @@ class Handler(BaseHTTPRequestHandler):
                         r.reject_status = int(request["reject_status"])
                     if "max_body_bytes" in request:
                         r.max_body_bytes = int(request["max_body_bytes"])
+                    if "streams" in request:
+                        r.streams = parse_streams(request["streams"])
                 self.answer(200, {"ok": True})
             elif path == "/_control/reset":
                 r.reset()
@@ -452,6 +479,7 @@ class Handler(BaseHTTPRequestHandler):
             entry["records"] = len(body["records"])
             entry["record_ids"] = [rec.get("id") for rec in body["records"] if isinstance(rec, dict)]
 
+        self._records = body.get("records") if isinstance(body, dict) and isinstance(body.get("records"), list) else None
         fault = r.take_fault(stream)
         if fault is not None:
             entry["fault"] = fault.spec
@@ -488,6 +516,14 @@ class Handler(BaseHTTPRequestHandler):
             return 400
 
         records = body["records"]
+        with r.lock:
+            known = stream in r.streams
+        if not known:
+            # The real server looks the stream up by name among the connection's push
+            # streams; a name it does not find refuses every record, with a 200.
+            self.answer(200, {"accepted": 0, "rejected": len(records), "next_checkpoint": None,
+                              "activity_id": None, "error": f"stream {stream!r} is not a push stream of this device"})
+            return 200
         errors = []
         for record in records:
             try:
@@ -518,6 +554,21 @@ class Handler(BaseHTTPRequestHandler):
             status = int(fault.value)
             self.answer(status, {"error": f"injected fault: {fault.spec}"}, headers)
             return status
+        if fault.kind == "lie":
+            if fault.value == "html":
+                page = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please sign in to continue.</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+            elif fault.value == "json":
+                self.answer(200, {})
+            else:
+                sent = len(self._records) if self._records is not None else 0
+                self.answer(200, {"accepted": max(sent - 1, 0), "rejected": 0, "next_checkpoint": None,
+                                  "activity_id": str(uuid.uuid4())})
+            return 200
         if fault.kind == "slow":
             self.receiver.stopping.wait(float(fault.value))
             return None
@@ -558,6 +609,9 @@ def main(argv=None):
                         help="store only ids and streams, not the records (benchmarks)")
     parser.add_argument("--reject-status", type=int, default=200, choices=(200, 400, 422),
                         help="status for a batch with a bad record: 200 with rejected N like the Ariata server (default), or 400/422")
+    parser.add_argument("--streams", default=",".join(STREAMS),
+                        help="the device connection's push streams, comma-separated (default: %(default)s); "
+                             "a batch for another stream gets 200 with every record rejected, like the Ariata server")
     parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
                         help="larger bodies get 413 (default 32 MiB)")
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")

@@ -1,10 +1,15 @@
-/// The error codes shown to the user (contract, "Error codes shown to the user").
+/// The error codes shown to the user. E001–E005 are the contract's ("Error codes shown to
+/// the user"); E006–E008 are the agent's own, for answers the contract calls "retry later"
+/// but that a user must be able to tell apart from an outage.
 public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
     case networkTimeout = "E001"
     case invalidToken = "E002"
     case serverError = "E003"
     case storageFull = "E004"
     case permissionDenied = "E005"
+    case notIngestEndpoint = "E006"
+    case streamRefused = "E007"
+    case rateLimited = "E008"
 
     public var meaning: String {
         switch self {
@@ -13,6 +18,9 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
         case .serverError: return "server error (5xx)"
         case .storageFull: return "storage full"
         case .permissionDenied: return "permission denied (device, file or serial port not readable)"
+        case .notIngestEndpoint: return "not the ingest endpoint (the answer does not prove the records were stored)"
+        case .streamRefused: return "the server refuses every record of a stream"
+        case .rateLimited: return "rate limited by the server (429)"
         }
     }
 
@@ -29,6 +37,12 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
             return "free disk space under the database directory or raise [storage] min_free_mb"
         case .permissionDenied:
             return "add the service user to the group that owns the device (audio, dialout) or fix the file's permissions"
+        case .notIngestEndpoint:
+            return "check [server] endpoint and ingest_path; a captive portal or a login proxy may be answering in the server's place; nothing is marked sent until the server answers as the ingest endpoint"
+        case .streamRefused:
+            return "check the server version and its stream names (the agent sends location, microphone, healthkit); the records stay queued and are sent again"
+        case .rateLimited:
+            return "the server asked the agent to slow down; uploads wait for its Retry-After, nothing is dropped"
         }
     }
 }

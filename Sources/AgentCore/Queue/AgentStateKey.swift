@@ -7,4 +7,12 @@ public enum AgentStateKey {
     public static let uploadAuthPausedUntil = "upload.auth_paused_until"
     /// RFC 3339 time of the next upload attempt while the endpoint is failing (absent when not).
     public static let uploadRetryAt = "upload.retry_at"
+    /// JSON of what decides the uploader's next attempt (backoff, breaker, token pause, 429
+    /// hold, refused streams), read back when the daemon starts again.
+    public static let uploadMemory = "upload.memory"
+
+    /// Pending records of `stream` the storage guard deleted before they were uploaded,
+    /// a running total since the database was made (a whole number as text). Written in
+    /// the same transaction as the deletion, so the count and the loss always agree.
+    public static func evicted(_ stream: StreamName) -> String { "storage.evicted.\(stream.rawValue)" }
 }

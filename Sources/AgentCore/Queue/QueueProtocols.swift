@@ -15,6 +15,9 @@ public protocol UploadQueue: Sendable {
     /// The oldest pending records of `stream`, at most `maxCount` and at most `maxBytes`
     /// of payload; always at least one record when any is pending, however large.
     func pendingBatch(stream: StreamName, maxCount: Int, maxBytes: Int) throws -> [QueuedRecord]
+    /// The most recently captured pending record of `stream`: when a whole batch was
+    /// refused, the uploader sends it alone to tell bad records from a refused stream.
+    func newestPending(stream: StreamName) throws -> QueuedRecord?
     /// The server stored these: they become `uploaded` (retention deletes them later).
     func markUploaded(_ seqs: [Int64]) throws
     /// An attempt that blames the records: attempts + 1 and the error kept; a record

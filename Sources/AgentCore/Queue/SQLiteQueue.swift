@@ -158,6 +158,13 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
     }
 
+    public func newestPending(stream: StreamName) throws -> QueuedRecord? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1",
+                             arguments: [stream.rawValue]).map(Self.record(from:))
+        }
+    }
+
     public func markUploaded(_ seqs: [Int64]) throws {
         let now = clock.now().timeIntervalSince1970
         try update(seqs, sql: """

@@ -1,0 +1,43 @@
+import Foundation
+
+/// A pause that grows each time the same refusal comes back: `first`, then twice as long
+/// each time, `maximum` at most, and tries again by itself when it ends (a fix on the
+/// server's side needs nothing on the device). Nothing is dropped while it lasts.
+///
+/// Two refusals pause this way: the device token (401/403, E002: 5 min doubling to an hour;
+/// a new token ends it at once) and a stream whose every record the server refuses (E007).
+public struct GrowingPause: Sendable, Equatable, Codable {
+    public var first: TimeInterval
+    public var maximum: TimeInterval
+    public private(set) var refusals = 0
+    public private(set) var until: Date?
+
+    public init(first: TimeInterval = 300, maximum: TimeInterval = 3_600) {
+        self.first = first
+        self.maximum = max(first, maximum)
+    }
+
+    public func isPaused(at now: Date) -> Bool {
+        until.map { now < $0 } ?? false
+    }
+
+    /// Refused again: pause, twice as long as the last time.
+    public mutating func refused(at now: Date) -> Date {
+        refusals += 1
+        let length = min(first * pow(2, Double(min(refusals - 1, 30))), maximum)
+        let end = now.addingTimeInterval(length)
+        until = end
+        return end
+    }
+
+    public mutating func clear() {
+        refusals = 0
+        until = nil
+    }
+
+    /// A pause read back after a restart may not end later than `latest` (a clock that
+    /// was wrong when it was written must not hold uploads for days).
+    mutating func limit(endingBy latest: Date) {
+        if let end = until, end > latest { until = latest }
+    }
+}
