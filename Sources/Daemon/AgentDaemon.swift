@@ -32,6 +32,8 @@ public final class AgentDaemon: Sendable {
     private let coordinator: HealthCoordinator
     private let tickInterval: TimeInterval
     private let maintenance: Mutex<ReliableTimer?> = Mutex(nil)
+    private let storageGuard: StorageGuard
+    private let storageKick: StorageGuardKick
 
     private struct State {
         var config: AgentConfig
@@ -53,6 +55,12 @@ public final class AgentDaemon: Sendable {
         state = Mutex(State(config: config))
         coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
                                         logger: Logger(label: "ariata.health"))
+        storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, logger: Logger(label: "ariata.storage"))
+        storageKick = StorageGuardKick(storageGuard)
+        // A capture refused for lack of space asks for a pass at once rather than at the
+        // next tick; the pass is coalesced and runs off the capture thread.
+        let kick = storageKick
+        queue.storagePressure.onRaise { kick.request() }
     }
 
     /// Starts every enabled stream (unless paused) and the uploader; returns at once.
@@ -92,6 +100,7 @@ public final class AgentDaemon: Sendable {
     public func stop() {
         notifier.stopping()
         maintenance.withLock { $0 }?.stop()
+        storageKick.stop()
         let (supervisors, uploader) = state.withLock { ($0.supervisors, $0.uploader) }
         for supervisor in supervisors.values { supervisor.stop() }
         uploader?.stop()
@@ -104,6 +113,8 @@ public final class AgentDaemon: Sendable {
         logger.notice("reloading the configuration from \(config.file)")
         stop()
         state.withLock { $0.config = config }
+        storageGuard.update(config.storage.limits)
+        storageKick.resume()
         start()
     }
 
@@ -116,27 +127,30 @@ public final class AgentDaemon: Sendable {
         }
     }
 
-    /// One maintenance round: pause switches, health (with restarts and the watchdog),
-    /// the storage guard, and retention once an hour.
+    /// One maintenance round: the storage guard, pause switches, health (with restarts
+    /// and the watchdog), and retention once an hour. The guard goes first, because on a
+    /// full disk everything after it writes to the queue; each part runs whatever the
+    /// others did, and none of them throws, so a failing disk cannot stop the tick.
     @discardableResult
     public func tick() -> [String: StreamHealth] {
+        storageGuard.pass()
         applyPauseSwitches()
         let config = state.withLock { $0.config }
         let results = coordinator.tick()
-        do {
-            try queue.guardStorage(config.storage.retention)
-            let due = state.withLock { s -> Bool in
-                let now = clock.now()
-                guard (s.lastRetention.map { now.timeIntervalSince($0) >= 3_600 } ?? true) else { return false }
-                s.lastRetention = now
-                return true
-            }
-            if due {
+        let due = state.withLock { s -> Bool in
+            let now = clock.now()
+            guard (s.lastRetention.map { now.timeIntervalSince($0) >= 3_600 } ?? true) else { return false }
+            s.lastRetention = now
+            return true
+        }
+        if due {
+            do {
                 let deleted = try queue.applyRetention(config.storage.retention)
                 if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
+            } catch {
+                logger.error("retention failed: \(error); it runs again at the next health check")
+                state.withLock { $0.lastRetention = nil }
             }
-        } catch {
-            logger.error("queue maintenance failed: \(error)")
         }
         return results
     }

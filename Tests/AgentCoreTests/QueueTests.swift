@@ -132,47 +132,6 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 0)
     }
 
-    func testStorageGuardDeletesUploadedThenFailedThenOldestPendingAndRecordsE004() throws {
-        for _ in 0..<10 { try queue.enqueue(record(.microphone, bytes: 10_000)) }
-        let seqs = try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000).map(\.seq)
-        try queue.markUploaded(Array(seqs[6..<8]))
-        try queue.markFailed([seqs[8]], error: "bad")
-
-        // A small "disk": free space grows by 10 kB for every record deleted.
-        let startRecords = 10
-        let policy = RetentionPolicy(minFreeBytes: 45_000)
-        let report = try queue.guardStorage(policy, sliceSize: 1) {
-            let left = (try? self.queue.counts().reduce(0) { $0 + $1.records }) ?? startRecords
-            return Int64(0 + (startRecords - left) * 10_000)
-        }
-        XCTAssertEqual(report.deletedUploaded, 2)
-        XCTAssertEqual(report.deletedFailed, 1)
-        XCTAssertEqual(report.deletedPending, 2)
-        XCTAssertGreaterThanOrEqual(report.freeBytesAfter, 45_000)
-        // The oldest pending went; the newest stayed.
-        let remaining = try queue.records(stream: .microphone).map(\.seq)
-        XCTAssertEqual(remaining, [seqs[2], seqs[3], seqs[4], seqs[5], seqs[9]])
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
-        XCTAssertTrue(event.message.contains("deleted 2 uploaded, 1 failed and 2 pending"), event.message)
-
-        // Above the threshold the guard does nothing.
-        let idle = try queue.guardStorage(RetentionPolicy(minFreeBytes: 10)) { 1_000_000 }
-        XCTAssertFalse(idle.deletedAny)
-        XCTAssertEqual(try queue.records(stream: .microphone).count, 5)
-    }
-
-    func testStorageGuardReleasesRealDiskSpace() throws {
-        for _ in 0..<200 { try queue.enqueue(record(.microphone, bytes: 80_000)) }
-        let before = queue.fileBytes()
-        try queue.markUploaded(try queue.pendingBatch(stream: .microphone, maxCount: 1_000, maxBytes: 100_000_000).map(\.seq))
-        var calls = 0
-        try queue.guardStorage(RetentionPolicy(minFreeBytes: 1), sliceSize: 500) {
-            calls += 1
-            return calls == 1 ? 0 : 1   // below once, then above
-        }
-        XCTAssertLessThan(queue.fileBytes(), before / 4, "freed pages must go back to the file system")
-    }
-
     func testSchemaVersionIsRecordedAndANewerDatabaseIsRefused() throws {
         let path = dir.file("agent.sqlite")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "1")

@@ -27,8 +27,11 @@ public final class DaemonRig: @unchecked Sendable {
     /// - Parameters:
     ///   - chunkSeconds: audio chunk length (short chunks keep tests short).
     ///   - extraConfig: TOML appended to the config.
+    ///   - databasePath: where the queue lives (default: in the rig's directory).
+    ///   - storageConfig: more `[storage]` keys (min_free_mb, max_queue_mb).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
-                healthInterval: Int = 2, extraConfig: String = "") throws {
+                healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
+                storageConfig: String = "") throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
         try receiver.start()
@@ -56,7 +59,7 @@ public final class DaemonRig: @unchecked Sendable {
 
         healthPath = directory.file("health.jsonl")
         FileManager.default.createFile(atPath: healthPath, contents: nil)
-        databasePath = directory.file("agent.sqlite")
+        self.databasePath = databasePath ?? directory.file("agent.sqlite")
         notifySocket = try NotifySocket(path: directory.file("notify.sock"))
         configPath = directory.file("agent.toml")
         try """
@@ -65,7 +68,8 @@ public final class DaemonRig: @unchecked Sendable {
             token = "daemon-token"
             device_id = "daemon-test"
             [storage]
-            database = "\(databasePath)"
+            database = "\(self.databasePath)"
+            \(storageConfig)
             [upload]
             interval = \(uploadInterval)
             [location]

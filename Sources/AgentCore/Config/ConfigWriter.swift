@@ -19,7 +19,7 @@ public enum ConfigWriter {
         root["server"] = TOMLTable(server)
         root["storage"] = TOMLTable([
             "database": config.storage.database, "retention_days": config.storage.retentionDays,
-            "min_free_mb": config.storage.minFreeMB,
+            "min_free_mb": config.storage.minFreeMB, "max_queue_mb": config.storage.maxQueueMB,
         ])
         root["upload"] = TOMLTable([
             "interval": config.upload.interval, "batch_max_records": config.upload.batchMaxRecords,

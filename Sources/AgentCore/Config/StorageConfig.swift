@@ -5,6 +5,9 @@ public struct StorageConfig: Sendable, Equatable {
     public var database: String = StorageConfig.defaultDatabase
     public var retentionDays: Int = 3
     public var minFreeMB: Int = 100
+    /// 0: automatic, the smaller of 2048 MB and a quarter of the file system under the
+    /// database (`StorageLimits.queueCap`).
+    public var maxQueueMB: Int = 0
 
     public init() {}
 
@@ -13,10 +16,18 @@ public struct StorageConfig: Sendable, Equatable {
                         minFreeBytes: Int64(minFreeMB) * 1_048_576)
     }
 
+    /// The storage guard's floor, cap and reserve.
+    public var limits: StorageLimits {
+        StorageLimits(minFreeBytes: Int64(minFreeMB) * StorageLimits.mebibyte,
+                      maxQueueBytes: maxQueueMB == 0 ? nil : Int64(maxQueueMB) * StorageLimits.mebibyte)
+    }
+
     init(_ s: ConfigSection) throws {
         database = try s.string("database", default: database)
         retentionDays = try s.int("retention_days", default: retentionDays, range: 1...365, unit: "days")
         minFreeMB = try s.int("min_free_mb", default: minFreeMB, range: 0...1_000_000, unit: "MB")
+        maxQueueMB = try s.int("max_queue_mb", default: maxQueueMB, range: 0...1_000_000,
+                               unit: "MB (0 means automatic: 2048 MB or a quarter of the file system, whichever is smaller)")
         try s.finish()
     }
 }

@@ -11,6 +11,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     let pool: DatabasePool
     let clock: any WallClock
     let logger: Logger
+    /// Raised when a write fails because the disk is full; the storage guard listens.
+    public let storagePressure = StoragePressure()
 
     /// Opens (creating when needed) the queue at `path` for writing, migrating it forward.
     public init(path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.queue")) throws {
@@ -33,6 +35,10 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             // bulk writes (health backfill) go in one transaction per batch.
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
+            // At most ~1 MiB of WAL waits to be copied into the database (SQLite's
+            // default is ~4 MiB): that copy may have to grow the database file, and on a
+            // full disk it must fit in the storage guard's reserve (StorageLimits).
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 256")
         }
         do {
             try Self.createIfMissing(path: path)
@@ -305,6 +311,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         do {
             try body()
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            storagePressure.raise()
             logger.error("\(AgentErrorCode.storageFull.rawValue) database write failed: disk full", metadata: ["path": "\(path)"])
             throw QueueError.storageFull(path: path)
         }

@@ -43,7 +43,12 @@ public struct StatusReader: Sendable {
 
     private func fill(_ report: inout StatusReport, from queue: SQLiteQueue, config: AgentConfig, now: Date) {
         report.database.sizeBytes = queue.fileBytes()
+        let limits = config.storage.limits
+        report.database.maxQueueBytes = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
+        report.database.minFreeBytes = limits.minFreeBytes
+        report.database.reserveBytes = StorageReserve(databasePath: queue.path, size: limits.reserveBytes).heldBytes
         do {
+            let evicted = try queue.evictedTotals()
             let counts = try queue.counts()
             let health = Dictionary(try queue.storedHealth().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
@@ -59,6 +64,7 @@ public struct StatusReader: Sendable {
                 s.failed = count(.failed)?.records ?? 0
                 s.uploaded = count(.uploaded)?.records ?? 0
                 s.paused = paused.contains(name)
+                s.evicted = evicted[name] ?? 0
                 if let h = health[name.rawValue] {
                     s.health = h.state
                     s.reason = h.reason

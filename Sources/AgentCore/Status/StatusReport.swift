@@ -34,6 +34,12 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var freeDiskBytes: Int64?
         public var lastStorageGuard: Event?
         public var error: String?
+        /// The queue's cap in bytes ([storage] max_queue_mb, or the automatic one).
+        public var maxQueueBytes: Int64?
+        /// The floor: below this much free disk the storage guard evicts.
+        public var minFreeBytes: Int64?
+        /// Bytes the storage guard's reserve file holds now (0 while it is released).
+        public var reserveBytes: Int64?
     }
 
     public struct Event: Codable, Sendable, Equatable {
@@ -63,6 +69,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastUploadErrorCode: String?
         public var recordsSent: Int64
         public var bytesSent: Int64
+        /// Pending records the storage guard deleted before upload, since the database was made.
+        public var evicted: Int64 = 0
     }
 
     public struct Uploader: Codable, Sendable, Equatable {

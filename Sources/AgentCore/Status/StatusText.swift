@@ -63,6 +63,10 @@ public struct StatusText: Sendable {
         }
         let free = r.database.freeDiskBytes.map { "\(bytes($0)) free" } ?? "free space unknown"
         out.append("queue      \(r.database.path): \(r.database.exists ? bytes(r.database.sizeBytes) : "not created yet"), \(free)")
+        if r.streams.contains(where: { $0.evicted > 0 }) {
+            let counts = r.streams.map { "\($0.name) \($0.evicted)" }.joined(separator: ", ")
+            out.append("evicted    \(counts) (E004: deleted by the storage guard before upload)")
+        }
         if !r.warnings.isEmpty {
             out.append("")
             for w in r.warnings { out.append(paint("warning: ", .yellow) + w) }

@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+
+/// Which records the storage guard deletes, in the order it deletes them: what the server
+/// already has, then what it refused, then pending audio (an hour is ~10 MB: it frees the
+/// most space for the least lost meaning), and pending location and health only when no
+/// audio is left (a day of fixes is ~2 MB and cannot be captured again).
+public enum EvictionTier: String, CaseIterable, Sendable {
+    case uploaded
+    case failed
+    case pendingAudio
+    case pendingOther
+
+    /// Deleting these loses data the server never had.
+    public var losesData: Bool { self == .pendingAudio || self == .pendingOther }
+
+    /// Oldest first within a tier; uploaded and failed by when they got that status.
+    var selection: String {
+        switch self {
+        case .uploaded:
+            return "SELECT seq, stream, payload_bytes FROM records WHERE status = 'uploaded' ORDER BY status_changed_at, seq LIMIT ?"
+        case .failed:
+            return "SELECT seq, stream, payload_bytes FROM records WHERE status = 'failed' ORDER BY status_changed_at, seq LIMIT ?"
+        case .pendingAudio:
+            return "SELECT seq, stream, payload_bytes FROM records WHERE stream = 'microphone' AND status = 'pending' ORDER BY seq LIMIT ?"
+        case .pendingOther:
+            return "SELECT seq, stream, payload_bytes FROM records WHERE status = 'pending' AND stream <> 'microphone' ORDER BY seq LIMIT ?"
+        }
+    }
+}
+
+/// What one deletion of a slice removed.
+public struct EvictedSlice: Sendable, Equatable {
+    public var records = 0
+    public var payloadBytes: Int64 = 0
+    public var byStream: [StreamName: Int] = [:]
+}
+
+extension SQLiteQueue {
+    /// Deletes the oldest records of `tier`, as many as fit in `maxBytes` of payload
+    /// (always at least one, at most `maxRecords`), in one transaction that also adds the
+    /// pending ones to the per-stream eviction totals in `agent_state`.
+    ///
+    /// `secure_delete` is set to FAST for it: Debian's SQLite overwrites every freed page
+    /// by default, which writes as much WAL as the records being deleted (measured: 1.5 MB
+    /// for 20 audio chunks); FAST writes only the b-tree pages (under 50 kB), which is what
+    /// lets a deletion fit in the reserve on a full disk. The freed pages are cut off the
+    /// file right after by `compact`, so little deleted audio stays on disk.
+    public func evictSlice(_ tier: EvictionTier, maxBytes: Int64, maxRecords: Int = 5_000) throws -> EvictedSlice {
+        var slice = EvictedSlice()
+        let now = clock.now().timeIntervalSince1970
+        try writing {
+            try pool.writeWithoutTransaction { db in
+                let previous = try Int.fetchOne(db, sql: "PRAGMA secure_delete") ?? 0
+                try db.execute(sql: "PRAGMA secure_delete = FAST")
+                defer { try? db.execute(sql: "PRAGMA secure_delete = \(previous)") }
+                try db.inTransaction {
+                    let rows = try Row.fetchCursor(db, sql: tier.selection, arguments: [max(1, maxRecords)])
+                    var victims: [(seq: Int64, stream: String)] = []
+                    while let row = try rows.next() {
+                        let bytes: Int64 = row["payload_bytes"]
+                        if !victims.isEmpty && slice.payloadBytes + bytes > maxBytes { break }
+                        victims.append((row["seq"], row["stream"]))
+                        slice.payloadBytes += bytes
+                    }
+                    let delete = try db.cachedStatement(sql: "DELETE FROM records WHERE seq = ?")
+                    for victim in victims {
+                        try delete.execute(arguments: [victim.seq])
+                        if let stream = StreamName(rawValue: victim.stream) { slice.byStream[stream, default: 0] += 1 }
+                    }
+                    slice.records = victims.count
+                    if tier.losesData {
+                        for (stream, count) in slice.byStream {
+                            try db.execute(sql: """
+                                INSERT INTO agent_state (key, value, updated_at) VALUES (?1, CAST(?2 AS TEXT), ?3)
+                                ON CONFLICT (key) DO UPDATE SET
+                                    value = CAST(CAST(agent_state.value AS INTEGER) + ?2 AS TEXT), updated_at = ?3
+                                """, arguments: [AgentStateKey.evicted(stream), count, now])
+                        }
+                    }
+                    return .commit
+                }
+            }
+        }
+        return slice
+    }
+
+    /// Hands freed pages back to the file system in steps of `stepPages`: an incremental
+    /// vacuum moves pages from the end of the file into free slots (each moved page is a
+    /// WAL frame), then a TRUNCATE checkpoint copies them in, cuts the database file and
+    /// empties the WAL. Steps keep the WAL of one step small enough for the reserve.
+    /// Returns the largest WAL a step wrote (bytes), for the reserve's sizing.
+    @discardableResult
+    public func compact(stepPages: Int) throws -> Int64 {
+        let step = max(1, stepPages)
+        var walPeak: Int64 = 0
+        try writing {
+            try pool.writeWithoutTransaction { db in
+                var left = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                while left > 0 {
+                    try db.execute(sql: "PRAGMA incremental_vacuum(\(step))")
+                    walPeak = max(walPeak, walBytes())
+                    try Self.checkpointTruncate(db)
+                    let now = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                    if now >= left { break }   // nothing moved (a reader holds the pages): try next pass
+                    left = now
+                }
+            }
+        }
+        return walPeak
+    }
+
+    /// Copies the whole WAL into the database and truncates it to 0 bytes. On a full disk
+    /// this comes first: the copy may grow the database (by at most the WAL's size), and
+    /// once the WAL is empty the next deletion writes into fresh space it has just given
+    /// back. A reader still on the old WAL makes it give up (SQLITE_BUSY), which is not
+    /// an error here: the next pass tries again.
+    /// Returns how much the database file grew (bytes).
+    @discardableResult
+    public func checkpointWAL() throws -> Int64 {
+        let before = Self.size(of: path)
+        try writing {
+            try pool.writeWithoutTransaction { db in try Self.checkpointTruncate(db) }
+        }
+        return max(0, Self.size(of: path) - before)
+    }
+
+    /// Bytes of the WAL file now.
+    public func walBytes() -> Int64 { Self.size(of: path + "-wal") }
+
+    static func size(of file: String) -> Int64 {
+        var info = stat()
+        return stat(file, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    static func checkpointTruncate(_ db: Database) throws {
+        do {
+            _ = try db.checkpoint(.truncate)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+            return
+        }
+    }
+
+    /// Per stream, pending records the storage guard has deleted since the database was made.
+    public func evictedTotals() throws -> [StreamName: Int64] {
+        try pool.read { db in
+            var totals: [StreamName: Int64] = [:]
+            for stream in StreamName.allCases {
+                let text = try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?",
+                                               arguments: [AgentStateKey.evicted(stream)])
+                totals[stream] = text.flatMap { Int64($0) } ?? 0
+            }
+            return totals
+        }
+    }
+
+    /// The database's page size (4096 unless it was made otherwise).
+    public func pageSize() throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096 }
+    }
+}

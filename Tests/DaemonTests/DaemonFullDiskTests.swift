@@ -1,0 +1,92 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+/// `ariata-agent run` with its queue on a 40 MB tmpfs that another program fills to
+/// 0 bytes: the daemon's storage guard evicts the oldest audio by itself, keeps location,
+/// makes its reserve again, and capture goes on; `status` says what was evicted.
+final class DaemonFullDiskTests: XCTestCase {
+    func testAnotherProgramFillsTheDiskAndCaptureResumesWithinAHealthTick() throws {
+        let fs: SmallFilesystem
+        do {
+            fs = try SmallFilesystem.make(.tmpfs, megabytes: 40)
+        } catch let error as CannotMount {
+            throw XCTSkip(error.description)
+        }
+        let database = fs.file("agent.sqlite")
+
+        // An old backlog of audio, as after a week offline: 120 chunks (9.6 MB), pending.
+        var backlog: [UUID] = []
+        do {
+            let queue = try SQLiteQueue(path: database)
+            let payload = Data("\"\(String(repeating: "a", count: 79_998))\"".utf8)
+            for i in 0..<120 {
+                let record = NewRecord(stream: .microphone, capturedAt: Date().addingTimeInterval(-86_400 + Double(i) * 30),
+                                       payload: payload)
+                try queue.enqueue(record)
+                backlog.append(record.id)
+            }
+        }
+
+        let healthInterval = 2
+        let rig = try DaemonRig(healthInterval: healthInterval, databasePath: database, storageConfig: "min_free_mb = 4")
+        rig.receiver.stop()   // the server is down: nothing leaves the queue
+        try rig.startAgent()
+        let queue = try rig.openQueue()
+        let reserve = database + ".reserve"
+        try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
+            try FileManager.default.fileExists(atPath: reserve) && queue.records(stream: .location).count >= 1
+        }
+
+        try fs.fillWithAnotherProgram()
+        let filledAt = Date()
+        XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full")
+        let before = Set(try StreamName.allCases.flatMap { try queue.records(stream: $0) }.map(\.id))
+        let locationBefore = try queue.records(stream: .location).count
+
+        // Capture resumes: new audio and new location records after the guard's pass.
+        var resumedAt: Date?
+        try waitUntil("new audio and location records after the disk filled", timeout: 90, interval: 0.1) {
+            guard try queue.latestEvent(code: .storageFull) != nil else { return false }
+            let newAudio = try queue.records(stream: .microphone).contains { !before.contains($0.id) }
+            let newLocation = try queue.records(stream: .location).contains { !before.contains($0.id) }
+            if newAudio && newLocation { resumedAt = Date() }
+            return newAudio && newLocation
+        }
+        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        XCTAssertTrue(event.message.contains("storage guard"), event.message)
+        try waitUntil("the reserve made again", timeout: 30) {
+            var info = stat()
+            return stat(reserve, &info) == 0 && Int64(info.st_blocks) * 512 >= StorageLimits.defaultReserveBytes
+        }
+
+        // Only old audio went; every location record is still there.
+        let left = Set(try queue.records(stream: .microphone).map(\.id))
+        let evictedBacklog = backlog.filter { !left.contains($0) }.count
+        XCTAssertGreaterThan(evictedBacklog, 0)
+        XCTAssertGreaterThanOrEqual(try queue.records(stream: .location).count, locationBefore, "no location record was evicted")
+        let totals = try queue.evictedTotals()
+        XCTAssertEqual(totals[.location], 0)
+        XCTAssertEqual(totals[.health], 0)
+        XCTAssertEqual(totals[.microphone], Int64(evictedBacklog), "the oldest audio, the backlog, went first")
+
+        // status --json and the text show it.
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        let json = try cli.run(["status", "--json"])
+        let report = try StatusReport.decode(Data(json.stdout.utf8))
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, Int64(evictedBacklog))
+        XCTAssertEqual(report.streams.first { $0.name == "location" }?.evicted, 0)
+        XCTAssertEqual(report.database.lastStorageGuard?.code, "E004")
+        XCTAssertEqual(report.database.reserveBytes, StorageLimits.defaultReserveBytes)
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertTrue(text.stdout.contains("evicted    location 0, microphone \(evictedBacklog), health 0"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("E004 storage guard"), text.stdout)
+
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        // What happened, in the daemon's words (the journal's view).
+        for line in rig.agentLog.split(separator: "\n") where line.contains("E004") { print("agent log: \(line)") }
+        print("measured: disk full to capture resumed: \(String(format: "%.1f", (resumedAt ?? Date()).timeIntervalSince(filledAt))) s "
+              + "(health_interval \(healthInterval) s, location interval 2 s, 6 s audio chunks); evicted \(evictedBacklog) backlog chunks")
+    }
+}
