@@ -34,7 +34,7 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
         case .serverError:
             return "the server failed; the agent retries with backoff, nothing is dropped"
         case .storageFull:
-            return "free disk space under the database directory or raise [storage] min_free_mb"
+            return "the storage guard makes room by itself (oldest audio first; 'ariata-agent status' counts what went); if E004 keeps coming back, free disk space under the database directory, or lower [storage] max_queue_mb or raise min_free_mb so it acts earlier"
         case .permissionDenied:
             return "add the service user to the group that owns the device (audio, dialout) or fix the file's permissions"
         case .notIngestEndpoint:
