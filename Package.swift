@@ -24,6 +24,8 @@ let package = Package(
                        providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "libopusenc",
                        providers: [.apt(["libopus-dev", "libopusenc-dev"])]),
+        // The kernel's rtnetlink headers (the daemon watches routes and addresses); no library.
+        .systemLibrary(name: "CNetlink"),
         // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
         .systemLibrary(name: "COgg", pkgConfig: "ogg",
                        providers: [.apt(["libogg-dev"])]),
@@ -47,7 +49,7 @@ let package = Package(
         ]),
         // Wiring, health coordinator, sd_notify, service lifecycle.
         .target(name: "Daemon", dependencies: [
-            "AgentCore", "Capture", "Upload",
+            "AgentCore", "Capture", "Upload", "CNetlink",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

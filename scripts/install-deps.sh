@@ -33,6 +33,7 @@ TEST_PACKAGES=(
   curl
   systemd
   openssl
+  iproute2
 )
 
 sudo_cmd=()

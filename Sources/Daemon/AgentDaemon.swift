@@ -9,6 +9,8 @@ public protocol UploadComponent: AnyObject, Sendable {
     func stop()
     func health() -> StreamHealth
     func updateServer(_ server: ServerConfig)
+    /// The network came back after an outage: forget the backoff it caused, send now.
+    func networkReturned(_ why: String)
 }
 
 /// Builds the parts the daemon runs; the live one wires the real streams and uploader,
@@ -32,6 +34,7 @@ public final class AgentDaemon: Sendable {
     private let coordinator: HealthCoordinator
     private let tickInterval: TimeInterval
     private let maintenance: Mutex<ReliableTimer?> = Mutex(nil)
+    private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
 
@@ -87,6 +90,11 @@ public final class AgentDaemon: Sendable {
             logger.info("\(stream.rawValue) \(word)")
         }
         uploader.start()
+        let watcher = NetworkWatcher(logger: Logger(label: "ariata.network")) { [weak uploader] what in
+            uploader?.networkReturned(what)
+        }
+        network.withLock { $0 = watcher }
+        watcher.start()
         coordinator.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
 
         let timer = ReliableTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
@@ -101,6 +109,10 @@ public final class AgentDaemon: Sendable {
         notifier.stopping()
         maintenance.withLock { $0 }?.stop()
         storageKick.stop()
+        network.withLock { current -> NetworkWatcher? in
+            defer { current = nil }
+            return current
+        }?.stop()
         let (supervisors, uploader) = state.withLock { ($0.supervisors, $0.uploader) }
         for supervisor in supervisors.values { supervisor.stop() }
         uploader?.stop()

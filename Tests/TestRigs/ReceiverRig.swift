@@ -98,6 +98,9 @@ public final class ReceiverRig: @unchecked Sendable {
 
     public private(set) var port: Int
     public let token: String
+    /// The address it listens on: 127.0.0.1, or a test host's address on a veth that a
+    /// network namespace test made (`NetworkNamespaceRig`).
+    public let host: String
     public let logDirectory: String
     /// Certificate and key when it serves HTTPS. The control API is then HTTPS too, which
     /// this rig does not speak: a TLS receiver is checked through the agent's side.
@@ -107,9 +110,11 @@ public final class ReceiverRig: @unchecked Sendable {
 
     /// Starts the receiver on `port` (a free one when nil) and waits until it answers.
     /// - Parameter arguments: more receiver options (`--fault`, `--reject-status`, ...).
-    public init(logDirectory: String, token: String = "test-token", port: Int? = nil, arguments: [String] = [],
+    public init(logDirectory: String, token: String = "test-token", host: String = "127.0.0.1", port: Int? = nil,
+                arguments: [String] = [],
                 tls: (certificate: String, key: String)? = nil, start: Bool = true) throws {
         self.token = token
+        self.host = host
         self.logDirectory = logDirectory
         self.arguments = arguments
         self.tls = tls
@@ -120,7 +125,7 @@ public final class ReceiverRig: @unchecked Sendable {
     deinit { process?.stop(grace: 2) }
 
     /// `http://127.0.0.1:<port>` (https with TLS): what goes into `[server] endpoint`.
-    public var endpoint: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)" }
+    public var endpoint: String { "\(tls == nil ? "http" : "https")://\(host):\(port)" }
     public var isRunning: Bool { process?.isRunning ?? false }
 
     /// Starts it (again, on the same port) and waits until it listens (and, without TLS,
@@ -129,7 +134,7 @@ public final class ReceiverRig: @unchecked Sendable {
         guard !isRunning else { return }
         let portFile = "\(logDirectory)/receiver-\(port).port"
         try? FileManager.default.removeItem(atPath: portFile)
-        var options = [Self.script, "--port", String(port), "--port-file", portFile, "--token", token]
+        var options = [Self.script, "--host", host, "--port", String(port), "--port-file", portFile, "--token", token]
         if let tls { options += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
         let child = try ChildProcess(try Self.python(), options + arguments, name: "receiver", logDirectory: logDirectory)
         process = child

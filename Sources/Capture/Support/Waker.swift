@@ -5,8 +5,8 @@ import Foundation
 /// sleep for good. Once woken it stays woken, so it doubles as the thread's stop flag and
 /// a stop can never be missed between two waits. Threads that poll several descriptors
 /// themselves put `fd` among them.
-final class Waker: Sendable {
-    enum Outcome: Equatable {
+public final class Waker: Sendable {
+    public enum Outcome: Equatable, Sendable {
         case readable
         case timedOut
         case woken
@@ -15,7 +15,7 @@ final class Waker: Sendable {
     private let readEnd: Int32
     private let writeEnd: Int32
 
-    init() throws {
+    public init() throws {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE)
@@ -30,22 +30,22 @@ final class Waker: Sendable {
         close(writeEnd)
     }
 
-    func wake() {
+    public func wake() {
         var byte: UInt8 = 1
         // A full pipe already means "woken"; nothing to do when the write fails.
         _ = write(writeEnd, &byte, 1)
     }
 
     /// Readable once woken; for threads that call poll(2) with descriptors of their own.
-    var fd: Int32 { readEnd }
+    public var fd: Int32 { readEnd }
 
-    var isWoken: Bool {
+    public var isWoken: Bool {
         wait(for: nil, timeout: 0) == .woken
     }
 
     /// Sleeps until `fd` is readable (or hung up), `timeout` seconds pass (nil: no limit),
     /// or `wake()` is called.
-    func wait(for fd: Int32?, timeout: TimeInterval?) -> Outcome {
+    public func wait(for fd: Int32?, timeout: TimeInterval?) -> Outcome {
         var fds = [pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
         if let fd {
             fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
