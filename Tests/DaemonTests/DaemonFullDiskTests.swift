@@ -39,6 +39,7 @@ final class DaemonFullDiskTests: XCTestCase {
             try FileManager.default.fileExists(atPath: reserve) && queue.records(stream: .location).count >= 1
         }
 
+        _ = rig.notifySocket.drain()
         try fs.fillWithAnotherProgram()
         let filledAt = Date()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full")
@@ -46,14 +47,20 @@ final class DaemonFullDiskTests: XCTestCase {
         let locationBefore = try queue.records(stream: .location).count
 
         // Capture resumes: new audio and new location records after the guard's pass.
-        var resumedAt: Date?
+        var resumed: [StreamName: Date] = [:]
         try waitUntil("new audio and location records after the disk filled", timeout: 90, interval: 0.1) {
             guard try queue.latestEvent(code: .storageFull) != nil else { return false }
-            let newAudio = try queue.records(stream: .microphone).contains { !before.contains($0.id) }
-            let newLocation = try queue.records(stream: .location).contains { !before.contains($0.id) }
-            if newAudio && newLocation { resumedAt = Date() }
-            return newAudio && newLocation
+            for stream in [StreamName.microphone, .location] where resumed[stream] == nil {
+                if try queue.records(stream: stream).contains(where: { !before.contains($0.id) }) { resumed[stream] = Date() }
+            }
+            return resumed.count == 2
         }
+        // The health checks went on through it: the coordinator stored health after the
+        // disk filled and kept telling systemd the daemon is alive.
+        try waitUntil("a health check after the disk filled", timeout: 30) {
+            try queue.storedHealth().contains { $0.component == "location" && $0.checkedAt > filledAt }
+        }
+        try waitUntil("WATCHDOG=1 after the disk filled", timeout: 30) { rig.notifySocket.drain().contains("WATCHDOG=1") }
         let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("storage guard"), event.message)
         try waitUntil("the reserve made again", timeout: 30) {
@@ -86,7 +93,11 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         // What happened, in the daemon's words (the journal's view).
         for line in rig.agentLog.split(separator: "\n") where line.contains("E004") { print("agent log: \(line)") }
-        print("measured: disk full to capture resumed: \(String(format: "%.1f", (resumedAt ?? Date()).timeIntervalSince(filledAt))) s "
+        func after(_ stream: StreamName) -> String {
+            String(format: "%.1f s", (resumed[stream] ?? Date()).timeIntervalSince(filledAt))
+        }
+        print("measured: disk full to the guard's pass \(String(format: "%.1f s", event.at.timeIntervalSince(filledAt))), "
+              + "to the first new record: location \(after(.location)), audio \(after(.microphone)) "
               + "(health_interval \(healthInterval) s, location interval 2 s, 6 s audio chunks); evicted \(evictedBacklog) backlog chunks")
     }
 }
