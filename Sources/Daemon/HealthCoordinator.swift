@@ -10,6 +10,12 @@ public protocol SupervisedComponent: AnyObject, Sendable {
     func health() -> StreamHealth
     /// Stops and starts the component again (after it reported unhealthy).
     func restart()
+    /// Running totals for `status` (see `StreamCounter`); empty for most components.
+    func counters() -> [String: Int]
+}
+
+extension SupervisedComponent {
+    public func counters() -> [String: Int] { [:] }
 }
 
 /// One timer for the whole daemon (no stream keeps its own): on every tick it asks each
@@ -24,6 +30,8 @@ public final class HealthCoordinator: Sendable {
     /// itself (streams reconnect on their own) before it is restarted.
     private let strikes = Mutex<[String: Int]>([:])
     private let restartAfterStrikes: Int
+    /// Counters last written, so unchanged ones are not rewritten every tick.
+    private let storedCounters = Mutex<[String: Int]>([:])
 
     public init(components: [any SupervisedComponent], store: SQLiteQueue, notifier: SystemdNotifier,
                 restartAfterStrikes: Int = 2, logger: Logger) {
@@ -53,6 +61,7 @@ public final class HealthCoordinator: Sendable {
             } catch {
                 logger.error("cannot store the health of \(name): \(error)")
             }
+            storeCounters(of: component)
             let count = strikes.withLock { table -> Int in
                 table[name] = health.isHealthy || health == .disabled ? 0 : (table[name] ?? 0) + 1
                 return table[name] ?? 0
@@ -68,6 +77,24 @@ public final class HealthCoordinator: Sendable {
         notifier.watchdog()
         notifier.status(summary?(results) ?? Self.summary(results))
         return results
+    }
+
+    /// Writes a component's counters for `status`, those that changed since the last tick.
+    private func storeCounters(of component: any SupervisedComponent) {
+        for (counter, value) in component.counters() {
+            let key = StreamCounter.key(component.componentName, counter)
+            let changed = storedCounters.withLock { stored -> Bool in
+                defer { stored[key] = value }
+                return stored[key] != value
+            }
+            guard changed else { continue }
+            do {
+                try store.setState(key, String(value))
+            } catch {
+                storedCounters.withLock { $0[key] = nil }
+                logger.error("cannot store \(key): \(error)")
+            }
+        }
     }
 
     /// A one-line summary for `systemctl status`: "location healthy, microphone paused, …".

@@ -14,6 +14,8 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
     private struct State {
         var current: (any CaptureStream)?
         var paused: Bool
+        /// Counters of the streams this supervisor stopped: totals outlive a restart.
+        var stoppedCounters: [String: Int] = [:]
     }
 
     /// `make` builds a fresh stream (a restart uses a new one, so no state of a stream that
@@ -45,6 +47,15 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
             return s.current
         }
         running?.stop()
+        if let last = running?.counters() {
+            state.withLock { $0.stoppedCounters.merge(last, uniquingKeysWith: +) }
+        }
+    }
+
+    /// The stream's counters since the daemon started, across restarts and pauses.
+    public func counters() -> [String: Int] {
+        let (current, stopped) = state.withLock { ($0.current, $0.stoppedCounters) }
+        return stopped.merging(current?.counters() ?? [:], uniquingKeysWith: +)
     }
 
     public func setPaused(_ paused: Bool) {

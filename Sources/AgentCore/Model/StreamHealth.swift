@@ -48,4 +48,22 @@ public protocol CaptureStream: AnyObject, Sendable {
     /// Stops capture, finishing and writing what is in progress; returns when done.
     func stop()
     func health() -> StreamHealth
+    /// Running totals `status` shows (e.g. the health stream's malformed lines), by name.
+    func counters() -> [String: Int]
+}
+
+extension CaptureStream {
+    public func counters() -> [String: Int] { [:] }
+}
+
+/// Names of the counters streams report (`CaptureStream.counters()`), kept in
+/// `agent_state` under `StreamCounter.key(component, name)` for `status`.
+public enum StreamCounter {
+    /// Health lines that could not be read at all (counted, logged, skipped).
+    public static let malformedLines = "malformed_lines"
+    /// Health samples read but refused by the contract's rules (impossible values, units).
+    public static let refusedSamples = "refused_samples"
+
+    /// `component` is the stream's name (`StreamName.rawValue`, the coordinator's component name).
+    public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }
 }

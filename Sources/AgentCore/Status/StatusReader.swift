@@ -65,6 +65,13 @@ public struct StatusReader: Sendable {
                 s.uploaded = count(.uploaded)?.records ?? 0
                 s.paused = paused.contains(name)
                 s.evicted = evicted[name] ?? 0
+                if name == .health {
+                    func counter(_ counter: String) throws -> Int? {
+                        try queue.state(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
+                    }
+                    s.malformedLines = try counter(StreamCounter.malformedLines)
+                    s.refusedSamples = try counter(StreamCounter.refusedSamples)
+                }
                 if let h = health[name.rawValue] {
                     s.health = h.state
                     s.reason = h.reason
@@ -134,6 +141,12 @@ public struct StatusReader: Sendable {
         }
         for stream in report.streams where stream.health == "unhealthy" {
             warnings.append("\(stream.name) unhealthy: \(stream.reason ?? "no reason given")")
+        }
+        for stream in report.streams where (stream.malformedLines ?? 0) + (stream.refusedSamples ?? 0) > 0 {
+            warnings.append("\(stream.name): \(stream.malformedLines ?? 0) malformed lines and \(stream.refusedSamples ?? 0) refused samples skipped since the daemon started; the log names each one (journalctl -u ariata-agent)")
+        }
+        if report.daemon.running, report.uploader.health == "unhealthy", report.uploader.authPausedUntil == nil {
+            warnings.append("uploads: \(report.uploader.reason ?? "failing")")
         }
         if report.configured && !report.daemon.running {
             warnings.append("the daemon is not running: sudo systemctl start ariata-agent")

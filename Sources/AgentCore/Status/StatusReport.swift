@@ -71,6 +71,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var bytesSent: Int64
         /// Pending records the storage guard deleted before upload, since the database was made.
         public var evicted: Int64 = 0
+        /// Health only: lines that could not be read, and samples refused by the contract's
+        /// rules, since the daemon started (each is in the log with its file and line).
+        public var malformedLines: Int?
+        public var refusedSamples: Int?
     }
 
     public struct Uploader: Codable, Sendable, Equatable {

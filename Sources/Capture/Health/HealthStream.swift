@@ -84,4 +84,10 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
 
     /// Each source's health and counters (for `status` and the backfill progress).
     public func statuses() -> [HealthSourceStatus] { sources.map { $0.status() } }
+
+    public func counters() -> [String: Int] {
+        let all = statuses()
+        return [StreamCounter.malformedLines: all.reduce(0) { $0 + $1.malformedLines },
+                StreamCounter.refusedSamples: all.reduce(0) { $0 + $1.rejectedSamples }]
+    }
 }
