@@ -209,6 +209,14 @@ struct UploadCycle {
             return .failed(Failure(kind: .outage, reason: "\(error)"))
         }
         guard let transport else { return .cancelled }
+        do {
+            try store.noteSending(batch.map(\.seq))
+        } catch {
+            // Sent now, the records could not be marked delivered afterwards and would be
+            // sent again: wait until the queue takes writes (the storage guard makes room).
+            logger.error("not sending \(batch.count) \(stream.rawValue) records: the queue cannot record their delivery: \(error)")
+            return .storeError("\(error)")
+        }
         result.requests += 1
         let verdict = IngestVerdict.of(transport.send(request), sent: batch.count, now: clock.now())
         logger.debug("batch \(batchID.uuidString.lowercased()) of \(batch.count) \(stream.rawValue) records (\(body.count) bytes): \(verdict)")

@@ -18,11 +18,13 @@ final class UploadFixture {
     /// - Parameters:
     ///   - receiverRunning: false to start with the receiver down (it can be started later
     ///     on the same port).
-    init(receiverRunning: Bool = true, receiverArguments: [String] = [], token: String = "test-token") throws {
+    ///   - databasePath: where the queue lives (default: in the fixture's temp directory).
+    init(receiverRunning: Bool = true, receiverArguments: [String] = [], token: String = "test-token",
+         databasePath: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-upload")
         // Real time: the receiver checks record times against its own clock.
         clock = ManualClock(Date())
-        queue = try SQLiteQueue(path: directory.file("queue.sqlite"), clock: clock)
+        queue = try SQLiteQueue(path: databasePath ?? directory.file("queue.sqlite"), clock: clock)
         receiver = try ReceiverRig(logDirectory: directory.path, token: token, arguments: receiverArguments,
                                    start: receiverRunning)
         server.endpoint = receiver.endpoint

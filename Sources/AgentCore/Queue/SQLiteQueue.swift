@@ -166,9 +166,14 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1",
+            try Row.fetchOne(db, sql: "SELECT * FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq DESC LIMIT 1",
                              arguments: [stream.rawValue]).map(Self.record(from:))
         }
+    }
+
+    public func noteSending(_ seqs: [Int64]) throws {
+        let now = clock.now().timeIntervalSince1970
+        try update(seqs, sql: "UPDATE records SET last_attempt_at = ? WHERE seq = ? AND status = 'pending'") { [now, $0] }
     }
 
     public func markUploaded(_ seqs: [Int64]) throws {
