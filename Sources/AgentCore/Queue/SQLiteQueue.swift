@@ -166,7 +166,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq DESC LIMIT 1",
+            try Row.fetchOne(db, sql: "SELECT * FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1",
                              arguments: [stream.rawValue]).map(Self.record(from:))
         }
     }
