@@ -24,7 +24,15 @@ public enum EvictionTier: String, CaseIterable, Sendable {
         case .pendingAudio:
             return "SELECT seq, stream, payload_bytes FROM records WHERE stream = 'microphone' AND status = 'pending' ORDER BY seq LIMIT ?"
         case .pendingOther:
-            return "SELECT seq, stream, payload_bytes FROM records WHERE status = 'pending' AND stream <> 'microphone' ORDER BY seq LIMIT ?"
+            // One index scan per stream, merged: a plain "stream <> 'microphone' ORDER BY
+            // seq" sorts every pending row (a temp b-tree of a million rows, which on a
+            // full disk may not even find room for its temp file); this sorts at most
+            // LIMIT rows per stream.
+            let perStream = StreamName.allCases.filter { $0 != .microphone }.map { stream in
+                "SELECT * FROM (SELECT seq, stream, payload_bytes FROM records WHERE stream = '\(stream.rawValue)' "
+                    + "AND status = 'pending' ORDER BY seq LIMIT ?1)"
+            }
+            return perStream.joined(separator: " UNION ALL ") + " ORDER BY 1 LIMIT ?1"
         }
     }
 }
@@ -52,8 +60,14 @@ extension SQLiteQueue {
         try writing {
             try pool.writeWithoutTransaction { db in
                 let previous = try Int.fetchOne(db, sql: "PRAGMA secure_delete") ?? 0
+                let previousTemp = try Int.fetchOne(db, sql: "PRAGMA temp_store") ?? 0
                 try db.execute(sql: "PRAGMA secure_delete = FAST")
-                defer { try? db.execute(sql: "PRAGMA secure_delete = \(previous)") }
+                // Sorting and statement journals in memory: temp files may live on the full disk.
+                try db.execute(sql: "PRAGMA temp_store = MEMORY")
+                defer {
+                    try? db.execute(sql: "PRAGMA secure_delete = \(previous)")
+                    try? db.execute(sql: "PRAGMA temp_store = \(previousTemp)")
+                }
                 try db.inTransaction {
                     let rows = try Row.fetchCursor(db, sql: tier.selection, arguments: [max(1, maxRecords)])
                     var victims: [(seq: Int64, stream: String)] = []
