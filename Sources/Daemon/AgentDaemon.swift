@@ -37,6 +37,7 @@ public final class AgentDaemon: Sendable {
     private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
+    private let clockCorrection: ClockCorrection
 
     private struct State {
         var config: AgentConfig
@@ -60,6 +61,7 @@ public final class AgentDaemon: Sendable {
                                         logger: Logger(label: "ariata.health"))
         storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, logger: Logger(label: "ariata.storage"))
         storageKick = StorageGuardKick(storageGuard)
+        clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
@@ -148,6 +150,7 @@ public final class AgentDaemon: Sendable {
         storageGuard.pass()
         applyPauseSwitches()
         let config = state.withLock { $0.config }
+        clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
         let results = coordinator.tick()
         let due = state.withLock { s -> Bool in
             let now = clock.now()

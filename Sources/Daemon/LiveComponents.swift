@@ -10,15 +10,16 @@ public struct LiveComponents: ComponentFactory {
     public init() {}
 
     public func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+        let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
             return LocationStream(config: config.location, sink: queue, logger: logger)
         case .microphone:
-            return MicrophoneStream(config: config.microphone, sink: queue, logger: logger,
+            return MicrophoneStream(config: config.microphone, sink: queue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: queue.path),
                                                    knownRecords: queue))
         case .health:
-            return HealthStream(config: config.health, queue: queue, logger: logger)
+            return HealthStream(config: config.health, queue: queue, clockTrust: clockTrust, logger: logger)
         }
     }
 

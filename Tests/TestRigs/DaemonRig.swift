@@ -14,6 +14,10 @@ public final class DaemonRig: @unchecked Sendable {
     public let databasePath: String
     public let healthPath: String
     public let notifySocket: NotifySocket
+    /// The agent's clock-synchronisation test hook (ARIATA_CLOCK_SYNC_FILE): this machine's
+    /// kernel may well say "unsynchronised" (a container, a VM without NTP), which would
+    /// hold every audio chunk; the rig says "synchronised" unless a test writes otherwise.
+    public let clockSyncFile: String
     public private(set) var feeder: NMEAFeeder
     private let pcmFeeder: ChildProcess
     private let alsaConfig: String
@@ -61,6 +65,8 @@ public final class DaemonRig: @unchecked Sendable {
         FileManager.default.createFile(atPath: healthPath, contents: nil)
         self.databasePath = databasePath ?? directory.file("agent.sqlite")
         notifySocket = try NotifySocket(path: directory.file("notify.sock"))
+        clockSyncFile = directory.file("clock-sync")
+        try "synchronised\n".write(toFile: clockSyncFile, atomically: true, encoding: .utf8)
         configPath = directory.file("agent.toml")
         try """
             [server]
@@ -101,11 +107,18 @@ public final class DaemonRig: @unchecked Sendable {
         receiver.stop()
     }
 
-    /// Starts `ariata-agent run` with the rig's ALSA config and notify socket.
-    public func startAgent() throws {
+    /// Starts `ariata-agent run` with the rig's ALSA config, notify socket and clock
+    /// state file; `environment` adds to that (LD_PRELOAD for libfaketime, say).
+    public func startAgent(environment: [String: String] = [:]) throws {
         let binary = try BuildProducts.executable("ariata-agent")
+        let base = ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile]
         agent = try ChildProcess(binary, ["run", "--config", configPath], name: "agent", logDirectory: directory.path,
-                                 environment: ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path])
+                                 environment: base.merging(environment) { $1 })
+    }
+
+    /// Says what the agent's clock-synchronisation hook reports from now on.
+    public func setClockSynchronised(_ synchronised: Bool) throws {
+        try (synchronised ? "synchronised\n" : "unsynchronised\n").write(toFile: clockSyncFile, atomically: true, encoding: .utf8)
     }
 
     /// SIGTERM; returns the exit status (nil when it did not exit within `timeout`).

@@ -46,7 +46,8 @@ public enum ConfigWriter {
             })
         }
         root["health"] = health
-        root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval])
+        root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval,
+                                    "trust_system_clock": config.daemon.trustSystemClock])
         root["log"] = TOMLTable(["level": config.logLevel])
         return """
             # ariata-agent configuration, written by 'ariata-agent onboard'.

@@ -8,6 +8,9 @@ public struct NewRecord: Sendable, Equatable {
     public var stream: StreamName
     public var capturedAt: Date
     public var payload: Data
+    /// Set when the capture time came from a system clock not yet known to be right: the
+    /// queue holds the record until its time is corrected (see ClockCorrection).
+    public var provisional: ProvisionalTime?
 
     public init(id: UUID = UUID(), stream: StreamName, capturedAt: Date, payload: Data) {
         self.id = id

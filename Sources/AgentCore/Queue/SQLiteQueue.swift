@@ -109,6 +109,9 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
                         record.stream.rawValue, record.id, record.capturedAt.timeIntervalSince1970,
                         now, record.payload, record.payload.count, now,
                     ])
+                    if let provisional = record.provisional {
+                        try holdProvisional(db, seq: db.lastInsertedRowID, stream: record.stream, provisional)
+                    }
                 }
                 if let anchor {
                     try db.execute(sql: """
@@ -141,8 +144,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func streamsWithPending() throws -> [StreamName] {
         try pool.read { db in
-            try String.fetchAll(db, sql: "SELECT stream FROM stream_counts WHERE status = 'pending' AND n > 0 ORDER BY stream")
-                .compactMap(StreamName.init(rawValue:))
+            // Held records (provisional_times) are pending but not for the uploader yet.
+            try String.fetchAll(db, sql: """
+                SELECT c.stream FROM stream_counts c WHERE c.status = 'pending'
+                    AND c.n > (SELECT count(*) FROM provisional_times p WHERE p.stream = c.stream)
+                ORDER BY c.stream
+                """).compactMap(StreamName.init(rawValue:))
         }
     }
 
@@ -150,7 +157,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         try pool.read { db in
             // A cursor steps one row at a time, so payloads past the byte bound are never read.
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT * FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq LIMIT ?
+                SELECT * FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq LIMIT ?
                 """, arguments: [stream.rawValue, max(1, maxCount)])
             var batch: [QueuedRecord] = []
             var bytes = 0
@@ -166,7 +173,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq DESC LIMIT 1",
+            try Row.fetchOne(db, sql: "SELECT * FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq DESC LIMIT 1",
                              arguments: [stream.rawValue]).map(Self.record(from:))
         }
     }
@@ -228,11 +235,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         try counts().first { $0.stream == stream && $0.status == status }?.records ?? 0
     }
 
-    /// Capture time of the oldest pending record of `stream`, nil when none is pending.
+    /// Capture time of the oldest pending record of `stream` that is not held (a held
+    /// record's time is provisional), nil when none is pending.
     public func oldestPendingCapture(stream: StreamName) throws -> Date? {
         try pool.read { db in
             try Double.fetchOne(db, sql: """
-                SELECT captured_at FROM records WHERE stream = ? AND status = 'pending' ORDER BY seq LIMIT 1
+                SELECT captured_at FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq LIMIT 1
                 """, arguments: [stream.rawValue]).map(Date.init(timeIntervalSince1970:))
         }
     }

@@ -5,7 +5,7 @@ import GRDB
 /// build knows is refused rather than guessed at.
 enum Schema {
     /// Migration N (1-based) is `migrations[N-1]`. Append only; never edit a released one.
-    static let migrations: [String] = [v1]
+    static let migrations: [String] = [v1, v2]
 
     static var currentVersion: Int { migrations.count }
 
@@ -102,6 +102,22 @@ enum Schema {
         code    TEXT,
         message TEXT NOT NULL
     );
+    """
+
+    static let v2 = """
+    -- Records captured while the system clock could not be believed (before NTP, or a
+    -- clock restored from the last shutdown): a row here holds the record back from
+    -- upload until the daemon has worked out its true time from the boot clock
+    -- (ClockCorrection), rewritten its times and deleted the row. A side table keeps
+    -- `records` and its hot paths as they were.
+    CREATE TABLE provisional_times (
+        seq       INTEGER PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
+        stream    TEXT    NOT NULL,
+        boot_id   TEXT    NOT NULL,                  -- /proc/sys/kernel/random/boot_id at capture
+        boot_time REAL    NOT NULL                   -- CLOCK_BOOTTIME seconds at captured_at
+    );
+    CREATE INDEX provisional_times_by_boot ON provisional_times (boot_id, seq);
+    CREATE INDEX provisional_times_by_stream ON provisional_times (stream);
     """
 
     /// Brings the database to `currentVersion`.

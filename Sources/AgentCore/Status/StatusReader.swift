@@ -32,6 +32,7 @@ public struct StatusReader: Sendable {
                 report.database.error = "\(error)"
             }
         }
+        report.clock = clockStatus(queue: queue, config: effective, now: now)
         if let queue {
             fill(&report, from: queue, config: effective, now: now)
         } else {
@@ -112,6 +113,17 @@ public struct StatusReader: Sendable {
         }
     }
 
+    /// The kernel's clock flag as this process sees it, and the held records of the queue.
+    private func clockStatus(queue: SQLiteQueue?, config: AgentConfig, now: Date) -> StatusReport.Clock {
+        let sync = ClockSync.live()
+        let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
+        let held = (try? queue?.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
+        return StatusReport.Clock(synchronised: sync.unsynchronisedReason() == nil,
+                                  trustSystemClock: config.daemon.trustSystemClock,
+                                  trusted: trust.isTrusted(now: now), reason: trust.distrust(now: now),
+                                  heldRecords: held.thisBoot, heldEarlierBoots: held.earlierBoots)
+    }
+
     private func emptyStream(_ name: StreamName, enabled: Bool) -> StatusReport.Stream {
         StatusReport.Stream(name: name.rawValue, enabled: enabled, paused: false, health: enabled ? "unknown" : "disabled",
                             pending: 0, pendingBytes: 0, failed: 0, uploaded: 0, recordsSent: 0, bytesSent: 0)
@@ -147,6 +159,14 @@ public struct StatusReader: Sendable {
         }
         if report.daemon.running, report.uploader.health == "unhealthy", report.uploader.authPausedUntil == nil {
             warnings.append("uploads: \(report.uploader.reason ?? "failing")")
+        }
+        if let clock = report.clock, clock.heldRecords > 0 {
+            warnings.append(clock.trusted
+                ? "\(clock.heldRecords) records held with provisional times: the clock can be believed now, so the daemon corrects and releases them at its next health check"
+                : "clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times and are corrected and sent once it is; enable NTP (timedatectl set-ntp true), or set [daemon] trust_system_clock = true if this clock is right")
+        }
+        if let clock = report.clock, clock.heldEarlierBoots > 0 {
+            warnings.append("\(clock.heldEarlierBoots) records held from an earlier boot whose clock was never synchronised: their true time is unknown, so they are kept and not sent (with [daemon] trust_system_clock = true, those with a plausible time are sent as they are)")
         }
         if report.configured && !report.daemon.running {
             warnings.append("the daemon is not running: sudo systemctl start ariata-agent")

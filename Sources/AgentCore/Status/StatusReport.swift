@@ -21,6 +21,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var streams: [Stream]
     public var uploader: Uploader
     public var warnings: [String]
+    /// Whether capture times can be believed, and the records held until they can.
+    public var clock: Clock? = nil
 
     public struct Daemon: Codable, Sendable, Equatable {
         public var running: Bool
@@ -75,6 +77,21 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// rules, since the daemon started (each is in the log with its file and line).
         public var malformedLines: Int?
         public var refusedSamples: Int?
+    }
+
+    public struct Clock: Codable, Sendable, Equatable {
+        /// The kernel says the system clock is synchronised (NTP).
+        public var synchronised: Bool
+        /// `[daemon] trust_system_clock`.
+        public var trustSystemClock: Bool
+        /// Capture times from the system clock are believed now (synchronised, or trusted and after 2000).
+        public var trusted: Bool
+        /// Why the clock is not believed, when it is not.
+        public var reason: String?
+        /// Records held with provisional times, captured in the running boot (corrected once the clock is believed).
+        public var heldRecords: Int
+        /// Records held from earlier boots: their true time is unknown; they are kept, not sent.
+        public var heldEarlierBoots: Int
     }
 
     public struct Uploader: Codable, Sendable, Equatable {

@@ -67,6 +67,11 @@ public struct StatusText: Sendable {
             let counts = r.streams.map { "\($0.name) \($0.evicted)" }.joined(separator: ", ")
             out.append("evicted    \(counts) (E004: deleted by the storage guard before upload)")
         }
+        if let clock = r.clock {
+            let state = clock.synchronised ? "synchronised" : clock.trusted ? "not synchronised, trusted ([daemon] trust_system_clock)" : paint("not synchronised", .yellow)
+            let held = clock.heldRecords + clock.heldEarlierBoots
+            out.append("clock      \(state)" + (held > 0 ? ", \(held) records held with provisional times" : ""))
+        }
         if !r.warnings.isEmpty {
             out.append("")
             for w in r.warnings { out.append(paint("warning: ", .yellow) + w) }

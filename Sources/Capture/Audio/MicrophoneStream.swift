@@ -31,6 +31,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     private let writer: ChunkWriter
     private let journal: AudioJournal?
     private let knownRecords: (any RecordLookup)?
+    /// Capture thread only: which chunks carry a provisional time (see ChunkTimes).
+    private var chunkTimes: ChunkTimes
 
     /// Where the audio journal lives and how to ask whether a recovered chunk is already
     /// in the queue.
@@ -64,8 +66,10 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///     yet begun are timed from the wall clock again. nil keeps the sample count only:
     ///     for recorded input that is read faster than real time (tests, benchmarks).
     ///   - journal: the audio journal; nil keeps chunks in progress in memory only.
+    ///   - clockTrust: whether the wall clock can be believed; chunks timed from a clock
+    ///     that cannot are written held, with their place on the boot clock.
     public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
-                logger: Logger, captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
+                logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false), captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
                 retry: RetryPolicy = RetryPolicy(), maxClockSkew: TimeInterval? = 2,
                 complexity: Int = 10, journal: Journaling? = nil) {
         self.config = config
@@ -78,6 +82,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         let audioJournal = journal.map { AudioJournal(directory: $0.directory, logger: logger) }
         self.journal = audioJournal
         self.knownRecords = journal?.knownRecords
+        self.chunkTimes = ChunkTimes(trust: clockTrust)
         self.writer = ChunkWriter(sink: sink, logger: logger, written: { id in audioJournal?.remove(id) })
     }
 
@@ -191,7 +196,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             sampleRate: sampleRate, chunkFrames: config.chunkSeconds * sampleRate,
             overlapFrames: config.overlapSeconds * sampleRate,
             makeEncoder: { [encoderSettings] beginning in
-                try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning))
+                self.chunkTimes.began(beginning.id, start: beginning.start)
+                return try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning))
             })
         var capture: (any AudioCapture)?
         var failures = 0
@@ -224,11 +230,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             }
 
             guard let current = capture else {
-                if CaptureTimeRule.clockLooksUnset(clock.now()) {
-                    setCaptureHealth(.unhealthy(reason: "waiting for the system clock to be set (NTP): no audio is captured until then, so no chunk carries a 1970 time"))
-                    waitForChange(timeout: retry.initial)
-                    continue
-                }
+                // An unset clock does not stop capture: chunks timed from it are held
+                // with their boot-clock time and corrected once the clock is set.
                 do throws(AudioCaptureError) {
                     let opened = try captureFactory(config.device, sampleRate)
                     capture = opened
@@ -254,14 +257,17 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                     continue
                 case .frames(let count):
                     let lag = Double(current.pendingFrames() + count) / Double(sampleRate)
-                    let firstSampleTime = clock.now().addingTimeInterval(-lag)
+                    let now = clock.now()
+                    let firstSampleTime = now.addingTimeInterval(-lag)
                     if !chunker.isRunning {
                         emit { try chunker.begin(at: firstSampleTime) }
+                        chunkTimes.anchored(now: now, lag: lag)
                     } else if let maxClockSkew, let counted = chunker.nextFrameTime,
                               abs(counted.timeIntervalSince(firstSampleTime)) > maxClockSkew {
                         logger.info("microphone timestamps follow the wall clock again",
                                     metadata: ["skew_seconds": "\(counted.timeIntervalSince(firstSampleTime))"])
                         chunker.retime(nextFrameAt: firstSampleTime)
+                        chunkTimes.anchored(now: now, lag: lag)
                     }
                     if !emit({ try chunker.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count])) }) {
                         // The encoders' state is unknown after a failure: drop the run, the
@@ -303,14 +309,12 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             return false
         }
         for chunk in chunks {
-            guard !CaptureTimeRule.clockLooksUnset(chunk.start) else {
-                logger.error("microphone chunk dropped: it would carry a time before 2000",
-                             metadata: ["timestamp_start": "\(RFC3339.string(from: chunk.start))"])
-                journal?.remove(chunk.id)
-                continue
-            }
             do {
-                writer.write(try MicrophoneRecord.make(chunk, bitrate: config.bitrate))
+                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate)
+                // Timed from a clock that cannot be believed (1970, or not yet NTP): the
+                // queue holds it until the daemon corrects its time (ClockCorrection).
+                record.provisional = chunkTimes.take(chunk.id)
+                writer.write(record)
             } catch {
                 logger.error("microphone chunk lost: cannot build its record", metadata: ["error": "\(error)"])
                 journal?.remove(chunk.id)
@@ -350,7 +354,14 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                                      "duration": "\(chunk.duration)", "overlap": "\(chunk.overlapDuration)",
                                      "cut_off": "\(recovered.wasCut)"])
             do {
-                writer.write(try MicrophoneRecord.make(chunk, bitrate: recovered.bitrate))
+                var record = try MicrophoneRecord.make(chunk, bitrate: recovered.bitrate)
+                // The journal does not keep the boot clock, so a recovered chunk keeps the
+                // time it was captured with; one dated before 2000 is certainly wrong and is
+                // held from an unknown boot (never sent with that time).
+                if CaptureTimeRule.clockLooksUnset(chunk.start) {
+                    record.provisional = ProvisionalTime(bootID: ProvisionalTime.unknownBoot, bootTime: 0)
+                }
+                writer.write(record)
             } catch {
                 logger.error("microphone chunk from the journal: cannot build its record; journal kept",
                              metadata: ["id": "\(chunk.id)", "error": "\(error)"])

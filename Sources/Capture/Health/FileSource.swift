@@ -70,7 +70,8 @@ public final class FileSource: HealthSource, @unchecked Sendable {
     private var lastReportedDecile = -1
 
     public init(config: HealthSourceConfig, queue: any HealthRecordQueue, commitInterval: TimeInterval,
-                batchSize: Int = 500, clock: any WallClock = SystemClock(), logger: Logger) throws {
+                batchSize: Int = 500, clock: any WallClock = SystemClock(),
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) throws {
         name = config.name
         self.config = config
         self.queue = queue
@@ -81,7 +82,8 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         anchorKey = "file:" + config.path
         counters = HealthSourceCounters(name: config.name, kind: .file)
         wake = try Waker()
-        processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger)
+        processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
+                                        clockTrust: clockTrust)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
@@ -100,12 +102,9 @@ public final class FileSource: HealthSource, @unchecked Sendable {
             logger.warning("inotify is not available (\(error)); checking \(config.path) every 2 s instead")
         }
         while !isStopping {
-            if CaptureTimeRule.clockLooksUnset(clock.now()) {
-                // Samples are checked against the clock; with the clock in 1970 every one
-                // would be refused. The file keeps them until the clock is set.
-                setHealth(.unhealthy(reason: "waiting for the system clock to be set (NTP) before reading \(config.path)"))
-                retryAt = uptime + Self.retryDelay
-            } else if retryAt.map({ uptime >= $0 }) ?? true {
+            // An unset clock does not stop reading: samples dated from it are held and
+            // corrected once it is set (ClockCorrection); their own times are kept.
+            if retryAt.map({ uptime >= $0 }) ?? true {
                 retryAt = nil
                 step()
             }
@@ -446,7 +445,6 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         if let since = dirtySince { earliest(max(0, since + commitInterval - uptime)) }
         if let retryAt { earliest(max(0, retryAt - uptime)) }
         if inotify == nil { earliest(2) }
-        if CaptureTimeRule.clockLooksUnset(clock.now()) { earliest(Self.retryDelay) }
         var fds = [wake.fd]
         if let inotify { fds.append(inotify.fd) }
         _ = Poll.wait(fds, timeout: timeout)

@@ -10,12 +10,27 @@ struct HealthLineProcessor {
     let sourceName: String
     let counters: HealthSourceCounters
     var log: RateLimitedLog
+    let clockTrust: ClockTrust
+    /// The last answer of `clockTrust` and when (uptime) it was asked: it is a kernel call,
+    /// and a backlog is read at thousands of lines a second.
+    private var trustChecked: (at: TimeInterval, trusted: Bool)?
 
-    init(format: HealthSourceConfig.Format, sourceName: String, counters: HealthSourceCounters, logger: Logger) {
+    init(format: HealthSourceConfig.Format, sourceName: String, counters: HealthSourceCounters, logger: Logger,
+         clockTrust: ClockTrust = .live(trustSystemClock: false)) {
         parser = HealthLineParsers.make(format)
         self.sourceName = sourceName
         self.counters = counters
         log = RateLimitedLog(logger: logger)
+        self.clockTrust = clockTrust
+    }
+
+    private mutating func clockTrusted(now: Date) -> Bool {
+        if CaptureTimeRule.clockLooksUnset(now) { return false }
+        let uptime = ProcessInfo.processInfo.systemUptime
+        if let checked = trustChecked, uptime - checked.at < 1 { return checked.trusted }
+        let trusted = clockTrust.isTrusted(now: now)
+        trustChecked = (uptime, trusted)
+        return trusted
     }
 
     /// `place` names the line in logs (`/var/log/hr.jsonl:42`). Samples dated before
@@ -39,8 +54,9 @@ struct HealthLineProcessor {
             malformed = 1
             log.warning("skipping malformed line at \(place()): \(reason)")
         case .samples(let samples):
+            let trusted = clockTrusted(now: now)
             for raw in samples {
-                switch normaliser.normalise(raw, now: now) {
+                switch normaliser.normalise(raw, now: now, clockTrusted: trusted) {
                 case .rejected(let reason):
                     rejected += 1
                     log.warning("skipping sample at \(place()): \(reason)")
@@ -50,7 +66,12 @@ struct HealthLineProcessor {
                         continue
                     }
                     do {
-                        records.append(try normaliser.record(sample, source: sourceName))
+                        var record = try normaliser.record(sample, source: sourceName)
+                        if raw.timestamp == nil, !trusted {
+                            // Dated from a clock that cannot be believed: held until corrected.
+                            record.provisional = ProvisionalTime(capturedAt: now, now: now, boot: BootClock.now())
+                        }
+                        records.append(record)
                     } catch {
                         rejected += 1
                         log.warning("skipping sample at \(place()): cannot encode it: \(error)")

@@ -33,10 +33,17 @@ public struct HealthNormaliser: Sendable {
     public init() {}
 
     /// `now` dates a sample that carried no time and bounds how far ahead a time may be.
-    public func normalise(_ raw: RawHealthSample, now: Date) -> Outcome {
+    /// With `clockTrusted` false the clock cannot be believed: a sample's own time is only
+    /// held to "after 2000" (a wrong clock must not refuse right times), and a sample dated
+    /// from the clock is not checked at all (it is held and checked once corrected).
+    public func normalise(_ raw: RawHealthSample, now: Date, clockTrusted: Bool = true) -> Outcome {
         let timestamp = raw.timestamp ?? now
-        guard CaptureTimeRule.isAcceptable(timestamp, now: now) else {
-            return .rejected("timestamp \(RFC3339.string(from: timestamp)) is before 2000 or more than 5 minutes ahead of the clock")
+        if clockTrusted {
+            guard CaptureTimeRule.isAcceptable(timestamp, now: now) else {
+                return .rejected("timestamp \(RFC3339.string(from: timestamp)) is before 2000 or more than 5 minutes ahead of the clock")
+            }
+        } else if let own = raw.timestamp, own < CaptureTimeRule.earliest {
+            return .rejected("timestamp \(RFC3339.string(from: own)) is before 2000")
         }
         if raw.metric == .sleep { return sleep(raw, timestamp: timestamp) }
 

@@ -5,12 +5,14 @@ import Logging
 /// Makes the source a `[[health.source]]` entry asks for.
 public enum HealthSourceFactory {
     public static func make(_ config: HealthSourceConfig, queue: any HealthRecordQueue, commitInterval: TimeInterval,
-                            clock: any WallClock, logger: Logger) throws -> any HealthSource {
+                            clock: any WallClock, clockTrust: ClockTrust = .live(trustSystemClock: false),
+                            logger: Logger) throws -> any HealthSource {
         switch config.kind {
         case .file:
-            return try FileSource(config: config, queue: queue, commitInterval: commitInterval, clock: clock, logger: logger)
+            return try FileSource(config: config, queue: queue, commitInterval: commitInterval, clock: clock,
+                                  clockTrust: clockTrust, logger: logger)
         case .serial:
-            return try SerialSource(config: config, queue: queue, clock: clock, logger: logger)
+            return try SerialSource(config: config, queue: queue, clock: clock, clockTrust: clockTrust, logger: logger)
         }
     }
 }

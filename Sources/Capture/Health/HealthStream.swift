@@ -14,11 +14,15 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
     private let setupErrors: [String]
     private let running = Mutex<[(Thread, DispatchSemaphore)]>([])
 
-    public convenience init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(), logger: Logger) {
-        self.init(config: config, queue: queue as any HealthRecordQueue, clock: clock, logger: logger)
+    public convenience init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(),
+                            clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
+        self.init(config: config, queue: queue as any HealthRecordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
     }
 
-    public init(config: HealthConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(), logger: Logger) {
+    /// - Parameter clockTrust: whether the wall clock can be believed; samples dated from
+    ///   a clock that cannot are written held, with their place on the boot clock.
+    public init(config: HealthConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         self.config = config
         self.logger = logger
         var sources: [any HealthSource] = []
@@ -27,7 +31,7 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
             for source in config.sources {
                 do {
                     sources.append(try HealthSourceFactory.make(source, queue: queue, commitInterval: TimeInterval(config.commitInterval),
-                                                                clock: clock, logger: logger))
+                                                                clock: clock, clockTrust: clockTrust, logger: logger))
                 } catch {
                     errors.append("\(source.name): cannot start: \(error)")
                 }

@@ -38,7 +38,8 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
     private var lastOpenError: SerialPort.OpenError?
 
     public init(config: HealthSourceConfig, queue: any RecordSink, commitDelay: TimeInterval = 1,
-                batchSize: Int = 500, clock: any WallClock = SystemClock(), logger: Logger) throws {
+                batchSize: Int = 500, clock: any WallClock = SystemClock(),
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) throws {
         name = config.name
         self.config = config
         self.queue = queue
@@ -48,7 +49,8 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         self.batchSize = max(1, batchSize)
         counters = HealthSourceCounters(name: config.name, kind: .serial)
         wake = try Waker()
-        processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger)
+        processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
+                                        clockTrust: clockTrust)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }

@@ -172,24 +172,46 @@ final class MicrophoneStreamTests: XCTestCase {
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30])
     }
 
-    func testAnUnsetClockHoldsCaptureUntilItIsSet() throws {
+    /// An SBC booted without RTC: audio is captured all the same, its chunk is written held
+    /// (never in an upload batch) with its place on the boot clock, and once the clock is
+    /// set the correction gives it the time it was really captured.
+    func testAnUnsetClockCapturesHeldChunksThatGetTheirTrueTimeOnceItIsSet() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
         let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
-        let clock = ManualClock(Date(timeIntervalSince1970: 1_000)) // an SBC booted without RTC
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_000))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: clock,
                                 factory: onceFactory(limitSeconds: 31, afterLimit: .quiet, progress: progress, calls: CallCounter()))
+        let bootBefore = try XCTUnwrap(BootClock.now())
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the stream to wait for the clock") { stream.health().reason?.contains("system clock") == true }
-        XCTAssertEqual(stream.stats().deviceOpens, 0, "nothing is captured while the clock is unset")
+        try waitUntil("a chunk captured with the clock in 1970", timeout: 60) { stream.stats().chunksWritten == 1 }
+        XCTAssertEqual(stream.stats().deviceOpens, 1, "capture does not wait for the clock")
+        let held = try XCTUnwrap(try chunks(in: queue).first)
+        XCTAssertLessThan(held.start, CaptureTimeRule.earliest, "provisional time from the 1970 clock")
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).count, 0, "held: not for upload")
+        XCTAssertEqual(try queue.heldCounts(currentBootID: BootClock.bootID).thisBoot, 1)
 
         clock.set(t0) // NTP answered
-        try waitUntil("a chunk after the clock was set", timeout: 60) { stream.stats().chunksWritten == 1 }
-        let chunk = try XCTUnwrap(try chunks(in: queue).first)
-        XCTAssertLessThanOrEqual(chunk.start, t0)
-        XCTAssertGreaterThan(chunk.start, t0.addingTimeInterval(-10), "timed from the set clock, not 1970")
+        let syncFile = directory.file("clock-sync")
+        try "synchronised".write(toFile: syncFile, atomically: true, encoding: .utf8)
+        let outcome = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, logger: logger)
+            .pass(trustSystemClock: false)
+        let bootAfter = try XCTUnwrap(BootClock.now())
+        XCTAssertEqual(outcome.corrected, 1)
+        let released = try XCTUnwrap(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: released.payload) as? [String: Any])
+        let start = try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? ""))
+        let end = try XCTUnwrap(RFC3339.date(from: fields["timestamp_end"] as? String ?? ""))
+        // Captured between bootBefore and bootAfter on the boot clock, which the set clock
+        // reads as t0 at bootAfter; the first sample is dated back by what the device held
+        // when it was read (up to the 4 s buffer and a 1 s read).
+        XCTAssertLessThanOrEqual(start, t0)
+        XCTAssertGreaterThanOrEqual(start, t0.addingTimeInterval(-(bootAfter.seconds - bootBefore.seconds) - 5))
+        XCTAssertGreaterThan(start, t0.addingTimeInterval(-60), "the true time, not 1970")
+        XCTAssertEqual(end.timeIntervalSince(start), held.end.timeIntervalSince(held.start), accuracy: 0.002, "the length is kept")
+        XCTAssertEqual(released.capturedAt.timeIntervalSince1970, start.timeIntervalSince1970, accuracy: 0.001)
     }
 
     func testPauseWritesTheChunkInProgressAndReleasesTheDeviceUntilResume() throws {

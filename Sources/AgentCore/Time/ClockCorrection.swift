@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Puts true times on held records once the system clock can be believed, and lets them
+/// go to the uploader. The daemon runs one pass on every health tick.
+///
+/// A record held in the running boot carries the boot clock (CLOCK_BOOTTIME) of its
+/// capture. Once the wall clock is right, wall = boot + (wall_now - boot_now) for every
+/// instant of this boot, suspends included, so its true capture time is exact to the
+/// millisecond whatever the wall clock said then (1970, or a day behind).
+///
+/// A record held in an earlier boot cannot be corrected: that boot's clock is gone and
+/// nothing ties it to true time. Sending it with its provisional time could send a time
+/// that is wrong by days without anyone noticing, so it stays held (never sent) and
+/// `status` reports it. With `[daemon] trust_system_clock = true` the user vouches that
+/// the clock was right: such records whose time passes the server's rule then go as they are.
+public final class ClockCorrection: Sendable {
+    private let queue: SQLiteQueue
+    private let sync: any ClockSyncSource
+    private let clock: any WallClock
+    private let bootClock: @Sendable () -> BootInstant?
+    private let logger: Logger
+    /// The last thing said about records that stay held, so it is logged on change only.
+    private let lastNote = Mutex<String?>(nil)
+
+    /// Records rewritten per transaction (an audio record is ~80 KB).
+    static let batchSize = 20
+
+    /// What one pass did.
+    public struct Outcome: Sendable, Equatable {
+        /// Held records of this boot whose times were corrected and released.
+        public var corrected = 0
+        /// Held records of earlier boots released with their time as it was (trust_system_clock).
+        public var releasedAsIs = 0
+        /// Records still held after the pass.
+        public var stillHeld = HeldCounts()
+        /// Smallest and largest correction applied, in seconds.
+        public var shiftRange: ClosedRange<Double>?
+        /// Why nothing was corrected (the clock cannot be believed yet), when so.
+        public var waitingFor: String?
+    }
+
+    public init(queue: SQLiteQueue, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
+                bootClock: @escaping @Sendable () -> BootInstant? = BootClock.now, logger: Logger) {
+        self.queue = queue
+        self.sync = sync
+        self.clock = clock
+        self.bootClock = bootClock
+        self.logger = logger
+    }
+
+    /// One pass. Never throws: a failing disk leaves the records held until the next tick.
+    @discardableResult
+    public func pass(trustSystemClock: Bool) -> Outcome {
+        var outcome = Outcome()
+        let boot = bootClock()
+        do {
+            let held = try queue.heldCounts(currentBootID: boot?.bootID)
+            guard held.total > 0 else { return outcome }
+            let now = clock.now()
+            if let why = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now) {
+                outcome.waitingFor = why
+                outcome.stillHeld = held
+                note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
+                return outcome
+            }
+            if let boot, held.thisBoot > 0 {
+                try correct(boot: boot, now: now, into: &outcome)
+            }
+            if trustSystemClock, held.earlierBoots > 0 {
+                try releaseEarlierBoots(than: boot?.bootID ?? ProvisionalTime.unknownBoot, now: now, into: &outcome)
+            }
+            outcome.stillHeld = try queue.heldCounts(currentBootID: boot?.bootID)
+        } catch {
+            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next health check")
+            return outcome
+        }
+        report(outcome, trustSystemClock: trustSystemClock)
+        return outcome
+    }
+
+    private func correct(boot: BootInstant, now: Date, into outcome: inout Outcome) throws {
+        // Wall time of boot-clock instant t is t + offset, for every t of this boot.
+        let offset = now.timeIntervalSince1970 - boot.seconds
+        var after: Int64 = 0
+        while true {
+            let batch = try queue.heldRecords(bootID: boot.bootID, afterSeq: after, limit: Self.batchSize)
+            guard let last = batch.last else { return }
+            after = last.seq
+            var released: [ReleasedRecord] = []
+            for record in batch {
+                let trueTime = Date(timeIntervalSince1970: record.provisional.bootTime + offset)
+                let shiftMs = Int64(((trueTime.timeIntervalSince(record.capturedAt)) * 1000).rounded())
+                guard CaptureTimeRule.isAcceptable(trueTime, now: now),
+                      let payload = PayloadTimes.shifted(record.payload, by: shiftMs) else {
+                    logger.error("held \(record.stream.rawValue) record \(record.seq) cannot be corrected (its time would be \(RFC3339.string(from: trueTime)), or its payload has no time in the agent's form); it stays held")
+                    continue
+                }
+                released.append(ReleasedRecord(seq: record.seq,
+                                               capturedAt: record.capturedAt.addingTimeInterval(Double(shiftMs) / 1000),
+                                               payload: payload))
+                let shift = Double(shiftMs) / 1000
+                outcome.shiftRange = outcome.shiftRange.map { min($0.lowerBound, shift)...max($0.upperBound, shift) } ?? shift...shift
+            }
+            try queue.release(released)
+            outcome.corrected += released.count
+        }
+    }
+
+    private func releaseEarlierBoots(than bootID: String, now: Date, into outcome: inout Outcome) throws {
+        var after: Int64 = 0
+        while true {
+            let batch = try queue.heldRecords(bootID: bootID, otherThan: true, afterSeq: after, limit: Self.batchSize)
+            guard let last = batch.last else { return }
+            after = last.seq
+            let plausible = batch.filter { CaptureTimeRule.isAcceptable($0.capturedAt, now: now) }
+            try queue.release(plausible.map { ReleasedRecord(seq: $0.seq, capturedAt: $0.capturedAt, payload: $0.payload) })
+            outcome.releasedAsIs += plausible.count
+        }
+    }
+
+    private func report(_ outcome: Outcome, trustSystemClock: Bool) {
+        if outcome.corrected > 0, let range = outcome.shiftRange {
+            let shift = range.lowerBound == range.upperBound
+                ? String(format: "%+.3f s", range.lowerBound)
+                : String(format: "%+.3f s to %+.3f s", range.lowerBound, range.upperBound)
+            logger.notice("clock can be believed: corrected the times of \(outcome.corrected) held records from the boot clock by \(shift) and released them for upload")
+        }
+        if outcome.releasedAsIs > 0 {
+            logger.notice("trust_system_clock is on: released \(outcome.releasedAsIs) records held in an earlier boot with the times they were captured with")
+        }
+        if outcome.stillHeld.earlierBoots > 0 {
+            note("\(outcome.stillHeld.earlierBoots) records held from an earlier boot whose clock was never synchronised: their true time is unknown, so they are kept and not sent (see README, Time)")
+        } else {
+            lastNote.withLock { $0 = nil }
+        }
+    }
+
+    private func note(_ message: String) {
+        let changed = lastNote.withLock { last -> Bool in
+            defer { last = message }
+            return last != message
+        }
+        if changed { logger.warning("\(message)") }
+    }
+}

@@ -1,0 +1,50 @@
+import AgentCore
+import Foundation
+
+/// Which audio chunks got their time from a clock that could not be believed, and where
+/// each began on the boot clock. A run of audio is timed from one anchor (the wall clock
+/// when it began, or when it was retimed) and counted forward by samples; a chunk belongs
+/// to the anchor in force when it began, so a clock that is stepped right (NTP) in the
+/// middle of a chunk cannot make that chunk pass for a trusted one.
+///
+/// Lives on the capture thread only.
+struct ChunkTimes {
+    private struct Anchor {
+        var wall: Date
+        /// The boot clock at `wall`; nil when the clock was believed (nothing to correct).
+        var boot: BootInstant?
+        var trusted: Bool
+    }
+
+    private let trust: ClockTrust
+    private var anchor: Anchor?
+    private var chunks: [UUID: ProvisionalTime] = [:]
+
+    init(trust: ClockTrust) {
+        self.trust = trust
+    }
+
+    /// The run's timeline (re)starts: its next sample was captured `lag` seconds before
+    /// `now`, at wall time `now - lag`.
+    mutating func anchored(now: Date, lag: TimeInterval) {
+        let trusted = trust.isTrusted(now: now)
+        var boot = trusted ? nil : BootClock.now()
+        boot?.seconds -= lag
+        anchor = Anchor(wall: now.addingTimeInterval(-lag), boot: boot, trusted: trusted)
+    }
+
+    /// A chunk begins at `start` on the current timeline.
+    mutating func began(_ id: UUID, start: Date) {
+        guard let anchor, !anchor.trusted else { return }
+        if let boot = anchor.boot {
+            chunks[id] = ProvisionalTime(bootID: boot.bootID, bootTime: boot.seconds + start.timeIntervalSince(anchor.wall))
+        } else {
+            chunks[id] = ProvisionalTime(bootID: ProvisionalTime.unknownBoot, bootTime: 0)
+        }
+    }
+
+    /// The provisional time of a finished chunk (nil when its time can be believed); forgets it.
+    mutating func take(_ id: UUID) -> ProvisionalTime? {
+        chunks.removeValue(forKey: id)
+    }
+}

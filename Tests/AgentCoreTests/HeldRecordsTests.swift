@@ -1,0 +1,216 @@
+import AgentCore
+import Foundation
+import Logging
+import TestRigs
+import XCTest
+
+/// Records captured while the clock cannot be believed, on a real SQLite queue: held out
+/// of every upload batch, corrected by the boot clock exactly, and the earlier-boot rule.
+final class HeldRecordsTests: XCTestCase {
+    var dir: TemporaryDirectory!
+    var clock: ManualClock!
+    var queue: SQLiteQueue!
+    var syncFile: String!
+    let logger = Logger(label: "ariata.time.test")
+    /// The wall clock once it is right, and the boot clock at that moment.
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    let bootNow = BootInstant(bootID: "boot-now", seconds: 5_000)
+
+    override func setUpWithError() throws {
+        dir = try TemporaryDirectory("held")
+        clock = ManualClock(t0)
+        queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        syncFile = dir.file("clock-sync")
+        try setSynchronised(false)
+    }
+
+    func setSynchronised(_ synchronised: Bool) throws {
+        try (synchronised ? "synchronised" : "unsynchronised").write(toFile: syncFile, atomically: true, encoding: .utf8)
+    }
+
+    func correction() -> ClockCorrection {
+        let boot = bootNow
+        return ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot }, logger: logger)
+    }
+
+    /// A health sample dated `capturedAt` by the clock, held at `bootTime` of boot `bootID`.
+    func heldHealth(at capturedAt: Date, bootID: String = "boot-now", bootTime: Double) throws -> NewRecord {
+        var record = try NewRecord(stream: .health, capturedAt: capturedAt, fields: [
+            "timestamp": RFC3339.string(from: capturedAt), "metric_type": "heart_rate", "value": 72, "unit": "bpm",
+            "metadata": ["source": "watch \"timestamp\":\"1970\""],
+        ])
+        record.provisional = ProvisionalTime(bootID: bootID, bootTime: bootTime)
+        return record
+    }
+
+    func heldAudio(at start: Date, duration: Double, bootTime: Double) throws -> NewRecord {
+        var record = try NewRecord(stream: .microphone, capturedAt: start, fields: [
+            "timestamp_start": RFC3339.string(from: start),
+            "timestamp_end": RFC3339.string(from: start.addingTimeInterval(duration)),
+            "duration": duration, "overlap_duration": 0, "audio_data": String(repeating: "QUJD", count: 5_000),
+        ])
+        record.provisional = ProvisionalTime(bootID: "boot-now", bootTime: bootTime)
+        return record
+    }
+
+    func location(at time: Date) throws -> NewRecord {
+        try NewRecord(stream: .location, capturedAt: time, fields: ["timestamp": RFC3339.string(from: time), "latitude": 1, "longitude": 2])
+    }
+
+    func payloadObject(_ data: Data) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    func testHeldRecordsAreInNoBatchAndNotCountedAsWaitingForUpload() throws {
+        let provisional = Date(timeIntervalSince1970: 1_000)
+        try queue.enqueue(heldHealth(at: provisional, bootTime: 10))
+        let sent = try NewRecord(stream: .health, capturedAt: t0, fields: ["timestamp": RFC3339.string(from: t0)])
+        try queue.enqueue(sent)
+        try queue.enqueue(heldHealth(at: provisional.addingTimeInterval(1), bootTime: 11))
+        try queue.enqueue(heldAudio(at: provisional, duration: 30, bootTime: 10))
+        try queue.enqueue(location(at: t0))
+
+        XCTAssertEqual(try queue.pendingBatch(stream: .health, maxCount: 100, maxBytes: 10_000_000).map(\.id), [sent.id])
+        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000), [])
+        XCTAssertEqual(try queue.newestPending(stream: .health)?.id, sent.id)
+        XCTAssertNil(try queue.newestPending(stream: .microphone))
+        XCTAssertEqual(try queue.streamsWithPending(), [.health, .location], "a stream with only held records has nothing to send")
+        XCTAssertEqual(try queue.oldestPendingCapture(stream: .health), t0, "a provisional 1970 time is not the oldest pending")
+        // Held records stay pending in the counts (they are not lost) and are counted apart.
+        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 3)
+        let held = try queue.heldCounts(currentBootID: "boot-now")
+        XCTAssertEqual(held.thisBoot, 3)
+        XCTAssertEqual(held.earlierBoots, 0)
+        XCTAssertEqual(held.byStream, [.health: 2, .microphone: 1])
+    }
+
+    func testNothingIsCorrectedWhileTheClockCannotBeBelieved() throws {
+        try queue.enqueue(heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 10))
+        let outcome = correction().pass(trustSystemClock: false)
+        XCTAssertEqual(outcome.corrected, 0)
+        XCTAssertNotNil(outcome.waitingFor)
+        XCTAssertEqual(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000), [])
+
+        // trust_system_clock does not make a 1970 clock right either.
+        clock.set(Date(timeIntervalSince1970: 2_000))
+        XCTAssertEqual(correction().pass(trustSystemClock: true).corrected, 0)
+    }
+
+    func testCorrectionShiftsThePayloadTimesByTheBootClockOffsetExactly() throws {
+        // Captured with the clock at 1970-01-01T00:16:40.123Z, at 4,000.5 s of boot time;
+        // the boot clock reads 5,000 s when the wall clock is t0, so the true time is
+        // t0 - 999.5 s.
+        let provisional = Date(timeIntervalSince1970: 1_000.123)
+        let health = try heldHealth(at: provisional, bootTime: 4_000.5)
+        let audio = try heldAudio(at: provisional.addingTimeInterval(-30), duration: 29.937_5, bootTime: 3_970.5)
+        try queue.enqueue(health)
+        try queue.enqueue(audio)
+        try setSynchronised(true)
+
+        let outcome = correction().pass(trustSystemClock: false)
+        XCTAssertEqual(outcome.corrected, 2)
+        XCTAssertEqual(outcome.stillHeld.total, 0)
+
+        let trueMs = Int64(1_800_000_000_000) - 999_500
+        let shiftMs = trueMs - 1_000_123
+        XCTAssertEqual(outcome.shiftRange, Double(shiftMs) / 1000 ... Double(shiftMs) / 1000)
+        let sentHealth = try XCTUnwrap(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        XCTAssertEqual(try payloadObject(sentHealth.payload)["timestamp"] as? String, RFC3339.string(milliseconds: trueMs))
+        XCTAssertEqual(sentHealth.capturedAt.timeIntervalSince1970, Double(trueMs) / 1000, accuracy: 0.000_5)
+        // Only the time changed: every other byte (including a source name that quotes a
+        // timestamp) is as captured.
+        let expected = String(decoding: health.payload, as: UTF8.self)
+            .replacingOccurrences(of: "\"timestamp\":\"\(RFC3339.string(from: provisional))\"",
+                                  with: "\"timestamp\":\"\(RFC3339.string(milliseconds: trueMs))\"")
+        XCTAssertEqual(String(decoding: sentHealth.payload, as: UTF8.self), expected)
+
+        let sentAudio = try XCTUnwrap(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let audioFields = try payloadObject(sentAudio.payload)
+        let startMs = try XCTUnwrap(RFC3339.milliseconds(from: RFC3339.string(from: provisional.addingTimeInterval(-30))))
+        let endMs = try XCTUnwrap(RFC3339.milliseconds(from: RFC3339.string(from: provisional.addingTimeInterval(-0.062_5))))
+        XCTAssertEqual(audioFields["timestamp_start"] as? String, RFC3339.string(milliseconds: startMs + shiftMs))
+        XCTAssertEqual(audioFields["timestamp_end"] as? String, RFC3339.string(milliseconds: endMs + shiftMs))
+        XCTAssertEqual(audioFields["audio_data"] as? String, String(repeating: "QUJD", count: 5_000))
+        XCTAssertEqual(sentAudio.payload.count, audio.payload.count)
+
+        // Released once: a second pass finds nothing.
+        XCTAssertEqual(correction().pass(trustSystemClock: false).corrected, 0)
+    }
+
+    func testRecordsHeldInAnEarlierBootStayHeldUnlessTheUserTrustsTheClock() throws {
+        // A clock restored days behind by fake-hwclock in a boot that never got NTP, and a
+        // 1970 clock in another.
+        let plausible = t0.addingTimeInterval(-3 * 86_400)
+        let old = try heldHealth(at: plausible, bootID: "boot-before", bootTime: 100)
+        let unset = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-long-ago", bootTime: 50)
+        let current = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 4_000)
+        try queue.enqueue([old, unset, current], anchor: nil)
+        try setSynchronised(true)
+
+        let outcome = correction().pass(trustSystemClock: false)
+        XCTAssertEqual(outcome.corrected, 1, "only this boot's record can be corrected")
+        XCTAssertEqual(outcome.releasedAsIs, 0)
+        XCTAssertEqual(outcome.stillHeld.earlierBoots, 2)
+        XCTAssertEqual(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [current.id])
+
+        // The user says the clock is right: what passes the server's rule goes as it was
+        // captured; a 1970 time never does.
+        let trusted = correction().pass(trustSystemClock: true)
+        XCTAssertEqual(trusted.releasedAsIs, 1)
+        XCTAssertEqual(trusted.stillHeld.earlierBoots, 1)
+        let batch = try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        XCTAssertEqual(batch.map(\.id), [old.id, current.id])
+        XCTAssertEqual(batch.first?.payload, old.payload)
+    }
+
+    func testDeletingAHeldRecordForgetsItsProvisionalTime() throws {
+        try queue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
+        XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 1)
+        let slice = try queue.evictSlice(.pendingAudio, maxBytes: 1)
+        XCTAssertEqual(slice.records, 1)
+        XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 0)
+    }
+
+    /// A queue written by the agent before held records existed (schema 1) is migrated and
+    /// keeps its records, which nothing holds.
+    func testASchemaOneQueueIsMigratedAndKeepsItsRecords() throws {
+        let path = dir.file("old.sqlite")
+        let old = try location(at: t0)
+        do {
+            let writer = try SQLiteQueue(path: path, clock: clock)
+            try writer.enqueue(old)
+        }
+        let py = try ChildProcess("python3", ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.executescript("DROP TABLE provisional_times; PRAGMA user_version = 1;")
+            c.close()
+            """, path], logDirectory: dir.path)
+        XCTAssertEqual(py.wait(), 0, py.stderr())
+
+        let migrated = try SQLiteQueue(path: path, clock: clock)
+        XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
+        XCTAssertEqual(try migrated.heldCounts(currentBootID: "boot-now").total, 0)
+        var held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 1)
+        held.id = UUID()
+        try migrated.enqueue(held)
+        XCTAssertEqual(try migrated.heldCounts(currentBootID: "boot-now").thisBoot, 1)
+    }
+
+    func testPayloadTimesRefuseWhatTheAgentDidNotWrite() throws {
+        XCTAssertNil(PayloadTimes.shifted(Data("{\"latitude\":1}".utf8), by: 1_000), "no time to correct")
+        XCTAssertNil(PayloadTimes.shifted(Data("{\"timestamp\":\"2026-11-22T10:05:00Z\"}".utf8), by: 1_000), "not the agent's form")
+        XCTAssertNil(PayloadTimes.shifted(Data("not json".utf8), by: 1_000))
+        XCTAssertEqual(PayloadTimes.shifted(Data("{\"timestamp\":\"1999-12-31T23:59:59.999Z\"}".utf8), by: 1),
+                       Data("{\"timestamp\":\"2000-01-01T00:00:00.000Z\"}".utf8))
+    }
+
+    func testTrustSystemClockIsReadAndCheckedLikeEveryKey() throws {
+        XCTAssertFalse(try AgentConfig(toml: "", file: "a.toml").daemon.trustSystemClock)
+        XCTAssertTrue(try AgentConfig(toml: "[daemon]\ntrust_system_clock = true\n", file: "a.toml").daemon.trustSystemClock)
+        XCTAssertThrowsError(try AgentConfig(toml: "[daemon]\ntrust_system_clock = \"yes\"\n", file: "a.toml")) { error in
+            XCTAssertEqual((error as? ConfigError)?.key, "daemon.trust_system_clock")
+            XCTAssertTrue("\(error)".contains("expected true or false"), "\(error)")
+        }
+    }
+}
