@@ -6,6 +6,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "upload": UploadBench.run,
     "location": LocationBench.run,
     "audio": AudioBench.run,
+    "journal": AudioJournalBench.run,
     "health": HealthBench.run,
 ]
 

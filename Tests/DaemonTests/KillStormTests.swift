@@ -32,8 +32,9 @@ final class KillStormTests: XCTestCase {
     func testTwentyFiveSIGKILLsLoseNoSampleNoFixAndOnlyTheAudioOfTheMomentsDown() throws {
         continueAfterFailure = false
         let kills = Int(ProcessInfo.processInfo.environment["KILL_STORM_KILLS"] ?? "") ?? 25
-        // 10 s chunks overlapping by 2 s: kills land in chunks, in overlaps and between them.
-        let rig = try DaemonRig(chunkSeconds: 10, overlapSeconds: 2, uploadInterval: 5, healthInterval: 2)
+        // 6 s chunks overlapping by 2 s (a new one every 4 s): kills land in first chunks,
+        // later chunks and overlaps.
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 2, uploadInterval: 5, healthInterval: 2)
         let healthBase = Date().addingTimeInterval(-3_600).rounded()
         var healthFed = 0
         func feedHealth() throws {

@@ -7,9 +7,10 @@ import Foundation
 /// (with the encoder's pre-skip), the OpusTags page, audio pages with granule positions
 /// that make a decoder trim the pre-skip and the padding of the last frame, and the
 /// end-of-stream flag on the last page, so the file decodes to exactly the samples given.
-/// Pages arrive through `ope_encoder_create_callbacks` and are appended to a `Data`, and,
-/// when the chunk has one, to its journal file as they come, so a crash loses only the
-/// audio not yet in a page. The finished chunk is the in-memory copy: reading the journal
+/// Pages are taken from libopusenc's pull API (`ope_encoder_create_pull`) and appended to a
+/// `Data` and, when the chunk has one, to its journal file, with the page ended after every
+/// block handed over, so a crash loses only the audio not yet in a page (the frame not yet
+/// complete, under 20 ms). The finished chunk is the in-memory copy: reading the journal
 /// back would cost a read per chunk and fail exactly when the journal could not be written
 /// (a full disk), when the chunk is most at risk.
 ///
@@ -22,37 +23,31 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         /// libopus complexity 0...10; 10 is the libopus and opusenc default.
         public var complexity: Int
         /// Audio libopusenc holds before encoding it, in 48 kHz samples (its default is
-        /// 96,000 = 2 s, room to decide where to chain streams, which chunks never do).
+        /// 96,000 = 2 s, room to decide where to chain streams, which chunks never do):
+        /// 0 encodes each 20 ms frame as soon as it is complete, at no cost in size
+        /// (measured: `ariata-bench journal`).
         public var decisionDelay: Int
-        /// The longest a page may wait before libopusenc writes it, in 48 kHz samples (its
-        /// default is 48,000 = 1 s). Shorter pages reach the journal sooner; each costs a
-        /// 27-byte page header.
+        /// The longest a page may hold before libopusenc ends it, in 48 kHz samples (its
+        /// default is 48,000 = 1 s). Each page costs a 27-byte header.
         public var muxingDelay: Int
+        /// With a journal: end the page after every block of samples handed over (about
+        /// every 0.5 s, the capture period), so what was encoded is in the journal at once.
+        public var pageEveryBlock: Bool
 
         public init(sampleRate: Int = 16_000, bitrate: Int = 16_000, complexity: Int = 10,
-                    decisionDelay: Int = Self.journalDecisionDelay, muxingDelay: Int = Self.journalMuxingDelay) {
+                    decisionDelay: Int = 0, muxingDelay: Int = 48_000, pageEveryBlock: Bool = true) {
             self.sampleRate = sampleRate
             self.bitrate = bitrate
             self.complexity = complexity
             self.decisionDelay = decisionDelay
             self.muxingDelay = muxingDelay
+            self.pageEveryBlock = pageEveryBlock
         }
-
-        /// Encode each 20 ms frame as soon as it is complete.
-        public static let journalDecisionDelay = 0
-        /// Pages of at most 0.5 s (measured cost in README: Microphone).
-        public static let journalMuxingDelay = 24_000
     }
 
-    /// Collects the pages libopusenc writes. A class so the C callback can reach it through
-    /// a pointer; the encoder owns it for the encoder's whole life.
-    private final class Pages {
-        var data = Data()
-        let journal: JournalFile?
-        init(journal: JournalFile?) { self.journal = journal }
-    }
-
-    private let pages: Pages
+    private var data = Data()
+    private let journal: JournalFile?
+    private let pageEveryBlock: Bool
     private var encoder: OpaquePointer?
     private var samplesWritten = 0
 
@@ -60,24 +55,18 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     ///   none. The encoder closes it when the chunk is finished and removes it when the
     ///   chunk is dropped unfinished.
     public init(_ settings: Settings, journal: JournalFile? = nil) throws {
-        pages = Pages(journal: journal)
-        var callbacks = OpusEncCallbacks(
-            write: { userData, bytes, length in
-                guard let userData, let bytes else { return 1 }
-                let pages = Unmanaged<Pages>.fromOpaque(userData).takeUnretainedValue()
-                pages.data.append(bytes, count: Int(length))
-                pages.journal?.append(UnsafeRawBufferPointer(start: bytes, count: Int(length)))
-                return 0
-            },
-            close: { _ in 0 })
+        self.journal = journal
+        pageEveryBlock = journal != nil && settings.pageEveryBlock
         guard let comments = ope_comments_create() else { throw OpusEncodingError(call: "ope_comments_create", code: OPE_ALLOC_FAIL) }
         defer { ope_comments_destroy(comments) }
         var error: Int32 = 0
-        let created = ope_encoder_create_callbacks(&callbacks, Unmanaged.passUnretained(pages).toOpaque(), comments,
-                                                   opus_int32(settings.sampleRate), 1, 0, &error)
+        // The pull API, not callbacks: only it lets the encoder end a page on demand
+        // (`ope_encoder_get_page` with flush), which is how every block of samples handed
+        // over reaches the journal at once instead of waiting for the page to fill.
+        let created = ope_encoder_create_pull(comments, opus_int32(settings.sampleRate), 1, 0, &error)
         guard let created, error == OPE_OK else {
             if let created { ope_encoder_destroy(created) }
-            throw OpusEncodingError(call: "ope_encoder_create_callbacks", code: error)
+            throw OpusEncodingError(call: "ope_encoder_create_pull", code: error)
         }
         encoder = created
         try check(ariata_ope_set_application(created, OPUS_APPLICATION_VOIP), "OPUS_SET_APPLICATION")
@@ -99,6 +88,9 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         guard let base = samples.baseAddress, !samples.isEmpty else { return }
         try check(ope_encoder_write(encoder, base, Int32(samples.count)), "ope_encoder_write")
         samplesWritten += samples.count
+        // With a journal, the frames just encoded end their page now: a kill then loses
+        // only the samples of the frame not yet complete. Without one, pages fill as usual.
+        collectPages(encoder, flush: pageEveryBlock)
     }
 
     public func finish() throws -> Data {
@@ -110,8 +102,9 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             self.encoder = nil
         }
         try check(ope_encoder_drain(encoder), "ope_encoder_drain")
-        pages.journal?.pagesComplete()
-        return pages.data
+        collectPages(encoder, flush: true)
+        journal?.pagesComplete()
+        return data
     }
 
     /// Frees the encoder of a chunk dropped unfinished (a stop inside an overlap); its
@@ -119,7 +112,20 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     deinit {
         if let encoder {
             ope_encoder_destroy(encoder)
-            pages.journal?.discard()
+            journal?.discard()
+        }
+    }
+
+    /// Takes the pages libopusenc has ready: into the chunk's bytes and its journal.
+    private func collectPages(_ encoder: OpaquePointer, flush: Bool) {
+        var page: UnsafeMutablePointer<UInt8>?
+        var length: opus_int32 = 0
+        var flushNow: Int32 = flush ? 1 : 0
+        while ope_encoder_get_page(encoder, &page, &length, flushNow) == 1, let page {
+            let bytes = UnsafeRawBufferPointer(start: page, count: Int(length))
+            data.append(contentsOf: bytes)
+            journal?.append(bytes)
+            flushNow = 0
         }
     }
 
