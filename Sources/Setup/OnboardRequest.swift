@@ -19,10 +19,18 @@ public struct OnboardRequest: Sendable {
     public var timeout: Int?
     /// The user the daemon runs as: owner of the config, and whose groups are checked.
     public var serviceUser: String
+    /// The short code the server's web UI shows for a new device, exchanged for the token.
+    public var pairingCode: String?
+    /// With `--yes`, switch off a stream whose device check failed (the old behaviour);
+    /// by default it stays enabled and reports itself unhealthy until the device is there.
+    public var disableFailing: Bool
 
     public init(configPath: String = AgentConfig.defaultPath, endpoint: String? = nil, token: Secret? = nil,
                 tokenFile: String? = nil, deviceName: String? = nil, ingestPath: String? = nil, caFile: String? = nil,
-                acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata") {
+                acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata",
+                pairingCode: String? = nil, disableFailing: Bool = false) {
+        self.pairingCode = pairingCode
+        self.disableFailing = disableFailing
         self.configPath = configPath
         self.endpoint = endpoint
         self.token = token
@@ -82,6 +90,7 @@ extension OnboardRequest {
             throw OnboardFailure("""
                 standard input is not a terminal, so onboard cannot ask its questions.
                 For a scripted install pass the answers as flags and --yes, e.g.
+                  ariata-agent onboard --endpoint https://ariata.example.org --code A1B2C3 --yes
                   ariata-agent onboard --endpoint https://ariata.example.org --token-file /root/ariata-token --yes
                 """, exitCode: OnboardFailure.usage)
         }

@@ -89,13 +89,18 @@ public final class Onboarding {
             if server.endpoint.isEmpty {
                 throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
             }
-            if server.token.isEmpty {
-                throw OnboardFailure("--token or --token-file is required: \(request.configPath) has no token yet",
+            if server.token.isEmpty && request.pairingCode == nil {
+                throw OnboardFailure("--code, --token or --token-file is required: \(request.configPath) has no token yet",
                                      exitCode: OnboardFailure.usage)
             }
         }
         var askEndpoint = prompter.isInteractive && request.endpoint == nil
-        var askToken = prompter.isInteractive && request.token == nil
+        var code = request.pairingCode
+        // On a terminal without a code or token given: the server's pairing code first
+        // (what its web UI shows), a token typed in as the alternative.
+        // A device that already has a token is asked for it (Enter keeps it); `--code` pairs again.
+        var askCode = prompter.isInteractive && request.token == nil && code == nil && server.token.isEmpty
+        var askToken = prompter.isInteractive && request.token == nil && code == nil && !askCode
         var askPath = false
         // What Enter means at the token question: keep the file's token, or the one just
         // given (when something else failed); a refused token is not offered again.
@@ -104,6 +109,37 @@ public final class Onboarding {
             if askEndpoint { server.endpoint = try askForEndpoint(default: server.endpoint) }
             if askPath {
                 server.ingestPath = try prompter.ask("  Ingest path (below the server URL)", default: server.ingestPath)
+            }
+            if askCode {
+                let answer = try prompter.ask("  Pairing code from the server's web UI (Enter to type a device token instead)", default: nil)
+                    .trimmingCharacters(in: .whitespaces)
+                code = answer.isEmpty ? nil : answer
+                askToken = code == nil
+                askCode = false
+            }
+            if let pairing = code {
+                switch pair(pairing, server: server) {
+                case .paired(let token):
+                    server.token = token
+                    server.tokenFile = nil
+                    code = nil
+                case .refused(let message):
+                    guard prompter.isInteractive else {
+                        throw OnboardFailure("\(message): nothing was written; ask the server's web UI for a new code", exitCode: OnboardFailure.notVerified)
+                    }
+                    // The server answered: only the code was wrong.
+                    askEndpoint = false
+                    askPath = false
+                    askCode = true
+                    continue
+                case .failed(let message):
+                    guard prompter.isInteractive else {
+                        throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
+                    }
+                    askEndpoint = true
+                    askCode = true
+                    continue
+                }
             }
             if askToken {
                 let hadToken = !server.token.isEmpty
@@ -130,6 +166,7 @@ public final class Onboarding {
             }
             // Ask again: the token alone when only the token was refused.
             askToken = true
+            askCode = false
             askEndpoint = !result.blamesToken
             askPath = result.blamesPath
             if result.blamesToken {
@@ -138,6 +175,42 @@ public final class Onboarding {
             } else {
                 keepLabel = "Enter keeps the one just given"
             }
+        }
+    }
+
+    private enum PairingStep {
+        case paired(Secret)
+        case refused(String)
+        case failed(String)
+    }
+
+    /// Exchanges a pairing code for the device token; says what the server lets this
+    /// device push, and warns about the agent's streams it does not list.
+    private func pair(_ code: String, server: ServerConfig) -> PairingStep {
+        let name = request.deviceName ?? (server.deviceName.isEmpty ? HostName.current() : server.deviceName)
+        let device = DeviceInfo.current(deviceID: server.deviceID, deviceName: name)
+        var base = server.endpoint
+        while base.hasSuffix("/") { base.removeLast() }
+        console.line("  pairing with \(base)\(PairingClient.path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
+        switch PairingClient(server: server, timeout: request.timeout).pair(code: code, device: device) {
+        case .paired(let paired):
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .ok,
+                                                     detail: "paired: the server gave this device its token (kept in the configuration, never shown)")))
+            let missing = paired.missingStreams
+            if !missing.isEmpty {
+                let listed = paired.availableStreams.isEmpty ? "none" : paired.availableStreams.joined(separator: ", ")
+                console.write(printer.render(DeviceCheck(name: "streams", outcome: .warning,
+                    detail: "the server does not list \(missing.joined(separator: ", ")) among this device's streams (it lists \(listed))",
+                    fix: "their records stay queued and the server refuses them (E007) until it has those streams: check the server version")))
+            }
+            return .paired(paired.token)
+        case .refused(let message):
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message,
+                                                     fix: "codes are short-lived and work once: ask the server's web UI for a new one")))
+            return .refused(message)
+        case .failed(let message, let hint):
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message, fix: hint)))
+            return .failed(message)
         }
     }
 
@@ -169,12 +242,15 @@ public final class Onboarding {
         console.write(printer.render(results))
         let failing = Set(results.filter { $0.outcome == .failed }.compactMap(\.stream))
         for stream in StreamName.allCases where failing.contains(stream) && config.isEnabled(stream) {
-            let disable = try prompter.confirm("  The \(stream.rawValue) check failed. Disable \(stream.rawValue) for now?", default: true)
+            // A device that is not there yet (gpsd not started, a USB microphone plugged in
+            // later) is no reason to stop collecting: the stream retries by itself.
+            let disable = try prompter.confirm("  The \(stream.rawValue) check failed. Disable \(stream.rawValue) for now?",
+                                               default: request.disableFailing)
             if disable {
                 config.setEnabled(stream, false)
                 console.line("  disabled \(stream.rawValue)\(prompter.isInteractive ? "" : " (--yes)"); after the fix, set [\(stream.rawValue)] enabled = true and restart the agent")
             } else {
-                console.line("  \(stream.rawValue) stays enabled; it reports itself unhealthy in 'ariata-agent status' until fixed")
+                console.line("  \(stream.rawValue) stays enabled: it retries by itself and reports itself unhealthy in 'ariata-agent status' until fixed\(prompter.isInteractive ? "" : " (--disable-failing switches such streams off)")")
             }
         }
         if results.contains(where: { $0.outcome == .failed && $0.stream == nil }) {

@@ -11,8 +11,13 @@ struct OnboardCommand: ParsableCommand {
         discussion: """
             Walks through five steps, like the Ariata phone app's onboarding:
 
-            1. Server: the endpoint (the server's base URL) and the device token. They are \
-            verified at once with one request to the ingest endpoint carrying an empty batch \
+            1. Server: the endpoint (the server's base URL), then the short pairing code the \
+            server's web UI shows for a new device (--code), which the agent exchanges for the \
+            device's token; or a device token typed in or read from a file (older servers). \
+            A refused code (invalid, used or expired) writes nothing and asks for a new one. \
+            The server's list of streams for this device is checked against the agent's \
+            (location, microphone, healthkit) and a missing one is a warning. The endpoint and \
+            token are then verified with one request to the ingest endpoint carrying an empty batch \
             (nothing is stored). Each failure says what went wrong and what to do: a host \
             name that does not resolve, a refused connection, an untrusted TLS certificate \
             (--ca-file), a time-out (E001), a refused token (E002, HTTP 401), a wrong path \
@@ -23,12 +28,17 @@ struct OnboardCommand: ParsableCommand {
             2. Device checks: gpsd answers, the ALSA capture device opens, each health file \
             or serial port can be read, the service user is in the groups 'audio' and \
             'dialout', there is free disk. Each failed check prints the command that fixes \
-            it, and its stream can be disabled there and then (the default answer; --yes \
-            disables it and says so).
+            it. Its stream stays enabled by default (a device that is not there yet, gpsd not \
+            started or a USB microphone plugged in later, is retried by the daemon, and \
+            'status' shows the stream unhealthy meanwhile); on a terminal you may switch it \
+            off there and then, and with --yes --disable-failing such streams are switched off.
 
-            3. The configuration file: written atomically, mode 0600, owned by the service \
-            user when run as root. The device id already in the file is kept (a new one is \
-            made the first time), so the server keeps seeing one device.
+            3. The configuration file: only the keys onboarding sets are changed (server \
+            endpoint, token, device id and name, CA file, a stream switched off); every other \
+            line, the comments of the installed example and your own, stays as it was. \
+            Written atomically, mode 0600, owned by the service user when run as root. The \
+            device id already in the file is kept (a new one is made the first time), so the \
+            server keeps seeing one device.
 
             4. Health backfill: for each health file, imports the last backfill_days (7) \
             days now with a progress bar; the daemon goes on from where it ends. Skipped \
@@ -42,6 +52,7 @@ struct OnboardCommand: ParsableCommand {
             takes it. The token is never shown, printed or logged.
 
             Scripted installs: pass the answers as flags and --yes, e.g.
+              ariata-agent onboard --endpoint URL --code A1B2C3 --yes
               ariata-agent onboard --endpoint URL --token-file FILE --yes
             Without a terminal on standard input, --yes is required.
 
@@ -56,6 +67,10 @@ struct OnboardCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The server's base URL, e.g. https://ariata.example.org (the ingest path is added to it).",
                                valueName: "url"))
     var endpoint: String?
+
+    @Option(help: ArgumentHelp("The pairing code the server's web UI shows for a new device (6 characters, short-lived, works once); exchanged for the device token.",
+                               valueName: "code"))
+    var code: String?
 
     @Option(help: ArgumentHelp("The device token from the server. Visible in 'ps' while onboard runs: prefer --token-file.",
                                valueName: "token"))
@@ -88,8 +103,14 @@ struct OnboardCommand: ParsableCommand {
     @Flag(name: [.customShort("y"), .long], help: "Do not ask: take every default answer (for scripted installs).")
     var yes = false
 
+    @Flag(help: "Switch off a stream whose device check fails (by default it stays on and retries by itself).")
+    var disableFailing = false
+
     func validate() throws {
-        if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
+        if [token != nil, tokenFile != nil, code != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("give one of --code, --token and --token-file")
+        }
+        if let code, code.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--code: give the code the server shows") }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
     }
 
@@ -105,7 +126,8 @@ struct OnboardCommand: ParsableCommand {
                 configPath: options.config, endpoint: endpoint,
                 token: try token.map(Secret.init) ?? tokenFile.map(OnboardRequest.readToken(file:)),
                 deviceName: deviceName, ingestPath: ingestPath, caFile: caFile, acceptDefaults: yes,
-                timeout: timeout, serviceUser: serviceUser)
+                timeout: timeout, serviceUser: serviceUser,
+                pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(label: "ariata.onboard"))
             try onboarding.run()

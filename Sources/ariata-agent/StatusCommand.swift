@@ -16,8 +16,10 @@ struct StatusCommand: ParsableCommand {
 
             --json prints the same as JSON with a stable schema (see the README, "status --json").
 
-            Exit status: 0 when everything is healthy, 1 when there are warnings, 2 when the \
-            status could not be read at all.
+            Exit status, for scripts: 0 when everything is healthy; 1 when there are warnings \
+            (a stream unhealthy or paused, uploads failing, storage low, not set up); 3 when \
+            the device is set up but the daemon is not running (like 'systemctl is-active'); \
+            2 when the status could not be read at all (a usage error too).
             """)
 
     @OptionGroup var options: ConfigOptions
@@ -40,6 +42,6 @@ struct StatusCommand: ParsableCommand {
         } else {
             print(StatusText(colour: StatusText.wantsColour(), now: report.generatedAt).render(report), terminator: "")
         }
-        if !report.warnings.isEmpty { throw ExitCode(1) }
+        if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
     }
 }

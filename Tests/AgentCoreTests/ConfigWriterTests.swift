@@ -26,4 +26,66 @@ final class ConfigWriterTests: XCTestCase {
         XCTAssertEqual(mode.intValue & 0o777, 0o600)
         XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: dir.file("etc")).contains { $0.contains(".tmp-") })
     }
+
+    /// Editing a file changes the lines of the keys that change and nothing else.
+    func testEditsKeepEveryOtherLine() throws {
+        let text = """
+            # my setup
+            [server]
+              endpoint = "https://old.example.org"   # the old one
+            # ca_file = "/etc/ariata/ca.pem"
+            gzip = true
+
+            [storage]
+            # kept
+            database = "/data/q.sqlite"
+            """
+        let edits = [
+            ConfigEditor.Edit("server", "endpoint", ConfigEditor.render("https://new.example.org")),
+            ConfigEditor.Edit("server", "ca_file", ConfigEditor.render("/etc/ssl/mine.pem")),
+            ConfigEditor.Edit("server", "gzip", nil),
+            ConfigEditor.Edit("storage", "retention_days", ConfigEditor.render(7)),
+            ConfigEditor.Edit("location", "enabled", ConfigEditor.render(false)),
+        ]
+        let edited = ConfigEditor.apply(edits, to: text)
+        XCTAssertEqual(edited, """
+            # my setup
+            [server]
+              endpoint = 'https://new.example.org'
+            # ca_file = "/etc/ariata/ca.pem"
+            ca_file = '/etc/ssl/mine.pem'
+
+            [storage]
+            # kept
+            database = "/data/q.sqlite"
+            retention_days = 7
+
+            [location]
+            enabled = false
+            """)
+        let config = try AgentConfig(toml: edited, file: "t.toml")
+        XCTAssertEqual(config.server.endpoint, "https://new.example.org")
+        XCTAssertEqual(config.server.caFile, "/etc/ssl/mine.pem")
+        XCTAssertFalse(config.server.gzip)
+        XCTAssertEqual(config.storage.retentionDays, 7)
+        XCTAssertFalse(config.location.enabled)
+        // A file that ends with a newline keeps it; nothing to change changes nothing.
+        XCTAssertEqual(ConfigEditor.apply([], to: text + "\n"), text + "\n")
+    }
+
+    /// Writing over an existing file edits it: an unchanged configuration leaves it byte
+    /// for byte; a changed key changes its line only.
+    func testWritingOverAFileEditsItInPlace() throws {
+        let dir = try TemporaryDirectory("config-edit")
+        let path = dir.file("agent.toml")
+        let original = "# mine\n[server]\nendpoint = \"https://a.example.org\"\n\n[upload]\ninterval = 60 # often\n"
+        try original.write(toFile: path, atomically: true, encoding: .utf8)
+        var config = try AgentConfig.load(path: path, environment: [:])
+        try ConfigWriter.write(config, to: path)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), original)
+        config.server.deviceName = "desk"
+        try ConfigWriter.write(config, to: path)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8),
+                       "# mine\n[server]\nendpoint = \"https://a.example.org\"\ndevice_name = 'desk'\n\n[upload]\ninterval = 60 # often\n")
+    }
 }

@@ -22,11 +22,14 @@ final class OnboardInteractiveTests: XCTestCase {
         let binary = try BuildProducts.executable("ariata-agent")
         let command = [binary, "onboard", "--config", cli.configPath]
 
-        // First run: nothing configured. A wrong token is refused with E002 and only the
-        // token is asked again; gpsd's check fails and the default answer disables location.
+        // First run: nothing configured. No pairing code (Enter): a token instead. A wrong
+        // token is refused with E002 and only the token is asked again; gpsd's check fails
+        // and the answer "y" disables location (the default keeps it).
         let first = try PexpectRig.run(command: command, script: """
             expect("Server URL (e.g. https://ariata.example.org): ")
             child.sendline("\(receiver.endpoint)")
+            expect("Pairing code from the server's web UI (Enter to type a device token instead): ")
+            child.sendline("")
             expect("Device token (from the server; not shown): ")
             child.sendline("not-the-token")
             expect("E002 the server refused the device token (HTTP 401)")
@@ -35,8 +38,8 @@ final class OnboardInteractiveTests: XCTestCase {
             expect("verified: the server took the device token")
             expect("gpsd at 127.0.0.1:\(gpsdPort): cannot reach gpsd")
             expect("fix: sudo apt install gpsd")
-            expect("The location check failed. Disable location for now? [Y/n]: ")
-            child.sendline("")
+            expect("The location check failed. Disable location for now? [y/N]: ")
+            child.sendline("y")
             expect("disabled location; after the fix")
             expect("Device name (how the server lists it) [")
             child.sendline("kitchen-pi")
@@ -95,6 +98,8 @@ final class OnboardInteractiveTests: XCTestCase {
         let outcome = try PexpectRig.run(command: [binary, "onboard", "--config", cli.configPath, "--ingest-path", "/api/v2/in"], script: """
             expect("Server URL (e.g. https://ariata.example.org): ")
             child.sendline("\(receiver.endpoint)")
+            expect("Pairing code from the server's web UI (Enter to type a device token instead): ")
+            child.sendline("")
             expect("Device token (from the server; not shown): ")
             child.sendline("t0k")
             expect("no ingest endpoint at \(receiver.endpoint)/api/v2/in (HTTP 404)")
@@ -107,5 +112,34 @@ final class OnboardInteractiveTests: XCTestCase {
         XCTAssertEqual(outcome.status, 1, outcome.log + "\n" + outcome.transcript)
         XCTAssertTrue(outcome.transcript.contains("nothing was written"), outcome.transcript)
         XCTAssertFalse(FileManager.default.fileExists(atPath: cli.configPath))
+    }
+
+    /// Pairing on a terminal: a wrong code is refused and the code is asked again; the
+    /// right one pairs, and the token it brought is verified.
+    func testAPairingCodeOnATerminalIsAskedAgainWhenRefused() throws {
+        let dir = try TemporaryDirectory("onboard-tty-code")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: "tty-paired")
+        defer { receiver.stop() }
+        try receiver.addPairingCode("K7M2Q9")
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: "[location]\nenabled = false\n[microphone]\nenabled = false\n")
+        let binary = try BuildProducts.executable("ariata-agent")
+        let outcome = try PexpectRig.run(command: [binary, "onboard", "--config", cli.configPath], script: """
+            expect("Server URL (e.g. https://ariata.example.org): ")
+            child.sendline("\(receiver.endpoint)")
+            expect("Pairing code from the server's web UI (Enter to type a device token instead): ")
+            child.sendline("WRONG1")
+            expect("Invalid or expired pairing code")
+            expect("Pairing code from the server's web UI (Enter to type a device token instead): ")
+            child.sendline("K7M2Q9")
+            expect("paired: the server gave this device its token")
+            expect("verified: the server took the device token")
+            expect("Device name (how the server lists it) [")
+            child.sendline("desk")
+            expect("Done.")
+            finish()
+            """, directory: dir.path, environment: ["TERM": "xterm", "NO_COLOR": "1"])
+        XCTAssertEqual(outcome.status, 0, outcome.log + "\n" + outcome.transcript)
+        XCTAssertFalse(outcome.transcript.contains("tty-paired"), "the token is never shown")
+        XCTAssertEqual(try AgentConfig.load(path: cli.configPath, environment: [:]).server.token.value, "tty-paired")
     }
 }

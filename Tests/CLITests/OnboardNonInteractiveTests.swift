@@ -33,10 +33,11 @@ final class OnboardNonInteractiveTests: XCTestCase {
                                  "--device-name", "test-box", "--yes"])
         XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
         XCTAssertTrue(first.stdout.contains("verified: the server took the device token (HTTP 200"), first.stdout)
-        // gpsd's check failed: --yes disables location and says so, with the fix command.
+        // gpsd's check failed: --yes keeps location enabled (gpsd may start later; the
+        // daemon retries) and says so, with the fix command.
         XCTAssertTrue(first.stdout.contains("FAIL  gpsd at 127.0.0.1:"), first.stdout)
         XCTAssertTrue(first.stdout.contains("fix: sudo apt install gpsd"), first.stdout)
-        XCTAssertTrue(first.stdout.contains("disabled location (--yes)"), first.stdout)
+        XCTAssertTrue(first.stdout.contains("location stays enabled: it retries by itself"), first.stdout)
         XCTAssertTrue(first.stdout.contains("health is off: nothing to import"), first.stdout)
         XCTAssertTrue(first.stdout.contains("ariata-agent run --config \(cli.configPath)"), "no systemd here: the command is printed\n\(first.stdout)")
         XCTAssertFalse((first.stdout + first.stderr).contains(Self.token), "the token is never printed")
@@ -48,7 +49,7 @@ final class OnboardNonInteractiveTests: XCTestCase {
         XCTAssertEqual(written.server.token.value, Self.token)
         XCTAssertEqual(written.server.deviceName, "test-box")
         XCTAssertNotNil(UUID(uuidString: written.server.deviceID), written.server.deviceID)
-        XCTAssertFalse(written.location.enabled)
+        XCTAssertTrue(written.location.enabled, "a device not there yet does not switch its stream off")
         XCTAssertTrue(written.microphone.enabled)
         XCTAssertEqual(written.storage.database, dir.file("agent.sqlite"), "the rest of the file is kept")
 
@@ -61,12 +62,15 @@ final class OnboardNonInteractiveTests: XCTestCase {
         XCTAssertTrue(requests.first?.user_agent?.hasPrefix("ariata-agent/") ?? false)
         XCTAssertNotNil(requests.first?.batch_id.flatMap(UUID.init(uuidString:)))
 
-        // Again, with the token on the command line and no name: same device id, name kept.
-        let second = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", Self.token, "--yes"])
+        // Again, with the token on the command line and no name: same device id, name kept;
+        // --disable-failing asks for the old behaviour: the failing stream is switched off.
+        let second = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", Self.token, "--yes", "--disable-failing"])
         XCTAssertEqual(second.status, 0, second.stdout + second.stderr)
+        XCTAssertTrue(second.stdout.contains("disabled location (--yes)"), second.stdout)
         let rewritten = try AgentConfig.load(path: cli.configPath, environment: [:])
         XCTAssertEqual(rewritten.server.deviceID, written.server.deviceID)
         XCTAssertEqual(rewritten.server.deviceName, "test-box")
+        XCTAssertFalse(rewritten.location.enabled)
     }
 
     /// Each failure kind has its own message, exit status 1, and writes nothing.
@@ -155,7 +159,7 @@ final class OnboardNonInteractiveTests: XCTestCase {
 
         let noToken = try cli.run(["onboard", "--endpoint", "http://127.0.0.1:9", "--yes"])
         XCTAssertEqual(noToken.status, 64)
-        XCTAssertTrue(noToken.stderr.contains("--token or --token-file is required"), noToken.stderr)
+        XCTAssertTrue(noToken.stderr.contains("--code, --token or --token-file is required"), noToken.stderr)
 
         let missingFile = try cli.run(["onboard", "--endpoint", "http://127.0.0.1:9", "--token-file", dir.file("none"), "--yes"])
         XCTAssertEqual(missingFile.status, 64)
@@ -163,7 +167,7 @@ final class OnboardNonInteractiveTests: XCTestCase {
 
         let both = try cli.run(["onboard", "--token", "a", "--token-file", dir.file("none"), "--yes"])
         XCTAssertNotEqual(both.status, 0)
-        XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
+        XCTAssertTrue(both.stderr.contains("give one of --code, --token and --token-file"), both.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: cli.configPath))
 
         // A broken file is not overwritten.

@@ -83,8 +83,12 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertTrue(report.warnings.contains { $0.contains("nothing uploaded for over an hour") }, "\(report.warnings)")
         XCTAssertTrue(report.warnings.contains { $0.contains("the daemon is not running") }, "\(report.warnings)")
 
+        XCTAssertTrue(report.warnings.contains { $0.contains("start it with 'ariata-agent run --config \(cli.configPath)'") },
+                      "a --config user is not sent to systemctl: \(report.warnings)")
+        XCTAssertFalse(report.warnings.contains { $0.contains("sudo systemctl start") }, "\(report.warnings)")
+
         let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
-        XCTAssertEqual(text.status, 1)
+        XCTAssertEqual(text.status, 3, "set up, daemon not running: 3, like systemctl is-active")
         let locationLine = try XCTUnwrap(text.stdout.split(separator: "\n").first { $0.hasPrefix("location") })
         XCTAssertTrue(locationLine.contains("unhealthy"), String(locationLine))
         XCTAssertTrue(text.stdout.contains("location: cannot reach gpsd at localhost:2947"), text.stdout)

@@ -36,12 +36,14 @@ final class UploadStatusTests: XCTestCase {
         XCTAssertEqual(health.pending, 3, "kept, not failed")
         XCTAssertEqual(health.failed, 0)
         XCTAssertEqual(health.malformedLines, 2)
-        XCTAssertTrue(report.warnings.contains { $0.contains("2 malformed lines") }, "\(report.warnings)")
         try waitUntil("the uploader's health to say why", timeout: 20) {
             report = try self.status(cli)
             return report.uploader.reason?.contains("refuses every health record") ?? false
         }
         XCTAssertTrue(report.warnings.contains { $0.contains("refuses every health record") }, "\(report.warnings)")
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertTrue(text.stdout.contains("health: 2 malformed lines and 0 refused samples skipped since the daemon started"), text.stdout)
+        XCTAssertEqual(text.status, 1, "a refused stream is a warning")
 
         // The server revokes the token: E002, a pause that `status` shows.
         try rig.receiver.configure(token: "a-new-token", streams: ["location", "microphone", "healthkit"])
@@ -56,6 +58,8 @@ final class UploadStatusTests: XCTestCase {
         try waitUntil("the reload", timeout: 30) { rig.agentLog.contains("reloading the configuration") }
         try waitUntil("the stale pause to leave status", timeout: 10) { try self.status(cli).uploader.authPausedUntil == nil }
         try waitUntil("the health samples at the receiver", timeout: 60) { try rig.receiver.stats().stored(.health) == 3 }
+        // All well again: `status` says so with its exit status (0), for scripts.
+        try waitUntil("status to exit 0", timeout: 60) { try cli.run(["status"]).status == 0 }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         XCTAssertFalse(rig.agentLog.contains("a-new-token"), "the token is never logged")
     }

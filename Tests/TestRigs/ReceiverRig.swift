@@ -183,6 +183,20 @@ public final class ReceiverRig: @unchecked Sendable {
         _ = try send("POST", "/_control/config", body: body)
     }
 
+    /// Makes a one-time pairing code, valid for `ttl` seconds (negative: already expired).
+    public func addPairingCode(_ code: String, ttl: TimeInterval = 600) throws {
+        _ = try send("POST", "/_control/pairing", body: ["code": code, "ttl": ttl])
+    }
+
+    /// The `device_info` of each device that paired, in order.
+    public func pairings() throws -> [[String: String]] {
+        struct Paired: Decodable {
+            struct Entry: Decodable { var device_info: [String: String] }
+            var paired: [Entry]
+        }
+        return try JSONDecoder().decode(Paired.self, from: get("/_control/pairings")).paired.map(\.device_info)
+    }
+
     /// Forgets stored records, counters and faults.
     public func reset() throws {
         _ = try send("POST", "/_control/reset", body: [:])

@@ -14,6 +14,12 @@ answered 200 with accepted 0 and rejected equal to the batch size, as the real s
 does; --streams (or /_control/config {"streams": [...]}) narrows the list to play a
 server that lacks a stream.
 
+It also pairs devices like the Ariata server: POST /api/devices/pairing/complete with
+{"code": ..., "device_info": {...}} exchanges a one-time pairing code (made with
+--pairing-code, or /_control/pairing) for the device token and the device's push
+streams; an unknown or used code gets 400 "Invalid or expired pairing code", an
+expired one 400 "Pairing code has expired".
+
 It can be told to misbehave, from the command line (--fault) or at run time through a
 small control API under /_control/ on the same port:
 
@@ -27,6 +33,8 @@ small control API under /_control/ on the same port:
   POST   /_control/config             {"token": "...", "reject_status": 422, "max_body_bytes": N,
                                        "streams": ["location", "microphone", "healthkit"]}
   POST   /_control/reset              forgets everything stored and seen
+  POST   /_control/pairing            {"code": "A1B2C3", "ttl": 600} makes a one-time pairing code
+  GET    /_control/pairings           the devices that paired, with the device_info they sent
 
 A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request(s):
 
@@ -70,6 +78,7 @@ from urllib.parse import parse_qs, urlparse
 # The push streams of a phone-kind device connection on the Ariata server: the wire names.
 STREAMS = ("location", "microphone", "healthkit")
 LIES = ("html", "json", "short")
+PAIRING_PATH = "/api/devices/pairing/complete"
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
                   "active_energy", "distance", "oxygen_saturation", "sleep")
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -141,6 +150,9 @@ class Receiver:
         self.max_body_bytes = args.max_body_bytes
         self.keep_payloads = not args.discard_payloads
         self.streams = parse_streams(args.streams)
+        # code -> expiry (time.time()); a code works once.
+        self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
+        self.paired = []
         self.faults = [Fault(spec) for spec in args.fault or []]
         self.db = sqlite3.connect(args.store or ":memory:", check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -157,6 +169,25 @@ class Receiver:
         self.duplicates = 0
         self.batch_ids = set()
         self.repeated_batch_ids = 0
+
+    def add_pairing_code(self, code, ttl):
+        if not isinstance(code, str) or not code.strip():
+            raise ValueError("a pairing code must be a non-empty string")
+        with self.lock:
+            self.pairing_codes[code.strip()] = time.time() + float(ttl)
+
+    def complete_pairing(self, code, device_info):
+        """Returns (status, answer) as the Ariata server's pairing endpoint does."""
+        with self.lock:
+            expiry = self.pairing_codes.get(code) if isinstance(code, str) else None
+            if expiry is None:
+                return 400, {"error": "Invalid or expired pairing code"}
+            del self.pairing_codes[code]
+            if time.time() > expiry:
+                return 400, {"error": "Pairing code has expired"}
+            self.paired.append({"code": code, "device_info": device_info})
+            return 200, {"source_id": str(uuid.uuid4()), "device_token": self.token,
+                         "available_streams": [{"name": name, "display_name": name} for name in self.streams]}
 
     def reset(self):
         with self.lock:
@@ -365,6 +396,9 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/_control/requests":
             with r.lock:
                 self.answer(200, {"requests": list(r.requests)})
+        elif url.path == "/_control/pairings":
+            with r.lock:
+                self.answer(200, {"paired": list(r.paired)})
         elif url.path == "/_control/records":
             stream = parse_qs(url.query).get("stream", [""])[0]
             self.answer(200, {"stream": stream, "ids": r.stored_ids(stream)})
@@ -403,6 +437,9 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/_control/reset":
                 r.reset()
                 self.answer(200, {"ok": True})
+            elif path == "/_control/pairing":
+                r.add_pairing_code(request.get("code"), request.get("ttl", 600))
+                self.answer(200, {"ok": True})
             else:
                 self.answer(404, {"error": "not found"})
         except (ValueError, AttributeError, TypeError) as error:
@@ -414,6 +451,9 @@ class Handler(BaseHTTPRequestHandler):
         path = urlparse(self.path).path
         if path.startswith("/_control/"):
             self.control_post(path)
+            return
+        if path == PAIRING_PATH:
+            self.pairing()
             return
         started = time.monotonic()
         entry = {"at": time.time(), "path": path, "stream": None, "batch_id": self.headers.get("X-Batch-Id"),
@@ -437,6 +477,24 @@ class Handler(BaseHTTPRequestHandler):
         if self.verbose or status not in (200, "client went away"):
             sys.stderr.write(f"POST {path} stream={entry['stream']} records={entry['records']} "
                              f"bytes={entry['wire_bytes']} fault={entry['fault']} -> {status}\n")
+
+    def pairing(self):
+        try:
+            request = json.loads(self.read_body() or b"")
+        except ValueError:
+            self.answer(400, {"error": "the body is not JSON"})
+            return
+        if not isinstance(request, dict) or not isinstance(request.get("device_info"), dict):
+            self.answer(400, {"error": "code and device_info are required"})
+            return
+        info = request["device_info"]
+        missing = [k for k in ("device_id", "device_name", "device_model", "os_version", "app_version")
+                   if not isinstance(info.get(k), str) or not info.get(k)]
+        if missing:
+            self.answer(400, {"error": f"device_info lacks {', '.join(missing)}"})
+            return
+        status, answer = self.receiver.complete_pairing(request.get("code"), info)
+        self.answer(status, answer)
 
     def ingest(self, path, entry):
         r = self.receiver
@@ -612,6 +670,10 @@ def main(argv=None):
     parser.add_argument("--streams", default=",".join(STREAMS),
                         help="the device connection's push streams, comma-separated (default: %(default)s); "
                              "a batch for another stream gets 200 with every record rejected, like the Ariata server")
+    parser.add_argument("--pairing-code", action="append", metavar="CODE",
+                        help="a one-time pairing code a device may exchange for the token (repeatable)")
+    parser.add_argument("--pairing-ttl", type=float, default=600, metavar="SECONDS",
+                        help="how long a --pairing-code stays valid (default 600)")
     parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
                         help="larger bodies get 413 (default 32 MiB)")
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")

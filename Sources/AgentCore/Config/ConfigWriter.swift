@@ -6,7 +6,49 @@ import TOMLKit
 /// the device token, atomically (a temp file renamed over the old one), and read back
 /// before it replaces anything.
 public enum ConfigWriter {
+    /// The whole configuration as a new file (when there is no file to edit).
     public static func render(_ config: AgentConfig) -> String {
+        """
+            # ariata-agent configuration, written by 'ariata-agent onboard'.
+            # Every key is documented in the example file (etc/agent.toml in the source tree).
+            # This file holds the device token: keep it mode 0600.
+
+            """ + table(config).convert() + "\n"
+    }
+
+    /// The text to write: `existing` (the file as it is) with only the keys whose values
+    /// change edited in place, every other byte kept (comments, order, the user's own
+    /// notes); a new rendering when there is no file, or when it cannot be read as a
+    /// configuration, or when what changes is beyond single keys (health sources).
+    public static func text(for config: AgentConfig, editing existing: String?, path: String) -> String {
+        guard let existing, let original = try? AgentConfig(toml: existing, file: path),
+              let edits = edits(from: original, to: config) else {
+            return render(config)
+        }
+        return ConfigEditor.apply(edits, to: existing)
+    }
+
+    /// The single-key edits that turn a file reading as `original` into one reading as
+    /// `config`, comparing effective values (defaults included); nil when an array of
+    /// tables (the health sources) differs.
+    static func edits(from original: AgentConfig, to config: AgentConfig) -> [ConfigEditor.Edit]? {
+        let before = table(original), after = table(config)
+        var edits: [ConfigEditor.Edit] = []
+        for section in after.keys {
+            guard let new = after[section]?.table else { continue }
+            let old = before[section]?.table ?? TOMLTable()
+            for key in Array(Set(old.keys).union(new.keys)).sorted() {
+                let was = old[key].map(ConfigEditor.render), will = new[key].map(ConfigEditor.render)
+                guard was != will else { continue }
+                if new[key]?.type == .array || old[key]?.type == .array { return nil }
+                edits.append(ConfigEditor.Edit(section, key, will))
+            }
+        }
+        return edits
+    }
+
+    /// Every key of `config` with its value, by section, as TOMLKit tables.
+    static func table(_ config: AgentConfig) -> TOMLTable {
         let root = TOMLTable()
         let s = config.server
         var server: [String: any TOMLValueConvertible] = [
@@ -49,19 +91,15 @@ public enum ConfigWriter {
         root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval,
                                     "trust_system_clock": config.daemon.trustSystemClock])
         root["log"] = TOMLTable(["level": config.logLevel])
-        return """
-            # ariata-agent configuration, written by 'ariata-agent onboard'.
-            # Every key is documented in the example file (etc/agent.toml in the source tree).
-            # This file holds the device token: keep it mode 0600.
-
-            """ + root.convert() + "\n"
+        return root
     }
 
-    /// Writes `config` to `path` with mode 0600; when `owner` (a user name) is given and we
-    /// are root, the file is handed to that user. Fails before touching the old file when
-    /// the rendered text does not read back to the same configuration.
+    /// Writes `config` to `path` with mode 0600, editing the file already there in place
+    /// (see `text(for:editing:path:)`); when `owner` (a user name) is given and we are
+    /// root, the file is handed to that user. Fails before touching the old file when the
+    /// new text does not read back to the same configuration.
     public static func write(_ config: AgentConfig, to path: String, owner: String? = nil) throws {
-        let text = render(config)
+        let text = Self.text(for: config, editing: try? String(contentsOfFile: path, encoding: .utf8), path: path)
         var check = try AgentConfig(toml: text, file: path)
         check.file = config.file
         var expected = config

@@ -154,9 +154,6 @@ public struct StatusReader: Sendable {
         for stream in report.streams where stream.health == "unhealthy" {
             warnings.append("\(stream.name) unhealthy: \(stream.reason ?? "no reason given")")
         }
-        for stream in report.streams where (stream.malformedLines ?? 0) + (stream.refusedSamples ?? 0) > 0 {
-            warnings.append("\(stream.name): \(stream.malformedLines ?? 0) malformed lines and \(stream.refusedSamples ?? 0) refused samples skipped since the daemon started; the log names each one (journalctl -u ariata-agent)")
-        }
         if report.daemon.running, report.uploader.health == "unhealthy", report.uploader.authPausedUntil == nil {
             warnings.append("uploads: \(report.uploader.reason ?? "failing")")
         }
@@ -169,7 +166,12 @@ public struct StatusReader: Sendable {
             warnings.append("\(clock.heldEarlierBoots) records held from an earlier boot whose clock was never synchronised: their true time is unknown, so they are kept and not sent (with [daemon] trust_system_clock = true, those with a plausible time are sent as they are)")
         }
         if report.configured && !report.daemon.running {
-            warnings.append("the daemon is not running: sudo systemctl start ariata-agent")
+            // Only the system service's configuration is systemd's to start.
+            if report.configFile == AgentConfig.defaultPath {
+                warnings.append("the daemon is not running: sudo systemctl start ariata-agent")
+            } else {
+                warnings.append("the daemon is not running for \(report.configFile): start it with 'ariata-agent run --config \(report.configFile)' (or, as a user service, 'systemctl --user start ariata-agent')")
+            }
         }
         return warnings
     }

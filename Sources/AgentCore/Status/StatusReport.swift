@@ -13,6 +13,13 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var agentVersion: String
     public var configured: Bool
     public var configFile: String
+
+    /// The exit status of `ariata-agent status`, for scripts: 0 all healthy, 1 a warning,
+    /// 3 set up but the daemon is not running (as `systemctl is-active` says 3 for inactive).
+    public var exitStatus: Int32 {
+        if configured && !daemon.running { return 3 }
+        return warnings.isEmpty ? 0 : 1
+    }
     public var configError: String?
     public var endpoint: String?
     public var deviceId: String?

@@ -50,6 +50,9 @@ public struct StatusText: Sendable {
         for s in r.streams where s.reason != nil && s.health == "unhealthy" {
             out.append("  \(s.name): \(s.errorCode.map { "\($0) " } ?? "")\(s.reason ?? "")")
         }
+        for s in r.streams where (s.malformedLines ?? 0) + (s.refusedSamples ?? 0) > 0 {
+            out.append("  \(s.name): \(s.malformedLines ?? 0) malformed lines and \(s.refusedSamples ?? 0) refused samples skipped since the daemon started (each is in the log)")
+        }
         out.append("")
 
         var upload = "uploads    last attempt " + (r.uploader.lastAttemptAt.map { age(now.timeIntervalSince($0)) + " ago" } ?? "never")
