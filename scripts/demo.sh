@@ -45,8 +45,11 @@ wait_for() {  # wait_for DESCRIPTION COMMAND...
 
 say "starting the reference ingest receiver on 127.0.0.1"
 TOKEN="demo-token-$(date +%s)"
+# The server's web UI would show this short code for a new device; onboarding exchanges
+# it for the token, as a user pairing a device does.
+PAIRING_CODE="DEMO$(( RANDOM % 90 + 10 ))"
 python3 tools/ingest-receiver/receiver.py --token "$TOKEN" --port 0 --port-file "$WORK/receiver.port" \
-  --store "$WORK/received.sqlite" 2>"$WORK/receiver.log" &
+  --pairing-code "$PAIRING_CODE" --store "$WORK/received.sqlite" 2>"$WORK/receiver.log" &
 PIDS+=($!)
 wait_for "the receiver" test -s "$WORK/receiver.port"
 RECEIVER="http://127.0.0.1:$(cat "$WORK/receiver.port")"
@@ -129,9 +132,10 @@ format = "jsonl"
 name = "demo-watch"
 backfill_days = 1
 CONF
-# Verifies the server and the token, runs the device checks, keeps the stream settings
-# above, adds a device id and writes the file 0600.
-"$BIN" onboard --config "$CONFIG" --endpoint "$RECEIVER" --token "$TOKEN" --device-name "ariata-agent demo" --yes
+# Pairs with the code (the server hands over the device token), verifies the ingest
+# endpoint, runs the device checks, keeps the stream settings above, adds a device id and
+# changes only those keys of the file (mode 0600).
+"$BIN" onboard --config "$CONFIG" --endpoint "$RECEIVER" --code "$PAIRING_CODE" --device-name "ariata-agent demo" --yes
 
 say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every $UPLOAD_INTERVAL s)"
 "$BIN" run --config "$CONFIG" &
