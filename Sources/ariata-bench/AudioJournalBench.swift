@@ -53,9 +53,11 @@ enum AudioJournalBench {
         print("stream with the journal, \(seconds) s at real-time pace through the ALSA file plugin:")
         let stream = try pacedStream(pcm: pcm, seconds: seconds, in: work)
         let minutes = stream.wall / 60
-        print(String(format: "  journal: %.0f bytes/min, %.1f fsyncs/min (%d bytes, %d fsyncs in %.1f s); %d chunks written",
+        let waited = stream.stats.journalLongestUnsynced.components
+        print(String(format: "  journal: %.0f bytes/min, %.1f fsyncs/min (%d bytes, %d fsyncs in %.1f s); longest a page waited for its fsync: %.2f s; %d chunks written",
                      Double(stream.stats.journalBytes) / minutes, Double(stream.stats.journalSyncs) / minutes,
-                     stream.stats.journalBytes, stream.stats.journalSyncs, stream.wall, stream.stats.chunksWritten))
+                     stream.stats.journalBytes, stream.stats.journalSyncs, stream.wall,
+                     Double(waited.seconds) + Double(waited.attoseconds) / 1e18, stream.stats.chunksWritten))
     }
 
     struct EncodeResult {

@@ -173,6 +173,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         /// Ogg bytes written to the audio journal and fsyncs made for it.
         public var journalBytes: Int
         public var journalSyncs: Int
+        /// The longest journal bytes waited for their fsync.
+        public var journalLongestUnsynced: Duration
     }
 
     public func stats() -> Stats {
@@ -180,7 +182,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         let writes = writer.current()
         let journalStats = journal?.currentStats() ?? AudioJournal.Stats()
         return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens,
-                     journalBytes: journalStats.bytes, journalSyncs: journalStats.syncs)
+                     journalBytes: journalStats.bytes, journalSyncs: journalStats.syncs,
+                     journalLongestUnsynced: journalStats.longestUnsynced)
     }
 
     // MARK: The capture thread

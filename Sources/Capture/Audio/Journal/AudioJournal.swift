@@ -23,6 +23,9 @@ public final class AudioJournal: Sendable {
         public var bytes = 0
         /// fdatasync/fsync calls made (pages, headers and the directory).
         public var syncs = 0
+        /// The longest a page waited between its write and the end of its fdatasync: what
+        /// a power cut can cost besides the audio not yet in a page.
+        public var longestUnsynced: Duration = .zero
     }
     private let stats = Mutex(Stats())
     private let open = Mutex<[UUID: JournalFile]>([:])
@@ -127,7 +130,12 @@ public final class AudioJournal: Sendable {
     }
 
     func counted(bytes: Int) { stats.withLock { $0.bytes += bytes } }
-    func countedSync() { stats.withLock { $0.syncs += 1 } }
+    func countedSync(waited: Duration? = nil) {
+        stats.withLock { stats in
+            stats.syncs += 1
+            if let waited, waited > stats.longestUnsynced { stats.longestUnsynced = waited }
+        }
+    }
 
     /// Waits until every sync asked for so far is done (tests, benchmarks, stop).
     public func waitForSyncs() { syncQueue.sync {} }

@@ -17,6 +17,9 @@ public final class JournalFile: @unchecked Sendable {
 
     private struct State {
         var unsyncedBytes = 0
+        /// When the oldest byte not yet synced was written: how long bytes wait for their
+        /// fsync is what a power cut can cost.
+        var unsyncedSince: ContinuousClock.Instant?
         var lastSyncRequest = ContinuousClock.now
         var syncInFlight = false
         var closed = false
@@ -47,7 +50,10 @@ public final class JournalFile: @unchecked Sendable {
             }
             offset += written
         }
-        state.withLock { $0.unsyncedBytes += bytes.count }
+        state.withLock { state in
+            state.unsyncedBytes += bytes.count
+            if state.unsyncedSince == nil { state.unsyncedSince = .now }
+        }
         journal.counted(bytes: bytes.count)
         syncIfDue()
     }
@@ -84,15 +90,18 @@ public final class JournalFile: @unchecked Sendable {
 
     private func scheduleSync() {
         journal.syncQueue.async { [self] in
-            let bytes = state.withLock { state -> Int in
-                defer { state.unsyncedBytes = 0 }
-                return state.unsyncedBytes
+            let (bytes, since) = state.withLock { state -> (Int, ContinuousClock.Instant?) in
+                defer {
+                    state.unsyncedBytes = 0
+                    state.unsyncedSince = nil
+                }
+                return (state.unsyncedBytes, state.unsyncedSince)
             }
             if bytes > 0, fdatasync(descriptor) != 0 {
                 fail("fdatasync failed: \(String(cString: strerror(errno)))")
             }
             state.withLock { $0.syncInFlight = false }
-            journal.countedSync()
+            journal.countedSync(waited: since.map { ContinuousClock.now - $0 })
         }
     }
 
