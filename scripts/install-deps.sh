@@ -34,6 +34,8 @@ TEST_PACKAGES=(
   systemd
   openssl
   iproute2
+  faketime      # the daemon's clock test: a wrong wall clock set right while it runs
+  libfaketime
 )
 
 sudo_cmd=()

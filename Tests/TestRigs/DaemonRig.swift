@@ -108,11 +108,13 @@ public final class DaemonRig: @unchecked Sendable {
     }
 
     /// Starts `ariata-agent run` with the rig's ALSA config, notify socket and clock
-    /// state file; `environment` adds to that (LD_PRELOAD for libfaketime, say).
-    public func startAgent(environment: [String: String] = [:]) throws {
+    /// state file; `environment` adds to that (LD_PRELOAD for libfaketime, say), and
+    /// `launcher` is a program and arguments that exec the agent (its path and arguments follow).
+    public func startAgent(environment: [String: String] = [:], launcher: [String] = []) throws {
         let binary = try BuildProducts.executable("ariata-agent")
         let base = ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile]
-        agent = try ChildProcess(binary, ["run", "--config", configPath], name: "agent", logDirectory: directory.path,
+        let command = launcher + [binary, "run", "--config", configPath]
+        agent = try ChildProcess(command[0], Array(command.dropFirst()), name: "agent", logDirectory: directory.path,
                                  environment: base.merging(environment) { $1 })
     }
 

@@ -1,0 +1,188 @@
+import AgentCore
+import Foundation
+import TestRigs
+import XCTest
+
+/// `ariata-agent run` on a board whose clock is wrong when it starts: libfaketime sets the
+/// daemon's wall clock (and only that: CLOCK_BOOTTIME stays true, as it is on a real board)
+/// and the clock-sync test hook says "unsynchronised"; then, while it runs, the clock is
+/// set right and the hook says "synchronised", as when NTP answers. Every audio chunk and
+/// every health sample without a time of its own must reach the receiver with the time it
+/// was really captured, and none may be lost.
+final class ClockTrustTests: XCTestCase {
+    func testAClockIn1970LosesNothingAndSendsTheTrueTimes() throws {
+        try runWithAWrongClockThatIsSetWhileRunning(fakeTime: "@1970-01-01 00:10:00") { provisional, real in
+            XCTAssertLessThan(provisional, CaptureTimeRule.earliest, "held with the 1970 time it was captured with")
+        }
+    }
+
+    func testAClockDaysBehindLosesNothingAndSendsTheTrueTimes() throws {
+        // What fake-hwclock restores after a long power-off: plausible, and three days behind.
+        try runWithAWrongClockThatIsSetWhileRunning(fakeTime: "-3d") { provisional, real in
+            XCTAssertEqual(real.timeIntervalSince(provisional), 3 * 86_400, accuracy: 120,
+                           "held with the time of the clock three days behind")
+        }
+    }
+
+    /// libfaketime's preload library (Debian's `libfaketime` package).
+    static func libfaketime() throws -> String {
+        let root = "/usr/lib"
+        let machines = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for machine in machines.sorted() {
+            let candidate = "\(root)/\(machine)/faketime/libfaketimeMT.so.1"
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        throw RigFailure("libfaketime is not installed: run scripts/install-deps.sh (apt-get install faketime libfaketime)")
+    }
+
+    /// The first process libfaketime is loaded into creates the clock it shares with its
+    /// children and says so with setenv(FAKETIME_SHARED), which moves `environ`; Swift on
+    /// Linux finds argv by walking back from `environ`, so a Swift program started first
+    /// under libfaketime sees no arguments (it printed its help). A shell that execs the
+    /// agent is that first process instead.
+    static let faketimeLauncher = ["/bin/sh", "-c", "exec \"$0\" \"$@\""]
+
+    /// libfaketime's shared clock is named by the pid that made it (the shell, which
+    /// became the agent) and is not removed when the agent exits.
+    static func removeFaketimeSharedMemory(pid: Int32?) {
+        guard let pid else { return }
+        try? FileManager.default.removeItem(atPath: "/dev/shm/faketime_shm_\(pid)")
+        try? FileManager.default.removeItem(atPath: "/dev/shm/sem.faketime_sem_\(pid)")
+    }
+
+    struct Sample {
+        var value: Int
+        var writtenAt: Date
+    }
+
+    func runWithAWrongClockThatIsSetWhileRunning(fakeTime: String, checkProvisional: (Date, Date) -> Void) throws {
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        try rig.setClockSynchronised(false)
+        let fakeFile = rig.directory.file("faketime")
+        try "\(fakeTime)\n".write(toFile: fakeFile, atomically: true, encoding: .utf8)
+        let startedAt = Date()
+        try rig.startAgent(environment: [
+            "LD_PRELOAD": try Self.libfaketime(),
+            // Read the offset from the file on every call, so the test can set the clock.
+            "FAKETIME_TIMESTAMP_FILE": fakeFile, "FAKETIME_NO_CACHE": "1",
+            // CLOCK_MONOTONIC and CLOCK_BOOTTIME stay the kernel's, as on a board without RTC.
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        ], launcher: Self.faketimeLauncher)
+        defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
+        let queue: SQLiteQueue
+        do {
+            queue = try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+
+        // Health samples without a time of their own: dated by the daemon when it reads them.
+        var samples: [Sample] = []
+        func writeSample(_ value: Int) throws {
+            guard let handle = FileHandle(forWritingAtPath: rig.healthPath) else { throw RigFailure("cannot open \(rig.healthPath)") }
+            handle.seekToEndOfFile()
+            handle.write(Data("{\"heart_rate\":\(value)}\n".utf8))
+            try handle.close()
+            samples.append(Sample(value: value, writtenAt: Date()))
+        }
+        for value in 70..<75 {
+            try writeSample(value)
+            Thread.sleep(forTimeInterval: 1)
+        }
+        try waitUntil("audio and health held while the clock is wrong", timeout: 60) {
+            let held = try queue.heldCounts(currentBootID: BootClock.bootID)
+            return (held.byStream[.microphone] ?? 0) >= 2 && held.byStream[.health] == 5
+        }
+        XCTAssertEqual(try rig.receiver.stats().stored(.microphone), 0, "nothing held is sent")
+        XCTAssertEqual(try rig.receiver.stats().stored(.health), 0, "nothing held is sent")
+        let heldChunk = try XCTUnwrap(try queue.records(stream: .microphone).first)
+        checkProvisional(heldChunk.capturedAt, Date())
+        let bootID = try XCTUnwrap(BootClock.bootID)
+        let heldAtFirst = Set(try queue.heldRecords(bootID: bootID, limit: 1_000).map(\.seq))
+
+        // status warns while records are held, with their count.
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        let status = try cli.run(["status", "--json"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
+        let report = try StatusReport.decode(Data(status.stdout.utf8))
+        let clock = try XCTUnwrap(report.clock, status.stdout)
+        XCTAssertFalse(clock.synchronised)
+        XCTAssertGreaterThanOrEqual(clock.heldRecords, 7)
+        XCTAssertTrue(report.warnings.contains { $0.contains("clock not synchronised") && $0.contains("records are held") },
+                      "\(report.warnings)")
+        XCTAssertEqual(status.status, 1, "warnings make status exit 1")
+
+        // NTP answers: the clock is set right and the kernel says so.
+        try "+0\n".write(toFile: fakeFile, atomically: true, encoding: .utf8)
+        try rig.setClockSynchronised(true)
+        for value in 75..<78 {
+            try writeSample(value)
+            Thread.sleep(forTimeInterval: 1)
+        }
+        try waitUntil("every held record corrected and delivered", timeout: 90) {
+            let held = try queue.heldCounts(currentBootID: BootClock.bootID)
+            let stats = try rig.receiver.stats()
+            let uploaded = try queue.records(stream: .microphone, status: .uploaded) + queue.records(stream: .health, status: .uploaded)
+            return held.total == 0 && stats.stored(.health) == samples.count
+                && heldAtFirst.isSubset(of: Set(uploaded.map(\.seq)))
+                && uploaded.filter { $0.stream == .microphone }.count >= 4
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let stoppedAt = Date()
+        let corrections = rig.agentLog.split(separator: "\n").filter { $0.contains("corrected the times of") }
+        XCTAssertFalse(corrections.isEmpty, rig.agentLog)
+        for line in corrections { print("agent: \(line)") }
+        XCTAssertFalse(rig.agentLog.contains("dropped"), rig.agentLog)
+        XCTAssertFalse(rig.agentLog.contains("chunk lost"), rig.agentLog)
+
+        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        XCTAssertEqual(try final.heldCounts(currentBootID: BootClock.bootID).total, 0)
+
+        // Health: each sample once, delivered, dated within a second or two of when it
+        // was written (the daemon reads the file as it grows).
+        let health = try final.records(stream: .health)
+        let receivedHealth = Set(try rig.receiver.storedIDs(.health))
+        XCTAssertEqual(health.count, samples.count)
+        for record in health {
+            let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
+            let value = try XCTUnwrap(fields["value"] as? Int)
+            let time = try XCTUnwrap((fields["timestamp"] as? String).flatMap(RFC3339.date(from:)))
+            let sample = try XCTUnwrap(samples.first { $0.value == value }, "sample \(value)")
+            XCTAssertEqual(record.status, .uploaded, "sample \(value)")
+            XCTAssertTrue(receivedHealth.contains(record.id.uuidString.lowercased()), "sample \(value) at the receiver")
+            XCTAssertGreaterThanOrEqual(time, sample.writtenAt.addingTimeInterval(-0.5), "sample \(value)")
+            XCTAssertLessThanOrEqual(time, sample.writtenAt.addingTimeInterval(2), "sample \(value)")
+        }
+        XCTAssertEqual(health.compactMap { try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any] }
+                        .compactMap { $0["value"] as? Int }.sorted(), samples.map(\.value))
+
+        // Audio: every chunk sent is at the receiver, all lie inside the time the daemon
+        // really ran, and one follows the other with its overlap: none missing, none
+        // misplaced (a chunk left three days or fifty years off would break the chain).
+        let chunks = try final.records(stream: .microphone)
+        let receivedAudio = Set(try rig.receiver.storedIDs(.microphone))
+        var previousEnd: Date?
+        for (index, chunk) in chunks.enumerated() {
+            let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: chunk.payload) as? [String: Any])
+            let start = try XCTUnwrap((fields["timestamp_start"] as? String).flatMap(RFC3339.date(from:)))
+            let end = try XCTUnwrap((fields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
+            let overlap = try XCTUnwrap(fields["overlap_duration"] as? Double)
+            if chunk.status == .uploaded {
+                XCTAssertTrue(receivedAudio.contains(chunk.id.uuidString.lowercased()), "chunk \(index) at the receiver")
+            } else {
+                XCTAssertFalse(heldAtFirst.contains(chunk.seq), "chunk \(index) was held, so it must have been sent")
+                XCTAssertGreaterThanOrEqual(index, chunks.count - 2, "only chunks written after the last upload wait")
+            }
+            XCTAssertGreaterThanOrEqual(start, startedAt.addingTimeInterval(-5), "chunk \(index) starts after the daemon did")
+            XCTAssertLessThanOrEqual(end, stoppedAt.addingTimeInterval(1), "chunk \(index) ends before the daemon stopped")
+            XCTAssertEqual(chunk.capturedAt.timeIntervalSince1970, start.timeIntervalSince1970, accuracy: 0.001)
+            if let previousEnd {
+                XCTAssertEqual(start.timeIntervalSince(previousEnd), -overlap, accuracy: 1.5,
+                               "chunk \(index) follows chunk \(index - 1)")
+            }
+            previousEnd = end
+        }
+        XCTAssertEqual(try final.records(stream: .microphone, status: .failed).count, 0, "the receiver refused nothing")
+        XCTAssertEqual(try final.records(stream: .health, status: .failed).count, 0, "the receiver refused nothing")
+    }
+}
