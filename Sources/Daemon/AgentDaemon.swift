@@ -70,6 +70,9 @@ public final class AgentDaemon: Sendable {
 
     /// Starts every enabled stream (unless paused) and the uploader; returns at once.
     public func start() {
+        // Room first: after a restart on a full disk, the queue's opening handed the
+        // reserve back, and that space is the guard's to delete with, not the streams'.
+        storageGuard.pass()
         let config = state.withLock { $0.config }
         let paused = (try? PauseSwitches(queue: queue).pausedStreams()) ?? []
         var supervisors: [StreamName: StreamSupervisor] = [:]

@@ -174,6 +174,32 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertThrowsError(try queue.enqueue(record(.location)), "capture stays refused")
     }
 
+    /// At 0 bytes SQLite cannot even open the database (the -shm and -wal files are made
+    /// on open): opening hands the reserve back; with no reserve it says E004.
+    func testTheQueueOpensOnAFullDiskByHandingTheReserveBackAndSaysE004WithoutOne() throws {
+        let fs = try mount()
+        let path = fs.file("agent.sqlite")
+        let reserve = StorageReserve(databasePath: path, size: StorageLimits.defaultReserveBytes)
+        do {
+            let queue = try SQLiteQueue(path: path)
+            try writeBacklog(queue, audio: 20)
+            StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap)).pass()
+        }
+        XCTAssertTrue(reserve.isHeld)
+        try fs.fillWithAnotherProgram("filler-1")
+
+        var reopened: SQLiteQueue? = try SQLiteQueue(path: path)
+        XCTAssertFalse(reserve.isHeld, "opening handed the reserve back")
+        XCTAssertEqual(try reopened?.count(stream: .microphone, status: .pending), 20)
+        reopened = nil
+
+        try fs.fillWithAnotherProgram("filler-2")
+        XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
+            XCTAssertTrue(self.isStorageFull(error), "\(error)")
+            XCTAssertTrue("\(error)".contains("E004"), "\(error)")
+        }
+    }
+
     // MARK: Order and the cap
 
     func testCapEvictsUploadedThenFailedThenOldestAudioAndStatusCountsMatch() throws {

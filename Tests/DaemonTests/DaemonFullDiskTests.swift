@@ -8,26 +8,10 @@ import XCTest
 /// makes its reserve again, and capture goes on; `status` says what was evicted.
 final class DaemonFullDiskTests: XCTestCase {
     func testAnotherProgramFillsTheDiskAndCaptureResumesWithinAHealthTick() throws {
-        let fs: SmallFilesystem
-        do {
-            fs = try SmallFilesystem.make(.tmpfs, megabytes: 40)
-        } catch let error as CannotMount {
-            throw XCTSkip(error.description)
-        }
+        let fs = try mount()
         let database = fs.file("agent.sqlite")
 
-        // An old backlog of audio, as after a week offline: 120 chunks (9.6 MB), pending.
-        var backlog: [UUID] = []
-        do {
-            let queue = try SQLiteQueue(path: database)
-            let payload = Data("\"\(String(repeating: "a", count: 79_998))\"".utf8)
-            for i in 0..<120 {
-                let record = NewRecord(stream: .microphone, capturedAt: Date().addingTimeInterval(-86_400 + Double(i) * 30),
-                                       payload: payload)
-                try queue.enqueue(record)
-                backlog.append(record.id)
-            }
-        }
+        let backlog = try writeAudioBacklog(database)
 
         let healthInterval = 2
         let rig = try DaemonRig(healthInterval: healthInterval, databasePath: database, storageConfig: "min_free_mb = 4")
@@ -99,5 +83,70 @@ final class DaemonFullDiskTests: XCTestCase {
         print("measured: disk full to the guard's pass \(String(format: "%.1f s", event.at.timeIntervalSince(filledAt))), "
               + "to the first new record: location \(after(.location)), audio \(after(.microphone)) "
               + "(health_interval \(healthInterval) s, location interval 2 s, 6 s audio chunks); evicted \(evictedBacklog) backlog chunks")
+    }
+
+    /// The daemon started on a disk that is already at 0 bytes (a reboot after the disk
+    /// filled): it starts, its first health check makes room, and it captures.
+    func testTheDaemonStartsOnAFullDiskAndMakesRoomByItself() throws {
+        let fs = try mount()
+        let database = fs.file("agent.sqlite")
+        let backlog = try writeAudioBacklog(database)
+        do {
+            // The reserve a previous run of the daemon made.
+            let queue = try SQLiteQueue(path: database)
+            StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: 4 * StorageLimits.mebibyte,
+                                                             maxQueueBytes: 1_000 * StorageLimits.mebibyte)).pass()
+        }
+        XCTAssertTrue(StorageReserve(databasePath: database, size: StorageLimits.defaultReserveBytes).isHeld)
+        try fs.fillWithAnotherProgram()
+        XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full before the daemon starts")
+
+        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
+        rig.receiver.stop()
+        try rig.startAgent()
+        // Readers cannot open the database until the daemon has handed the reserve back.
+        var opened: SQLiteQueue?
+        try waitUntil("the database readable again", timeout: 30) {
+            opened = try? SQLiteQueue(readOnlyPath: database)
+            return (try? opened?.counts()) != nil
+        }
+        let queue = try XCTUnwrap(opened)
+        do {
+            try waitUntil("location and audio captured on the disk that was full", timeout: 90, interval: 0.2) {
+                try queue.records(stream: .location).count >= 1
+                    && queue.records(stream: .microphone).contains { !backlog.contains($0.id) }
+            }
+        } catch {
+            XCTFail("the daemon said:\n\(rig.agentLog)")
+            throw error
+        }
+        try waitUntil("the reserve made again", timeout: 30) {
+            StorageReserve(databasePath: database, size: StorageLimits.defaultReserveBytes).isHeld
+        }
+        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertGreaterThan(try queue.evictedTotals()[.microphone] ?? 0, 0)
+        XCTAssertTrue(rig.agent?.isRunning ?? false)
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
+
+    func mount() throws -> SmallFilesystem {
+        do {
+            return try SmallFilesystem.make(.tmpfs, megabytes: 40)
+        } catch let error as CannotMount {
+            throw XCTSkip(error.description)
+        }
+    }
+
+    /// An old backlog of audio, as after a week offline: 120 chunks (9.6 MB), pending,
+    /// written before the daemon starts. Returns their ids, oldest first.
+    func writeAudioBacklog(_ database: String) throws -> [UUID] {
+        let queue = try SQLiteQueue(path: database)
+        let payload = Data("\"\(String(repeating: "a", count: 79_998))\"".utf8)
+        return try (0..<120).map { i in
+            let record = NewRecord(stream: .microphone, capturedAt: Date().addingTimeInterval(-86_400 + Double(i) * 30),
+                                   payload: payload)
+            try queue.enqueue(record)
+            return record.id
+        }
     }
 }

@@ -41,12 +41,21 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 256")
         }
         do {
+            // At 0 bytes free SQLite cannot even open the database (it must create the
+            // -shm and -wal files): hand the storage guard's reserve back first; the
+            // guard makes it again once it has made room.
+            StorageReserve.releaseIfDiskFull(databasePath: path)
             try Self.createIfMissing(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             try Schema.migrate(pool)
         } catch let error as QueueError {
             throw error
         } catch {
+            // No reserve to hand back (first run, or deleted by hand) and no room: say so
+            // with E004's hint rather than SQLite's "disk I/O error".
+            if let free = DiskSpace.availableBytes(at: path), free < StorageReserve.fullDiskBytes {
+                throw QueueError.storageFull(path: path)
+            }
             throw QueueError.cannotOpen(path: path, reason: "\(error)")
         }
     }

@@ -44,4 +44,21 @@ public struct StorageReserve: Sendable {
         if !synced { unlink(path) }
         return synced
     }
+
+    /// Below this much free disk the database may not open at all (its -shm and -wal
+    /// files are made on open, and the first write needs WAL frames).
+    public static let fullDiskBytes: Int64 = 1_048_576
+
+    /// Deletes the reserve beside `databasePath` when the disk under it is full, so that
+    /// the database can be opened (a daemon restarted after the disk filled). Returns
+    /// whether it did.
+    @discardableResult
+    public static func releaseIfDiskFull(databasePath: String) -> Bool {
+        let reserve = StorageReserve(databasePath: databasePath, size: 0)
+        guard reserve.heldBytes > 0, let free = DiskSpace.availableBytes(at: databasePath), free < fullDiskBytes else {
+            return false
+        }
+        reserve.release()
+        return true
+    }
 }
