@@ -38,9 +38,10 @@ public final class StorageGuard: Sendable {
     private let limits: Mutex<StorageLimits>
     private let passLock = Mutex<Void>(())
     private let logger: Logger
-    /// Payload bytes per deletion: small enough that the capture threads waiting on the
-    /// queue's one writer are held up only briefly, big enough (a dozen audio chunks) that
-    /// a pass over a large excess needs few rounds.
+    /// Smallest deletion, in payload bytes (a dozen audio chunks); a bigger shortfall is
+    /// deleted in one go, up to 64 MiB, so that capture threads waiting on the queue's
+    /// one writer are held up only briefly. With secure_delete FAST the WAL a deletion
+    /// writes hardly depends on its size.
     private let sliceBytes: Int64
 
     public init(queue: SQLiteQueue, limits: StorageLimits, sliceBytes: Int64 = 1_048_576,
@@ -115,13 +116,18 @@ public final class StorageGuard: Sendable {
             let pageSize = Int64(try queue.pageSize())
             tiers: for tier in EvictionTier.allCases {
                 while belowFloor() || overCap() {
-                    let slice = try queue.evictSlice(tier, maxBytes: sliceBytes)
+                    // As much as is missing in one go (a cap lowered by 1 GB must not take
+                    // a thousand rounds at start-up), at least a slice, at most 64 MiB.
+                    let missing = max(free.map { wantedFree() - $0 } ?? 0, queue.fileBytes() - cap)
+                    let slice = try queue.evictSlice(tier, maxBytes: min(max(sliceBytes, missing), 64 * StorageLimits.mebibyte))
                     if slice.records == 0 { continue tiers }
                     count(slice, tier: tier, into: &report)
                     report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, queue.walBytes())
-                    // Vacuum steps sized to half the space there is, at least 1 MiB.
+                    // Vacuum steps (each one's WAL) sized to a quarter of the space there
+                    // is, so that captures writing at the same time still find room; at
+                    // least 1 MiB, at most 256 MiB.
                     let room = max(freeBytes() ?? 0, 0)
-                    let walPeak = try queue.compact(stepPages: Int(max(256, min(room / 2 / pageSize, 65_536))))
+                    let walPeak = try queue.compact(stepPages: Int(max(256, min(room / 4 / pageSize, 65_536))))
                     report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, walPeak)
                     free = freeBytes()
                 }
