@@ -13,7 +13,7 @@ public struct LiveComponents: ComponentFactory {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
-            return LocationStream(config: config.location, sink: queue, logger: logger)
+            return LocationStream(config: config.location, sink: queue, logger: logger, clockTrust: clockTrust)
         case .microphone:
             return MicrophoneStream(config: config.microphone, sink: queue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: queue.path),

@@ -137,6 +137,28 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertEqual(correction().pass(trustSystemClock: false).corrected, 0)
     }
 
+    /// No NTP, a 1970 clock, but a gpsd 3D fix: its time, tied to the boot clock when it
+    /// arrived, corrects the held records exactly as a synchronised clock would.
+    func testAGPSFixCorrectsHeldRecordsWhileTheClockIsStillWrong() throws {
+        clock.set(Date(timeIntervalSince1970: 2_000))
+        let health = try heldHealth(at: Date(timeIntervalSince1970: 1_000.123), bootTime: 4_000.5)
+        try queue.enqueue(health)
+        let evidence = TimeEvidence()
+        evidence.record(trueTime: t0, at: BootInstant(bootID: "another-boot", seconds: 5_000), source: "gpsd 3D fix")
+        let boot = bootNow
+        let correction = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock,
+                                         bootClock: { boot }, evidence: evidence, logger: logger)
+        XCTAssertEqual(correction.pass(trustSystemClock: false).corrected, 0, "a fix from another boot says nothing")
+
+        evidence.record(trueTime: t0, at: BootInstant(bootID: "boot-now", seconds: 5_000), source: "gpsd 3D fix")
+        let outcome = correction.pass(trustSystemClock: false)
+        XCTAssertEqual(outcome.corrected, 1)
+        XCTAssertEqual(outcome.source, "gpsd 3D fix")
+        let sent = try XCTUnwrap(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
+                       RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
+    }
+
     func testRecordsHeldInAnEarlierBootStayHeldUnlessTheUserTrustsTheClock() throws {
         // A clock restored days behind by fake-hwclock in a boot that never got NTP, and a
         // 1970 clock in another.

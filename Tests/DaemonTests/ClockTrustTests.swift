@@ -50,17 +50,12 @@ final class ClockTrustTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: "/dev/shm/sem.faketime_sem_\(pid)")
     }
 
-    struct Sample {
-        var value: Int
-        var writtenAt: Date
-    }
-
-    func runWithAWrongClockThatIsSetWhileRunning(fakeTime: String, checkProvisional: (Date, Date) -> Void) throws {
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+    /// Starts the rig's agent with its wall clock at `fakeTime` and the sync hook saying
+    /// "unsynchronised"; returns the file that sets libfaketime's clock.
+    func startUnderFaketime(_ rig: DaemonRig, fakeTime: String) throws -> String {
         try rig.setClockSynchronised(false)
         let fakeFile = rig.directory.file("faketime")
         try "\(fakeTime)\n".write(toFile: fakeFile, atomically: true, encoding: .utf8)
-        let startedAt = Date()
         try rig.startAgent(environment: [
             "LD_PRELOAD": try Self.libfaketime(),
             // Read the offset from the file on every call, so the test can set the clock.
@@ -68,6 +63,56 @@ final class ClockTrustTests: XCTestCase {
             // CLOCK_MONOTONIC and CLOCK_BOOTTIME stay the kernel's, as on a board without RTC.
             "FAKETIME_DONT_FAKE_MONOTONIC": "1",
         ], launcher: Self.faketimeLauncher)
+        return fakeFile
+    }
+
+    /// A board with a GPS and no network: the clock stays in 1970 and never synchronised,
+    /// and gpsd's 3D fixes give the true time instead. Location records carry gpsd's time;
+    /// audio is corrected from the fixes and delivered without NTP ever answering.
+    func testAGPSFixGivesTheTrueTimeWhenNTPNeverAnswers() throws {
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        let startedAt = Date()
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
+        let queue: SQLiteQueue
+        do {
+            queue = try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+        try waitUntil("audio corrected from gpsd's time and delivered", timeout: 90) {
+            try rig.receiver.stats().stored(.microphone) >= 2 && rig.receiver.stats().stored(.location) >= 2
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let stoppedAt = Date()
+        XCTAssertTrue(rig.agentLog.contains("true time from gpsd 3D fix"), rig.agentLog)
+        for line in rig.agentLog.split(separator: "\n") where line.contains("corrected the times of") { print("agent: \(line)") }
+        let received = Set(try rig.receiver.storedIDs(.microphone))
+        let sent = try queue.records(stream: .microphone).filter { received.contains($0.id.uuidString.lowercased()) }
+        XCTAssertGreaterThanOrEqual(sent.count, 2)
+        for chunk in sent {
+            let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: chunk.payload) as? [String: Any])
+            let start = try XCTUnwrap((fields["timestamp_start"] as? String).flatMap(RFC3339.date(from:)))
+            let end = try XCTUnwrap((fields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
+            // gpsd reports a fix a fraction of a second after its time: corrected times may
+            // be that much early.
+            XCTAssertGreaterThanOrEqual(start, startedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
+            XCTAssertLessThanOrEqual(end, stoppedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+        }
+    }
+
+    struct Sample {
+        var value: Int
+        var writtenAt: Date
+    }
+
+    func runWithAWrongClockThatIsSetWhileRunning(fakeTime: String, checkProvisional: (Date, Date) -> Void) throws {
+        // No location: a 3D fix is evidence of the true time too (see the GPS test below),
+        // and here the clock alone must do it.
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2, locationEnabled: false)
+        let fakeFile = try startUnderFaketime(rig, fakeTime: fakeTime)
+        let startedAt = Date()
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
         let queue: SQLiteQueue
         do {

@@ -33,9 +33,10 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - extraConfig: TOML appended to the config.
     ///   - databasePath: where the queue lives (default: in the rig's directory).
     ///   - storageConfig: more `[storage]` keys (min_free_mb, max_queue_mb).
+    ///   - locationEnabled: `[location] enabled` (gpsd and its feed run either way).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
-                storageConfig: String = "") throws {
+                storageConfig: String = "", locationEnabled: Bool = true) throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
         try receiver.start()
@@ -79,6 +80,7 @@ public final class DaemonRig: @unchecked Sendable {
             [upload]
             interval = \(uploadInterval)
             [location]
+            enabled = \(locationEnabled)
             gpsd_host = "127.0.0.1"
             gpsd_port = \(gps.port)
             interval = 2

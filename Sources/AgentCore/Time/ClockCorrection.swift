@@ -10,6 +10,10 @@ import Synchronization
 /// instant of this boot, suspends included, so its true capture time is exact to the
 /// millisecond whatever the wall clock said then (1970, or a day behind).
 ///
+/// Before the clock can be believed, a gpsd 3D fix received in this boot (TimeEvidence)
+/// gives the same: wall = boot + (fix time - boot clock when it arrived), early by the
+/// fraction of a second between the fix and its arrival.
+///
 /// A record held in an earlier boot cannot be corrected: that boot's clock is gone and
 /// nothing ties it to true time. Sending it with its provisional time could send a time
 /// that is wrong by days without anyone noticing, so it stays held (never sent) and
@@ -20,6 +24,7 @@ public final class ClockCorrection: Sendable {
     private let sync: any ClockSyncSource
     private let clock: any WallClock
     private let bootClock: @Sendable () -> BootInstant?
+    private let evidence: TimeEvidence
     private let logger: Logger
     /// The last thing said about records that stay held, so it is logged on change only.
     private let lastNote = Mutex<String?>(nil)
@@ -39,14 +44,18 @@ public final class ClockCorrection: Sendable {
         public var shiftRange: ClosedRange<Double>?
         /// Why nothing was corrected (the clock cannot be believed yet), when so.
         public var waitingFor: String?
+        /// What gave the true time: the system clock, or the evidence used instead.
+        public var source: String?
     }
 
     public init(queue: SQLiteQueue, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
-                bootClock: @escaping @Sendable () -> BootInstant? = BootClock.now, logger: Logger) {
+                bootClock: @escaping @Sendable () -> BootInstant? = BootClock.now, evidence: TimeEvidence = .shared,
+                logger: Logger) {
         self.queue = queue
         self.sync = sync
         self.clock = clock
         self.bootClock = bootClock
+        self.evidence = evidence
         self.logger = logger
     }
 
@@ -59,16 +68,21 @@ public final class ClockCorrection: Sendable {
             let held = try queue.heldCounts(currentBootID: boot?.bootID)
             guard held.total > 0 else { return outcome }
             let now = clock.now()
-            if let why = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now) {
-                outcome.waitingFor = why
-                outcome.stillHeld = held
-                note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
-                return outcome
+            let distrust = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now)
+            if let why = distrust {
+                guard let boot, held.thisBoot > 0, let sample = evidence.latest(bootID: boot.bootID) else {
+                    outcome.waitingFor = why
+                    outcome.stillHeld = held
+                    note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
+                    return outcome
+                }
+                outcome.source = sample.source
+                try correct(boot: boot, offset: sample.offset, into: &outcome)
+            } else if let boot, held.thisBoot > 0 {
+                outcome.source = "the synchronised system clock"
+                try correct(boot: boot, offset: now.timeIntervalSince1970 - boot.seconds, into: &outcome)
             }
-            if let boot, held.thisBoot > 0 {
-                try correct(boot: boot, now: now, into: &outcome)
-            }
-            if trustSystemClock, held.earlierBoots > 0 {
+            if distrust == nil, trustSystemClock, held.earlierBoots > 0 {
                 try releaseEarlierBoots(than: boot?.bootID ?? ProvisionalTime.unknownBoot, now: now, into: &outcome)
             }
             outcome.stillHeld = try queue.heldCounts(currentBootID: boot?.bootID)
@@ -80,9 +94,9 @@ public final class ClockCorrection: Sendable {
         return outcome
     }
 
-    private func correct(boot: BootInstant, now: Date, into outcome: inout Outcome) throws {
-        // Wall time of boot-clock instant t is t + offset, for every t of this boot.
-        let offset = now.timeIntervalSince1970 - boot.seconds
+    /// Wall time of boot-clock instant t is t + `offset`, for every t of this boot.
+    private func correct(boot: BootInstant, offset: Double, into outcome: inout Outcome) throws {
+        let now = Date(timeIntervalSince1970: boot.seconds + offset)
         var after: Int64 = 0
         while true {
             let batch = try queue.heldRecords(bootID: boot.bootID, afterSeq: after, limit: Self.batchSize)
@@ -125,7 +139,7 @@ public final class ClockCorrection: Sendable {
             let shift = range.lowerBound == range.upperBound
                 ? String(format: "%+.3f s", range.lowerBound)
                 : String(format: "%+.3f s to %+.3f s", range.lowerBound, range.upperBound)
-            logger.notice("clock can be believed: corrected the times of \(outcome.corrected) held records from the boot clock by \(shift) and released them for upload")
+            logger.notice("corrected the times of \(outcome.corrected) held records from the boot clock by \(shift) (true time from \(outcome.source ?? "?")) and released them for upload")
         }
         if outcome.releasedAsIs > 0 {
             logger.notice("trust_system_clock is on: released \(outcome.releasedAsIs) records held in an earlier boot with the times they were captured with")

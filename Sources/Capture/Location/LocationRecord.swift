@@ -19,9 +19,11 @@ enum LocationRecordError: Error, Equatable, CustomStringConvertible {
 /// altitude, speed, course, horizontal_accuracy, vertical_accuracy, fix_mode,
 /// satellites_used`, each present only when gpsd knew it.
 enum LocationRecord {
-    static func make(from fix: GPSFix, now: Date, id: UUID = UUID()) throws -> NewRecord {
+    /// `clockTrusted` false: the system clock cannot be believed (ClockTrust), so the fix
+    /// time is not compared with it.
+    static func make(from fix: GPSFix, now: Date, clockTrusted: Bool = true, id: UUID = UUID()) throws -> NewRecord {
         let time = fix.time.date
-        guard isAcceptable(time, now: now) else {
+        guard isAcceptable(time, now: now, clockTrusted: clockTrusted) else {
             throw LocationRecordError.timeOutOfRange(fixTime: RFC3339.string(from: time),
                                                      now: RFC3339.string(from: now))
         }
@@ -48,9 +50,11 @@ enum LocationRecord {
 
     /// The contract's time rule. A GPS fix carries its own time from the satellites, so
     /// while the system clock is still unset (an SBC without RTC before NTP, often waiting
-    /// on this very gpsd) the fix time is trusted on its own rather than compared with 1970.
-    static func isAcceptable(_ time: Date, now: Date) -> Bool {
-        if CaptureTimeRule.clockLooksUnset(now) {
+    /// on this very gpsd) the fix time is trusted on its own rather than compared with 1970;
+    /// so it is while the clock cannot be believed (a clock restored days behind would
+    /// otherwise refuse every true fix as "ahead").
+    static func isAcceptable(_ time: Date, now: Date, clockTrusted: Bool = true) -> Bool {
+        if CaptureTimeRule.clockLooksUnset(now) || !clockTrusted {
             return time >= CaptureTimeRule.earliest
         }
         return CaptureTimeRule.isAcceptable(time, now: now)

@@ -13,6 +13,8 @@ public final class LocationStream: CaptureStream {
     private let clock: any WallClock
     private let logger: Logger
     private let tuning: LocationTuning
+    private let clockTrust: ClockTrust
+    private let timeEvidence: TimeEvidence
     private let samplerQueue = DispatchQueue(label: "ariata.location.sampler")
 
     /// What the reader thread and the sampling timer share.
@@ -36,13 +38,21 @@ public final class LocationStream: CaptureStream {
     private let shared = Mutex(Shared())
     private let running = Mutex<Running?>(nil)
 
+    /// - Parameters:
+    ///   - clockTrust: while the system clock cannot be believed, fix times are not
+    ///     compared with it.
+    ///   - timeEvidence: told the time of every 3D fix (ClockCorrection corrects held
+    ///     records from it before NTP answers).
     public init(config: LocationConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
-                logger: Logger, tuning: LocationTuning = LocationTuning()) {
+                logger: Logger, tuning: LocationTuning = LocationTuning(),
+                clockTrust: ClockTrust = .live(trustSystemClock: false), timeEvidence: TimeEvidence = .shared) {
         self.config = config
         self.sink = sink
         self.clock = clock
         self.logger = logger
         self.tuning = tuning
+        self.clockTrust = clockTrust
+        self.timeEvidence = timeEvidence
     }
 
     /// A stream dropped without stop() must not leave its reader thread behind.
@@ -139,6 +149,10 @@ public final class LocationStream: CaptureStream {
     private func received(_ report: GPSDReport) {
         guard case .position(let fix?) = report else { return }
         let now = clock.now()
+        // A 3D fix carries the satellites' time: evidence of the true time on this boot.
+        if fix.mode >= 3, let boot = BootClock.now() {
+            timeEvidence.record(trueTime: fix.time.date, at: boot, source: "gpsd 3D fix")
+        }
         let first = shared.withLock { s -> Bool in
             defer {
                 s.sampler.offer(fix)
@@ -156,7 +170,7 @@ public final class LocationStream: CaptureStream {
         guard let fix = shared.withLock({ $0.sampler.pending }) else { return }
         let now = clock.now()
         do {
-            let record = try LocationRecord.make(from: fix, now: now)
+            let record = try LocationRecord.make(from: fix, now: now, clockTrusted: clockTrust.isTrusted(now: now))
             try sink.enqueue(record)
             let recovered = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
