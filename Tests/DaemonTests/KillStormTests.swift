@@ -52,11 +52,13 @@ final class KillStormTests: XCTestCase {
 
         try rig.startAgent()
         var logs = ""
+        var killTimes: [Date] = []
         var generator = SystemRandomNumberGenerator()
         for kill in 0 ..< kills {
             // A random moment: mostly after capture started, sometimes during start-up.
             try live(Double.random(in: 1.5 ... 9, using: &generator))
             let agent = try XCTUnwrap(rig.agent)
+            killTimes.append(Date())
             agent.signal(SIGKILL)
             XCTAssertEqual(agent.wait(timeout: 10), SIGKILL, "kill \(kill): the agent was running until killed: \(agent.stderr())")
             logs += agent.stderr()
@@ -78,12 +80,29 @@ final class KillStormTests: XCTestCase {
         XCTAssertEqual(health.count, healthFed, "every health sample fed is in the queue once")
         XCTAssertEqual(Set(health).count, health.count, "no health sample twice")
 
-        // Location: fixes never twice (a record per interval while running).
-        let fixes = try queue.records(stream: .location).compactMap { record -> String? in
-            (try JSONSerialization.jsonObject(with: record.payload) as? [String: Any])?["timestamp"] as? String
+        // Location: every record is a fix the feeder sent (its place in the synthetic drive
+        // and its time agree), never twice, and a record every interval (2 s) while the
+        // daemon runs: a longer gap only where a kill came.
+        let drive = NMEADrive.synthetic(epochs: 600, start: Date())
+        var fixTimes: [Date] = []
+        var driveStart: Set<Double> = []
+        for record in try queue.records(stream: .location) {
+            let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
+            let time = try XCTUnwrap((fields["timestamp"] as? String).flatMap(RFC3339.date(from:)))
+            let latitude = try XCTUnwrap(fields["latitude"] as? Double), longitude = try XCTUnwrap(fields["longitude"] as? Double)
+            let index = try XCTUnwrap(drive.firstIndex { abs($0.latitude - latitude) < 1e-6 && abs($0.longitude - longitude) < 1e-6 },
+                                      "fix \(latitude),\(longitude) is not one the feeder sent")
+            driveStart.insert(time.timeIntervalSince1970 - Double(index))
+            fixTimes.append(time)
         }
-        XCTAssertEqual(Set(fixes).count, fixes.count, "no location fix twice")
-        XCTAssertGreaterThan(fixes.count, kills, "fixes were written between the kills")
+        XCTAssertEqual(driveStart.count, 1, "each fix carries the time it was sent with")
+        XCTAssertEqual(Set(fixTimes).count, fixTimes.count, "no location fix twice")
+        XCTAssertGreaterThan(fixTimes.count, kills, "fixes were written between the kills")
+        let sortedFixes = fixTimes.sorted()
+        for (earlier, later) in zip(sortedFixes, sortedFixes.dropFirst()) where later.timeIntervalSince(earlier) > 3.5 {
+            XCTAssertTrue(killTimes.contains { $0 >= earlier.addingTimeInterval(-1) && $0 <= later },
+                          "fixes from \(RFC3339.string(from: earlier)) to \(RFC3339.string(from: later)) are missing and no kill came between")
+        }
 
         // Uploads ran and what is marked uploaded is at the receiver.
         for stream in StreamName.allCases {
