@@ -188,6 +188,7 @@ final class ClockTrustTests: XCTestCase {
         let health = try final.records(stream: .health)
         let receivedHealth = Set(try rig.receiver.storedIDs(.health))
         XCTAssertEqual(health.count, samples.count)
+        var lateness: [Double] = []
         for record in health {
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             let value = try XCTUnwrap(fields["value"] as? Int)
@@ -197,7 +198,9 @@ final class ClockTrustTests: XCTestCase {
             XCTAssertTrue(receivedHealth.contains(record.id.uuidString.lowercased()), "sample \(value) at the receiver")
             XCTAssertGreaterThanOrEqual(time, sample.writtenAt.addingTimeInterval(-0.5), "sample \(value)")
             XCTAssertLessThanOrEqual(time, sample.writtenAt.addingTimeInterval(2), "sample \(value)")
+            lateness.append(time.timeIntervalSince(sample.writtenAt))
         }
+        print("health samples dated \(lateness.map { String(format: "%.3f", $0) }.joined(separator: ", ")) s after they were written")
         XCTAssertEqual(health.compactMap { try? JSONSerialization.jsonObject(with: $0.payload) as? [String: Any] }
                         .compactMap { $0["value"] as? Int }.sorted(), samples.map(\.value))
 
