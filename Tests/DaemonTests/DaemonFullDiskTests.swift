@@ -129,6 +129,39 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 
+    /// A cap lowered in the config and applied with SIGHUP: the oldest audio goes at once,
+    /// location stays, and `status` counts what went.
+    func testLoweringTheCapWithSIGHUPEvictsTheOldestAudio() throws {
+        let directory = try TemporaryDirectory("daemon-cap")
+        let database = directory.file("agent.sqlite")
+        let backlog = try writeAudioBacklog(database)
+        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
+        rig.receiver.stop()
+        try rig.startAgent()
+        let queue = try rig.openQueue()
+        try waitUntil("a location record", timeout: 60) { try queue.records(stream: .location).count >= 1 }
+        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
+
+        let config = try String(contentsOfFile: rig.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "min_free_mb = 4", with: "min_free_mb = 4\nmax_queue_mb = 2")
+            .write(toFile: rig.configPath, atomically: true, encoding: .utf8)
+        let locationBefore = try queue.records(stream: .location).count
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("the queue under its new cap", timeout: 60) {
+            (try queue.evictedTotals()[.microphone] ?? 0) > 0 && queue.fileBytes() <= 2 * StorageLimits.mebibyte
+        }
+        let left = Set(try queue.records(stream: .microphone).map(\.id))
+        let evicted = backlog.filter { !left.contains($0) }
+        XCTAssertEqual(Array(backlog.prefix(evicted.count)), evicted, "the oldest went")
+        XCTAssertGreaterThanOrEqual(try queue.records(stream: .location).count, locationBefore, "location stays")
+        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        let status = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["status", "--json"])
+        let report = try StatusReport.decode(Data(status.stdout.utf8))
+        XCTAssertEqual(report.database.maxQueueBytes, 2 * StorageLimits.mebibyte)
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, try queue.evictedTotals()[.microphone])
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
+
     func mount() throws -> SmallFilesystem {
         do {
             return try SmallFilesystem.make(.tmpfs, megabytes: 40)
