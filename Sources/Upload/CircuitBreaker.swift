@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// The circuit breaker of one endpoint. After `threshold` failures in a row (of any
@@ -40,7 +41,7 @@ public struct CircuitBreaker: Sendable, Equatable, Codable {
 
     /// Returns true when this failure opened the breaker.
     @discardableResult
-    public mutating func recordFailure(at now: Date, retryAfter: TimeInterval?, schedule: BackoffSchedule,
+    public mutating func recordFailure(at now: Date, retryAfter: TimeInterval?, schedule: Backoff,
                                        random: Double) -> Bool {
         let wasProbe = state(at: now) == .halfOpen
         consecutiveFailures += 1

@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// A pause that grows each time the same refusal comes back: `first`, then twice as long
@@ -7,14 +8,13 @@ import Foundation
 /// Two refusals pause this way: the device token (401/403, E002: 5 min doubling to an hour;
 /// a new token ends it at once) and a stream whose every record the server refuses (E007).
 public struct GrowingPause: Sendable, Equatable, Codable {
-    public var first: TimeInterval
-    public var maximum: TimeInterval
+    /// How long each pause lasts (`UploadPolicy.authPause`, `.streamRefusal`).
+    public var schedule: Backoff
     public private(set) var refusals = 0
     public private(set) var until: Date?
 
-    public init(first: TimeInterval = 300, maximum: TimeInterval = 3_600) {
-        self.first = first
-        self.maximum = max(first, maximum)
+    public init(_ schedule: Backoff) {
+        self.schedule = schedule
     }
 
     public func isPaused(at now: Date) -> Bool {
@@ -24,8 +24,7 @@ public struct GrowingPause: Sendable, Equatable, Codable {
     /// Refused again: pause, twice as long as the last time.
     public mutating func refused(at now: Date) -> Date {
         refusals += 1
-        let length = min(first * pow(2, Double(min(refusals - 1, 30))), maximum)
-        let end = now.addingTimeInterval(length)
+        let end = now.addingTimeInterval(schedule.delay(afterFailures: refusals))
         until = end
         return end
     }

@@ -353,7 +353,7 @@ struct UploadCycle {
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 return (until, true)
             case .streamRefused:
-                var pause = s.memory.refusals[stream.rawValue] ?? policy.streamRefusal()
+                var pause = s.memory.refusals[stream.rawValue] ?? policy.newStreamRefusal()
                 let until = pause.refused(at: now)
                 s.memory.refusals[stream.rawValue] = pause
                 return (until, false)

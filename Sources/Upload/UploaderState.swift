@@ -35,7 +35,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     init(policy: UploadPolicy, server: String) {
         self.server = server
         breaker = CircuitBreaker(threshold: policy.breakerThreshold)
-        authPause = policy.authPause()
+        authPause = policy.newAuthPause()
     }
 
     var isEmpty: Bool {
@@ -50,13 +50,11 @@ struct UploaderMemory: Sendable, Equatable, Codable {
               var memory = try? JSONDecoder().decode(UploaderMemory.self, from: data),
               memory.server == server else { return nil }
         let latest = now.addingTimeInterval(policy.longestRestoredWait)
-        memory.authPause.first = policy.authPauseFirst
-        memory.authPause.maximum = max(policy.authPauseFirst, policy.authPauseMaximum)
+        memory.authPause.schedule = policy.authPause
         memory.authPause.limit(endingBy: latest)
         memory.breaker.limit(endingBy: latest)
         for key in memory.refusals.keys {
-            memory.refusals[key]?.first = policy.streamRefusalFirst
-            memory.refusals[key]?.maximum = max(policy.streamRefusalFirst, policy.streamRefusalMaximum)
+            memory.refusals[key]?.schedule = policy.streamRefusal
             memory.refusals[key]?.limit(endingBy: latest)
         }
         for (key, retry) in memory.retries {

@@ -99,7 +99,7 @@ enum AudioBench {
                 }
                 return EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: frames, ended: ended)
             },
-            retry: RetryPolicy(initial: 3_600, maximum: 3_600), maxClockSkew: nil, complexity: complexity)
+            retry: .constant(3_600), maxClockSkew: nil, complexity: complexity)
         let cpuStart = cpu(RUSAGE_SELF.rawValue)
         let wallStart = Date()
         stream.start()

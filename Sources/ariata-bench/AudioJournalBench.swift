@@ -122,7 +122,7 @@ enum AudioJournalBench {
                 }
                 return PacedCapture(EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: seconds * rate, ended: ended))
             },
-            retry: RetryPolicy(initial: 3_600, maximum: 3_600), maxClockSkew: nil,
+            retry: .constant(3_600), maxClockSkew: nil,
             journal: .init(directory: AudioJournal.directory(forDatabase: queue.path), knownRecords: queue))
         let start = Date()
         stream.start()

@@ -6,7 +6,7 @@ import XCTest
 /// The pure rules: schedule, Retry-After, batch ids, the body, answer classification.
 final class UploadRulesTests: XCTestCase {
     func testBackoffFollowsTheScheduleWithDownwardJitter() {
-        let schedule = BackoffSchedule()
+        let schedule = UploadPolicy().backoff
         let steps: [TimeInterval] = [30, 60, 120, 240, 300, 300, 300]
         for (index, step) in steps.enumerated() {
             XCTAssertEqual(schedule.delay(afterFailures: index + 1, random: 0), step)
@@ -149,7 +149,7 @@ final class UploadRulesTests: XCTestCase {
 
     func testBreakerOpensAfterThresholdAndProbesHalfOpen() {
         var breaker = CircuitBreaker(threshold: 3)
-        let schedule = BackoffSchedule(jitter: 0)
+        let schedule = Backoff(base: 30, cap: 300)
         let t0 = Date()
         XCTAssertFalse(breaker.recordFailure(at: t0, retryAfter: nil, schedule: schedule, random: 0))
         XCTAssertFalse(breaker.recordFailure(at: t0, retryAfter: nil, schedule: schedule, random: 0))
@@ -167,7 +167,7 @@ final class UploadRulesTests: XCTestCase {
     }
 
     func testGrowingPauseDoublesUpToAnHour() {
-        var pause = GrowingPause()
+        var pause = GrowingPause(UploadPolicy().authPause)
         let t = Date()
         let lengths = (0..<7).map { _ in pause.refused(at: t).timeIntervalSince(t) }
         XCTAssertEqual(lengths, [300, 600, 1_200, 2_400, 3_600, 3_600, 3_600])

@@ -219,7 +219,7 @@ final class UploaderOutageTests: XCTestCase {
     func testTheTimerRunsCyclesAndBringsARetryForward() throws {
         let f = try UploadFixture(receiverArguments: ["--fault", "status=503"])
         f.upload.interval = 3_600
-        f.policy.backoff = BackoffSchedule(steps: [1], jitter: 0)
+        f.policy.backoff = .constant(1)
         let ids = Set(try f.enqueue(.health, count: 6))
         let uploader = f.makeUploader(clock: SystemClock())
         uploader.start()

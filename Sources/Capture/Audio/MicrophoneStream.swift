@@ -21,11 +21,14 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     public let stream = StreamName.microphone
     public let config: MicrophoneConfig
     public let sampleRate = 16_000
+    /// Waits between attempts to open a failing device: 1 s doubling to 30 s, so a missing
+    /// microphone costs a wake-up every half minute, not a spin.
+    public static let deviceRetry = Backoff(base: 1, cap: 30)
 
     private let clock: any WallClock
     private let logger: Logger
     private let captureFactory: AudioCaptureFactory
-    private let retry: RetryPolicy
+    private let retry: Backoff
     private let maxClockSkew: TimeInterval?
     private let encoderSettings: OggOpusChunkEncoder.Settings
     private let writer: ChunkWriter
@@ -70,7 +73,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///     that cannot are written held, with their place on the boot clock.
     public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false), captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
-                retry: RetryPolicy = RetryPolicy(), maxClockSkew: TimeInterval? = 2,
+                retry: Backoff = MicrophoneStream.deviceRetry, maxClockSkew: TimeInterval? = 2,
                 complexity: Int = 10, journal: Journaling? = nil) {
         self.config = config
         self.clock = clock

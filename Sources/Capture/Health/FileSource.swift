@@ -33,7 +33,6 @@ public final class FileSource: HealthSource, @unchecked Sendable {
     private let wake: Waker
 
     private static let fingerprintBytes = 128
-    private static let retryDelay: TimeInterval = 5
     /// Lines consumed without a record (old, bad, headers) that still move the anchor.
     private static let linesPerAnchorCommit = 5_000
     /// Records per commit while working through a backlog.
@@ -99,7 +98,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         do {
             inotify = try Inotify()
         } catch {
-            logger.warning("inotify is not available (\(error)); checking \(config.path) every 2 s instead")
+            logger.warning("inotify is not available (\(error)); checking \(config.path) every \(Int(HealthSourceTiming.pollWithoutInotify.delay(afterFailures: 1))) s instead")
         }
         while !isStopping {
             // An unset clock does not stop reading: samples dated from it are held and
@@ -123,7 +122,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
             directoryWatch = inotify.add(directory.isEmpty ? "." : directory, mask: mask)
             if directoryWatch == nil {
                 setHealth(.unhealthy(reason: "directory of \(config.path) does not exist: create it or fix [health.source] path"))
-                retryAt = uptime + Self.retryDelay
+                retryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
                 return
             }
         }
@@ -147,7 +146,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
             anchor = try queue.anchor(for: anchorKey)
         } catch {
             setHealth(.unhealthy(reason: "cannot read the anchor of \(config.path) from the queue: \(error)"))
-            retryAt = uptime + Self.retryDelay
+            retryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
             return false
         }
         guard let anchor else {
@@ -238,19 +237,19 @@ public final class FileSource: HealthSource, @unchecked Sendable {
                 setHealth(.unhealthy(reason: "cannot read \(path): permission denied: give the service user read access to it (its group or mode)",
                                      code: .permissionDenied))
                 logger.error("\(AgentErrorCode.permissionDenied.rawValue) cannot read \(path): permission denied; \(AgentErrorCode.permissionDenied.hint)")
-                retryAt = uptime + 30
+                retryAt = uptime + HealthSourceTiming.permissionRetry.delay(afterFailures: 1)
             } else if code == ENOENT {
                 setHealth(.unhealthy(reason: "waiting for \(path) to be created"))
-                if inotify == nil { retryAt = uptime + 2 }
+                if inotify == nil { retryAt = uptime + HealthSourceTiming.pollWithoutInotify.delay(afterFailures: 1) }
             } else {
                 setHealth(.unhealthy(reason: "cannot open \(path): \(String(cString: strerror(code)))"))
-                retryAt = uptime + Self.retryDelay
+                retryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
             }
             return false
         }
         guard let identity = FileIdentity.of(fd: fd), lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
             close(fd)
-            retryAt = uptime + Self.retryDelay
+            retryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
             return false
         }
         let watchDescriptor = watch ? inotify?.add(path, mask: UInt32(IN_MODIFY)) : nil
@@ -325,7 +324,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
                 if errno == EINTR { continue }
                 if errno != EAGAIN {
                     setHealth(.unhealthy(reason: "cannot read \(file.path): \(String(cString: strerror(errno)))"))
-                    retryAt = uptime + Self.retryDelay
+                    retryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
                 }
                 return
             }
@@ -418,8 +417,8 @@ public final class FileSource: HealthSource, @unchecked Sendable {
             commitFailing = true
             setHealth(.unhealthy(reason: "cannot write samples of \(config.path) to the queue: \(error)",
                                  code: full ? .storageFull : nil))
-            logger.error("health source \(name): commit failed, retrying in \(Int(Self.retryDelay)) s: \(error)")
-            retryAt = uptime + Self.retryDelay
+            logger.error("health source \(name): commit failed, retrying in \(Int(HealthSourceTiming.retry.delay(afterFailures: 1))) s: \(error)")
+            retryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
             return false
         }
         let written = pending.count

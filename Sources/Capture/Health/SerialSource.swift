@@ -22,7 +22,6 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
 
     private let counters: HealthSourceCounters
     private let wake: Waker
-    private static let reopenDelay: TimeInterval = 1
     /// Samples held while the queue refuses writes; beyond this the oldest are dropped.
     private static let maxHeld = 50_000
 
@@ -72,7 +71,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             if port == nil { openPort() }
             var fds = [wake.fd]
             if let port { fds.append(port.fd) } else if let inotify { fds.append(inotify.fd) }
-            var timeout: TimeInterval? = port == nil ? Self.reopenDelay : nil
+            var timeout: TimeInterval? = port == nil ? HealthSourceTiming.serialReopen.delay(afterFailures: 1) : nil
             if let first = firstPendingAt {
                 let due = max(0, first + commitDelay - uptime)
                 timeout = min(timeout ?? due, due)
@@ -189,7 +188,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
                 pending.removeFirst(excess)
                 logger.error("health source \(name): dropped the \(excess) oldest samples held while the queue refused writes")
             }
-            commitRetryAt = uptime + 5
+            commitRetryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
             return
         }
         let written = pending.count

@@ -9,13 +9,13 @@ import Logging
 final class GPSDReader: Sendable {
     private let host: String
     private let port: Int
-    private let backoff: ReconnectBackoff
+    private let backoff: Backoff
     private let clock: any WallClock
     private let logger: Logger
     private let onReport: @Sendable (GPSDReport) -> Void
     private let onLink: @Sendable (GPSDLinkState) -> Void
 
-    init(host: String, port: Int, backoff: ReconnectBackoff, clock: any WallClock, logger: Logger,
+    init(host: String, port: Int, backoff: Backoff, clock: any WallClock, logger: Logger,
          onReport: @escaping @Sendable (GPSDReport) -> Void,
          onLink: @escaping @Sendable (GPSDLinkState) -> Void) {
         self.host = host
@@ -31,7 +31,7 @@ final class GPSDReader: Sendable {
 
     /// Runs until `waker` is woken. Blocks; call it on the reader's own thread.
     func run(until waker: Waker) {
-        var backoff = self.backoff
+        var failures = 0
         var outageStart: Date?
         var everConnected = false
 
@@ -47,7 +47,7 @@ final class GPSDReader: Sendable {
                         // The outage ends when gpsd actually talks, not on a bare TCP
                         // connect, so a listener that accepts and drops at once stays one
                         // logged outage with growing delays.
-                        backoff.reset()
+                        failures = 0
                         if let start = outageStart {
                             let seconds = Int(clock.now().timeIntervalSince(start).rounded())
                             logger.notice("gpsd at \(endpoint) is back after \(seconds) s; location capture resumes")
@@ -73,7 +73,8 @@ final class GPSDReader: Sendable {
                 logger.debug("still no gpsd: \(error.description)")
             }
             onLink(.unreachable(reason: error.description, since: outageStart ?? now))
-            if waker.wait(for: nil, timeout: backoff.nextDelay()) == .woken { return }
+            failures += 1
+            if waker.wait(for: nil, timeout: backoff.delay(afterFailures: failures)) == .woken { return }
         }
     }
 

@@ -80,7 +80,7 @@ public final class LocationStream: CaptureStream {
 
             let reader = GPSDReader(
                 host: config.gpsdHost, port: config.gpsdPort,
-                backoff: ReconnectBackoff(initial: tuning.reconnectInitial, maximum: tuning.reconnectMaximum),
+                backoff: tuning.reconnect,
                 clock: clock, logger: logger,
                 onReport: { [weak self] report in self?.received(report) },
                 onLink: { [weak self] state in

@@ -1,12 +1,13 @@
+import AgentCore
 import Foundation
 
 /// Internal timings of the location stream that users do not need to tune (the user's
 /// knobs live in `[location]`). Tests shorten them.
 public struct LocationTuning: Sendable, Equatable {
-    /// First delay before reconnecting to gpsd; it doubles per failed attempt...
-    public var reconnectInitial: TimeInterval = 0.5
-    /// ...up to this, so gpsd coming back is noticed within this many seconds.
-    public var reconnectMaximum: TimeInterval = 10
+    /// Delays between attempts to reach gpsd: 0.5 s doubling to 10 s. The cap is short
+    /// because gpsd is a local service that comes back in seconds (a restart, or socket
+    /// activation at boot), and every attempt is one cheap local connect.
+    public var reconnect = Backoff(base: 0.5, cap: 10)
     /// Connected but no fix for this long makes the stream unhealthy (nil: three sampling
     /// intervals, at least two minutes, so a receiver's cold start does not count).
     public var staleFixAfter: TimeInterval?

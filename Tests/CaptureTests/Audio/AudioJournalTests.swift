@@ -126,7 +126,7 @@ final class AudioJournalTests: XCTestCase {
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
-                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
                                       journal: .init(directory: directory, knownRecords: queue))
         stream.start()
         try waitUntil("the recovered chunk written", timeout: 30) { stream.stats().chunksWritten == 1 }
@@ -167,7 +167,7 @@ extension MicrophoneStreamTests {
         let first = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
                                      captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet,
                                                                                          progress: progress, calls: CallCounter()),
-                                     retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                     retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
                                      journal: .init(directory: journalDirectory, knownRecords: queue))
         first.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
@@ -184,7 +184,7 @@ extension MicrophoneStreamTests {
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
-                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
                                       journal: .init(directory: journalDirectory, knownRecords: queue))
         second.start()
         try waitUntil("both chunks written from the journal", timeout: 30) { second.stats().chunksWritten == 2 }
@@ -211,7 +211,7 @@ extension MicrophoneStreamTests {
         let stream = MicrophoneStream(config: config, sink: queue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 10, afterLimit: .quiet,
                                                                                           progress: progress, calls: CallCounter()),
-                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil,
+                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
                                       journal: .init(directory: journalDirectory, knownRecords: queue))
         stream.start()
         try waitUntil("10 s read", timeout: 60) { progress.frames == 10 * rate }

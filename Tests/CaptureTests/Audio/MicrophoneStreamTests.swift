@@ -53,7 +53,7 @@ final class MicrophoneStreamTests: XCTestCase {
         var config = MicrophoneConfig()
         config.device = rig.device
         return MicrophoneStream(config: config, sink: queue, clock: clock, logger: logger, captureFactory: factory,
-                         retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil)
+                         retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
     }
 
     func testNinetyFiveSecondsOfSpeechGiveOverlappingChunksThatDecodeToTheirDuration() throws {
@@ -310,7 +310,7 @@ extension MicrophoneStreamTests {
         config.device = rig.device
         let stream = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
-                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: nil)
+                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
         stream.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
             progress.frames == 35 * rate && stream.health().code == .storageFull
@@ -339,7 +339,7 @@ extension MicrophoneStreamTests {
         config.device = rig.device
         let stream = MicrophoneStream(config: config, sink: queue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
-                                      retry: RetryPolicy(initial: 0.05, maximum: 0.2), maxClockSkew: 2)
+                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: 2)
         stream.start()
         try waitUntil("35 s read", timeout: 60) { progress.frames == 35 * rate && stream.stats().chunksWritten == 1 }
         stream.stop()

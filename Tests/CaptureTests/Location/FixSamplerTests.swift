@@ -43,12 +43,3 @@ final class FixSamplerTests: XCTestCase {
     }
 }
 
-final class ReconnectBackoffTests: XCTestCase {
-    func testDelaysDoubleUpToTheCapAndResetAfterSuccess() {
-        var backoff = ReconnectBackoff(initial: 0.5, maximum: 10)
-        let delays = (0..<8).map { _ in backoff.nextDelay() }
-        XCTAssertEqual(delays, [0.5, 1, 2, 4, 8, 10, 10, 10])
-        backoff.reset()
-        XCTAssertEqual(backoff.nextDelay(), 0.5)
-    }
-}

@@ -51,8 +51,7 @@ final class GPSDGarbageTests: XCTestCase {
         defer { server.stop() }
 
         var tuning = LocationTuning()
-        tuning.reconnectInitial = 0.05
-        tuning.reconnectMaximum = 0.2
+        tuning.reconnect = Backoff(base: 0.05, cap: 0.2)
         let fixture = try LocationFixture(port: server.port, interval: 1, tuning: tuning)
         fixture.stream.start()
         try waitUntil("the good report to be recorded", timeout: 20) { try !fixture.records().isEmpty }

@@ -52,8 +52,7 @@ final class LocationStatusTests: XCTestCase {
         // again; stop() must cut that short instead of waiting out its own time limit.
         let port = try FreePort.find()
         var tuning = LocationTuning()
-        tuning.reconnectInitial = 60
-        tuning.reconnectMaximum = 60
+        tuning.reconnect = .constant(60)
         tuning.stopTimeout = 10
         let fixture = try LocationFixture(port: port, tuning: tuning)
         fixture.stream.start()

@@ -115,8 +115,7 @@ final class LocationStreamGPSDTests: XCTestCase {
     func testGPSDAbsentAtStartIsUnhealthyWithAReasonAndRecoversWhenItAppears() throws {
         let rig = try GPSDRig(startGPSD: false)
         var tuning = LocationTuning()
-        tuning.reconnectInitial = 0.05
-        tuning.reconnectMaximum = 0.2
+        tuning.reconnect = Backoff(base: 0.05, cap: 0.2)
         let fixture = try LocationFixture(port: rig.port, interval: 1, tuning: tuning)
         fixture.stream.start()
 
