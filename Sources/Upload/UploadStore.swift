@@ -15,6 +15,7 @@ public protocol UploadStore: UploadQueue {
 extension SQLiteQueue: UploadStore {
     public func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64) {
         let pending = try counts().first { $0.stream == stream && $0.status == .pending }
-        return (pending?.records ?? 0, pending?.bytes ?? 0)
+        let held = try heldTotals(stream: stream) // waiting for a true time: not sent now
+        return (max(0, (pending?.records ?? 0) - held.records), max(0, (pending?.bytes ?? 0) - held.bytes))
     }
 }

@@ -82,6 +82,10 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertEqual(held.thisBoot, 3)
         XCTAssertEqual(held.earlierBoots, 0)
         XCTAssertEqual(held.byStream, [.health: 2, .microphone: 1])
+        let heldHealthTotals = try queue.heldTotals(stream: .health)
+        XCTAssertEqual(heldHealthTotals.records, 2)
+        XCTAssertEqual(heldHealthTotals.bytes, Int64(try queue.records(stream: .health).filter { $0.id != sent.id }
+            .reduce(0) { $0 + $1.payload.count }))
     }
 
     func testNothingIsCorrectedWhileTheClockCannotBeBelieved() throws {

@@ -85,6 +85,19 @@ extension SQLiteQueue {
         }
     }
 
+    /// Records and payload bytes of `stream` that are held (pending, but not for upload yet).
+    public func heldTotals(stream: StreamName) throws -> (records: Int, bytes: Int64) {
+        try pool.read { db in
+            guard try db.tableExists("provisional_times") else { return (0, 0) }
+            let row = try Row.fetchOne(db, sql: """
+                SELECT count(*) AS n, coalesce(sum(r.payload_bytes), 0) AS bytes
+                FROM provisional_times p JOIN records r ON r.seq = p.seq
+                WHERE p.stream = ? AND r.status = 'pending'
+                """, arguments: [stream.rawValue])
+            return (row?["n"] ?? 0, row?["bytes"] ?? 0)
+        }
+    }
+
     /// Held records by boot and stream. Works on a read-only queue; a database from before
     /// schema 2 holds nothing.
     public func heldCounts(currentBootID: String?) throws -> HeldCounts {
