@@ -17,6 +17,8 @@ final class DaemonFullDiskTests: XCTestCase {
         let rig = try DaemonRig(healthInterval: healthInterval, databasePath: database, storageConfig: "min_free_mb = 4")
         rig.receiver.stop()   // the server is down: nothing leaves the queue
         try rig.startAgent()
+        // A failing assertion must not leave the daemon running on the mount.
+        defer { _ = rig.stopAgent() }
         let queue = try rig.openQueue()
         let reserve = database + ".reserve"
         try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
@@ -104,6 +106,8 @@ final class DaemonFullDiskTests: XCTestCase {
         let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
         rig.receiver.stop()
         try rig.startAgent()
+        // A failing assertion must not leave the daemon running on the mount.
+        defer { _ = rig.stopAgent() }
         // Readers cannot open the database until the daemon has handed the reserve back.
         var opened: SQLiteQueue?
         try waitUntil("the database readable again", timeout: 30) {
@@ -138,6 +142,8 @@ final class DaemonFullDiskTests: XCTestCase {
         let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
         rig.receiver.stop()
         try rig.startAgent()
+        // A failing assertion must not leave the daemon running on the mount.
+        defer { _ = rig.stopAgent() }
         let queue = try rig.openQueue()
         try waitUntil("a location record", timeout: 60) { try queue.records(stream: .location).count >= 1 }
         XCTAssertEqual(try queue.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
