@@ -18,6 +18,10 @@ let package = Package(
         // C libraries, one system library target each (module map + pkg-config).
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib",
+                       providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGPS", pkgConfig: "libgps",
                        providers: [.apt(["libgps-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa",
@@ -44,7 +48,7 @@ let package = Package(
         ]),
         // Batches, libcurl transport, backoff, circuit breaker, answer rules.
         .target(name: "Upload", dependencies: [
-            "AgentCore", "CCurl",
+            "AgentCore", "CCurl", "CZlib", "CCrypto",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Wiring, health coordinator, sd_notify, service lifecycle.
@@ -76,7 +80,7 @@ let package = Package(
         .target(name: "TestRigs", dependencies: ["AgentCore"], path: "Tests/TestRigs"),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
-        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl"]),
+        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
         .testTarget(name: "CLITests", dependencies: ["AgentCore", "Setup", "TestRigs"]),

@@ -1,10 +1,6 @@
 #ifndef ARIATA_CCURL_SHIM_H
 #define ARIATA_CCURL_SHIM_H
 #include <curl/curl.h>
-#include <zlib.h>
-/* SHA-1 for the name-based (v5) UUIDs of batch ids: OpenSSL's libcrypto, which
-   libcurl-openssl already loads. */
-#include <openssl/sha.h>
 
 /* curl_easy_setopt and curl_easy_getinfo are variadic macros/functions that Swift
    cannot call; these typed wrappers are all the shim there is. */
@@ -15,12 +11,5 @@ static inline CURLcode ariata_curl_setopt_writefn(CURL *h, size_t (*fn)(char *, 
 static inline CURLcode ariata_curl_setopt_headerfn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, fn); }
 static inline CURLcode ariata_curl_setopt_xferinfofn(CURL *h, int (*fn)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, fn); }
 static inline CURLcode ariata_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
-static inline CURLcode ariata_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 
-/* libcurl does not compress request bodies; the uploader's optional gzip uses the zlib
-   libcurl already links. deflateInit2 is a macro: window bits 15 + 16 asks for a gzip
-   header and trailer instead of a raw zlib stream. */
-static inline int ariata_deflate_init_gzip(z_stream *s, int level) {
-    return deflateInit2(s, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-}
 #endif

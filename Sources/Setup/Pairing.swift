@@ -106,7 +106,7 @@ public struct PairingClient: Sendable {
         } catch let failure as TransportFailure {
             result = .failure(failure)
         } catch {
-            result = .failure(TransportFailure(kind: .other, message: "\(error)"))
+            result = .failure(TransportFailure(kind: .other, detail: "\(error)"))
         }
         switch result {
         case .failure(let failure):

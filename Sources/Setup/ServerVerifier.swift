@@ -61,7 +61,7 @@ public struct ServerVerifier: Sendable {
         } catch let failure as TransportFailure {
             result = .failure(failure)
         } catch {
-            result = .failure(TransportFailure(kind: .other, message: "\(error)"))
+            result = .failure(TransportFailure(kind: .other, detail: "\(error)"))
         }
         switch result {
         case .success(let response):
@@ -91,10 +91,10 @@ public struct ServerVerifier: Sendable {
             return make(.nameNotResolved, "cannot resolve the host name \(URL(string: url)?.host ?? url) (DNS)",
                         "check the spelling of the endpoint, and this machine's DNS (resolvectl status, /etc/resolv.conf)")
         case .cannotConnect:
-            return make(.cannotConnect, "nothing accepts connections at \(host): refused or unreachable (\(Self.strip("cannot connect: ", failure.message)))",
+            return make(.cannotConnect, "nothing accepts connections at \(host): refused or unreachable (\(failure.detail))",
                         "check the host and port of the endpoint and that the server runs; a firewall may be in the way")
         case .tls:
-            let detail = Self.curlDetail(failure.message)
+            let detail = failure.detail
             if detail.contains("wrong version number") || detail.contains("packet length too long") {
                 // OpenSSL's words when the other end answers TLS with plain HTTP.
                 return make(.tls, "TLS failed: the server speaks plain HTTP on that port (\(detail))",
@@ -103,13 +103,13 @@ public struct ServerVerifier: Sendable {
             return make(.tls, "the server's TLS certificate is not trusted (\(detail))",
                         "for a self-signed server pass its CA certificate with --ca-file /path/to/ca.pem; check the clock too (date), a wrong date fails every certificate")
         case .connectionLost:
-            return make(.connectionLost, "the connection was closed without an answer (\(Self.strip("connection lost: ", failure.message)))",
+            return make(.connectionLost, "the connection was closed without an answer (\(failure.detail))",
                         "wrong scheme (http:// to an https:// port, or the reverse) or not an HTTP server at that port? check the endpoint")
         case .timedOut:
             return make(.timedOut, "\(AgentErrorCode.networkTimeout.rawValue) no answer within \(timeout) s (\(AgentErrorCode.networkTimeout.meaning))",
                         "check the network and that the endpoint answers (curl -v \(url)); for a slow server pass --timeout")
         case .cancelled, .other:
-            return make(.localProblem, "the request could not be sent: \(failure.message)", "check the endpoint URL")
+            return make(.localProblem, "the request could not be sent: \(failure.detail)", "check the endpoint URL")
         }
     }
 
@@ -188,16 +188,4 @@ public struct ServerVerifier: Sendable {
         return ": \"\(words)\""
     }
 
-    static func strip(_ prefix: String, _ text: String) -> String {
-        text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
-    }
-
-    /// libcurl's detail without the uploader's advice about the config file (onboarding
-    /// gives its own, with the flag to use).
-    static func curlDetail(_ message: String) -> String {
-        var text = message
-        if let advice = text.range(of: "; if the server uses") { text = String(text[..<advice.lowerBound]) }
-        if text.hasPrefix("TLS failed: ") { text.removeFirst("TLS failed: ".count) }
-        return text
-    }
 }

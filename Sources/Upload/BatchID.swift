@@ -1,5 +1,5 @@
 import AgentCore
-import CCurl
+import CCrypto
 import Foundation
 
 /// The `X-Batch-Id` of a batch: a name-based UUID (version 5) of the stream and the ids of

@@ -22,10 +22,10 @@ public final class CurlTransport: HTTPTransport {
     ///   returning true aborts it (so `stop()` does not wait out a 30 s time-out).
     public init(settings: ServerSettings, isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         guard CurlRuntime.ensureInitialised() else {
-            throw TransportFailure(kind: .other, message: "libcurl could not initialise its TLS library: reinstall libcurl4-openssl-dev")
+            throw TransportFailure(kind: .other, detail: "libcurl could not initialise its TLS library: reinstall libcurl4-openssl-dev")
         }
         guard let handle = curl_easy_init() else {
-            throw TransportFailure(kind: .other, message: "libcurl could not create a handle (out of memory?)")
+            throw TransportFailure(kind: .other, detail: "libcurl could not create a handle (out of memory?)")
         }
         self.handle = handle
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -106,22 +106,16 @@ public final class CurlTransport: HTTPTransport {
 
     private func failure(for code: CURLcode) -> TransportFailure {
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
-        switch code {
-        case CURLE_OPERATION_TIMEDOUT:
-            return TransportFailure(kind: .timedOut, message: "time-out: \(detail)")
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-            return TransportFailure(kind: .nameNotResolved, message: "cannot resolve the host name: \(detail)")
-        case CURLE_COULDNT_CONNECT:
-            return TransportFailure(kind: .cannotConnect, message: "cannot connect: \(detail)")
-        case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE:
-            return TransportFailure(kind: .connectionLost, message: "connection lost: \(detail)")
-        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
-            return TransportFailure(kind: .tls, message: "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA bundle (PEM)")
-        case CURLE_ABORTED_BY_CALLBACK:
-            return TransportFailure(kind: .cancelled, message: "cancelled: the uploader is stopping")
-        default:
-            return TransportFailure(kind: .other, message: "curl error \(code.rawValue): \(detail)")
+        let kind: TransportFailure.Kind = switch code {
+        case CURLE_OPERATION_TIMEDOUT: .timedOut
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .nameNotResolved
+        case CURLE_COULDNT_CONNECT: .cannotConnect
+        case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE: .connectionLost
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM: .tls
+        case CURLE_ABORTED_BY_CALLBACK: .cancelled
+        default: .other
         }
+        return TransportFailure(kind: kind, detail: kind == .other ? "curl error \(code.rawValue): \(detail)" : detail)
     }
 
     private func setLong(_ option: CURLoption, _ value: Int) {

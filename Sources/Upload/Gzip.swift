@@ -1,4 +1,4 @@
-import CCurl
+import CZlib
 import Foundation
 
 /// gzip (RFC 1952) of a request body, through the system zlib that libcurl links.

@@ -50,14 +50,28 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public var kind: Kind
-    public var message: String
+    /// What libcurl (or the local problem) said, raw: no advice mixed in, so a caller that
+    /// shows it (the uploader's log, onboarding) adds the advice that fits its reader.
+    public var detail: String
 
-    public init(kind: Kind, message: String) {
+    public init(kind: Kind, detail: String) {
         self.kind = kind
-        self.message = message
+        self.detail = detail
     }
 
-    public var description: String { message }
+    /// For the uploader's log and `status`: what happened and, where there is one, what to
+    /// change in the configuration (onboarding says it with its own flags instead).
+    public var description: String {
+        switch kind {
+        case .timedOut: return "time-out: \(detail)"
+        case .nameNotResolved: return "cannot resolve the host name: \(detail)"
+        case .cannotConnect: return "cannot connect: \(detail)"
+        case .connectionLost: return "connection lost: \(detail)"
+        case .tls: return "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA bundle (PEM)"
+        case .cancelled: return "cancelled: the uploader is stopping"
+        case .other: return detail
+        }
+    }
 }
 
 /// The seam between the upload rules and HTTP. One transport serves one upload cycle on

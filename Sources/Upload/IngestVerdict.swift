@@ -29,9 +29,9 @@ public enum IngestVerdict: Sendable, Equatable {
             case .cancelled:
                 return .cancelled
             case .timedOut, .cannotConnect, .nameNotResolved, .connectionLost:
-                return .retryLater(reason: failure.message, code: .networkTimeout, retryAfter: nil)
+                return .retryLater(reason: failure.description, code: .networkTimeout, retryAfter: nil)
             case .tls, .other:
-                return .retryLater(reason: failure.message, code: nil, retryAfter: nil)
+                return .retryLater(reason: failure.description, code: nil, retryAfter: nil)
             }
         case .success(let response):
             return of(response, sent: sent, now: now)

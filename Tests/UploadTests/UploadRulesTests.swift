@@ -114,8 +114,8 @@ final class UploadRulesTests: XCTestCase {
         guard case .retryLater(_, .networkTimeout, nil) = verdict(408) else { return XCTFail("408") }
         guard case .retryLater(_, .notIngestEndpoint, nil) = verdict(404) else { return XCTFail("404 is the endpoint, not the records") }
         guard case .blamed = verdict(409) else { return XCTFail("409 blames the batch") }
-        let timeout = IngestVerdict.of(.failure(TransportFailure(kind: .timedOut, message: "t")), sent: 1, now: now)
-        XCTAssertEqual(timeout, .retryLater(reason: "t", code: .networkTimeout, retryAfter: nil))
+        let timeout = IngestVerdict.of(.failure(TransportFailure(kind: .timedOut, detail: "t")), sent: 1, now: now)
+        XCTAssertEqual(timeout, .retryLater(reason: "time-out: t", code: .networkTimeout, retryAfter: nil))
     }
 
     /// A 2xx proves delivery only with the ingest answer accounting for every record sent.

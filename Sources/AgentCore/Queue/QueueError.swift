@@ -5,6 +5,13 @@ public enum QueueError: Error, CustomStringConvertible, Equatable {
     case cannotOpen(path: String, reason: String)
     case storageFull(path: String)
 
+    /// Whether `error` is the queue refusing a write for lack of space (E004): the one test
+    /// every writer (audio chunks, health sources) uses to report it.
+    public static func isStorageFull(_ error: any Error) -> Bool {
+        if case .storageFull = error as? QueueError { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .schemaTooNew(let found, let known):

@@ -78,7 +78,7 @@ final class ChunkWriter: @unchecked Sendable {
                 let first = status.withLock { status -> Bool in
                     let first = status.lastError == nil
                     status.lastError = "\(error)"
-                    if case .storageFull = error as? QueueError { status.storageFull = true }
+                    if QueueError.isStorageFull(error) { status.storageFull = true }
                     return first
                 }
                 if first {

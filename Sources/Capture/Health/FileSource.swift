@@ -413,7 +413,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         do {
             try queue.enqueue(pending, anchor: anchor)
         } catch {
-            let full = (error as? QueueError).map { if case .storageFull = $0 { return true } else { return false } } ?? false
+            let full = QueueError.isStorageFull(error)
             commitFailing = true
             setHealth(.unhealthy(reason: "cannot write samples of \(config.path) to the queue: \(error)",
                                  code: full ? .storageFull : nil))

@@ -177,7 +177,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         do {
             try queue.enqueue(pending, anchor: nil)
         } catch {
-            let full = (error as? QueueError).map { if case .storageFull = $0 { return true } else { return false } } ?? false
+            let full = QueueError.isStorageFull(error)
             counters.update {
                 $0.health = .unhealthy(reason: "cannot write samples of \(config.path) to the queue: \(error)",
                                        code: full ? .storageFull : nil)

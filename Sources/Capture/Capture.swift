@@ -1,1 +1,0 @@
-// The capture streams live in Location/, Audio/ and Health/.
