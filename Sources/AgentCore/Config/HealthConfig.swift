@@ -21,7 +21,7 @@ public struct HealthConfig: Sendable, Equatable {
 
 /// One health source: a file that grows, or a serial port.
 public struct HealthSourceConfig: Sendable, Equatable {
-    public enum Kind: String, Sendable { case file, serial }
+    public enum Kind: String, Sendable, CaseIterable { case file, serial }
     public enum Format: String, Sendable { case jsonl, csv, keyvalue }
 
     public var kind: Kind
@@ -42,7 +42,7 @@ public struct HealthSourceConfig: Sendable, Equatable {
     }
 
     init(_ s: ConfigSection) throws {
-        guard let kind = Kind(rawValue: try s.choice("kind", default: "file", allowed: ["file", "serial"])) else {
+        guard let kind = Kind(rawValue: try s.choice("kind", default: Kind.file.rawValue, allowed: Kind.allCases.map(\.rawValue))) else {
             throw s.error("kind", "unknown kind")
         }
         self.kind = kind

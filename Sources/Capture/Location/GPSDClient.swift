@@ -11,7 +11,7 @@ enum GPSDReport: Sendable, Equatable {
 
 /// One connection to gpsd through libgps (GPSD API 11): `gps_open`, a JSON watch, and
 /// `gps_read` line by line. libgps does the JSON parsing; this type turns its
-/// `gps_data_t` into `GPSReport`s. Not thread-safe: one reader thread owns it.
+/// `gps_data_t` into `GPSDReport`s. Not thread-safe: one reader thread owns it.
 final class GPSDClient {
     let endpoint: String
     let fileDescriptor: Int32
