@@ -1,9 +1,11 @@
 # Build, install and uninstall ariata-agent as a system service.
-#   make                 release build
-#   sudo make install    binary, unit, service user, example config (kept if present)
+#   make                 release build (as yourself, not as root)
+#   sudo make install    installs what `make` built: binary, unit, service user, example
+#                        config (kept if present); it never builds, so nothing is built as root
 #   sudo make uninstall  stops and removes the service and binary; keeps config and data
 #   sudo make purge      also removes /etc/ariata, /var/lib/ariata and the user
 #   make install-user    a user service for your own account (no root)
+#   make deb             the Debian package ariata-agent_<version>_<arch>.deb (scripts/build-deb.sh)
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= /etc/systemd/system
@@ -11,7 +13,7 @@ SYSUSERSDIR ?= /etc/sysusers.d
 CONFDIR ?= /etc/ariata
 SWIFT ?= swift
 
-.PHONY: all build install uninstall purge install-user test demo deps
+.PHONY: all build install uninstall purge install-user test demo deps deb test-deb
 
 all: build
 
@@ -21,7 +23,10 @@ deps:
 build:
 	$(SWIFT) build -c release --product ariata-agent
 
-install: build
+install:
+	@test -x .build/release/ariata-agent || { \
+	  echo "make install: .build/release/ariata-agent is not built. Build it as yourself first:" >&2; \
+	  echo "  make && sudo make install" >&2; exit 1; }
 	install -D -m 0755 .build/release/ariata-agent $(DESTDIR)$(BINDIR)/ariata-agent
 	sed 's|/usr/local/bin/ariata-agent|$(BINDIR)/ariata-agent|' systemd/ariata-agent.service > ariata-agent.service.tmp
 	install -D -m 0644 ariata-agent.service.tmp $(DESTDIR)$(UNITDIR)/ariata-agent.service
@@ -56,6 +61,12 @@ install-user: build
 
 test:
 	bash scripts/test.sh
+
+deb:
+	bash scripts/build-deb.sh
+
+test-deb:
+	bash scripts/test-deb.sh
 
 demo:
 	bash scripts/demo.sh

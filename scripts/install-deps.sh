@@ -38,14 +38,29 @@ TEST_PACKAGES=(
   libfaketime
 )
 
+# Packaging (scripts/build-deb.sh) and its test (scripts/test-deb.sh): Debian's own tools,
+# a clean bookworm root to install the package into, and man to read its page.
+PACKAGE_PACKAGES=(
+  dpkg-dev
+  binutils
+  lintian
+  debootstrap
+  man-db
+)
+
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else
     echo "install-deps: run as root or install sudo" >&2; exit 1; fi
 fi
 
+# (no option): everything; --build-only: what `make` needs; --package: what `make deb` needs.
 wanted=("${BUILD_PACKAGES[@]}")
-if [ "${1:-}" != "--build-only" ]; then wanted+=("${TEST_PACKAGES[@]}"); fi
+case "${1:-}" in
+  --build-only) ;;
+  --package) wanted+=(dpkg-dev binutils) ;;
+  *) wanted+=("${TEST_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}") ;;
+esac
 
 missing=()
 for p in "${wanted[@]}"; do

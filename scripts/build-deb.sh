@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Builds the Debian package ariata-agent_<version>_<arch>.deb in the repository's root
+# (or in $DEB_OUTPUT_DIR), for the architecture of the machine it runs on.
+#
+#   scripts/build-deb.sh            (or: make deb)
+#
+# The program is a release build with the Swift runtime, the standard library and
+# Foundation linked statically, then stripped: the installed package needs no Swift, only
+# the Debian libraries that dpkg-shlibdeps finds in the binary (its Depends). Everything
+# else comes from the repository: the unit (systemd/), the service user (systemd/*.sysusers),
+# the example configuration (etc/agent.toml, a conffile), the maintainer scripts and the
+# copyright file (packaging/deb/); the completions and the man page are generated from the
+# program's own command-line definition.
+#
+# Environment:
+#   ARIATA_DEB_VERSION   the package version (default: the agent's own version, read from
+#                        the built program's --version, plus "-1"); the upgrade test uses
+#                        it to package the same program as a newer version
+#   DEB_MAINTAINER       the Maintainer field (default below)
+#   DEB_SCRATCH          the SwiftPM scratch path (default .build-release)
+#   DEB_OUTPUT_DIR       where the .deb goes (default: the repository's root)
+#   SOURCE_DATE_EPOCH    the date of the changelog, the man page and the files (default:
+#                        the last commit's date), so that the same tree gives the same package
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+SCRATCH=${DEB_SCRATCH:-.build-release}
+OUT_DIR=${DEB_OUTPUT_DIR:-$ROOT}
+MAINTAINER=${DEB_MAINTAINER:-Ariata agent maintainers <ariata-agent@ariata.dev>}
+PACKAGE=ariata-agent
+
+say() { printf '== %s\n' "$*"; }
+die() { printf 'build-deb: %s\n' "$*" >&2; exit 1; }
+
+# --- what the build needs -----------------------------------------------------------
+need() {  # need COMMAND DEBIAN-PACKAGE
+  command -v "$1" >/dev/null 2>&1 ||
+    die "'$1' is missing: install it with 'sudo apt-get install $2' (or 'sudo scripts/install-deps.sh --package')"
+}
+command -v swift >/dev/null 2>&1 ||
+  die "'swift' is not on the PATH: install a Swift 6 toolchain (https://www.swift.org/install/linux/) and add its usr/bin to PATH"
+need dpkg-deb dpkg
+need dpkg-shlibdeps dpkg-dev
+need dpkg-gencontrol dpkg-dev
+need strip binutils
+need objdump binutils
+need ldd libc-bin
+need gzip gzip
+pkg-config --exists libcurl libgps alsa libopusenc ogg sqlite3 2>/dev/null ||
+  die "the C libraries' -dev packages are missing: run 'sudo scripts/install-deps.sh --build-only'"
+
+ARCH=$(dpkg --print-architecture)
+START=$(date +%s.%N)
+TOOLCHAIN=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")   # e.g. /opt/swift/usr
+
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+fi
+export SOURCE_DATE_EPOCH
+
+# --- the program ----------------------------------------------------------------------
+say "building ariata-agent (release, Swift runtime and Foundation linked statically) in $SCRATCH"
+# --disable-local-rpath: no RUNPATH $ORIGIN (the package installs no libraries of its own);
+# -z relro -z now: the dynamic symbols resolved at start and made read-only (Debian's hardening).
+BUILD_ARGS=(-c release --static-swift-stdlib --disable-local-rpath
+            -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+            --product "$PACKAGE" --scratch-path "$SCRATCH")
+swift build "${BUILD_ARGS[@]}"
+BIN_DIR=$(swift build "${BUILD_ARGS[@]}" --show-bin-path)
+[ -x "$BIN_DIR/$PACKAGE" ] || die "the build did not produce $BIN_DIR/$PACKAGE"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+PKG="$WORK/root"          # the package's file system
+install -d "$PKG/DEBIAN" "$PKG/usr/bin"
+BIN="$PKG/usr/bin/$PACKAGE"
+# What dh_strip does for a program: symbols and the .comment/.note sections go; the
+# Swift metadata sections (allocated, needed at run time) stay.
+strip --remove-section=.comment --remove-section=.note -o "$BIN" "$BIN_DIR/$PACKAGE"
+chmod 0755 "$BIN"
+
+say "checking that the program needs no Swift library"
+LDD=$(ldd "$BIN") || die "ldd failed on $BIN: is it a dynamically linked program of this architecture ($ARCH)?"
+printf '%s\n' "$LDD" | sed 's/^/   /'
+if printf '%s\n' "$LDD" | grep -q 'not found'; then
+  die "a library the program needs is not installed (see 'not found' above)"
+fi
+if printf '%s\n' "$LDD" | grep -F -e "$TOOLCHAIN" -e "/swift" ||
+   printf '%s\n' "$LDD" | grep -E '(libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libXCTest)[^ ]*\.so'; then
+  die "the program still loads a library of the Swift toolchain ($TOOLCHAIN); the package would not run without Swift. Is --static-swift-stdlib supported by this toolchain?"
+fi
+if objdump -p "$BIN" | grep -E '^\s*(RPATH|RUNPATH)\s'; then
+  die "the program has an RPATH/RUNPATH (above) pointing into the build machine; it must have none"
+fi
+
+AGENT_VERSION=$("$BIN" --version) || die "'$BIN --version' failed"
+[[ $AGENT_VERSION =~ ^[0-9][0-9A-Za-z.+~]*$ ]] ||
+  die "the program's --version printed '$AGENT_VERSION', not a version (Sources/AgentCore/Support/AgentVersion.swift)"
+VERSION=${ARIATA_DEB_VERSION:-$AGENT_VERSION-1}
+say "package $PACKAGE $VERSION for $ARCH (agent version $AGENT_VERSION)"
+
+# --- files ----------------------------------------------------------------------------
+say "assembling the files"
+install -d "$PKG/lib/systemd/system"
+sed -e 's|^ExecStart=/usr/local/bin/|ExecStart=/usr/bin/|' \
+    -e 's|^# ariata-agent: the system service.*|# ariata-agent: the system service, installed by the ariata-agent package.|' \
+    systemd/ariata-agent.service > "$PKG/lib/systemd/system/$PACKAGE.service"
+grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG/lib/systemd/system/$PACKAGE.service" ||
+  die "systemd/ariata-agent.service: its ExecStart no longer starts /usr/local/bin/ariata-agent; update the sed in $0"
+install -D -m 0644 systemd/ariata-agent.sysusers "$PKG/usr/lib/sysusers.d/$PACKAGE.conf"
+install -D -m 0644 packaging/deb/ariata-agent.tmpfiles "$PKG/usr/lib/tmpfiles.d/$PACKAGE.conf"
+# A conffile: dpkg keeps the administrator's version on upgrades. postinst makes it the
+# service user's, mode 0600 (the user exists only then).
+install -D -m 0644 etc/agent.toml "$PKG/etc/ariata/agent.toml"
+
+# A completion file is sourced, not run: no #! line (lintian: bash-completion-with-hashbang).
+"$BIN" --generate-completion-script bash | sed '1{/^#!/d}' > "$WORK/bash"
+"$BIN" --generate-completion-script zsh > "$WORK/zsh"
+"$BIN" --generate-completion-script fish > "$WORK/fish"
+install -D -m 0644 "$WORK/bash" "$PKG/usr/share/bash-completion/completions/$PACKAGE"
+install -D -m 0644 "$WORK/zsh" "$PKG/usr/share/zsh/vendor-completions/_$PACKAGE"
+install -D -m 0644 "$WORK/fish" "$PKG/usr/share/fish/vendor_completions.d/$PACKAGE.fish"
+
+# The man page, from the command's own definition by swift-argument-parser's
+# generate-manual tool (what its GenerateManual plugin runs; the plugin itself would
+# rebuild every product of the package in another configuration first).
+say "generating the man page"
+PARSER="$SCRATCH/checkouts/swift-argument-parser"
+[ -f "$PARSER/Tools/generate-manual/GenerateManual.swift" ] ||
+  die "$PARSER has no Tools/generate-manual: is swift-argument-parser still a dependency?"
+swift build -c debug --package-path "$PARSER" --scratch-path "$SCRATCH/generate-manual" --product generate-manual \
+  > "$WORK/generate-manual-build.log" 2>&1 || { cat "$WORK/generate-manual-build.log" >&2; die "building generate-manual failed (above)"; }
+GENERATE_MANUAL=$(swift build -c debug --package-path "$PARSER" --scratch-path "$SCRATCH/generate-manual" --show-bin-path)/generate-manual
+mkdir "$WORK/man"
+"$GENERATE_MANUAL" "$BIN" --section 1 --date "$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)" \
+  --authors "$MAINTAINER" --output-directory "$WORK/man"
+[ -s "$WORK/man/$PACKAGE.1" ] || die "generate-manual wrote no $PACKAGE.1"
+install -d "$PKG/usr/share/man/man1"
+# generate-manual separates paragraphs with empty lines, which groff warns about in mdoc:
+# they become .Pp, mdoc's paragraph break.
+sed 's/^$/.Pp/' "$WORK/man/$PACKAGE.1" | gzip -9n > "$PKG/usr/share/man/man1/$PACKAGE.1.gz"
+
+DOC="$PKG/usr/share/doc/$PACKAGE"
+install -D -m 0644 packaging/deb/copyright "$DOC/copyright"
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+{
+  printf '%s (%s) unstable; urgency=medium\n\n' "$PACKAGE" "$VERSION"
+  printf '  * ariata-agent %s, built from commit %s by scripts/build-deb.sh.\n\n' "$AGENT_VERSION" "$COMMIT"
+  printf ' -- %s  %s\n' "$MAINTAINER" "$(LC_ALL=C date -u -R -d "@$SOURCE_DATE_EPOCH")"
+} > "$WORK/changelog"
+gzip -9n < "$WORK/changelog" > "$DOC/changelog.Debian.gz"
+
+install -D -m 0644 packaging/deb/lintian-overrides "$PKG/usr/share/lintian/overrides/$PACKAGE"
+
+# --- control ----------------------------------------------------------------------------
+say "computing Depends (dpkg-shlibdeps) and the control file (dpkg-gencontrol)"
+for script in postinst prerm postrm; do
+  install -m 0755 "packaging/deb/$script" "$PKG/DEBIAN/$script"
+done
+echo /etc/ariata/agent.toml > "$PKG/DEBIAN/conffiles"
+# dpkg-shlibdeps and dpkg-gencontrol work in a source tree: a minimal debian/ here.
+install -d "$WORK/src/debian"
+cp "$WORK/changelog" "$WORK/src/debian/changelog"
+cat > "$WORK/src/debian/control" <<CONTROL
+Source: $PACKAGE
+Section: utils
+Priority: optional
+Maintainer: $MAINTAINER
+Standards-Version: 4.6.2
+Homepage: https://github.com/ariata/ariata-agent
+Rules-Requires-Root: no
+
+Package: $PACKAGE
+Architecture: any
+Depends: \${shlibs:Depends}
+Suggests: gpsd, alsa-utils
+Description: sensor collection daemon for the Ariata personal data platform
+ ariata-agent captures location (from gpsd), microphone audio (ALSA, encoded
+ to Opus) and health samples (from files or serial devices), writes every
+ capture to a local SQLite queue first, and uploads the queue to your own
+ Ariata server, so nothing is lost while the network or the server is away.
+ .
+ After installing, run "sudo ariata-agent onboard" to set the server and the
+ device token; it writes /etc/ariata/agent.toml and offers to start the service.
+CONTROL
+(
+  cd "$WORK/src"
+  dpkg-shlibdeps -Tdebian/substvars "$BIN"
+  dpkg-gencontrol -p"$PACKAGE" -P"$PKG" -Tdebian/substvars -v"$VERSION"
+)
+grep -q '^Depends: .*libc6' "$PKG/DEBIAN/control" ||
+  die "dpkg-shlibdeps found no dependencies: $(grep '^Depends' "$PKG/DEBIAN/control" || echo none)"
+
+(cd "$PKG" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum > DEBIAN/md5sums)
+chmod 0644 "$PKG/DEBIAN/md5sums" "$PKG/DEBIAN/conffiles" "$PKG/DEBIAN/control"
+find "$PKG" -type d -exec chmod 0755 {} +
+find "$PKG" -newermt "@$SOURCE_DATE_EPOCH" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
+DEB="$OUT_DIR/${PACKAGE}_${VERSION}_${ARCH}.deb"
+mkdir -p "$OUT_DIR"
+dpkg-deb --build --root-owner-group -Zxz "$PKG" "$DEB" >/dev/null
+
+END=$(date +%s.%N)
+SIZE=$(stat -c %s "$DEB")
+INSTALLED=$(sed -n 's/^Installed-Size: //p' "$PKG/DEBIAN/control")
+say "built $DEB"
+sed -n 's/^\(Version\|Architecture\|Installed-Size\|Depends\): /   \1: /p' "$PKG/DEBIAN/control"
+awk -v size="$SIZE" -v inst="$INSTALLED" -v prog="$(stat -c %s "$BIN")" -v t0="$START" -v t1="$END" 'BEGIN {
+  printf "   .deb size: %d bytes (%.1f MB); installed size: %d KiB (%.1f MB), of which the program %.1f MB; built in %.0f s\n",
+    size, size / 1e6, inst, inst * 1024 / 1e6, prog / 1e6, t1 - t0 }'
