@@ -34,6 +34,9 @@ public final class AgentDaemon: Sendable {
     private let coordinator: HealthCoordinator
     private let tickInterval: TimeInterval
     private let maintenance: Mutex<ReliableTimer?> = Mutex(nil)
+    /// Fires when the earliest timed pause ends, so capture resumes on time rather than
+    /// at the next health check (a wall-clock deadline: it fires on waking from suspend).
+    private let pauseEnd: Mutex<ReliableTimer?> = Mutex(nil)
     private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
@@ -74,7 +77,10 @@ public final class AgentDaemon: Sendable {
         // reserve back, and that space is the guard's to delete with, not the streams'.
         storageGuard.pass()
         let config = state.withLock { $0.config }
-        let paused = (try? PauseSwitches(queue: queue).pausedStreams()) ?? []
+        let switches = PauseSwitches(queue: queue)
+        let now = clock.now()
+        _ = try? switches.clearEnded(at: now)
+        let paused = (try? switches.pausedStreams(at: now)) ?? []
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, queue = self.queue
@@ -104,6 +110,8 @@ public final class AgentDaemon: Sendable {
 
         let timer = ReliableTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
         maintenance.withLock { $0 = timer }
+        pauseEnd.withLock { $0 = ReliableTimer(label: "ariata.pause-end") { [weak self] in self?.applyPauseSwitches() } }
+        armPauseEnd()
         timer.start(interval: tickInterval, firstAfter: min(tickInterval, 5))
         notifier.ready(status: "capturing " + (supervisors.keys.sorted().map(\.rawValue).joined(separator: ", ")))
     }
@@ -113,6 +121,10 @@ public final class AgentDaemon: Sendable {
     public func stop() {
         notifier.stopping()
         maintenance.withLock { $0 }?.stop()
+        pauseEnd.withLock { current -> ReliableTimer? in
+            defer { current = nil }
+            return current
+        }?.stop()
         storageKick.stop()
         network.withLock { current -> NetworkWatcher? in
             defer { current = nil }
@@ -135,12 +147,40 @@ public final class AgentDaemon: Sendable {
         start()
     }
 
-    /// Reads the pause switches (written by `ariata-agent pause/resume`) and applies them.
+    /// Reads the pause switches (written by `ariata-agent pause/resume`) and applies them:
+    /// timed pauses that have ended are cleared and their streams resumed, and the
+    /// pause-end timer is set for the next end.
     public func applyPauseSwitches() {
-        guard let paused = try? PauseSwitches(queue: queue).pausedStreams() else { return }
+        let switches = PauseSwitches(queue: queue)
+        let now = clock.now()
+        do {
+            for stream in try switches.clearEnded(at: now) {
+                logger.notice("\(stream.rawValue): the timed pause has ended")
+            }
+        } catch {
+            // They read as not paused all the same; clearing is tidiness, retried next time.
+            logger.warning("cannot clear ended pauses: \(error); retrying at the next health check")
+        }
+        guard let paused = try? switches.pausedStreams(at: now) else { return }
         let supervisors = state.withLock { $0.supervisors }
         for (stream, supervisor) in supervisors {
-            supervisor.setPaused(paused.contains(stream))
+            supervisor.setPaused(paused.contains(stream), until: try? switches.pausedUntil(stream, at: now))
+        }
+        armPauseEnd()
+    }
+
+    /// Sets the pause-end timer for the earliest end of a timed pause, or idles it.
+    private func armPauseEnd() {
+        guard let timer = pauseEnd.withLock({ $0 }) else { return }
+        guard let next = try? PauseSwitches(queue: queue).nextEnd(after: clock.now()) else {
+            timer.stop()
+            return
+        }
+        // A day's interval only matters if the end is missed; each run re-arms it.
+        if timer.isRunning {
+            timer.reschedule(at: next)
+        } else {
+            timer.start(interval: 86_400, firstAfter: next.timeIntervalSince(clock.now()))
         }
     }
 

@@ -58,14 +58,17 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         return stopped.merging(current?.counters() ?? [:], uniquingKeysWith: +)
     }
 
-    public func setPaused(_ paused: Bool) {
+    /// `until`: when a timed pause ends by itself (for the log; the daemon resumes it).
+    public func setPaused(_ paused: Bool, until: Date? = nil) {
         let changed = state.withLock { s -> Bool in
             defer { s.paused = paused }
             return s.paused != paused
         }
         guard changed else { return }
         if paused {
-            logger.notice("\(stream.rawValue) paused: capture stopped until 'ariata-agent resume \(stream.rawValue)'")
+            let end = until.map { "until \(RFC3339.string(from: $0)) (or 'ariata-agent resume \(stream.rawValue)')" }
+                ?? "until 'ariata-agent resume \(stream.rawValue)'"
+            logger.notice("\(stream.rawValue) paused: capture stopped \(end)")
             stop()
         } else {
             logger.notice("\(stream.rawValue) resumed")

@@ -77,7 +77,7 @@ final class ConfigTests: XCTestCase {
         let cases: [(toml: String, key: String?, fragment: String)] = [
             ("[location]\ninterval = \"ten\"", "location.interval", "expected a whole number from 1 to 3600 seconds"),
             ("[location]\ninterval = 0", "location.interval", "out of range: allowed 1 to 3600"),
-            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: enabled, gpsd_host, gpsd_port, interval"),
+            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: enabled, exclude, gpsd_host, gpsd_port, interval"),
             ("[locaton]\nenabled = true", "locaton", "unknown key"),
             ("[server]\nendpoint = \"ftp://x\"", "server.endpoint", "not an http:// or https:// URL"),
             ("[server]\ngzip = \"yes\"", "server.gzip", "expected true or false"),

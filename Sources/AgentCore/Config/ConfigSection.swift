@@ -68,6 +68,14 @@ public final class ConfigSection {
         return d
     }
 
+    /// A number that must be given (a zone's centre, say): no default would be right.
+    public func requiredDouble(_ key: String, range: ClosedRange<Double>, unit: String = "") throws -> Double {
+        guard value(key) != nil else {
+            throw error(key, "missing: give a number from \(range.lowerBound) to \(range.upperBound)\(unit.isEmpty ? "" : " " + unit)")
+        }
+        return try double(key, default: range.lowerBound, range: range, unit: unit)
+    }
+
     public func choice(_ key: String, default fallback: String, allowed: [String]) throws -> String {
         let s = try string(key, default: fallback)
         guard allowed.contains(s) else {

@@ -67,10 +67,21 @@ public enum ConfigWriter {
             "interval": config.upload.interval, "batch_max_records": config.upload.batchMaxRecords,
             "batch_max_bytes": config.upload.batchMaxBytes,
         ])
-        root["location"] = TOMLTable([
+        let location = TOMLTable([
             "enabled": config.location.enabled, "gpsd_host": config.location.gpsdHost,
             "gpsd_port": config.location.gpsdPort, "interval": config.location.interval,
         ])
+        if !config.location.exclude.isEmpty {
+            location["exclude"] = TOMLArray(config.location.exclude.map { zone -> any TOMLValueConvertible in
+                let table = TOMLTable([
+                    "latitude": zone.latitude, "longitude": zone.longitude, "radius": zone.radius,
+                    "action": zone.action.rawValue,
+                ])
+                if let name = zone.name { table["name"] = name }
+                return table
+            })
+        }
+        root["location"] = location
         root["microphone"] = TOMLTable([
             "enabled": config.microphone.enabled, "device": config.microphone.device,
             "bitrate": config.microphone.bitrate, "chunk_seconds": config.microphone.chunkSeconds,

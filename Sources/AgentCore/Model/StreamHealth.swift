@@ -63,6 +63,10 @@ public enum StreamCounter {
     public static let malformedLines = "malformed_lines"
     /// Health samples read but refused by the contract's rules (impossible values, units).
     public static let refusedSamples = "refused_samples"
+    /// Location fixes not written because they lay in a privacy zone (`[[location.exclude]]`).
+    public static let privacySkipped = "privacy_skipped"
+    /// Location fixes written coarsened (about 1 km) because they lay in a zone with `action = "coarsen"`.
+    public static let privacyCoarsened = "privacy_coarsened"
 
     /// `component` is the stream's name (`StreamName.rawValue`, the coordinator's component name).
     public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }

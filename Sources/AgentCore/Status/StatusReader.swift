@@ -53,7 +53,8 @@ public struct StatusReader: Sendable {
             let counts = try queue.counts()
             let health = Dictionary(try queue.storedHealth().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
-            let paused = try PauseSwitches(queue: queue).pausedStreams()
+            let switches = PauseSwitches(queue: queue)
+            let paused = try switches.pausedStreams(at: now)
             if report.daemon.running, let pid = try queue.state(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }
@@ -65,13 +66,21 @@ public struct StatusReader: Sendable {
                 s.failed = count(.failed)?.records ?? 0
                 s.uploaded = count(.uploaded)?.records ?? 0
                 s.paused = paused.contains(name)
+                if let pause = try switches.pause(of: name, at: now) {
+                    s.pausedSince = pause.since
+                    s.pausedUntil = pause.until
+                }
                 s.evicted = evicted[name] ?? 0
+                func counter(_ counter: String) throws -> Int? {
+                    try queue.state(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
+                }
                 if name == .health {
-                    func counter(_ counter: String) throws -> Int? {
-                        try queue.state(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
-                    }
                     s.malformedLines = try counter(StreamCounter.malformedLines)
                     s.refusedSamples = try counter(StreamCounter.refusedSamples)
+                }
+                if name == .location {
+                    s.privacySkipped = try counter(StreamCounter.privacySkipped)
+                    s.privacyCoarsened = try counter(StreamCounter.privacyCoarsened)
                 }
                 if let h = health[name.rawValue] {
                     s.health = h.state

@@ -84,6 +84,14 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// rules, since the daemon started (each is in the log with its file and line).
         public var malformedLines: Int?
         public var refusedSamples: Int?
+        /// When the stream was paused (`ariata-agent pause`), while it is.
+        public var pausedSince: Date? = nil
+        /// When a timed pause ends by itself; nil while not paused or paused until `resume`.
+        public var pausedUntil: Date? = nil
+        /// Location only: fixes not written because they lay in a privacy zone, and fixes
+        /// written coarsened (`action = "coarsen"`), since the daemon started.
+        public var privacySkipped: Int? = nil
+        public var privacyCoarsened: Int? = nil
     }
 
     public struct Clock: Codable, Sendable, Equatable {

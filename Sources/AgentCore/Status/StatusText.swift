@@ -50,6 +50,15 @@ public struct StatusText: Sendable {
         for s in r.streams where s.reason != nil && s.health == "unhealthy" {
             out.append("  \(s.name): \(s.errorCode.map { "\($0) " } ?? "")\(s.reason ?? "")")
         }
+        for s in r.streams where s.paused && s.enabled {
+            let local = DateFormatter()
+            local.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            out.append("  \(s.name): paused " + (s.pausedUntil.map { "until \(local.string(from: $0)) (resumes by itself in \(age($0.timeIntervalSince(now))))" }
+                ?? "until 'ariata-agent resume \(s.name)'"))
+        }
+        for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
+            out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")
+        }
         for s in r.streams where (s.malformedLines ?? 0) + (s.refusedSamples ?? 0) > 0 {
             out.append("  \(s.name): \(s.malformedLines ?? 0) malformed lines and \(s.refusedSamples ?? 0) refused samples skipped since the daemon started (each is in the log)")
         }

@@ -16,6 +16,7 @@ public final class LocationStream: CaptureStream {
     private let clockTrust: ClockTrust
     private let timeEvidence: TimeEvidence
     private let samplerQueue = DispatchQueue(label: "ariata.location.sampler")
+    private let zones: PrivacyZones
 
     /// What the reader thread and the sampling timer share.
     private struct Shared {
@@ -26,6 +27,11 @@ public final class LocationStream: CaptureStream {
         var lastRecordAt: Date?
         var writeError: String?
         var timeRejectionLogged = false
+        /// Fixes inside a privacy zone: not written, or written coarsened.
+        var privacySkipped = 0
+        var privacyCoarsened = 0
+        /// The zone the last fix lay in, so entering and leaving are logged once each.
+        var inZone: String?
     }
 
     /// What exists only between start() and stop().
@@ -53,6 +59,7 @@ public final class LocationStream: CaptureStream {
         self.tuning = tuning
         self.clockTrust = clockTrust
         self.timeEvidence = timeEvidence
+        zones = PrivacyZones(config.exclude)
     }
 
     /// A stream dropped without stop() must not leave its reader thread behind.
@@ -146,6 +153,11 @@ public final class LocationStream: CaptureStream {
         }
     }
 
+    /// Fixes kept out by privacy zones, for `status` (the coordinator stores them).
+    public func counters() -> [String: Int] {
+        shared.withLock { [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened] }
+    }
+
     private func received(_ report: GPSDReport) {
         guard case .position(let fix?) = report else { return }
         let now = clock.now()
@@ -169,8 +181,9 @@ public final class LocationStream: CaptureStream {
     private func writePendingFix() {
         guard let fix = shared.withLock({ $0.sampler.pending }) else { return }
         let now = clock.now()
+        guard let written = applyZones(to: fix) else { return }
         do {
-            let record = try LocationRecord.make(from: fix, now: now, clockTrusted: clockTrust.isTrusted(now: now))
+            let record = try LocationRecord.make(from: written, now: now, clockTrusted: clockTrust.isTrusted(now: now))
             try sink.enqueue(record)
             let recovered = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
@@ -195,6 +208,44 @@ public final class LocationStream: CaptureStream {
                 return s.writeError == nil
             }
             if firstInStreak { logger.error("cannot write a location record to the queue: \(error); retrying every \(config.interval) s") }
+        }
+    }
+
+    /// The fix as it may be written, nil when it lies in a zone that skips (it is then
+    /// marked written, so it is never offered again, and counted). Runs on `samplerQueue`.
+    private func applyZones(to fix: GPSFix) -> GPSFix? {
+        let decision = zones.decide(latitude: fix.latitude, longitude: fix.longitude)
+        let zone: PrivacyZone?
+        switch decision {
+        case .keep: zone = nil
+        case .skip(let z), .coarsen(let z): zone = z
+        }
+        let (entered, left) = shared.withLock { s -> (String?, String?) in
+            let before = s.inZone
+            s.inZone = zone?.label
+            return before == s.inZone ? (nil, nil) : (s.inZone, before)
+        }
+        // Where the person is must not reach the log either: only the zone's own label.
+        if let left { logger.info("left privacy zone \(left): location records are written again") }
+        if let entered, let zone {
+            logger.info("in privacy zone \(entered): \(zone.action == .skip ? "fixes are not written" : "fixes are written coarsened to about 1 km")")
+        }
+        switch decision {
+        case .keep:
+            return fix
+        case .skip:
+            shared.withLock { s in
+                s.sampler.markWritten(fix)
+                s.privacySkipped += 1
+            }
+            return nil
+        case .coarsen:
+            shared.withLock { $0.privacyCoarsened += 1 }
+            // Only what places the fix no closer than the rounding: altitude, speed and
+            // course would narrow it down again, and the accuracy says how coarse it is.
+            return GPSFix(mode: fix.mode, time: fix.time,
+                          latitude: PrivacyZones.coarsen(fix.latitude), longitude: PrivacyZones.coarsen(fix.longitude),
+                          horizontalAccuracy: 1_000, satellitesUsed: fix.satellitesUsed)
         }
     }
 }
