@@ -19,6 +19,7 @@
 #   DEB_MAINTAINER       the Maintainer field (default below)
 #   DEB_SCRATCH          the SwiftPM scratch path (default .build-release)
 #   DEB_OUTPUT_DIR       where the .deb goes (default: the repository's root)
+#   DEB_JOBS             compiler jobs at once (default: one per core); 1 on a 1 GB board
 #   SOURCE_DATE_EPOCH    the date of the changelog, the man page and the files (default:
 #                        the last commit's date), so that the same tree gives the same package
 set -euo pipefail
@@ -66,6 +67,7 @@ say "building ariata-agent (release, Swift runtime and Foundation linked statica
 BUILD_ARGS=(-c release --static-swift-stdlib --disable-local-rpath
             -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
             --product "$PACKAGE" --scratch-path "$SCRATCH")
+if [ -n "${DEB_JOBS:-}" ]; then BUILD_ARGS+=(--jobs "$DEB_JOBS"); fi
 swift build "${BUILD_ARGS[@]}"
 BIN_DIR=$(swift build "${BUILD_ARGS[@]}" --show-bin-path)
 [ -x "$BIN_DIR/$PACKAGE" ] || die "the build did not produce $BIN_DIR/$PACKAGE"

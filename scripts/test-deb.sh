@@ -421,6 +421,7 @@ fi
 [ "$(sha256sum < "$CONF")" = "$SUM_BEFORE" ] || die "the upgrade changed /etc/ariata/agent.toml"
 [ "$(inroot stat -c '%a %U:%G' /etc/ariata/agent.toml)" = "$STAT_BEFORE" ] ||
   die "the upgrade changed the owner or mode of agent.toml: $(inroot stat -c '%a %U:%G' /etc/ariata/agent.toml)"
+check_file /etc/ariata directory 750 root:ariata
 ok "agent.toml byte for byte the user's ($STAT_BEFORE), no conffile question"
 echo "   systemctl calls during the upgrade: $(tr '\n' ';' < "$R/run/fake-systemd/calls")"
 grep -q 'stop ariata-agent.service' "$R/run/fake-systemd/calls" || die "prerm did not stop the service"
