@@ -114,6 +114,9 @@ public struct StatusReader: Sendable {
             }
             report.uploader.authPausedUntil = try queue.state(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
             report.uploader.retryAt = try queue.state(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
+            if let purge = try queue.latestPurge() {
+                report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
+            }
             if let event = try queue.latestEvent(code: .storageFull) {
                 report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
             }

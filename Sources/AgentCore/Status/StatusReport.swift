@@ -49,6 +49,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var minFreeBytes: Int64?
         /// Bytes the storage guard's reserve file holds now (0 while it is released).
         public var reserveBytes: Int64?
+        /// The latest `ariata-agent purge`: when, and what it deleted.
+        public var lastPurge: Event? = nil
     }
 
     public struct Event: Codable, Sendable, Equatable {

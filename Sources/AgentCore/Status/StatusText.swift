@@ -79,6 +79,9 @@ public struct StatusText: Sendable {
             let counts = r.streams.map { "\($0.name) \($0.evicted)" }.joined(separator: ", ")
             out.append("evicted    \(counts) (E004: deleted by the storage guard before upload)")
         }
+        if let purge = r.database.lastPurge {
+            out.append("purged     \(age(now.timeIntervalSince(purge.at))) ago: \(purge.message)")
+        }
         if let clock = r.clock {
             let state = clock.synchronised ? "synchronised" : clock.trusted ? "not synchronised, trusted ([daemon] trust_system_clock)" : paint("not synchronised", .yellow)
             let held = clock.heldRecords + clock.heldEarlierBoots
