@@ -16,7 +16,7 @@
 #   ARIATA_DEB_VERSION   the package version (default: the agent's own version, read from
 #                        the built program's --version, plus "-1"); the upgrade test uses
 #                        it to package the same program as a newer version
-#   DEB_MAINTAINER       the Maintainer field (default below)
+#   DEB_MAINTAINER       the Maintainer field, "Name <address>" (default: a placeholder)
 #   DEB_SCRATCH          the SwiftPM scratch path (default .build-release)
 #   DEB_OUTPUT_DIR       where the .deb goes (default: the repository's root)
 #   DEB_JOBS             compiler jobs at once (default: one per core); 1 on a 1 GB board
@@ -28,7 +28,8 @@ ROOT=$(pwd)
 
 SCRATCH=${DEB_SCRATCH:-.build-release}
 OUT_DIR=${DEB_OUTPUT_DIR:-$ROOT}
-MAINTAINER=${DEB_MAINTAINER:-Ariata agent maintainers <ariata-agent@ariata.dev>}
+# A placeholder (.invalid is reserved, RFC 2606): whoever publishes packages sets DEB_MAINTAINER.
+MAINTAINER=${DEB_MAINTAINER:-Ariata agent maintainers <maintainers@ariata.invalid>}
 PACKAGE=ariata-agent
 
 say() { printf '== %s\n' "$*"; }
