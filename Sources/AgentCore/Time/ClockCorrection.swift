@@ -79,7 +79,8 @@ public final class ClockCorrection: Sendable {
                 outcome.source = sample.source
                 try correct(boot: boot, offset: sample.offset, into: &outcome)
             } else if let boot, held.thisBoot > 0 {
-                outcome.source = "the synchronised system clock"
+                outcome.source = sync.unsynchronisedReason() == nil
+                    ? "the synchronised system clock" : "the system clock, trusted by [daemon] trust_system_clock"
                 try correct(boot: boot, offset: now.timeIntervalSince1970 - boot.seconds, into: &outcome)
             }
             if distrust == nil, trustSystemClock, held.earlierBoots > 0 {
