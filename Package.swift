@@ -60,7 +60,7 @@ let package = Package(
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Upload", "Capture", "CALSA",
+            "AgentCore", "Upload", "Capture",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [

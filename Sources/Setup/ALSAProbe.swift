@@ -1,41 +1,45 @@
 import AgentCore
-import CALSA
+import Capture
 import Foundation
 
-/// Can the capture device be opened? Opens it for capture with the agent's format
-/// (16 kHz, mono, S16_LE) and closes it again.
+/// Can the capture device be opened? Opens it exactly as the microphone stream does (the
+/// same `ALSACapture`: 16 kHz, mono, S16_LE, the stream's period and buffer), so the check
+/// and the stream can never disagree, and closes it again.
 struct ALSAProbe {
     let device: String
+    var open: AudioCaptureFactory = ALSACapture.factory
 
     func check() -> DeviceCheck {
         let name = "ALSA capture device \"\(device)\""
-        var pcm: OpaquePointer?
-        let (opened, diagnostics) = StderrCapture.during { snd_pcm_open(&pcm, device, SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK) }
-        var rc = opened
-        let alsaSaid = StderrCapture.firstALSAMessage(diagnostics).map { " (ALSA: \($0))" } ?? ""
-        if rc == 0, let pcm {
-            // Latency 500 ms, soft resampling allowed: only whether the format is possible matters here.
-            rc = snd_pcm_set_params(pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1, 16_000, 1, 500_000)
-            snd_pcm_close(pcm)
-            if rc == 0 {
-                return DeviceCheck(name: name, stream: .microphone, outcome: .ok, detail: "opens for 16 kHz mono capture")
+        // alsa-lib prints its own diagnostics to stderr: fold them into the message.
+        let (outcome, diagnostics) = StderrCapture.during { () -> Result<Void, AudioCaptureError> in
+            do throws(AudioCaptureError) {
+                let capture = try open(device, 16_000)
+                capture.close()
+                return .success(())
+            } catch {
+                return .failure(error)
             }
-            return DeviceCheck(name: name, stream: .microphone, outcome: .failed,
-                               detail: "opens but refuses 16 kHz mono S16_LE: \(String(cString: snd_strerror(rc)))",
-                               fix: "use a plug device that converts, e.g. [microphone] device = \"plughw:CARD=…\" (see arecord -L)")
         }
-        let reason = String(cString: snd_strerror(rc))
-        switch -rc {
-        case EACCES, EPERM:
+        guard case .failure(let error) = outcome else {
+            return DeviceCheck(name: name, stream: .microphone, outcome: .ok, detail: "opens for 16 kHz mono capture")
+        }
+        let alsaSaid = StderrCapture.firstALSAMessage(diagnostics).map { " (ALSA: \($0))" } ?? ""
+        switch error.kind {
+        case .permissionDenied:
             return DeviceCheck(name: name, stream: .microphone, outcome: .failed,
-                               detail: "\(AgentErrorCode.permissionDenied.rawValue) permission denied: \(reason)",
+                               detail: "\(AgentErrorCode.permissionDenied.rawValue) permission denied: \(error.detail)",
                                fix: "sudo usermod -aG audio ariata (the service user), then restart the service")
-        case EBUSY:
-            return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "busy: another program holds it (\(reason))",
+        case .busy:
+            return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "busy: another program holds it (\(error.detail))",
                                fix: "close the program using it (fuser -v /dev/snd/*), or capture through \"default\" (dsnoop/PipeWire)")
-        default:
-            return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "cannot open it: \(reason)\(alsaSaid)",
+        case .notFound:
+            return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "cannot open it: \(error.detail)\(alsaSaid)",
                                fix: "list capture devices with 'arecord -L' and set [microphone] device, or disable the microphone")
+        case .failed, .stalled:
+            return DeviceCheck(name: name, stream: .microphone, outcome: .failed,
+                               detail: "opens but refuses 16 kHz mono S16_LE: \(error.detail)\(alsaSaid)",
+                               fix: "use a plug device that converts, e.g. [microphone] device = \"plughw:CARD=…\" (see arecord -L)")
         }
     }
 }

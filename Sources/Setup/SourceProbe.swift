@@ -1,8 +1,11 @@
 import AgentCore
+import Capture
 import Foundation
 
 /// Can a health source be read? A file must be readable (or its directory exist, for a
-/// file a logger will create); a serial port must open.
+/// file a logger will create); a serial port must open the way the serial source opens
+/// it (`SerialPort`: raw mode at the configured baud), so the check cannot pass where the
+/// stream would fail.
 struct SourceProbe {
     let source: HealthSourceConfig
     let serviceUser: String
@@ -27,21 +30,24 @@ struct SourceProbe {
             return DeviceCheck(name: name, stream: .health, outcome: .failed, detail: "neither the file nor its directory exists",
                                fix: "correct [[health.source]] path")
         case .serial:
-            let fd = open(source.path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
-            if fd >= 0 {
-                close(fd)
-                return DeviceCheck(name: name, stream: .health, outcome: .ok, detail: "opens")
-            }
-            let error = errno
-            if error == EACCES || error == EPERM {
+            switch SerialPort.open(source.path, baud: source.baud) {
+            case .success(let port):
+                port.close()
+                return DeviceCheck(name: name, stream: .health, outcome: .ok, detail: "opens at \(source.baud) baud")
+            case .failure(.permissionDenied):
                 return DeviceCheck(name: name, stream: .health, outcome: .failed,
                                    detail: "\(AgentErrorCode.permissionDenied.rawValue) permission denied",
                                    fix: "sudo usermod -aG dialout \(serviceUser), then restart the service")
+            case .failure(.missing):
+                return DeviceCheck(name: name, stream: .health, outcome: .warning,
+                                   detail: "cannot open: no such device (unplugged? it is reopened when it appears)",
+                                   fix: "plug the device in, or correct [[health.source]] path")
+            case .failure(.unsupportedBaud(let baud)):
+                return DeviceCheck(name: name, stream: .health, outcome: .failed, detail: "\(baud) baud is not a speed termios knows",
+                                   fix: "set [[health.source]] baud to a standard speed such as 9600 or 115200")
+            case .failure(.other(let message)):
+                return DeviceCheck(name: name, stream: .health, outcome: .failed, detail: "cannot open: \(message)")
             }
-            return DeviceCheck(name: name, stream: .health, outcome: error == ENOENT ? .warning : .failed,
-                               detail: "cannot open: \(String(cString: strerror(error)))"
-                                   + (error == ENOENT ? " (unplugged? it is reopened when it appears)" : ""),
-                               fix: error == ENOENT ? "plug the device in, or correct [[health.source]] path" : nil)
         }
     }
 }

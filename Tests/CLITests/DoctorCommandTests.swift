@@ -110,4 +110,34 @@ final class DoctorCommandTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("FAIL  configuration \(cli.configPath)"), result.stdout)
         XCTAssertTrue(result.stdout.contains("location.interval"), result.stdout)
     }
+
+    /// The serial check opens the port the way the serial source does (raw, at the
+    /// configured baud): a real socat pty passes, an impossible speed and a missing device
+    /// say why.
+    func testASerialHealthSourceIsCheckedAsTheStreamOpensIt() throws {
+        let dir = try TemporaryDirectory("doctor-serial")
+        let pty = try PtyRig(directory: dir.path)
+        try pty.plug()
+        defer { pty.unplug() }
+        func doctor(path: String, baud: Int) throws -> AgentCLI.Result {
+            let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+                [location]
+                enabled = false
+                [microphone]
+                enabled = false
+                [health]
+                enabled = true
+                [[health.source]]
+                kind = "serial"
+                path = "\(path)"
+                format = "keyvalue"
+                baud = \(baud)
+                """)
+            return try cli.run(["doctor"])
+        }
+        let good = try doctor(path: pty.a, baud: 115_200)
+        XCTAssertTrue(good.stdout.contains("ok    health serial \(pty.a): opens at 115200 baud"), good.stdout)
+        let missing = try doctor(path: dir.file("ttyNONE"), baud: 9_600)
+        XCTAssertTrue(missing.stdout.contains("no such device (unplugged? it is reopened when it appears)"), missing.stdout)
+    }
 }

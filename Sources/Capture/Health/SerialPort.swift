@@ -2,15 +2,15 @@ import Foundation
 
 /// A serial device opened in raw mode (termios): no echo, no line editing, no
 /// translation of CR/LF, 8 data bits, the receiver on, modem control lines ignored.
-struct SerialPort {
-    enum OpenError: Error, Equatable {
+public struct SerialPort: Sendable {
+    public enum OpenError: Error, Equatable, Sendable {
         case permissionDenied
         case missing
         case unsupportedBaud(Int)
         case other(String)
     }
 
-    let fd: Int32
+    public let fd: Int32
 
     static let speeds: [Int: speed_t] = [
         50: speed_t(B50), 75: speed_t(B75), 110: speed_t(B110), 134: speed_t(B134), 150: speed_t(B150),
@@ -24,7 +24,9 @@ struct SerialPort {
         3_500_000: speed_t(B3500000), 4_000_000: speed_t(B4000000),
     ]
 
-    static func open(_ path: String, baud: Int) -> Result<SerialPort, OpenError> {
+    /// Opens `path` raw at `baud`: what the serial health source reads through, and what
+    /// `onboard` and `doctor` check with.
+    public static func open(_ path: String, baud: Int) -> Result<SerialPort, OpenError> {
         guard let speed = speeds[baud] else { return .failure(.unsupportedBaud(baud)) }
         let fd = Glibc.open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
@@ -57,5 +59,5 @@ struct SerialPort {
         return .success(SerialPort(fd: fd))
     }
 
-    func close() { Glibc.close(fd) }
+    public func close() { Glibc.close(fd) }
 }
