@@ -36,6 +36,8 @@ public struct KernelClockSync: ClockSyncSource {
     // C layout of `struct timex`: `unsigned int modes`, four `long`s, then `int status`.
     private typealias NTPAdjtime = @convention(c) (UnsafeMutableRawPointer) -> Int32
     private static let staUnsync: Int32 = 0x0040
+    /// Made by systemd-timesyncd once it has synchronised the clock (systemd 249 and later).
+    static let timesyncdFlag = "/run/systemd/timesync/synchronized"
     private static let function: NTPAdjtime? = {
         guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "ntp_adjtime") else { return nil }
         return unsafeBitCast(symbol, to: NTPAdjtime.self)
@@ -52,7 +54,12 @@ public struct KernelClockSync: ClockSyncSource {
         defer { buffer.deallocate() }
         buffer.initializeMemory(as: UInt8.self, repeating: 0, count: 512)
         guard adjtime(buffer) >= 0 else {
-            return "cannot ask the kernel whether the clock is synchronised: \(String(cString: strerror(errno)))"
+            let error = errno
+            // A sandbox that forbids even reading the clock's state (systemd's ProtectClock=)
+            // leaves one other witness: systemd-timesyncd's flag file.
+            if error == EPERM, FileManager.default.fileExists(atPath: Self.timesyncdFlag) { return nil }
+            return "cannot ask the kernel whether the clock is synchronised (\(String(cString: strerror(error))))"
+                + (error == EPERM ? ": the service may not read the clock's state; remove ProtectClock= from its unit, or set [daemon] trust_system_clock = true if the clock is right" : "")
         }
         let status = buffer.load(fromByteOffset: Self.statusOffset, as: Int32.self)
         if status & Self.staUnsync != 0 {
