@@ -36,6 +36,8 @@ TEST_PACKAGES=(
   iproute2
   faketime      # the daemon's clock test: a wrong wall clock set right while it runs
   libfaketime
+  libxml2-utils # xmllint: exported GPX validated against the GPX 1.1 schema
+  gpsbabel      # a real GPX reader reads the export back
 )
 
 # Packaging (scripts/build-deb.sh) and its test (scripts/test-deb.sh): Debian's own tools,

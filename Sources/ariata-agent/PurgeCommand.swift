@@ -91,7 +91,7 @@ struct PurgeCommand: ParsableCommand {
         do {
             queue = try SQLiteQueue(path: path)
         } catch {
-            throw CleanExit.message("cannot open \(path): \(error)\nrun as the service user or root, e.g. sudo ariata-agent purge")
+            throw CommandFailure("cannot open \(path): \(error); run as the service user or root, e.g. sudo ariata-agent purge")
         }
         let preview = try queue.purgePreview(selection)
         guard preview.records > 0 else {

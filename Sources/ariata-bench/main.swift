@@ -8,6 +8,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "audio": AudioBench.run,
     "journal": AudioJournalBench.run,
     "health": HealthBench.run,
+    "export": ExportBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -1,0 +1,31 @@
+import Foundation
+import GRDB
+
+extension SQLiteQueue {
+    /// Calls `body` with every record of `stream` still in the queue (pending or uploaded:
+    /// failed ones were refused and are not the user's data as captured), captured in
+    /// [`since`, `until`), oldest capture first.
+    ///
+    /// One read transaction with a cursor: a consistent snapshot that holds one record
+    /// in memory at a time (a day of audio is ~200 MB), and in WAL mode it never blocks
+    /// the daemon's writes.
+    public func forEachRecord(stream: StreamName, since: Date? = nil, until: Date? = nil,
+                              _ body: (QueuedRecord) throws -> Void) throws {
+        var sql = "SELECT * FROM records WHERE stream = ? AND status IN ('pending', 'uploaded')"
+        var arguments: StatementArguments = [stream.rawValue]
+        if let since {
+            sql += " AND captured_at >= ?"
+            arguments += [since.timeIntervalSince1970]
+        }
+        if let until {
+            sql += " AND captured_at < ?"
+            arguments += [until.timeIntervalSince1970]
+        }
+        try pool.read { db in
+            let rows = try Row.fetchCursor(db, sql: sql + " ORDER BY captured_at, seq", arguments: arguments)
+            while let row = try rows.next() {
+                try body(Self.record(from: row))
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import AgentCore
+import Foundation
+import TestRigs
+
+/// Time to export a day of data: `swift run -c release ariata-bench export [--fixes 8600]
+/// [--chunks 2900] [--chunk-bytes 56000] [--samples 1500]`.
+///
+/// A queue is filled with a day's worth (a fix every 10 s, a 30 s audio chunk every 28 s
+/// at 16 kbit/s, health samples), half of it marked uploaded as on a device that syncs;
+/// then each export runs as `ariata-agent export` runs it, to files in a temporary
+/// directory. Wall time and CPU time (getrusage) per export.
+enum ExportBench {
+    static func run(_ arguments: [String]) throws {
+        var fixes = 8_600, chunks = 2_900, chunkBytes = 56_000, samples = 1_500
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let text = rest.popFirst(), let value = Int(text), value > 0 else {
+                throw ExportError("\(flag) needs a positive whole number")
+            }
+            switch flag {
+            case "--fixes": fixes = value
+            case "--chunks": chunks = value
+            case "--chunk-bytes": chunkBytes = value
+            case "--samples": samples = value
+            default: throw ExportError("unknown option \(flag): use --fixes, --chunks, --chunk-bytes, --samples")
+            }
+        }
+        let dir = try TemporaryDirectory("export-bench")
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let start = Date().addingTimeInterval(-86_400)
+        print("filling a queue: \(fixes) fixes, \(chunks) audio chunks of \(chunkBytes) bytes, \(samples) health samples")
+        try fill(queue, start: start, fixes: fixes, chunks: chunks, chunkBytes: chunkBytes, samples: samples)
+        print("queue file: \(queue.fileBytes()) bytes")
+
+        for format in LocationFormat.allCases {
+            try measure("location \(format.rawValue)") {
+                let out = try ExportOutput(path: dir.file("day.\(format.rawValue)"))
+                let n = try LocationExport(format: format, deviceName: "bench").write(from: queue, since: nil, until: nil, to: out)
+                return "\(n) fixes, \(out.bytesWritten) bytes"
+            }
+        }
+        for format in HealthFormat.allCases {
+            try measure("health \(format.rawValue)") {
+                let out = try ExportOutput(path: dir.file("health.\(format.rawValue)"))
+                let n = try HealthExport(format: format).write(from: queue, since: nil, until: nil, to: out)
+                return "\(n) samples, \(out.bytesWritten) bytes"
+            }
+        }
+        try measure("microphone opus files") {
+            let written = try AudioExport().write(from: queue, since: nil, until: nil, directory: dir.file("audio"))
+            return "\(written.files) files, \(written.bytes) bytes"
+        }
+    }
+
+    static func fill(_ queue: SQLiteQueue, start: Date, fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
+        var batch: [NewRecord] = []
+        func flush(_ stream: StreamName) throws {
+            try queue.enqueue(batch, anchor: nil)
+            batch.removeAll()
+        }
+        for i in 0..<fixes {
+            let time = start.addingTimeInterval(Double(i) * 86_400 / Double(fixes))
+            batch.append(try NewRecord(stream: .location, capturedAt: time, fields: [
+                "timestamp": RFC3339.string(from: time), "latitude": 52.52 + Double(i) * 1e-5, "longitude": 13.405 + Double(i) * 1e-5,
+                "altitude": 35.5, "speed": 1.2, "course": 90.0, "horizontal_accuracy": 8.5, "vertical_accuracy": 12.0,
+                "fix_mode": 3, "satellites_used": 9,
+            ]))
+            if batch.count == 1_000 { try flush(.location) }
+        }
+        try flush(.location)
+        var generator = SystemRandomNumberGenerator()
+        let audio = Data((0..<chunkBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
+        for i in 0..<chunks {
+            let time = start.addingTimeInterval(Double(i) * 86_400 / Double(chunks))
+            batch.append(try NewRecord(stream: .microphone, capturedAt: time, fields: [
+                "timestamp_start": RFC3339.string(from: time), "timestamp_end": RFC3339.string(from: time.addingTimeInterval(30)),
+                "duration": 30.0, "overlap_duration": 2.0, "audio_data": audio, "audio_format": "ogg",
+                "sample_rate": 16_000, "channels": 1, "codec": "opus", "bitrate": 16_000,
+            ]))
+            if batch.count == 100 { try flush(.microphone) }
+        }
+        try flush(.microphone)
+        for i in 0..<samples {
+            let time = start.addingTimeInterval(Double(i) * 86_400 / Double(samples))
+            batch.append(try NewRecord(stream: .health, capturedAt: time, fields: [
+                "timestamp": RFC3339.string(from: time), "metric_type": "heart_rate", "value": 60 + i % 40, "unit": "bpm",
+                "metadata": ["source": "bench"],
+            ]))
+        }
+        try flush(.health)
+        // Half of each stream uploaded, as on a device that syncs: export reads both.
+        for stream in StreamName.allCases {
+            let seqs = try queue.records(stream: stream).map(\.seq)
+            try queue.markUploaded(Array(seqs.prefix(seqs.count / 2)))
+        }
+    }
+
+    static func measure(_ name: String, _ body: () throws -> String) throws {
+        let cpuBefore = cpuSeconds()
+        let started = Date()
+        let what = try body()
+        let wall = Date().timeIntervalSince(started)
+        print(String(format: "measured: export %@: %.2f s wall, %.2f s CPU (%@)", name, wall, cpuSeconds() - cpuBefore, what))
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}
