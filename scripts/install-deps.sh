@@ -38,6 +38,8 @@ TEST_PACKAGES=(
   libfaketime
   libxml2-utils # xmllint: exported GPX validated against the GPX 1.1 schema
   gpsbabel      # a real GPX reader reads the export back
+  prometheus    # promtool check metrics: the metrics file and status --prometheus
+  python3-prometheus-client  # its parser reads the metrics back
 )
 
 # Packaging (scripts/build-deb.sh) and its test (scripts/test-deb.sh): Debian's own tools,

@@ -41,6 +41,7 @@ public final class AgentDaemon: Sendable {
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
     private let clockCorrection: ClockCorrection
+    private let metrics = MetricsTextfile(logger: Logger(label: "ariata.metrics"))
 
     private struct State {
         var config: AgentConfig
@@ -195,6 +196,8 @@ public final class AgentDaemon: Sendable {
         let config = state.withLock { $0.config }
         clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
         let results = coordinator.tick()
+        // After the coordinator, so the file carries this tick's health.
+        metrics.write(config: config)
         let due = state.withLock { s -> Bool in
             let now = clock.now()
             guard (s.lastRetention.map { now.timeIntervalSince($0) >= 3_600 } ?? true) else { return false }

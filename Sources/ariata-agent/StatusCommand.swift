@@ -16,6 +16,15 @@ struct StatusCommand: ParsableCommand {
 
             --json prints the same as JSON with a stable schema (see the README, "status --json").
 
+            --prometheus prints the same numbers in the Prometheus text format (the file \
+            [metrics] textfile has the daemon write at every health check, for \
+            node_exporter's textfile collector): ariata_agent_pending_records{stream=...}, \
+            ..._pending_bytes, ..._oldest_pending_age_seconds, ..._last_capture_timestamp_seconds, \
+            ..._last_upload_success_timestamp_seconds, ..._sent_records_total, \
+            ..._sent_bytes_total, ..._upload_errors_total{code=...}, ..._stream_healthy, \
+            ..._stream_paused, ..._storage_evicted_records_total, ..._queue_size_bytes, \
+            ..._disk_free_bytes and more (README, "Metrics").
+
             Exit status, for scripts: 0 when everything is healthy; 1 when there are warnings \
             (a stream unhealthy or paused, uploads failing, storage low, not set up); 3 when \
             the device is set up but the daemon is not running (like 'systemctl is-active'); \
@@ -27,6 +36,13 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Print JSON (stable schema, schema_version 1) instead of text.")
     var json = false
 
+    @Flag(help: "Print Prometheus text-format metrics instead of text.")
+    var prometheus = false
+
+    func validate() throws {
+        if json && prometheus { throw ValidationError("give --json or --prometheus, not both") }
+    }
+
     func run() throws {
         var config: AgentConfig?
         var configError: String?
@@ -36,7 +52,9 @@ struct StatusCommand: ParsableCommand {
             configError = "\(error)"
         }
         let report = StatusReader().read(config: config, configFile: options.config, configError: configError)
-        if json {
+        if prometheus {
+            print(PrometheusText.render(report), terminator: "")
+        } else if json {
             FileHandle.standardOutput.write(try report.json())
             FileHandle.standardOutput.write(Data("\n".utf8))
         } else {

@@ -9,6 +9,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "journal": AudioJournalBench.run,
     "health": HealthBench.run,
     "export": ExportBench.run,
+    "metrics": MetricsBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

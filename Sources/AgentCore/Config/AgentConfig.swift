@@ -14,6 +14,7 @@ public struct AgentConfig: Sendable, Equatable {
     public var microphone = MicrophoneConfig()
     public var health = HealthConfig()
     public var daemon = DaemonConfig()
+    public var metrics = MetricsConfig()
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
     public var logLevel: String = "info"
 
@@ -37,6 +38,7 @@ public struct AgentConfig: Sendable, Equatable {
         microphone = try MicrophoneConfig(root.section("microphone"))
         health = try HealthConfig(root.section("health"))
         daemon = try DaemonConfig(root.section("daemon"))
+        metrics = try MetricsConfig(root.section("metrics"))
         let log = try root.section("log")
         logLevel = try log.choice("level", default: logLevel,
                                   allowed: ["trace", "debug", "info", "notice", "warning", "error", "critical"])

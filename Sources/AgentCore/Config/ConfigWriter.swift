@@ -101,6 +101,7 @@ public enum ConfigWriter {
         root["health"] = health
         root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval,
                                     "trust_system_clock": config.daemon.trustSystemClock])
+        if let textfile = config.metrics.textfile { root["metrics"] = TOMLTable(["textfile": textfile]) }
         root["log"] = TOMLTable(["level": config.logLevel])
         return root
     }

@@ -65,7 +65,29 @@ extension SQLiteQueue {
                         records_sent = records_sent + CASE WHEN ?3 THEN ?6 ELSE 0 END,
                         bytes_sent = bytes_sent + CASE WHEN ?3 THEN ?7 ELSE 0 END
                     """, arguments: [stream.rawValue, now, success, result, code?.rawValue, records, bytes])
+                // Failed attempts by error code, for the metrics (a running total since the
+                // database was made; same transaction, so it never disagrees with the stats).
+                if !success, let code {
+                    try db.execute(sql: """
+                        INSERT INTO agent_state (key, value, updated_at) VALUES (?1, '1', ?2)
+                        ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(agent_state.value AS INTEGER) + 1 AS TEXT), updated_at = ?2
+                        """, arguments: [AgentStateKey.uploadErrors(code), now])
+                }
             }
+        }
+    }
+
+    /// Failed upload attempts by error code since the database was made.
+    public func uploadErrorTotals() throws -> [String: Int64] {
+        try pool.read { db in
+            var totals: [String: Int64] = [:]
+            for code in AgentErrorCode.allCases {
+                if let text = try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?",
+                                                  arguments: [AgentStateKey.uploadErrors(code)]), let n = Int64(text) {
+                    totals[code.rawValue] = n
+                }
+            }
+            return totals
         }
     }
 

@@ -15,4 +15,7 @@ public enum AgentStateKey {
     /// a running total since the database was made (a whole number as text). Written in
     /// the same transaction as the deletion, so the count and the loss always agree.
     public static func evicted(_ stream: StreamName) -> String { "storage.evicted.\(stream.rawValue)" }
+
+    /// Failed upload attempts that ended with `code`, a running total (a whole number as text).
+    public static func uploadErrors(_ code: AgentErrorCode) -> String { "upload.errors.\(code.rawValue)" }
 }

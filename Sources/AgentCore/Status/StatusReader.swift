@@ -114,6 +114,8 @@ public struct StatusReader: Sendable {
             }
             report.uploader.authPausedUntil = try queue.state(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
             report.uploader.retryAt = try queue.state(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
+            report.uploader.errors = try queue.uploadErrorTotals().sorted { $0.key < $1.key }
+                .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
             if let purge = try queue.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
             }

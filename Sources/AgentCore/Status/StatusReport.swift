@@ -120,6 +120,13 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastErrorMeaning: String?
         public var authPausedUntil: Date?
         public var retryAt: Date?
+        /// Failed upload attempts by error code, since the database was made.
+        public var errors: [ErrorCount]? = nil
+    }
+
+    public struct ErrorCount: Codable, Sendable, Equatable {
+        public var code: String
+        public var count: Int64
     }
 
     public func json() throws -> Data {
