@@ -202,8 +202,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             sampleRate: sampleRate, chunkFrames: config.chunkSeconds * sampleRate,
             overlapFrames: config.overlapSeconds * sampleRate,
             makeEncoder: { [encoderSettings] beginning in
-                self.chunkTimes.began(beginning.id, start: beginning.start)
-                return try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning))
+                let provisional = self.chunkTimes.began(beginning.id, start: beginning.start)
+                return try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning, provisional: provisional))
             })
         var capture: (any AudioCapture)?
         var failures = 0
@@ -331,10 +331,10 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     /// The journal of a chunk that begins; nil (the chunk is then in memory only) when there
     /// is no journal or it cannot be written, which must not stop capture.
-    private func openJournal(_ beginning: ChunkBeginning) -> JournalFile? {
+    private func openJournal(_ beginning: ChunkBeginning, provisional: ProvisionalTime?) -> JournalFile? {
         guard let journal else { return nil }
         do {
-            return try journal.begin(beginning, bitrate: config.bitrate)
+            return try journal.begin(beginning, bitrate: config.bitrate, provisional: provisional)
         } catch {
             logger.error("audio journal: cannot start the journal of a chunk; it is held in memory only until it is in the queue",
                          metadata: ["error": "\(error)"])
@@ -361,10 +361,13 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                                      "cut_off": "\(recovered.wasCut)"])
             do {
                 var record = try MicrophoneRecord.make(chunk, bitrate: recovered.bitrate)
-                // The journal does not keep the boot clock, so a recovered chunk keeps the
-                // time it was captured with; one dated before 2000 is certainly wrong and is
-                // held from an unknown boot (never sent with that time).
-                if CaptureTimeRule.clockLooksUnset(chunk.start) {
+                // A chunk that began on a clock that could not be believed is held with the
+                // boot clock its journal kept, and corrected like any other; one from a
+                // journal without it (an older agent) and dated before 2000 is held from an
+                // unknown boot (never sent with that time).
+                if let provisional = recovered.provisional {
+                    record.provisional = provisional
+                } else if CaptureTimeRule.clockLooksUnset(chunk.start) {
                     record.provisional = ProvisionalTime(bootID: ProvisionalTime.unknownBoot, bootTime: 0)
                 }
                 writer.write(record)

@@ -33,14 +33,16 @@ struct ChunkTimes {
         anchor = Anchor(wall: now.addingTimeInterval(-lag), boot: boot, trusted: trusted)
     }
 
-    /// A chunk begins at `start` on the current timeline.
-    mutating func began(_ id: UUID, start: Date) {
-        guard let anchor, !anchor.trusted else { return }
-        if let boot = anchor.boot {
-            chunks[id] = ProvisionalTime(bootID: boot.bootID, bootTime: boot.seconds + start.timeIntervalSince(anchor.wall))
-        } else {
-            chunks[id] = ProvisionalTime(bootID: ProvisionalTime.unknownBoot, bootTime: 0)
-        }
+    /// A chunk begins at `start` on the current timeline; returns its provisional time (nil
+    /// when the clock is believed), which the audio journal keeps beside its pages.
+    @discardableResult
+    mutating func began(_ id: UUID, start: Date) -> ProvisionalTime? {
+        guard let anchor, !anchor.trusted else { return nil }
+        let provisional = anchor.boot.map {
+            ProvisionalTime(bootID: $0.bootID, bootTime: $0.seconds + start.timeIntervalSince(anchor.wall))
+        } ?? ProvisionalTime(bootID: ProvisionalTime.unknownBoot, bootTime: 0)
+        chunks[id] = provisional
+        return provisional
     }
 
     /// The provisional time of a finished chunk (nil when its time can be believed); forgets it.

@@ -14,13 +14,13 @@ final class AudioJournalTests: XCTestCase {
 
     /// Encodes `seconds` of speech into a journal without finishing the chunk (what a kill
     /// leaves) and returns a copy of the journal's files taken at that moment.
-    func killedJournal(seconds: Double, overlapFrames: Int = 0, id: UUID = UUID(), into snapshot: String,
-                       work: TemporaryDirectory) throws -> (pages: Data, header: JournalHeader) {
+    func killedJournal(seconds: Double, overlapFrames: Int = 0, id: UUID = UUID(), provisional: ProvisionalTime? = nil,
+                       into snapshot: String, work: TemporaryDirectory) throws -> (pages: Data, header: JournalHeader) {
         let samples = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: seconds + 1, in: work.path))
         let journal = AudioJournal(directory: work.file("journal-\(id.uuidString.prefix(8))"), logger: logger)
         try journal.prepare()
         let beginning = ChunkBeginning(id: id, start: t0, overlapFrames: overlapFrames, sampleRate: rate)
-        let encoder = try OggOpusChunkEncoder(.init(), journal: try journal.begin(beginning, bitrate: 16_000))
+        let encoder = try OggOpusChunkEncoder(.init(), journal: try journal.begin(beginning, bitrate: 16_000, provisional: provisional))
         // In 0.5 s blocks, as the capture thread hands them over.
         let fed = Array(samples.prefix(Int(seconds * Double(rate))))
         for start in stride(from: 0, to: fed.count, by: rate / 2) {
@@ -146,6 +146,26 @@ final class AudioJournalTests: XCTestCase {
         _ = try OpusTools.info(audio, in: work)
         XCTAssertEqual(Double(try OpusTools.decode(audio, in: work).count), duration * Double(rate), accuracy: 1)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [], "every journal dealt with")
+    }
+
+    /// A chunk whose time was provisional when it began keeps its boot clock in the journal,
+    /// so the chunk recovered after a kill is held and corrected like any other.
+    func testAProvisionalChunkIsRecoveredWithItsBootClock() throws {
+        let work = try TemporaryDirectory()
+        let id = UUID()
+        let provisional = ProvisionalTime(bootID: "3f1c2b8e-0000-4000-8000-000000000001", bootTime: 1_234.5)
+        let snapshot = work.file("snapshot")
+        let (_, header) = try killedJournal(seconds: 3, id: id, provisional: provisional, into: snapshot, work: work)
+        XCTAssertEqual(header.provisional, provisional)
+
+        let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
+        let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), knownRecords: queue, logger: logger).run()
+        XCTAssertEqual(recovered.map(\.chunk.id), [id])
+        XCTAssertEqual(recovered.first?.provisional, provisional)
+
+        // A chunk whose time was believed has none.
+        let (_, believed) = try killedJournal(seconds: 1, into: work.file("snapshot2"), work: work)
+        XCTAssertNil(believed.provisional)
     }
 }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import AgentCore
 import Foundation
 import Logging
 import Synchronization
@@ -59,9 +60,9 @@ public final class AudioJournal: Sendable {
 
     /// Starts the journal of a chunk: its header is written now (and made durable on the
     /// sync queue, before any of its pages), its page file is opened for appending.
-    public func begin(_ beginning: ChunkBeginning, bitrate: Int) throws -> JournalFile {
+    public func begin(_ beginning: ChunkBeginning, bitrate: Int, provisional: ProvisionalTime? = nil) throws -> JournalFile {
         let id = beginning.id
-        let header = try JournalHeader(beginning: beginning, bitrate: bitrate).encoded()
+        let header = try JournalHeader(beginning: beginning, bitrate: bitrate, provisional: provisional).encoded()
         let headerDescriptor = try create(headerPath(id))
         if let reason = Self.writeAll(header, to: headerDescriptor) {
             close(headerDescriptor)

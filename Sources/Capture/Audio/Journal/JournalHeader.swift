@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// The sidecar of a journal file (`<id>.json`): what a chunk's record needs that the Ogg
@@ -13,8 +14,15 @@ public struct JournalHeader: Codable, Sendable, Equatable {
     public var overlapFrames: Int
     public var sampleRate: Int
     public var bitrate: Int
+    /// Where the chunk began on the boot clock when its time came from a clock that could
+    /// not be believed (nil otherwise): a chunk recovered after a crash is then held and
+    /// corrected like any other (see ClockCorrection), instead of sent with a wrong time.
+    public var bootID: String?
+    public var bootTime: Double?
 
-    public init(beginning: ChunkBeginning, bitrate: Int) {
+    public init(beginning: ChunkBeginning, bitrate: Int, provisional: ProvisionalTime? = nil) {
+        bootID = provisional?.bootID
+        bootTime = provisional?.bootTime
         version = Self.currentVersion
         recordID = beginning.id
         start = beginning.start.timeIntervalSince1970
@@ -25,7 +33,13 @@ public struct JournalHeader: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case version, recordID = "record_id", start, overlapFrames = "overlap_frames"
-        case sampleRate = "sample_rate", bitrate
+        case sampleRate = "sample_rate", bitrate, bootID = "boot_id", bootTime = "boot_time"
+    }
+
+    /// The provisional time recorded when the chunk began, nil when its time was believed.
+    public var provisional: ProvisionalTime? {
+        guard let bootID, let bootTime else { return nil }
+        return ProvisionalTime(bootID: bootID, bootTime: bootTime)
     }
 
     func encoded() throws -> Data {

@@ -17,6 +17,8 @@ struct JournalRecovery {
         var chunk: AudioChunk
         var bitrate: Int
         var wasCut: Bool
+        /// The chunk's time was provisional when it began (the header's boot clock).
+        var provisional: ProvisionalTime?
     }
 
     /// Oldest first. A journal whose fate cannot be decided (the queue cannot be read) is
@@ -58,7 +60,7 @@ struct JournalRecovery {
             let chunk = AudioChunk(id: id, start: Date(timeIntervalSince1970: header.start), frames: frames,
                                    overlapFrames: header.overlapFrames, sampleRate: header.sampleRate,
                                    data: repaired.data)
-            recovered.append(Recovered(chunk: chunk, bitrate: header.bitrate, wasCut: repaired.wasCut))
+            recovered.append(Recovered(chunk: chunk, bitrate: header.bitrate, wasCut: repaired.wasCut, provisional: header.provisional))
         }
         return recovered
     }
