@@ -11,6 +11,8 @@ public protocol UploadComponent: AnyObject, Sendable {
     func updateServer(_ server: ServerConfig)
     /// The network came back after an outage: forget the backoff it caused, send now.
     func networkReturned(_ why: String)
+    /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
+    func setPower(factor: Int, held: Bool)
 }
 
 /// Builds the parts the daemon runs; the live one wires the real streams and uploader,
@@ -42,6 +44,7 @@ public final class AgentDaemon: Sendable {
     private let storageKick: StorageGuardKick
     private let clockCorrection: ClockCorrection
     private let metrics = MetricsTextfile(logger: Logger(label: "ariata.metrics"))
+    private let power: PowerGovernor
 
     private struct State {
         var config: AgentConfig
@@ -66,6 +69,7 @@ public final class AgentDaemon: Sendable {
         storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, logger: Logger(label: "ariata.storage"))
         storageKick = StorageGuardKick(storageGuard)
         clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
+        power = PowerGovernor(queue: queue, logger: Logger(label: "ariata.power"))
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
@@ -81,7 +85,9 @@ public final class AgentDaemon: Sendable {
         let switches = PauseSwitches(queue: queue)
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)
-        let paused = (try? switches.pausedStreams(at: now)) ?? []
+        power.pass(config: config, uploader: nil)
+        var paused = (try? switches.pausedStreams(at: now)) ?? []
+        if power.policy?.microphonePaused == true { paused.insert(.microphone) }
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, queue = self.queue
@@ -101,6 +107,7 @@ public final class AgentDaemon: Sendable {
             let word = supervisors[stream] == nil ? "disabled" : paused.contains(stream) ? "paused" : "started"
             logger.info("\(stream.rawValue) \(word)")
         }
+        if let policy = power.policy { uploader.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld) }
         uploader.start()
         let watcher = NetworkWatcher(logger: Logger(label: "ariata.network")) { [weak uploader] what in
             uploader?.networkReturned(what)
@@ -163,9 +170,12 @@ public final class AgentDaemon: Sendable {
             logger.warning("cannot clear ended pauses: \(error); retrying at the next health check")
         }
         guard let paused = try? switches.pausedStreams(at: now) else { return }
+        let powerPausesMicrophone = power.policy?.microphonePaused == true
         let supervisors = state.withLock { $0.supervisors }
         for (stream, supervisor) in supervisors {
-            supervisor.setPaused(paused.contains(stream), until: try? switches.pausedUntil(stream, at: now))
+            let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream)
+            supervisor.setPaused(paused.contains(stream) || byPower, until: try? switches.pausedUntil(stream, at: now),
+                                 why: byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
         }
         armPauseEnd()
     }
@@ -192,8 +202,9 @@ public final class AgentDaemon: Sendable {
     @discardableResult
     public func tick() -> [String: StreamHealth] {
         storageGuard.pass()
+        let (config, uploader) = state.withLock { ($0.config, $0.uploader) }
+        power.pass(config: config, uploader: uploader)
         applyPauseSwitches()
-        let config = state.withLock { $0.config }
         clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
         let results = coordinator.tick()
         // After the coordinator, so the file carries this tick's health.

@@ -59,14 +59,15 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
     }
 
     /// `until`: when a timed pause ends by itself (for the log; the daemon resumes it).
-    public func setPaused(_ paused: Bool, until: Date? = nil) {
+    /// `why`: a pause the daemon decided (the power policy), for the log.
+    public func setPaused(_ paused: Bool, until: Date? = nil, why: String? = nil) {
         let changed = state.withLock { s -> Bool in
             defer { s.paused = paused }
             return s.paused != paused
         }
         guard changed else { return }
         if paused {
-            let end = until.map { "until \(RFC3339.string(from: $0)) (or 'ariata-agent resume \(stream.rawValue)')" }
+            let end = why.map { "because \($0)" } ?? until.map { "until \(RFC3339.string(from: $0)) (or 'ariata-agent resume \(stream.rawValue)')" }
                 ?? "until 'ariata-agent resume \(stream.rawValue)'"
             logger.notice("\(stream.rawValue) paused: capture stopped \(end)")
             stop()

@@ -22,6 +22,9 @@ public final class Uploader: Sendable {
     private let context: UploadContext
     private let cycles = DispatchQueue(label: "ariata.upload.cycles")
     private let timer = Mutex<ReliableTimer?>(nil)
+    /// The power policy's say ([power]): the interval multiplied on battery, scheduled
+    /// cycles held on a low battery. `sync` (the user asking) is never held.
+    private let power = Mutex((factor: 1, held: false))
     private let suspend = Mutex(SuspendDetector())
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
@@ -97,7 +100,25 @@ public final class Uploader: Sendable {
             return current
         }
         old?.stop()
-        fresh.start(interval: TimeInterval(upload.interval), firstAfter: 0)
+        fresh.start(interval: interval, firstAfter: 0)
+    }
+
+    private var interval: TimeInterval { TimeInterval(upload.interval * power.withLock { $0.factor }) }
+
+    /// Applies the power policy: a new interval counts from now; leaving a hold (back on
+    /// mains) runs a cycle at once, as the queue has waited.
+    public func setPower(factor: Int, held: Bool) {
+        let factor = max(1, factor)
+        let old = power.withLock { p -> (factor: Int, held: Bool) in
+            defer { p = (factor, held) }
+            return p
+        }
+        guard old.factor != factor || old.held != held, let timer = timer.withLock({ $0 }) else { return }
+        if old.held && !held {
+            timer.start(interval: interval, firstAfter: 0)
+        } else if old.factor != factor {
+            timer.start(interval: interval, firstAfter: interval)
+        }
     }
 
     /// Stops: aborts a request in flight (within about a second), lets the cycle finish
@@ -254,6 +275,10 @@ public final class Uploader: Sendable {
         if let slept = suspend.withLock({ $0.suspendedSinceLastCheck() }), slept > 2 {
             networkReturned("resumed after \(Int(slept)) s of suspend")
         }
+        if power.withLock({ $0.held }) {
+            logger.debug("upload cycle skipped: the battery is low, uploads wait for mains ([power] low_battery_percent)")
+            return
+        }
         // One upload at a time across processes: while `ariata-agent sync` holds the lock,
         // this cycle is skipped (sync is sending the same records right now).
         var held: FileLock.Held?
@@ -281,6 +306,6 @@ public final class Uploader: Sendable {
         }
         guard let due else { return }
         let wait = max(due.timeIntervalSince(now), 1)
-        if wait < TimeInterval(upload.interval) { timer.reschedule(after: wait) }
+        if wait < interval { timer.reschedule(after: wait) }
     }
 }

@@ -10,6 +10,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "health": HealthBench.run,
     "export": ExportBench.run,
     "metrics": MetricsBench.run,
+    "power": PowerBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -15,6 +15,7 @@ public struct AgentConfig: Sendable, Equatable {
     public var health = HealthConfig()
     public var daemon = DaemonConfig()
     public var metrics = MetricsConfig()
+    public var power = PowerConfig()
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
     public var logLevel: String = "info"
 
@@ -39,6 +40,7 @@ public struct AgentConfig: Sendable, Equatable {
         health = try HealthConfig(root.section("health"))
         daemon = try DaemonConfig(root.section("daemon"))
         metrics = try MetricsConfig(root.section("metrics"))
+        power = try PowerConfig(root.section("power"))
         let log = try root.section("log")
         logLevel = try log.choice("level", default: logLevel,
                                   allowed: ["trace", "debug", "info", "notice", "warning", "error", "critical"])

@@ -102,6 +102,12 @@ public enum ConfigWriter {
         root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval,
                                     "trust_system_clock": config.daemon.trustSystemClock])
         if let textfile = config.metrics.textfile { root["metrics"] = TOMLTable(["textfile": textfile]) }
+        let p = config.power
+        // Only when set: a file that never mentioned [power] keeps not mentioning it.
+        if p != PowerConfig() {
+            root["power"] = TOMLTable(["enabled": p.enabled, "sysfs_path": p.sysfsPath, "battery_upload_factor": p.batteryUploadFactor,
+                                   "low_battery_percent": p.lowBatteryPercent, "queue_near_limit_percent": p.queueNearLimitPercent])
+        }
         root["log"] = TOMLTable(["level": config.logLevel])
         return root
     }

@@ -16,6 +16,9 @@ public enum AgentStateKey {
     /// the same transaction as the deletion, so the count and the loss always agree.
     public static func evicted(_ stream: StreamName) -> String { "storage.evicted.\(stream.rawValue)" }
 
+    /// JSON of the daemon's latest power decision (`StoredPowerState`), absent without one.
+    public static let powerState = "power.state"
+
     /// Failed upload attempts that ended with `code`, a running total (a whole number as text).
     public static func uploadErrors(_ code: AgentErrorCode) -> String { "upload.errors.\(code.rawValue)" }
 }

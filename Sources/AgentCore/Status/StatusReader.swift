@@ -116,6 +116,17 @@ public struct StatusReader: Sendable {
             report.uploader.retryAt = try queue.state(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
             report.uploader.errors = try queue.uploadErrorTotals().sorted { $0.key < $1.key }
                 .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
+            // The daemon's power decision, while it runs (a stopped daemon changes nothing).
+            if report.daemon.running, let text = try queue.state(AgentStateKey.powerState),
+               let power = try? JSONDecoder().decode(StoredPowerState.self, from: Data(text.utf8)) {
+                report.power = .init(source: power.source, batteryPercent: power.batteryPercent,
+                                     batteryStatus: power.batteryStatus, effects: power.effects)
+                if power.microphonePaused, let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }),
+                   report.streams[i].enabled, !report.streams[i].paused {
+                    report.streams[i].health = "paused"
+                    report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
+                }
+            }
             if let purge = try queue.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
             }

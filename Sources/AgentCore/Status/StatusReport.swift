@@ -30,6 +30,17 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var warnings: [String]
     /// Whether capture times can be believed, and the records held until they can.
     public var clock: Clock? = nil
+    /// What the running daemon's power policy ([power]) saw and changed.
+    public var power: Power? = nil
+
+    public struct Power: Codable, Sendable, Equatable {
+        /// `mains` or `battery`.
+        public var source: String
+        public var batteryPercent: Int?
+        public var batteryStatus: String?
+        /// What the power state changes now (empty on mains).
+        public var effects: [String]
+    }
 
     public struct Daemon: Codable, Sendable, Equatable {
         public var running: Bool

@@ -79,6 +79,10 @@ public struct StatusText: Sendable {
             let counts = r.streams.map { "\($0.name) \($0.evicted)" }.joined(separator: ", ")
             out.append("evicted    \(counts) (E004: deleted by the storage guard before upload)")
         }
+        if let power = r.power {
+            let level = power.batteryPercent.map { ", battery \($0) %" + (power.batteryStatus.map { " (\($0))" } ?? "") } ?? ""
+            out.append("power      on \(power.source)\(level)" + (power.effects.isEmpty ? "" : ": " + power.effects.joined(separator: "; ")))
+        }
         if let purge = r.database.lastPurge {
             out.append("purged     \(age(now.timeIntervalSince(purge.at))) ago: \(purge.message)")
         }

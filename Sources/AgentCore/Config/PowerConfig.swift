@@ -1,0 +1,28 @@
+/// `[power]`: battery-aware behaviour on laptops (README, "Power").
+public struct PowerConfig: Sendable, Equatable {
+    public var enabled = true
+    /// Where the kernel lists power supplies; a key so tests can point it at a fake tree.
+    public var sysfsPath = "/sys/class/power_supply"
+    /// On battery the upload interval is multiplied by this (1: unchanged).
+    public var batteryUploadFactor = 2
+    /// Below this battery level (percent) the microphone pauses and uploads wait for
+    /// mains; 0 turns that off.
+    public var lowBatteryPercent = 15
+    /// Uploads go on even on a low battery once the queue holds this share of its cap
+    /// (percent), so the storage guard does not start deleting.
+    public var queueNearLimitPercent = 80
+
+    public init() {}
+
+    init(_ s: ConfigSection) throws {
+        enabled = try s.bool("enabled", default: enabled)
+        sysfsPath = try s.string("sysfs_path", default: sysfsPath)
+        guard sysfsPath.hasPrefix("/") else {
+            throw s.error("sysfs_path", "\"\(sysfsPath)\" is not an absolute path: leave it out for /sys/class/power_supply")
+        }
+        batteryUploadFactor = try s.int("battery_upload_factor", default: batteryUploadFactor, range: 1...20)
+        lowBatteryPercent = try s.int("low_battery_percent", default: lowBatteryPercent, range: 0...99, unit: "percent")
+        queueNearLimitPercent = try s.int("queue_near_limit_percent", default: queueNearLimitPercent, range: 10...100, unit: "percent")
+        try s.finish()
+    }
+}
