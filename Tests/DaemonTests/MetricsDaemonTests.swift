@@ -65,6 +65,7 @@ final class MetricsDaemonTests: XCTestCase {
             XCTAssertEqual(file["ariata_agent_pending_bytes\(label)"], Double(s.pendingBytes), s.name)
             XCTAssertEqual(file["ariata_agent_uploaded_records\(label)"], Double(s.uploaded), s.name)
             XCTAssertEqual(file["ariata_agent_failed_records\(label)"], Double(s.failed), s.name)
+            XCTAssertEqual(file["ariata_agent_failed_bytes\(label)"], s.failedBytes.map(Double.init), s.name)
             XCTAssertEqual(file["ariata_agent_sent_records_total\(label)"], Double(s.recordsSent), s.name)
             XCTAssertEqual(file["ariata_agent_sent_bytes_total\(label)"], Double(s.bytesSent), s.name)
             XCTAssertEqual(file["ariata_agent_stream_paused\(label)"], s.paused ? 1 : 0, s.name)

@@ -18,6 +18,7 @@ public enum PrometheusText {
         out.gauge("ariata_agent_pending_records", "Records waiting for upload.", perStream { Double($0.pending) })
         out.gauge("ariata_agent_pending_bytes", "Payload bytes waiting for upload.", perStream { Double($0.pendingBytes) })
         out.gauge("ariata_agent_failed_records", "Records the server refused, kept until retention.", perStream { Double($0.failed) })
+        out.gauge("ariata_agent_failed_bytes", "Payload bytes of the failed records.", perStream { $0.failedBytes.map(Double.init) })
         out.gauge("ariata_agent_uploaded_records", "Uploaded records still in the queue (until retention).", perStream { Double($0.uploaded) })
         out.gauge("ariata_agent_oldest_pending_age_seconds", "Age of the oldest pending record.", perStream { $0.oldestPendingAgeSeconds })
         out.gauge("ariata_agent_last_capture_timestamp_seconds", "Capture time of the newest record in the queue.",

@@ -64,6 +64,7 @@ public struct StatusReader: Sendable {
                 s.pending = count(.pending)?.records ?? 0
                 s.pendingBytes = count(.pending)?.bytes ?? 0
                 s.failed = count(.failed)?.records ?? 0
+                s.failedBytes = count(.failed)?.bytes ?? 0
                 s.uploaded = count(.uploaded)?.records ?? 0
                 s.paused = paused.contains(name)
                 if let pause = try switches.pause(of: name, at: now) {

@@ -105,6 +105,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// written coarsened (`action = "coarsen"`), since the daemon started.
         public var privacySkipped: Int? = nil
         public var privacyCoarsened: Int? = nil
+        /// Payload bytes of the failed records.
+        public var failedBytes: Int64? = nil
     }
 
     public struct Clock: Codable, Sendable, Equatable {
