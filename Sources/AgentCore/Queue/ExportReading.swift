@@ -6,9 +6,8 @@ extension SQLiteQueue {
     /// failed ones were refused and are not the user's data as captured), captured in
     /// [`since`, `until`), oldest capture first.
     ///
-    /// One read transaction with a cursor: a consistent snapshot that holds one record
-    /// in memory at a time (a day of audio is ~200 MB), and in WAL mode it never blocks
-    /// the daemon's writes.
+    /// One read transaction: a consistent snapshot that holds one record in memory at a
+    /// time (a day of audio is ~200 MB), and in WAL mode it never blocks the daemon's writes.
     public func forEachRecord(stream: StreamName, since: Date? = nil, until: Date? = nil,
                               _ body: (QueuedRecord) throws -> Void) throws {
         var sql = "SELECT * FROM records WHERE stream = ? AND status IN ('pending', 'uploaded')"
@@ -22,8 +21,13 @@ extension SQLiteQueue {
             arguments += [until.timeIntervalSince1970]
         }
         try pool.read { db in
-            let rows = try Row.fetchCursor(db, sql: sql + " ORDER BY captured_at, seq", arguments: arguments)
-            while let row = try rows.next() {
+            // Order the small keys first, then read each record by its key: sorting whole
+            // rows would copy a day of audio (~200 MB) through SQLite's sorter.
+            let seqs = try Int64.fetchAll(db, sql: sql.replacingOccurrences(of: "SELECT *", with: "SELECT seq")
+                                              + " ORDER BY captured_at, seq", arguments: arguments)
+            let one = try db.cachedStatement(sql: "SELECT * FROM records WHERE seq = ?")
+            for seq in seqs {
+                guard let row = try Row.fetchOne(one, arguments: [seq]) else { continue }
                 try body(Self.record(from: row))
             }
         }
