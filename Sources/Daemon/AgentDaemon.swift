@@ -64,8 +64,9 @@ public final class AgentDaemon: Sendable {
         self.logger = logger
         self.tickInterval = tickInterval
         state = Mutex(State(config: config))
+        // An unchanged health is stored again every 10 checks (5 min by default).
         coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
-                                        logger: Logger(label: "ariata.health"))
+                                        healthRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
         storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, logger: Logger(label: "ariata.storage"))
         storageKick = StorageGuardKick(storageGuard)
         clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))

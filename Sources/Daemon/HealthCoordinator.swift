@@ -30,11 +30,21 @@ public final class HealthCoordinator: Sendable {
     /// itself (streams reconnect on their own) before it is restarted.
     private let strikes = Mutex<[String: Int]>([:])
     private let restartAfterStrikes: Int
-    /// Counters last written, so unchanged ones are not rewritten every tick.
-    private let storedCounters = Mutex<[String: Int]>([:])
+    /// What was last written for `status`, so unchanged values are not rewritten every tick.
+    private struct Written {
+        var health: [String: (health: StreamHealth, at: TimeInterval)] = [:]
+        var counters: [String: Int] = [:]
+    }
+    private let written = Mutex(Written())
+    /// An unchanged health is written again after this long (monotonic seconds).
+    private let healthRewrite: TimeInterval
+    private let clock: @Sendable () -> TimeInterval
 
     public init(components: [any SupervisedComponent], store: SQLiteQueue, notifier: SystemdNotifier,
-                restartAfterStrikes: Int = 2, logger: Logger) {
+                restartAfterStrikes: Int = 2, healthRewrite: TimeInterval = 300,
+                clock: @escaping @Sendable () -> TimeInterval = HealthCoordinator.monotonicSeconds, logger: Logger) {
+        self.healthRewrite = healthRewrite
+        self.clock = clock
         self.components = Mutex(components)
         self.store = store
         self.notifier = notifier
@@ -47,21 +57,50 @@ public final class HealthCoordinator: Sendable {
         strikes.withLock { $0 = [:] }
     }
 
+    public static func monotonicSeconds() -> TimeInterval {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
+    }
+
     /// One round of checks. Returns the health of each component, by name.
+    ///
+    /// What it stores for `status` goes in one transaction: the health of a component
+    /// when it changed, or when its stored `checked_at` is `healthRewrite` old (so `status`
+    /// can tell a live daemon's check from a stale one), and the counters that changed.
+    /// A quiet daemon thus commits once every few minutes, not once per component per tick.
     @discardableResult
     public func tick(summary: (([String: StreamHealth]) -> String)? = nil) -> [String: StreamHealth] {
         let current = components.withLock { $0 }
+        let now = clock()
         var results: [String: StreamHealth] = [:]
+        var write = HealthCheckWrite()
         for component in current {
             let name = component.componentName
             let health = component.health()
             results[name] = health
-            do {
-                try store.storeHealth(component: name, health)
-            } catch {
-                logger.error("cannot store the health of \(name): \(error)")
+            let due = written.withLock { written -> Bool in
+                guard let last = written.health[name] else { return true }
+                return last.health != health || now - last.at >= healthRewrite
             }
-            storeCounters(of: component)
+            if due { write.health[name] = health }
+            for (counter, value) in component.counters() {
+                let key = StreamCounter.key(name, counter)
+                if written.withLock({ $0.counters[key] != value }) { write.state[key] = String(value) }
+            }
+        }
+        do {
+            try store.store(write)
+            written.withLock { written in
+                for (name, health) in write.health { written.health[name] = (health, now) }
+                for (key, value) in write.state { written.counters[key] = Int(value) }
+            }
+        } catch {
+            logger.error("cannot store the health check for status: \(error); it is written again at the next check")
+        }
+        for component in current {
+            let name = component.componentName
+            let health = results[name] ?? .disabled
             let count = strikes.withLock { table -> Int in
                 table[name] = health.isHealthy || health == .disabled ? 0 : (table[name] ?? 0) + 1
                 return table[name] ?? 0
@@ -77,24 +116,6 @@ public final class HealthCoordinator: Sendable {
         notifier.watchdog()
         notifier.status(summary?(results) ?? Self.summary(results))
         return results
-    }
-
-    /// Writes a component's counters for `status`, those that changed since the last tick.
-    private func storeCounters(of component: any SupervisedComponent) {
-        for (counter, value) in component.counters() {
-            let key = StreamCounter.key(component.componentName, counter)
-            let changed = storedCounters.withLock { stored -> Bool in
-                defer { stored[key] = value }
-                return stored[key] != value
-            }
-            guard changed else { continue }
-            do {
-                try store.setState(key, String(value))
-            } catch {
-                storedCounters.withLock { $0[key] = nil }
-                logger.error("cannot store \(key): \(error)")
-            }
-        }
     }
 
     /// A one-line summary for `systemctl status`: "location healthy, microphone paused, …".

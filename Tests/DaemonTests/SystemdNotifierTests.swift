@@ -1,6 +1,7 @@
 import AgentCore
 import Daemon
 import TestRigs
+import Synchronization
 import XCTest
 
 final class SystemdNotifierTests: XCTestCase {
@@ -65,5 +66,50 @@ final class HealthCoordinatorTests: XCTestCase {
         let messages = socket.drain()
         XCTAssertEqual(messages.filter { $0 == "WATCHDOG=1" }.count, 3)
         XCTAssertTrue(messages.contains("STATUS=location unhealthy, microphone disabled"), "\(messages)")
+    }
+
+    /// A health check is one commit at most, and none when nothing changed: a quiet daemon
+    /// must not append to the WAL (and fsync) every 30 s for the same rows (issue 14).
+    func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
+        let dir = try TemporaryDirectory("coordinator-writes")
+        let wall = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: wall)
+        let gps = Switchable("location")
+        let mic = Switchable("microphone")
+        let monotonic = Mutex<TimeInterval>(0)
+        let coordinator = HealthCoordinator(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
+                                            healthRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
+        func walBytes() -> Int64 {
+            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        func checked(_ name: String) throws -> Date? { try queue.storedHealth().first { $0.component == name }?.checkedAt }
+
+        coordinator.tick()
+        let first = walBytes()
+        XCTAssertEqual(try checked("location"), wall.now())
+
+        for _ in 0..<5 {
+            monotonic.withLock { $0 += 30 }
+            wall.advance(by: 30)
+            coordinator.tick()
+        }
+        XCTAssertEqual(walBytes(), first, "five quiet checks wrote nothing")
+        XCTAssertEqual(try checked("location"), Date(timeIntervalSince1970: 1_800_000_000))
+
+        gps.current = .unhealthy(reason: "cannot reach gpsd")
+        monotonic.withLock { $0 += 30 }
+        wall.advance(by: 30)
+        coordinator.tick()
+        let changed = walBytes()
+        XCTAssertGreaterThan(changed, first, "a change is written at once")
+        XCTAssertEqual(try queue.storedHealth().first { $0.component == "location" }?.reason, "cannot reach gpsd")
+        XCTAssertEqual(try checked("microphone"), Date(timeIntervalSince1970: 1_800_000_000), "only what changed")
+
+        // Past the rewrite interval every component's checked_at is fresh again.
+        monotonic.withLock { $0 += 300 }
+        wall.advance(by: 300)
+        coordinator.tick()
+        XCTAssertEqual(try checked("microphone"), wall.now())
+        XCTAssertEqual(try checked("location"), wall.now())
     }
 }

@@ -34,9 +34,12 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - databasePath: where the queue lives (default: in the rig's directory).
     ///   - storageConfig: more `[storage]` keys (min_free_mb, max_queue_mb).
     ///   - locationEnabled: `[location] enabled` (gpsd and its feed run either way).
+    ///   - locationInterval, healthCommitInterval: short for tests; the defaults of a real
+    ///     device (10 s, 10 s) for benchmarks.
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
-                storageConfig: String = "", locationEnabled: Bool = true) throws {
+                storageConfig: String = "", locationEnabled: Bool = true,
+                locationInterval: Int = 2, healthCommitInterval: Int = 1) throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
         try receiver.start()
@@ -83,14 +86,14 @@ public final class DaemonRig: @unchecked Sendable {
             enabled = \(locationEnabled)
             gpsd_host = "127.0.0.1"
             gpsd_port = \(gps.port)
-            interval = 2
+            interval = \(locationInterval)
             [microphone]
             device = "daemon_mic"
             chunk_seconds = \(chunkSeconds)
             overlap_seconds = \(overlapSeconds)
             [health]
             enabled = true
-            commit_interval = 1
+            commit_interval = \(healthCommitInterval)
             [[health.source]]
             kind = "file"
             path = "\(healthPath)"
@@ -139,9 +142,14 @@ public final class DaemonRig: @unchecked Sendable {
     /// health check.
     public func openQueue(timeout: TimeInterval = 30) throws -> SQLiteQueue {
         var queue: SQLiteQueue?
-        try waitUntil("the daemon's first health check", timeout: timeout) {
-            if queue == nil { queue = try? SQLiteQueue(readOnlyPath: databasePath) }
-            return (try? queue?.storedHealth().isEmpty == false) ?? false
+        do {
+            try waitUntil("the daemon's first health check", timeout: timeout) {
+                if queue == nil { queue = try? SQLiteQueue(readOnlyPath: databasePath) }
+                return (try? queue?.storedHealth().isEmpty == false) ?? false
+            }
+        } catch {
+            // Say why: the agent's own words are the first thing to read.
+            throw RigFailure("\(error); agent \(agent?.isRunning == true ? "running" : "not running"), its log:\n\(agentLog)")
         }
         guard let queue else { throw RigFailure("no queue at \(databasePath)") }
         return queue

@@ -25,16 +25,7 @@ public struct UploadStats: Sendable, Equatable {
 /// bookkeeping and named state (pause switches and the like).
 extension SQLiteQueue {
     public func storeHealth(component: String, _ health: StreamHealth) throws {
-        try writing {
-            try pool.write { db in
-                try db.execute(sql: """
-                    INSERT INTO component_health (component, state, reason, code, checked_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (component) DO UPDATE SET state = excluded.state, reason = excluded.reason,
-                        code = excluded.code, checked_at = excluded.checked_at
-                    """, arguments: [component, health.state, health.reason, health.code?.rawValue,
-                                     clock.now().timeIntervalSince1970])
-            }
-        }
+        try store(HealthCheckWrite(health: [component: health]))
     }
 
     public func storedHealth() throws -> [StoredHealth] {

@@ -26,7 +26,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         var config = Configuration()
         config.busyMode = .timeout(10)
         config.prepareDatabase { db in
-            // Durability: synchronous=FULL makes every commit fsync the WAL before it
+            // Durability (set again on the writer after the pool opens, see below): synchronous=FULL makes every commit fsync the WAL before it
             // returns. A record whose enqueue returned survives the process being killed
             // (that needs only NORMAL) and also a power cut or kernel panic: at most the
             // transaction in flight is lost, and the file stays consistent. The price is
@@ -47,6 +47,11 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             StorageReserve.releaseIfDiskFull(databasePath: path)
             try Self.createIfMissing(path: path)
             pool = try DatabasePool(path: path, configuration: config)
+            // GRDB switches a pool's connections to synchronous=NORMAL when it turns WAL on,
+            // after prepareDatabase has run: set FULL again on the writer, the one
+            // connection that commits (issue 14 found the override; `durability()` and a
+            // test keep it from coming back).
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Schema.migrate(pool)
         } catch let error as QueueError {
             throw error
@@ -281,6 +286,13 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             }
             return try Row.fetchAll(db, sql: sql + " ORDER BY seq", arguments: arguments).map(Self.record(from:))
         }
+    }
+
+    /// The writer's `PRAGMA synchronous`: "full" when every commit fsyncs the WAL before
+    /// it returns (what the README promises), "normal" when a power cut may undo commits.
+    public func durability() throws -> String {
+        let level = try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        return ["off", "normal", "full", "extra"].indices.contains(level) ? ["off", "normal", "full", "extra"][level] : "\(level)"
     }
 
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
