@@ -196,12 +196,18 @@ public final class AgentDaemon: Sendable {
         }
     }
 
+    /// Memory freed since the last check (an upload's bodies) goes back to the system.
+    private func trimMemory() {
+        MemoryFootprint.releaseFreedMemory()
+    }
+
     /// One maintenance round: the storage guard, pause switches, health (with restarts
     /// and the watchdog), and retention once an hour. The guard goes first, because on a
     /// full disk everything after it writes to the queue; each part runs whatever the
     /// others did, and none of them throws, so a failing disk cannot stop the tick.
     @discardableResult
     public func tick() -> [String: StreamHealth] {
+        trimMemory()
         storageGuard.pass()
         let (config, uploader) = state.withLock { ($0.config, $0.uploader) }
         power.pass(config: config, uploader: uploader)

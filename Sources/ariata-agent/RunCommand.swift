@@ -36,6 +36,8 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         // A peer that resets a socket (gpsd, the server) must be an error, not a signal.
         signal(SIGPIPE, SIG_IGN)
+        // Before any thread: two malloc arenas (README, "Memory").
+        MemoryFootprint.limitMallocArenas()
         let config: AgentConfig
         do {
             config = try AgentConfig.load(path: options.config)

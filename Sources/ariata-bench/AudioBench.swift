@@ -88,6 +88,7 @@ enum AudioBench {
         let queue = try SQLiteQueue(path: "\(work)/queue.sqlite")
         var config = MicrophoneConfig()
         config.device = device
+        config.complexity = complexity
         let ended = EndFlag()
         let opened = EndFlag()
         let frames = seconds * 16_000
@@ -99,7 +100,7 @@ enum AudioBench {
                 }
                 return EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: frames, ended: ended)
             },
-            retry: .constant(3_600), maxClockSkew: nil, complexity: complexity)
+            retry: .constant(3_600), maxClockSkew: nil)
         let cpuStart = cpu(RUSAGE_SELF.rawValue)
         let wallStart = Date()
         stream.start()

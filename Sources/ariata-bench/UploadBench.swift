@@ -214,7 +214,7 @@ enum UploadBench {
 }
 
 /// The reference receiver as a child process, storing ids only.
-private final class Receiver {
+final class Receiver {
     let process = Process()
     let port: Int
 

@@ -11,6 +11,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "export": ExportBench.run,
     "metrics": MetricsBench.run,
     "power": PowerBench.run,
+    "footprint": FootprintBench.run,
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -82,6 +82,7 @@ final class ConfigTests: XCTestCase {
             ("[server]\nendpoint = \"ftp://x\"", "server.endpoint", "not an http:// or https:// URL"),
             ("[server]\ngzip = \"yes\"", "server.gzip", "expected true or false"),
             ("[microphone]\noverlap_seconds = 30", "microphone.overlap_seconds", "must be shorter than chunk_seconds"),
+            ("[microphone]\ncomplexity = 11", "microphone.complexity", "11 is out of range: allowed 0 to 10"),
             ("[health]\nenabled = true", "health.source", "no [[health.source]] is configured"),
             ("[[health.source]]\nkind = \"usb\"\npath = \"/x\"", "health.source[1].kind", "use one of \"file\", \"serial\""),
             ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),

@@ -7,6 +7,9 @@ public struct MicrophoneConfig: Sendable, Equatable {
     public var bitrate: Int = 16_000
     public var chunkSeconds: Int = 30
     public var overlapSeconds: Int = 2
+    /// libopus encoder complexity, 0 (least CPU) to 10 (libopus's and opusenc's default):
+    /// see the README's Measurements for what each level costs and saves.
+    public var complexity: Int = 10
 
     public init() {}
 
@@ -16,6 +19,7 @@ public struct MicrophoneConfig: Sendable, Equatable {
         bitrate = try s.int("bitrate", default: bitrate, range: 6_000...128_000, unit: "bits per second")
         chunkSeconds = try s.int("chunk_seconds", default: chunkSeconds, range: 5...600, unit: "seconds")
         overlapSeconds = try s.int("overlap_seconds", default: overlapSeconds, range: 0...60, unit: "seconds")
+        complexity = try s.int("complexity", default: complexity, range: 0...10, unit: "")
         guard overlapSeconds < chunkSeconds else {
             throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
         }

@@ -25,7 +25,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
         var config = Configuration()
         config.busyMode = .timeout(10)
+        // Memory (README, "Memory"): the daemon reads from at most two threads at once (the
+        // uploader and a health check), and each connection's page cache is held to 1 MiB
+        // (SQLite's default is 2 MiB, filled by every upload that reads audio through it).
+        config.maximumReaderCount = 2
         config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA cache_size = -1024")
             // Durability (set again on the writer after the pool opens, see below): synchronous=FULL makes every commit fsync the WAL before it
             // returns. A record whose enqueue returned survives the process being killed
             // (that needs only NORMAL) and also a power cut or kernel panic: at most the

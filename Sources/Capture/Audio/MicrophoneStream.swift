@@ -74,14 +74,14 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false), captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
                 retry: Backoff = MicrophoneStream.deviceRetry, maxClockSkew: TimeInterval? = 2,
-                complexity: Int = 10, journal: Journaling? = nil) {
+                journal: Journaling? = nil) {
         self.config = config
         self.clock = clock
         self.logger = logger
         self.captureFactory = captureFactory
         self.retry = retry
         self.maxClockSkew = maxClockSkew
-        self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: complexity)
+        self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity)
         let audioJournal = journal.map { AudioJournal(directory: $0.directory, logger: logger) }
         self.journal = audioJournal
         self.knownRecords = journal?.knownRecords

@@ -1,0 +1,305 @@
+import AgentCore
+import Capture
+import Foundation
+import TestRigs
+
+/// The whole daemon's footprint on a small board (issue 14), measured on the real thing:
+///
+///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
+///         [--upload-interval 300] [--complexity N] [--health-every 15]
+///
+/// `ariata-agent run` with all three streams live against the real rigs (gpsd fed a drive
+/// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
+/// a health file that gains a sample every `--health-every` seconds, the reference
+/// receiver) and the defaults of a real device (30 s chunks with 2 s overlap, a fix every
+/// 10 s, uploads every 300 s, health checks every 30 s). From 10 s after the start to the
+/// end it reads /proc/PID and prints: peak RSS, CPU % of one core and its split by thread,
+/// voluntary context switches per second, bytes written to storage (`write_bytes`) per
+/// hour and per byte captured (Opus bytes of the chunks plus the other records' bytes), and
+/// the CPU the agent's own Opus encoder takes alone on the same audio in the same run.
+///
+///     .build/release/ariata-bench footprint drain [--records 20000]
+///
+/// fills a queue with a backlog of 30 s audio chunks, then runs `ariata-agent sync` to
+/// drain it to the receiver and prints that process's peak RSS and its time.
+enum FootprintBench {
+    static func run(_ arguments: [String]) throws {
+        if arguments.first == "drain" { return try Drain.run(Array(arguments.dropFirst())) }
+        var minutes = 10.0
+        var uploadInterval = 300
+        var complexity: Int?
+        var healthEvery = 15.0
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst(), let number = Double(value), number > 0 else {
+                throw BenchUsage(text: "\(flag) needs a positive number")
+            }
+            switch flag {
+            case "--minutes": minutes = number
+            case "--upload-interval": uploadInterval = Int(number)
+            case "--complexity": complexity = Int(number)
+            case "--health-every": healthEvery = number
+            default: throw BenchUsage(text: "usage: ariata-bench footprint [--minutes M] [--upload-interval S] [--complexity N] [--health-every S] | drain [--records N]")
+            }
+        }
+        let microphoneExtra = complexity.map { "[microphone]\ncomplexity = \($0)\n" } ?? ""
+        let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
+                                extraConfig: "", storageConfig: "", locationInterval: 10, healthCommitInterval: 300)
+        if !microphoneExtra.isEmpty {
+            // A second [microphone] table is not TOML: put the key in the rig's table.
+            var text = try String(contentsOfFile: rig.configPath, encoding: .utf8)
+            text = text.replacingOccurrences(of: "[microphone]\n", with: microphoneExtra)
+            try text.write(toFile: rig.configPath, atomically: true, encoding: .utf8)
+        }
+        try rig.startAgent()
+        guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
+        let pid = agent.pid
+        print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, uploads every %d s", pid, minutes, uploadInterval))
+
+        // The health file gains samples as a watch export would.
+        let feeding = EndFlag()
+        let period = healthEvery
+        let feeder = Thread {
+            var value = 60
+            while !feeding.value {
+                try? rig.appendHeartRates([value])
+                value = 60 + (value - 59) % 40
+                Thread.sleep(forTimeInterval: period)
+            }
+        }
+        feeder.start()
+        defer { feeding.set() }
+
+        Thread.sleep(forTimeInterval: 10)   // start-up (onboarding checks, journal recovery) left out
+        guard let first = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited early:\n\(rig.agentLog)") }
+        var threads = ThreadLedger()
+        threads.add(first)
+        let windowStart = Date()
+        let end = windowStart.addingTimeInterval(minutes * 60)
+        var last = first
+        var peakAnon = first.anonKiB
+        var peakFile = first.fileKiB
+        while Date() < end {
+            Thread.sleep(forTimeInterval: 1)
+            guard let reading = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited:\n\(rig.agentLog)") }
+            threads.add(reading)
+            last = reading
+            peakAnon = max(peakAnon, reading.anonKiB)
+            peakFile = max(peakFile, reading.fileKiB)
+        }
+        let window = Date().timeIntervalSince(windowStart)
+        _ = rig.stopAgent()
+        feeding.set()
+
+        // What was captured in the window, read back from the queue.
+        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        var captured = (opus: 0, records: 0, audioSeconds: 0.0, chunks: 0, fixes: 0, samples: 0)
+        for stream in StreamName.allCases {
+            for record in try queue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
+                switch stream {
+                case .microphone:
+                    let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
+                    captured.opus += Data(base64Encoded: object?["audio_data"] as? String ?? "")?.count ?? 0
+                    captured.audioSeconds += object?["duration"] as? Double ?? 0
+                    captured.chunks += 1
+                case .location:
+                    captured.records += record.payload.count
+                    captured.fixes += 1
+                case .health:
+                    captured.records += record.payload.count
+                    captured.samples += 1
+                }
+            }
+        }
+        let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let cpu = Double(last.cpuTicks - first.cpuTicks) / hz
+        let written = last.writeBytes - first.writeBytes
+        let capturedBytes = captured.opus + captured.records
+        let switches = threads.voluntarySwitches
+        print(String(format: "window %.0f s: %d audio chunks (%.0f s of audio, %d Opus bytes), %d fixes, %d health samples (%d record bytes)",
+                     window, captured.chunks, captured.audioSeconds, captured.opus, captured.fixes, captured.samples, captured.records))
+        print(String(format: "peak RSS %.1f MB (VmHWM; %.1f MB resident at the end); sampled each second: anonymous (private) at most %.1f MB, file-backed (code, libraries) at most %.1f MB",
+                     Double(last.peakRSSKiB) / 1024, Double(last.rssKiB) / 1024, Double(peakAnon) / 1024, Double(peakFile) / 1024))
+        print(String(format: "CPU %.2f %% of one core (%.2f s)", 100 * cpu / window, cpu))
+        print(String(format: "voluntary context switches %.2f/s (%d over the window, all threads)", Double(switches) / window, switches))
+        print(String(format: "written to storage %.1f MB/h; %.2f bytes per byte captured (%d written, %d captured)",
+                     Double(written) / window * 3600 / 1e6, capturedBytes > 0 ? Double(written) / Double(capturedBytes) : 0,
+                     written, capturedBytes))
+        for line in threads.split(hz: hz, window: window) { print("  " + line) }
+
+        // The agent's own encoder alone on the same audio (the chunks' seconds, overlaps
+        // included), same settings, in this process.
+        let encoderCPU = try encoderAlone(seconds: captured.audioSeconds, complexity: complexity ?? MicrophoneConfig().complexity,
+                                          in: rig.directory.path)
+        print(String(format: "Opus encoder alone on the same %.0f s of audio: %.2f s CPU (%.2f %% of one core over the window); daemon/encoder %.3f",
+                     captured.audioSeconds, encoderCPU, 100 * encoderCPU / window, encoderCPU > 0 ? cpu / encoderCPU : 0))
+    }
+
+    /// CPU seconds of `OggOpusChunkEncoder` encoding `seconds` of the rig's speech in 30 s
+    /// files, on this thread.
+    static func encoderAlone(seconds: Double, complexity: Int, in directory: String) throws -> Double {
+        let samples = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 60, in: directory, name: "alone.raw"))
+        guard !samples.isEmpty else { return 0 }
+        let total = Int(seconds * 16_000)
+        let before = threadCPU()
+        var done = 0
+        while done < total {
+            let encoder = try OggOpusChunkEncoder(.init(sampleRate: 16_000, bitrate: 16_000, complexity: complexity))
+            let chunkEnd = min(total, done + 30 * 16_000)
+            while done < chunkEnd {
+                let offset = done % samples.count
+                let count = min(8_000, chunkEnd - done, samples.count - offset)
+                try samples.withUnsafeBufferPointer { buffer in
+                    try encoder.append(UnsafeBufferPointer(rebasing: buffer[offset ..< offset + count]))
+                }
+                done += count
+            }
+            _ = try encoder.finish()
+        }
+        return threadCPU() - before
+    }
+
+    static func threadCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+/// One look at /proc/PID: the process's CPU ticks, bytes written to storage, memory, and
+/// each thread's name, CPU ticks and voluntary context switches.
+struct ProcessReading {
+    struct Task { var name: String; var ticks: Int; var voluntary: Int }
+    var cpuTicks: Int
+    var writeBytes: Int
+    var peakRSSKiB: Int
+    var rssKiB: Int
+    /// Private memory (heap, stacks, relocated data) and file-backed pages (the program's
+    /// code and the libraries', shared with the page cache).
+    var anonKiB: Int
+    var fileKiB: Int
+    var tasks: [Int: Task]
+
+    init?(pid: Int32) {
+        guard let stat = Self.statFields("/proc/\(pid)/stat"),
+              let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
+              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        cpuTicks = stat.ticks
+        writeBytes = Self.field("write_bytes:", in: io) ?? 0
+        peakRSSKiB = Self.field("VmHWM:", in: status) ?? 0
+        rssKiB = Self.field("VmRSS:", in: status) ?? 0
+        anonKiB = Self.field("RssAnon:", in: status) ?? 0
+        fileKiB = Self.field("RssFile:", in: status) ?? 0
+        tasks = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+            guard let tid = Int(name), let taskStat = Self.statFields("/proc/\(pid)/task/\(tid)/stat"),
+                  let taskStatus = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { continue }
+            tasks[tid] = Task(name: taskStat.comm, ticks: taskStat.ticks,
+                              voluntary: Self.field("voluntary_ctxt_switches:", in: taskStatus) ?? 0)
+        }
+    }
+
+    /// comm and utime+stime from a stat file (the name may hold spaces and parentheses).
+    static func statFields(_ path: String) -> (comm: String, ticks: Int)? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")") else { return nil }
+        let comm = String(text[text.index(after: open) ..< close])
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the name: state is field 3, utime 14 and stime 15 (1-based over the whole line).
+        guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+        return (comm, user + system)
+    }
+
+    static func field(_ key: String, in text: String) -> Int? {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return nil }
+        return Int(line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+    }
+}
+
+/// Per-thread counters across readings: a thread that ends between two readings keeps what
+/// it had at the last one (so short-lived threads are counted, up to a second short).
+struct ThreadLedger {
+    private var first: [Int: ProcessReading.Task] = [:]
+    private var last: [Int: ProcessReading.Task] = [:]
+
+    mutating func add(_ reading: ProcessReading) {
+        let initial = last.isEmpty
+        for (tid, task) in reading.tasks {
+            if first[tid] == nil {
+                // A thread born after the window began counts from zero.
+                first[tid] = initial ? task : ProcessReading.Task(name: task.name, ticks: 0, voluntary: 0)
+            }
+            last[tid] = task
+        }
+    }
+
+    var voluntarySwitches: Int {
+        last.reduce(0) { sum, entry in sum + entry.value.voluntary - (first[entry.key]?.voluntary ?? 0) }
+    }
+
+    /// CPU % and switches per second by thread name, busiest first.
+    func split(hz: Double, window: Double) -> [String] {
+        var byName: [String: (ticks: Int, voluntary: Int, threads: Int)] = [:]
+        for (tid, task) in last {
+            let start = first[tid] ?? task
+            byName[task.name, default: (0, 0, 0)].ticks += task.ticks - start.ticks
+            byName[task.name, default: (0, 0, 0)].voluntary += task.voluntary - start.voluntary
+            byName[task.name, default: (0, 0, 0)].threads += 1
+        }
+        return byName.sorted { $0.value.ticks > $1.value.ticks }.map { name, value in
+            String(format: "thread %-16@ ×%-3d CPU %5.2f %%  switches %5.2f/s", name as NSString, value.threads,
+                   100 * Double(value.ticks) / hz / window, Double(value.voluntary) / window)
+        }
+    }
+}
+
+extension FootprintBench {
+    /// `ariata-bench footprint drain [--records 20000]`: the peak RSS of `ariata-agent sync`
+    /// draining a backlog of audio chunks (60 KB of Opus-sized noise each) to the reference
+    /// receiver on loopback.
+    enum Drain {
+        static func run(_ arguments: [String]) throws {
+            var options = try UploadBench.Options(arguments)
+            options.curl = false
+            let directory = try TemporaryDirectory("ariata-drain-bench")
+            let receiver = try Receiver(directory: directory.path)
+            defer { receiver.stop() }
+            let database = directory.file("queue.sqlite")
+            let fill = Date()
+            let payload = try UploadBench.enqueueBacklog(options, queue: try SQLiteQueue(path: database), bodiesDirectory: nil)
+            print(String(format: "backlog: %d audio chunks, %.2f GB of payload (written in %.1f s)",
+                         options.records, Double(payload) / 1e9, Date().timeIntervalSince(fill)))
+            let config = directory.file("agent.toml")
+            try """
+                [server]
+                endpoint = "http://127.0.0.1:\(receiver.port)"
+                token = "\(UploadBench.token)"
+                device_id = "bench"
+                [storage]
+                database = "\(database)"
+
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let sync = try ChildProcess(try BuildProducts.executable("ariata-agent"), ["sync", "--config", config],
+                                        name: "sync", logDirectory: directory.path)
+            let began = Date()
+            var peak = 0
+            var samples: [Int] = []
+            while sync.isRunning {
+                if let reading = ProcessReading(pid: sync.pid) {
+                    peak = max(peak, reading.peakRSSKiB)
+                    samples.append(reading.rssKiB)
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            let seconds = Date().timeIntervalSince(began)
+            let status = sync.wait(timeout: 10)
+            let stats = try receiver.stats()
+            guard status == 0, stats.stored == options.records else {
+                throw BenchUsage(text: "sync exited \(status.map(String.init) ?? "?") with \(stats.stored) of \(options.records) stored:\n\(sync.stderr())")
+            }
+            print(String(format: "ariata-agent sync drained %d records in %.1f s (%.0f records/s); peak RSS %.1f MB (VmHWM), resident %.1f–%.1f MB while draining",
+                         options.records, seconds, Double(options.records) / seconds, Double(peak) / 1024,
+                         Double(samples.min() ?? 0) / 1024, Double(samples.max() ?? 0) / 1024))
+        }
+    }
+}
