@@ -77,7 +77,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
                 timeout = min(timeout ?? due, due)
             }
             if let retry = commitRetryAt { timeout = min(timeout ?? 0, max(0, retry - uptime)) }
-            let revents = Poll.wait(fds, timeout: timeout)
+            let revents = Poll.wait(fds, timeout: timeout) ?? []
             counters.update { $0.wakeups += 1 }
                 _ = inotify?.drain()
             if port != nil, revents.count > 1, revents[1] != 0 { readPort(hungUp: revents[1] & Int16(POLLHUP | POLLERR | POLLNVAL) != 0) }
