@@ -18,8 +18,8 @@ import Synchronization
 /// The thread sleeps in poll(2) on inotify and a wake pipe, without a time-out unless a
 /// commit is due or an error is being retried: an idle source does not wake up.
 public final class FileSource: HealthSource, @unchecked Sendable {
-    // @unchecked: `counters` (a Mutex) and `wake` (a pipe, also the stop flag) are
-    // shared with other threads; every other var is touched only by the thread inside run().
+    // @unchecked: `counters` (a Mutex) is shared with other threads; every var is touched
+    // only by the thread inside run().
     public let name: String
     let config: HealthSourceConfig
     let queue: any HealthRecordQueue
@@ -30,7 +30,6 @@ public final class FileSource: HealthSource, @unchecked Sendable {
     let anchorKey: String
 
     private let counters: HealthSourceCounters
-    private let wake: Waker
 
     private static let fingerprintBytes = 128
     /// Lines consumed without a record (old, bad, headers) that still move the anchor.
@@ -70,7 +69,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
 
     public init(config: HealthSourceConfig, queue: any HealthRecordQueue, commitInterval: TimeInterval,
                 batchSize: Int = 500, clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) throws {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         name = config.name
         self.config = config
         self.queue = queue
@@ -80,21 +79,19 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         self.batchSize = max(1, batchSize)
         anchorKey = "file:" + config.path
         counters = HealthSourceCounters(name: config.name, kind: .file)
-        wake = try Waker()
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
                                         clockTrust: clockTrust)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
 
-    public func requestStop() {
-        wake.wake()
-    }
-
-    private var isStopping: Bool { wake.isWoken }
+    /// The thread's stop flag while `run` runs.
+    private var stop: Waker?
+    private var isStopping: Bool { stop?.isWoken ?? true }
     private var uptime: TimeInterval { ProcessInfo.processInfo.systemUptime }
 
-    public func run() {
+    public func run(until stop: Waker) {
+        self.stop = stop
         do {
             inotify = try Inotify()
         } catch {
@@ -444,7 +441,7 @@ public final class FileSource: HealthSource, @unchecked Sendable {
         if let since = dirtySince { earliest(max(0, since + commitInterval - uptime)) }
         if let retryAt { earliest(max(0, retryAt - uptime)) }
         if inotify == nil { earliest(2) }
-        var fds = [wake.fd]
+        var fds = [stop?.fd ?? -1]
         if let inotify { fds.append(inotify.fd) }
         _ = Poll.wait(fds, timeout: timeout)
         counters.update { $0.wakeups += 1 }

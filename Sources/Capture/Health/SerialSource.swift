@@ -10,8 +10,8 @@ import Synchronization
 /// When the device goes away (USB unplugged) the source turns unhealthy and opens the
 /// port again by itself when the device returns.
 public final class SerialSource: HealthSource, @unchecked Sendable {
-    // @unchecked: `counters` (a Mutex) and `wake` (a pipe, also the stop flag) are
-    // shared with other threads; every other var is touched only by the thread inside run().
+    // @unchecked: `counters` (a Mutex) is shared with other threads; every var is touched
+    // only by the thread inside run().
     public let name: String
     let config: HealthSourceConfig
     let queue: any RecordSink
@@ -21,7 +21,6 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
     let batchSize: Int
 
     private let counters: HealthSourceCounters
-    private let wake: Waker
     /// Samples held while the queue refuses writes; beyond this the oldest are dropped.
     private static let maxHeld = 50_000
 
@@ -38,7 +37,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
 
     public init(config: HealthSourceConfig, queue: any RecordSink, commitDelay: TimeInterval = 1,
                 batchSize: Int = 500, clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) throws {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         name = config.name
         self.config = config
         self.queue = queue
@@ -47,21 +46,19 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         self.commitDelay = commitDelay
         self.batchSize = max(1, batchSize)
         counters = HealthSourceCounters(name: config.name, kind: .serial)
-        wake = try Waker()
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
                                         clockTrust: clockTrust)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
 
-    public func requestStop() {
-        wake.wake()
-    }
-
-    private var isStopping: Bool { wake.isWoken }
+    /// The thread's stop flag while `run` runs.
+    private var stop: Waker?
+    private var isStopping: Bool { stop?.isWoken ?? true }
     private var uptime: TimeInterval { ProcessInfo.processInfo.systemUptime }
 
-    public func run() {
+    public func run(until stop: Waker) {
+        self.stop = stop
         // Watching the device's directory lets a replugged device be opened as soon as
         // udev creates it; the 1 s retry covers nodes that appear without an event.
         inotify = try? Inotify()
@@ -69,7 +66,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         _ = inotify?.add(directory.isEmpty ? "." : directory, mask: UInt32(IN_CREATE | IN_ATTRIB | IN_MOVED_TO))
         while !isStopping {
             if port == nil { openPort() }
-            var fds = [wake.fd]
+            var fds = [stop.fd]
             if let port { fds.append(port.fd) } else if let inotify { fds.append(inotify.fd) }
             var timeout: TimeInterval? = port == nil ? HealthSourceTiming.serialReopen.delay(afterFailures: 1) : nil
             if let first = firstPendingAt {
