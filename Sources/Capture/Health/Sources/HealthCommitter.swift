@@ -6,7 +6,7 @@ import Logging
 /// anchor (where it has read to) in one transaction, so a line is never committed twice
 /// nor skipped. It batches: a commit is due `interval` seconds after the first line not
 /// yet committed, or at once when a batch is full. A commit the queue refuses makes the
-/// source unhealthy (E008 when the disk is full) and is tried again after
+/// source unhealthy (E004 when the disk is full) and is tried again after
 /// `HealthSourceTiming.retry`; what was read stays pending (a serial source drops the
 /// oldest beyond `holdAtMost`) unless the source drops it to read it again
 /// (`dropUncommitted`: a file is its own buffer).
