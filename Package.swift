@@ -30,6 +30,8 @@ let package = Package(
                        providers: [.apt(["libopus-dev", "libopusenc-dev"])]),
         // The kernel's rtnetlink headers (the daemon watches routes and addresses); no library.
         .systemLibrary(name: "CNetlink"),
+        // glibc's pthread_setname_np (a GNU extension Swift's Glibc module leaves out); no library.
+        .systemLibrary(name: "CThread"),
         // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
         .systemLibrary(name: "COgg", pkgConfig: "ogg",
                        providers: [.apt(["libogg-dev"])]),
@@ -43,7 +45,7 @@ let package = Package(
         // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
         // Health/ (sources, parsers, normaliser).
         .target(name: "Capture", dependencies: [
-            "AgentCore", "CGPS", "CALSA", "COpus", "COgg",
+            "AgentCore", "CGPS", "CALSA", "COpus", "COgg", "CThread",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Batches, libcurl transport, backoff, circuit breaker, answer rules.

@@ -1,4 +1,5 @@
 import AgentCore
+import Capture
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -27,40 +28,28 @@ public struct AgentService: Service {
         defer { held.release() }
         try? daemon.queue.setState(AgentStateKey.daemonPID, String(getpid()))
 
-        await offThread { daemon.start() }
+        await NamedThread.run(name: "ariata-start") { daemon.start() }
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
         await cancelWhenGracefulShutdown {
             for await signal in signals {
                 if signal == .sighup {
                     await reload()
                 } else {
-                    await offThread { daemon.applyPauseSwitches() }
+                    await NamedThread.run(name: "ariata-pause") { daemon.applyPauseSwitches() }
                 }
             }
         }
         logger.info("shutting down")
-        await offThread { daemon.stop() }
+        await NamedThread.run(name: "ariata-stop") { daemon.stop() }
         try? daemon.queue.setState(AgentStateKey.daemonPID, nil)
     }
 
     private func reload() async {
         do {
             let config = try loadConfig()
-            await offThread { daemon.reload(config) }
+            await NamedThread.run(name: "ariata-reload") { daemon.reload(config) }
         } catch {
             logger.error("not reloading: \(error); the agent keeps running with the configuration it has")
-        }
-    }
-
-    /// Runs blocking work (joining capture threads, fsyncs) on a thread of its own rather
-    /// than on Swift concurrency's small cooperative pool.
-    private func offThread(_ work: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                work()
-                done.resume()
-            }
-            thread.start()
         }
     }
 }

@@ -10,12 +10,12 @@ import Synchronization
 /// uploader then forgets the backoff an outage caused and sends at once, instead of
 /// waiting out a step of up to five minutes after the Wi-Fi returned.
 ///
-/// Its thread (`ariata.network` in `top -H`) sleeps in poll(2) and wakes only for such
+/// Its thread (`ariata-netwatch` in `top -H`) sleeps in poll(2) and wakes only for such
 /// announcements (a few per network change) and for `stop()`.
 public final class NetworkWatcher: Sendable {
     private let onReturn: @Sendable (String) -> Void
     private let logger: Logger
-    private let running = Mutex<(waker: Waker, done: DispatchSemaphore)?>(nil)
+    private let running = Mutex<NamedThread?>(nil)
 
     /// - Parameter onReturn: called on the watcher's thread with what happened, at most
     ///   once per burst of announcements (a network coming up sends several at once).
@@ -40,31 +40,27 @@ public final class NetworkWatcher: Sendable {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
             }
         }
-        guard bound == 0, let waker = try? Waker() else {
+        guard bound == 0 else {
             logger.notice("cannot watch the network (netlink bind: \(String(cString: strerror(errno)))): uploads after an outage wait for their backoff")
             close(fd)
             return
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        let done = DispatchSemaphore(value: 0)
-        running.withLock { $0 = (waker, done) }
-        let thread = Thread { [self] in
-            watch(fd, waker: waker)
+        do {
+            let thread = try NamedThread(name: "ariata-netwatch") { [self] waker in
+                watch(fd, waker: waker)
+                close(fd)
+            }
+            running.withLock { $0 = thread }
+        } catch {
+            logger.notice("cannot watch the network (no thread: \(error)): uploads after an outage wait for their backoff")
             close(fd)
-            done.signal()
         }
-        thread.name = "ariata.network"
-        thread.start()
     }
 
     /// Ends the thread and waits for it.
     public func stop() {
-        guard let (waker, done) = running.withLock({ current -> (Waker, DispatchSemaphore)? in
-            defer { current = nil }
-            return current
-        }) else { return }
-        waker.wake()
-        done.wait()
+        running.withLock { $0.take() }?.stop()
     }
 
     private func watch(_ fd: Int32, waker: Waker) {

@@ -95,18 +95,9 @@ public struct PairingClient: Sendable {
             var code: String
             var device_info: DeviceInfo
         }
-        var settings = ServerSettings(server)
-        settings.requestTimeout = timeout
-        settings.connectTimeout = min(settings.connectTimeout, timeout)
-        let result: Result<HTTPResponse, TransportFailure>
-        do {
-            let body = try JSONEncoder().encode(Body(code: code, device_info: device))
-            let transport = try CurlTransport(settings: settings)
-            result = transport.send(HTTPRequest(url: url, headers: [("Content-Type", "application/json")], body: body))
-        } catch let failure as TransportFailure {
-            result = .failure(failure)
-        } catch {
-            result = .failure(TransportFailure(kind: .other, detail: "\(error)"))
+        let result = ServerRequest.send(server: server, timeout: timeout) { _ in
+            HTTPRequest(url: url, headers: [("Content-Type", "application/json")],
+                        body: try JSONEncoder().encode(Body(code: code, device_info: device)))
         }
         switch result {
         case .failure(let failure):

@@ -40,9 +40,6 @@ public struct ServerVerifier: Sendable {
             return ServerVerification(outcome: .badURL, url: url, elapsed: 0, message: problem,
                                       hint: "give the server's base URL, e.g. https://ariata.example.org")
         }
-        var settings = ServerSettings(server)
-        settings.requestTimeout = timeout
-        settings.connectTimeout = min(settings.connectTimeout, timeout)
         // The device id is required by the envelope; before onboarding has one, any
         // non-empty id does (nothing is stored for an empty batch).
         let deviceID = server.deviceID.isEmpty ? "onboarding" : server.deviceID
@@ -53,15 +50,8 @@ public struct ServerVerifier: Sendable {
             let d = ContinuousClock.now - started
             return TimeInterval(d.components.seconds) + TimeInterval(d.components.attoseconds) / 1e18
         }
-        let result: Result<HTTPResponse, TransportFailure>
-        do {
-            let transport = try CurlTransport(settings: settings)
-            let request = try IngestBody.request(settings: settings, body: body, batchID: batchID)
-            result = transport.send(request)
-        } catch let failure as TransportFailure {
-            result = .failure(failure)
-        } catch {
-            result = .failure(TransportFailure(kind: .other, detail: "\(error)"))
+        let result = ServerRequest.send(server: server, timeout: timeout) { settings in
+            try IngestBody.request(settings: settings, body: body, batchID: batchID)
         }
         switch result {
         case .success(let response):

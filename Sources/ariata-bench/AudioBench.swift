@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import TestRigs
 
 /// `ariata-bench audio [--seconds N] [--complexity C] [--dir D]`: CPU time to capture and
 /// encode N seconds (default one hour) of speech through the ALSA file plugin into 30 s
@@ -11,32 +12,18 @@ import Logging
 /// The file plugin reads as fast as the reader asks, so an hour takes well under an hour.
 enum AudioBench {
     static func run(_ arguments: [String]) throws {
-        var seconds = 3_600
-        var complexity = 10
-        var dir = NSTemporaryDirectory()
-        var it = arguments.makeIterator()
-        while let a = it.next() {
-            switch a {
-            case "--seconds": seconds = Int(it.next() ?? "") ?? seconds
-            case "--complexity": complexity = Int(it.next() ?? "") ?? complexity
-            case "--dir": dir = it.next() ?? dir
-            default: throw BenchUsage(text: "usage: ariata-bench audio [--seconds N] [--complexity C] [--dir D]")
-            }
-        }
-        let work = (dir as NSString).appendingPathComponent("ariata-audio-bench-\(getpid())")
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let options = try BenchOptions(arguments, numbers: ["--seconds": 3_600, "--complexity": 10],
+                                       usage: "usage: ariata-bench audio [--seconds N] [--complexity C] [--dir D]")
+        let seconds = options["--seconds"], complexity = options["--complexity"]
+        let work = try options.workDirectory("audio")
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         resetPeakRSS()
         let pcm = try makeSpeech(seconds: seconds, in: work)
-        let device = "ariata_bench_mic"
-        let config = "\(work)/asound.conf"
-        try """
-            </usr/share/alsa/alsa.conf>
-            pcm.\(device) { type file; slave.pcm "null"; file "/dev/null"; infile "\(pcm)"; format "raw" }
-
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        setenv("ALSA_CONFIG_PATH", config, 1)
+        // The tests' own ALSA file-plugin device.
+        let rig = try ALSARig(input: pcm, device: "ariata_bench_mic")
+        defer { withExtendedLifetime(rig) {} }
+        let device = rig.device
         print("input: \(seconds) s of espeak-ng speech, 16 kHz S16_LE mono, through the ALSA file plugin")
 
         // The stream first, so the process's peak RSS is the stream's, not the tools'.

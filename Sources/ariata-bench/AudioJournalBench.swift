@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import TestRigs
 
 /// `ariata-bench journal [--seconds N] [--encode-seconds M] [--dir D]`: what the audio
 /// journal costs and what it saves.
@@ -15,20 +16,10 @@ import Logging
 ///    through the ALSA file plugin: journal bytes and fsyncs per minute.
 enum AudioJournalBench {
     static func run(_ arguments: [String]) throws {
-        var seconds = 60
-        var encodeSeconds = 300
-        var dir = NSTemporaryDirectory()
-        var it = arguments.makeIterator()
-        while let a = it.next() {
-            switch a {
-            case "--seconds": seconds = Int(it.next() ?? "") ?? seconds
-            case "--encode-seconds": encodeSeconds = Int(it.next() ?? "") ?? encodeSeconds
-            case "--dir": dir = it.next() ?? dir
-            default: throw BenchUsage(text: "usage: ariata-bench journal [--seconds N] [--encode-seconds M] [--dir D]")
-            }
-        }
-        let work = (dir as NSString).appendingPathComponent("ariata-journal-bench-\(getpid())")
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let options = try BenchOptions(arguments, numbers: ["--seconds": 60, "--encode-seconds": 300],
+                                       usage: "usage: ariata-bench journal [--seconds N] [--encode-seconds M] [--dir D]")
+        let seconds = options["--seconds"], encodeSeconds = options["--encode-seconds"]
+        let work = try options.workDirectory("journal")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let pcm = try AudioBench.makeSpeech(seconds: max(seconds, encodeSeconds), in: work)
 
@@ -101,14 +92,9 @@ enum AudioJournalBench {
     }
 
     static func pacedStream(pcm: String, seconds: Int, in work: String) throws -> (stats: MicrophoneStream.Stats, wall: Double) {
-        let device = "ariata_journal_bench_mic"
-        let config = "\(work)/asound.conf"
-        try """
-            </usr/share/alsa/alsa.conf>
-            pcm.\(device) { type file; slave.pcm "null"; file "/dev/null"; infile "\(pcm)"; format "raw" }
-
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        setenv("ALSA_CONFIG_PATH", config, 1)
+        let rig = try ALSARig(input: pcm, device: "ariata_journal_bench_mic")
+        defer { withExtendedLifetime(rig) {} }
+        let device = rig.device
         let queue = try SQLiteQueue(path: "\(work)/queue.sqlite")
         var microphone = MicrophoneConfig()
         microphone.device = device

@@ -16,18 +16,10 @@ enum QueueBench {
             try crashWriter(path: arguments[1])
             return
         }
-        var big = 1_000_000
-        var dir = NSTemporaryDirectory()
-        var it = arguments.makeIterator()
-        while let a = it.next() {
-            switch a {
-            case "--records": big = Int(it.next() ?? "") ?? big
-            case "--dir": dir = it.next() ?? dir
-            default: throw BenchUsage(text: "usage: ariata-bench queue [--records N] [--dir D] | crash-writer <db>")
-            }
-        }
-        let work = (dir as NSString).appendingPathComponent("ariata-queue-bench-\(getpid())")
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let options = try BenchOptions(arguments, numbers: ["--records": 1_000_000],
+                                       usage: "usage: ariata-bench queue [--records N] [--dir D] | crash-writer <db>")
+        let big = options["--records"]
+        let work = try options.workDirectory("queue")
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         let location = try locationPayload()
@@ -122,9 +114,4 @@ enum QueueBench {
             i += 1
         }
     }
-}
-
-struct BenchUsage: Error, CustomStringConvertible {
-    let text: String
-    var description: String { text }
 }

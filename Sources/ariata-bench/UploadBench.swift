@@ -1,4 +1,5 @@
 import AgentCore
+import Capture
 import Foundation
 import Logging
 import Synchronization
@@ -269,11 +270,9 @@ final class Receiver {
 }
 
 /// Samples this process's resident set every 50 ms on its own thread.
-private final class RSSSampler: @unchecked Sendable {
-    // @unchecked: `samples` is guarded by its Mutex; `running` is atomic.
+private final class RSSSampler: Sendable {
     private let samples = Mutex<[Double]>([])
-    private let running = Atomic<Bool>(false)
-    private var thread: Thread?
+    private let thread = Mutex<NamedThread?>(nil)
 
     /// Bytes of a `/proc/self/status` field given in kB (VmRSS, VmHWM).
     static func current(field: String) -> Double {
@@ -289,19 +288,17 @@ private final class RSSSampler: @unchecked Sendable {
     }
 
     func start() {
-        running.store(true, ordering: .relaxed)
-        let thread = Thread { [self] in
-            while running.load(ordering: .relaxed) {
-                let rss = Self.current(field: "VmRSS")
-                samples.withLock { $0.append(rss) }
-                Thread.sleep(forTimeInterval: 0.05)
+        thread.withLock { running in
+            running = try? NamedThread(name: "ariata-rss") { [self] waker in
+                repeat {
+                    let rss = Self.current(field: "VmRSS")
+                    samples.withLock { $0.append(rss) }
+                } while waker.wait(for: nil, timeout: 0.05) != .woken
             }
         }
-        self.thread = thread
-        thread.start()
     }
 
-    func stop() { running.store(false, ordering: .relaxed) }
+    func stop() { thread.withLock { $0.take() }?.stop() }
 
     var minimum: Double { samples.withLock { $0.min() ?? 0 } }
     var maximum: Double { samples.withLock { $0.max() ?? 0 } }

@@ -4,16 +4,10 @@ import Foundation
 /// (`2026-11-22T10:05:00.000Z`).
 public enum RFC3339 {
     public static func string(from date: Date) -> String {
-        // Whole milliseconds, truncated toward the past so a formatted time never lies ahead.
+        // Whole milliseconds, truncated toward the past so a formatted time never lies ahead;
+        // bounded (about 285,000 years either way) so no date can overflow the count.
         let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        let seconds = Int64((ms / 1000).rounded(.down))
-        let millis = Int(ms - Double(seconds) * 1000)
-        var t = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+        return string(milliseconds: Int64(ms.isNaN ? 0 : min(max(ms, -9e15), 9e15)))
     }
 
     /// The same form from whole milliseconds since 1970, with no floating point on the way

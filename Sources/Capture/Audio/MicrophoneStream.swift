@@ -1,5 +1,5 @@
 import AgentCore
-import Dispatch
+import Synchronization
 import Foundation
 import Logging
 
@@ -9,15 +9,15 @@ import Logging
 /// A device that is missing, busy, not permitted or lost makes the stream unhealthy with
 /// the reason and it retries by itself; an overrun ends the chunk in progress (the audio
 /// is no longer continuous) and capture goes on. `stop()` finishes and writes the chunk in
-/// progress before it returns; `pause()` does the same and releases the device until
-/// `resume()`.
+/// progress and releases the device before it returns (a pause is a stop: the daemon's
+/// `StreamSupervisor` starts a new stream when it ends).
 ///
 /// With an audio journal, the pages of each chunk in progress are on disk as they are
 /// encoded, and every start (of the process, or a restart by the health coordinator)
 /// first turns what a crash, a kill or an earlier stop left there into records.
 public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
-    // @unchecked: the mutable control state (`control`) is guarded by `condition`; the
-    // capture state (device, chunker, buffers) lives only on the capture thread.
+    // @unchecked: the capture state (device, chunker, buffers, `chunkTimes`) lives only on
+    // the capture thread; what other threads read is behind `control`'s Mutex.
     public let stream = StreamName.microphone
     public let config: MicrophoneConfig
     public let sampleRate = 16_000
@@ -50,16 +50,18 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     }
 
     private struct Control {
-        var started = false
-        var stopping = false
-        var paused = false
+        var phase = Phase.idle
         var captureHealth: StreamHealth = .unhealthy(reason: "not started")
         var overruns = 0
         var opens = 0
     }
-    private let condition = NSCondition()
-    private var control = Control()
-    private let finished = DispatchSemaphore(value: 0)
+    /// A stream starts once and stops once.
+    private enum Phase {
+        case idle
+        case running(NamedThread)
+        case stopped
+    }
+    private let control = Mutex(Control())
 
     /// - Parameters:
     ///   - captureFactory: opens the capture device; `ALSACapture.factory` for real use.
@@ -92,34 +94,25 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     // MARK: CaptureStream
 
     public func start() {
-        guard config.enabled else {
-            logger.info("microphone disabled in the config ([microphone] enabled = false)")
-            return
+        control.withLock { control in
+            guard case .idle = control.phase else { return }
+            do {
+                control.phase = .running(try NamedThread(name: "ariata-mic") { [self] waker in runCapture(until: waker) })
+            } catch {
+                control.phase = .stopped
+                control.captureHealth = .unhealthy(reason: "cannot start the capture thread: \(error)")
+                logger.error("microphone: cannot start the capture thread: \(error)")
+            }
         }
-        let first = locked { () -> Bool in
-            guard !control.started else { return false }
-            control.started = true
-            return true
-        }
-        guard first else { return }
-        let thread = Thread { [self] in
-            runCapture()
-            finished.signal()
-        }
-        thread.name = "ariata.microphone"
-        thread.start()
     }
 
     public func stop() {
-        let wasRunning = locked { () -> Bool in
-            let running = control.started && !control.stopping
-            control.stopping = true
-            condition.broadcast()
-            return running
+        let thread = control.withLock { control -> NamedThread? in
+            defer { control.phase = .stopped }
+            if case .running(let thread) = control.phase { return thread }
+            return nil
         }
-        if wasRunning {
-            finished.wait()
-        }
+        thread?.stop()
         writer.flush()
         let writes = writer.current()
         if writes.waiting > 0 {
@@ -136,8 +129,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     }
 
     public func health() -> StreamHealth {
-        guard config.enabled else { return .disabled }
-        let captureHealth = locked { control.paused ? StreamHealth.disabled : control.captureHealth }
+        let captureHealth = control.withLock { $0.captureHealth }
         guard captureHealth.isHealthy else { return captureHealth }
         let writes = writer.current()
         if let error = writes.lastError {
@@ -146,26 +138,6 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
         return .healthy
     }
-
-    // MARK: Privacy switch
-
-    /// Stops capturing until `resume()`: the chunk in progress is finished and written and
-    /// the device is released. Returns at once; the capture thread acts within a second.
-    public func pause() {
-        locked {
-            control.paused = true
-            condition.broadcast()
-        }
-    }
-
-    public func resume() {
-        locked {
-            control.paused = false
-            condition.broadcast()
-        }
-    }
-
-    public var isPaused: Bool { locked { control.paused } }
 
     /// Counters for `status` and tests.
     public struct Stats: Sendable, Equatable {
@@ -181,7 +153,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     }
 
     public func stats() -> Stats {
-        let (overruns, opens) = locked { (control.overruns, control.opens) }
+        let (overruns, opens) = control.withLock { ($0.overruns, $0.opens) }
         let writes = writer.current()
         let journalStats = journal?.currentStats() ?? AudioJournal.Stats()
         return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens,
@@ -191,9 +163,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     // MARK: The capture thread
 
-    private enum Command { case stop, pause, run }
-
-    private func runCapture() {
+    /// Captures until `waker` is woken (by `stop()`).
+    private func runCapture(until waker: Waker) {
         let readFrames = sampleRate // up to 1 s per read; a period (0.5 s) normally
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: readFrames)
         defer { buffer.deallocate() }
@@ -217,22 +188,17 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             capture = nil
         }
 
+        /// Sleeps `seconds` unless stopped first.
+        func wait(_ seconds: TimeInterval) {
+            _ = waker.wait(for: nil, timeout: seconds)
+        }
+
         while true {
             // Pages that waited long enough get their fsync even when no new page comes.
             journal?.syncDue()
-            switch nextCommand() {
-            case .stop:
+            if waker.isWoken {
                 release()
                 return
-            case .pause:
-                if capture != nil {
-                    release()
-                    logger.info("microphone paused: chunk in progress written, device released")
-                }
-                waitForChange(timeout: nil)
-                continue
-            case .run:
-                break
             }
 
             guard let current = capture else {
@@ -242,14 +208,14 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                     let opened = try captureFactory(config.device, sampleRate)
                     capture = opened
                     failures = 0
-                    locked { control.opens += 1 }
+                    control.withLock { $0.opens += 1 }
                     setCaptureHealth(.healthy)
                     logger.info("microphone capture started",
                                 metadata: ["device": "\(config.device)", "settings": "\(opened.settingsDescription)"])
                 } catch {
                     failures += 1
                     setCaptureHealth(error.health)
-                    waitForChange(timeout: retry.delay(afterFailures: failures))
+                    wait(retry.delay(afterFailures: failures))
                 }
                 continue
             }
@@ -281,7 +247,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                         for dropped in (try? chunker.finish()) ?? [] { journal?.remove(dropped.id) }
                     }
                 case .overrun:
-                    let total = locked { () -> Int in
+                    let total = control.withLock { control -> Int in
                         control.overruns += 1
                         return control.overruns
                     }
@@ -292,13 +258,13 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                     release()
                     failures += 1
                     setCaptureHealth(.unhealthy(reason: "capture input from '\(config.device)' ended; retrying"))
-                    waitForChange(timeout: retry.delay(afterFailures: failures))
+                    wait(retry.delay(afterFailures: failures))
                 }
             } catch {
                 release()
                 failures += 1
                 setCaptureHealth(error.health)
-                waitForChange(timeout: retry.delay(afterFailures: failures))
+                wait(retry.delay(afterFailures: failures))
             }
         }
     }
@@ -378,34 +344,10 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
     }
 
-    private func nextCommand() -> Command {
-        locked {
-            if control.stopping { return .stop }
-            if control.paused { return .pause }
-            return .run
-        }
-    }
-
-    /// Sleeps until stop, pause or resume is asked, or `timeout` passes.
-    private func waitForChange(timeout: TimeInterval?) {
-        condition.lock()
-        defer { condition.unlock() }
-        let entered = (control.stopping, control.paused)
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
-        while (control.stopping, control.paused) == entered {
-            if let deadline {
-                if !condition.wait(until: deadline) { return }
-            } else {
-                condition.wait()
-            }
-        }
-    }
-
     private func setCaptureHealth(_ health: StreamHealth) {
-        let previous = locked { () -> StreamHealth in
-            let previous = control.captureHealth
-            control.captureHealth = health
-            return previous
+        let previous = control.withLock { control -> StreamHealth in
+            defer { control.captureHealth = health }
+            return control.captureHealth
         }
         guard previous != health else { return }
         if case .unhealthy(let reason, _) = health {
@@ -413,11 +355,5 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         } else if !previous.isHealthy {
             logger.info("microphone healthy")
         }
-    }
-
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        condition.lock()
-        defer { condition.unlock() }
-        return try body()
     }
 }

@@ -11,13 +11,8 @@ public enum HealthBackfill {
     /// and returns the source's final status (its health says why when it could not read).
     public static func run(_ config: HealthSourceConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
                            logger: Logger, progress: (BackfillProgress) -> Void) throws -> HealthSourceStatus {
-        let source = try FileSource(config: config, queue: queue, commitInterval: 1, clock: clock, logger: logger)
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            source.run()
-            done.signal()
-        }
-        thread.start()
+        let source = FileSource(config: config, queue: queue, commitInterval: 1, clock: clock, logger: logger)
+        let thread = try NamedThread(name: "ariata-backfill") { stop in source.run(until: stop) }
         while true {
             let status = source.status()
             if let backfill = status.backfill { progress(backfill) }
@@ -25,8 +20,7 @@ public enum HealthBackfill {
             if status.caughtUp || failed { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        source.requestStop()
-        done.wait()
+        thread.stop()
         let status = source.status()
         if let backfill = status.backfill { progress(backfill) }
         return status

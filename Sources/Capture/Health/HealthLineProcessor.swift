@@ -26,7 +26,7 @@ struct HealthLineProcessor {
 
     private mutating func clockTrusted(now: Date) -> Bool {
         if CaptureTimeRule.clockLooksUnset(now) { return false }
-        let uptime = ProcessInfo.processInfo.systemUptime
+        let uptime = Monotonic.now
         if let checked = trustChecked, uptime - checked.at < 1 { return checked.trusted }
         let trusted = clockTrust.isTrusted(now: now)
         trustChecked = (uptime, trusted)

@@ -5,14 +5,14 @@ import Synchronization
 
 /// The `health` stream: runs every configured source on a thread of its own and says
 /// how they are. Sources write to the queue themselves (the queue is the only buffer).
-public final class HealthStream: CaptureStream, @unchecked Sendable {
-    // @unchecked: `sources` is immutable after init; `threads` is behind its Mutex.
+public final class HealthStream: CaptureStream, Sendable {
     public let stream = StreamName.health
     public let config: HealthConfig
     public let sources: [any HealthSource]
     private let logger: Logger
-    private let setupErrors: [String]
-    private let running = Mutex<[(Thread, DispatchSemaphore)]>([])
+    private let running = Mutex<[NamedThread]>([])
+    /// Sources that could not be made or given a thread, with why.
+    private let failures = Mutex<[String]>([])
 
     public convenience init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(),
                             clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
@@ -25,45 +25,37 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
                 clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         self.config = config
         self.logger = logger
-        var sources: [any HealthSource] = []
-        var errors: [String] = []
-        if config.enabled {
-            for source in config.sources {
-                do {
-                    sources.append(try HealthSourceFactory.make(source, queue: queue, commitInterval: TimeInterval(config.commitInterval),
-                                                                clock: clock, clockTrust: clockTrust, logger: logger))
-                } catch {
-                    errors.append("\(source.name): cannot start: \(error)")
-                }
-            }
+        sources = config.sources.map {
+            HealthSourceFactory.make($0, queue: queue, commitInterval: TimeInterval(config.commitInterval),
+                                     clock: clock, clockTrust: clockTrust, logger: logger)
         }
-        self.sources = sources
-        setupErrors = errors
+    }
+
+    /// The kernel's name of the thread that reads source `index` (0-based): `ariata-health-1`
+    /// for the first, in the order of `[[health.source]]` (the start is logged with it).
+    static func threadName(_ index: Int) -> String {
+        let name = "ariata-health-\(index + 1)"
+        return name.utf8.count <= NamedThread.maxNameBytes ? name : "ariata-hlth-\(index + 1)"
     }
 
     public func start() {
-        running.withLock { threads in
-            guard threads.isEmpty else { return }
-            for source in sources {
-                let done = DispatchSemaphore(value: 0)
-                let label = String("health:\(source.name)".prefix(15))
-                let thread = Thread {
-                    // Names the kernel thread so `top -H` and /proc show which source it is
-                    // (Foundation's Thread.name does not reach the kernel on Linux).
-                    if let comm = FileHandle(forWritingAtPath: "/proc/thread-self/comm") {
-                        try? comm.write(contentsOf: Data(label.utf8))
-                        try? comm.close()
-                    }
-                    source.run()
-                    done.signal()
+        let started = running.withLock { threads -> [String] in
+            guard threads.isEmpty else { return [] }
+            var names: [String] = []
+            for (index, source) in sources.enumerated() {
+                do {
+                    let thread = try NamedThread(name: Self.threadName(index)) { stop in source.run(until: stop) }
+                    threads.append(thread)
+                    names.append("\(source.name) (thread \(thread.name))")
+                } catch {
+                    failures.withLock { $0.append("\(source.name): cannot start: \(error)") }
+                    logger.error("health source \(source.name): cannot start: \(error)")
                 }
-                thread.name = "health:\(source.name)"
-                threads.append((thread, done))
-                thread.start()
             }
+            return names
         }
-        if !sources.isEmpty {
-            logger.info("health stream started with \(sources.count) source(s): \(sources.map(\.name).joined(separator: ", "))")
+        if !started.isEmpty {
+            logger.info("health stream started with \(started.count) source(s): \(started.joined(separator: ", "))")
         }
     }
 
@@ -73,13 +65,12 @@ public final class HealthStream: CaptureStream, @unchecked Sendable {
             defer { threads.removeAll() }
             return threads
         }
-        for source in sources { source.requestStop() }
-        for (_, done) in threads { done.wait() }
+        for thread in threads { thread.waker.wake() }
+        for thread in threads { thread.join() }
     }
 
     public func health() -> StreamHealth {
-        guard config.enabled else { return .disabled }
-        if let error = setupErrors.first { return .unhealthy(reason: error) }
+        if let failure = failures.withLock({ $0.first }) { return .unhealthy(reason: failure) }
         let unhealthy = statuses().filter { !$0.health.isHealthy }
         guard let first = unhealthy.first else { return .healthy }
         let reason = unhealthy.map { "\($0.name): \($0.health.reason ?? $0.health.state)" }.joined(separator: "; ")

@@ -16,7 +16,7 @@ struct RateLimitedLog {
     }
 
     mutating func warning(_ message: @autoclosure () -> String, metadata: Logger.Metadata = [:]) {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = Monotonic.now
         if now - windowStart >= window {
             if suppressed > 0 {
                 logger.warning("\(suppressed) more bad lines were not logged in the last minute", metadata: metadata)

@@ -1,5 +1,6 @@
 import CGPS
 import Foundation
+import Synchronization
 
 /// What one message from gpsd meant to us.
 enum GPSDReport: Sendable, Equatable {
@@ -7,12 +8,27 @@ enum GPSDReport: Sendable, Equatable {
     case position(GPSFix?)
     /// A SKY report's count of satellites used in the solution (nil when unknown).
     case satellites(used: Int?)
+    /// The VERSION banner gpsd sends first on every connection: its release.
+    case version(release: String)
+}
+
+/// What answered on gpsd's port, as the device check asks it.
+public enum GPSDGreeting: Sendable, Equatable {
+    /// gpsd, with its release.
+    case gpsd(release: String)
+    /// Lines came, but the first was not gpsd's VERSION: another program listens there.
+    case notGPSD
+    /// Nothing came within the time.
+    case silent
 }
 
 /// One connection to gpsd through libgps (GPSD API 11): `gps_open`, a JSON watch, and
 /// `gps_read` line by line. libgps does the JSON parsing; this type turns its
-/// `gps_data_t` into `GPSDReport`s. Not thread-safe: one reader thread owns it.
-final class GPSDClient {
+/// `gps_data_t` into `GPSDReport`s. The location stream's reader and the device check
+/// (`greeting`) both connect through it, so the check and the stream cannot disagree.
+public final class GPSDClient: @unchecked Sendable {
+    // @unchecked: not thread-safe; one thread uses it at a time (the one that connected
+    // hands it to the one that reads, see `connect(host:port:timeout:)`).
     let endpoint: String
     let fileDescriptor: Int32
     private let data: UnsafeMutablePointer<gps_data_t>
@@ -58,6 +74,51 @@ final class GPSDClient {
 
     deinit { close() }
 
+    /// Connects as the stream does, within `timeout` seconds for the connect and again for
+    /// gpsd's VERSION banner, and says what answered. Throws what the stream would meet.
+    public static func greeting(host: String, port: Int, timeout: TimeInterval) throws(GPSDError) -> GPSDGreeting {
+        let client = try connect(host: host, port: port, timeout: timeout)
+        defer { client.close() }
+        return try client.awaitVersion(timeout: timeout)
+    }
+
+    /// Connects like `init` but gives up after `timeout`. gps_open's TCP connect has no
+    /// time limit of its own (a remote host that does not answer holds it for minutes), so
+    /// it runs on a thread of its own, which is left to finish, and to close what it
+    /// opened, when the time is up.
+    static func connect(host: String, port: Int, timeout: TimeInterval) throws(GPSDError) -> GPSDClient {
+        let endpoint = "\(host):\(port)"
+        let outcome = Mutex<Result<GPSDClient, GPSDError>?>(nil)
+        let thread: NamedThread
+        do {
+            thread = try NamedThread(name: "ariata-gpsdconn") { _ in
+                let result = Result { () throws(GPSDError) in try GPSDClient(host: host, port: port) }
+                outcome.withLock { $0 = result }
+            }
+        } catch {
+            throw .unreachable(endpoint: endpoint, detail: "cannot start a thread to connect: \(error)")
+        }
+        guard thread.join(timeout: timeout), let result = outcome.withLock({ $0.take() }) else {
+            throw .unreachable(endpoint: endpoint, detail: "no connection within \(Int(timeout.rounded(.up))) s")
+        }
+        return try result.get()
+    }
+
+    /// Waits up to `timeout` seconds for the first line: gpsd's VERSION, or not gpsd.
+    func awaitVersion(timeout: TimeInterval) throws(GPSDError) -> GPSDGreeting {
+        let deadline = Monotonic.now + timeout
+        while true {
+            var greeting: GPSDGreeting?
+            let lines = try drain { report in
+                if greeting == nil, case .version(let release) = report { greeting = .gpsd(release: release) }
+            }
+            if let greeting { return greeting }
+            if lines > 0 { return .notGPSD }
+            let remaining = deadline - Monotonic.now
+            guard remaining > 0, Poll.wait([fileDescriptor], timeout: remaining) != nil else { return .silent }
+        }
+    }
+
     func close() {
         guard open else { return }
         open = false
@@ -91,6 +152,12 @@ final class GPSDClient {
 
     private func interpret() -> GPSDReport? {
         let set = data.pointee.set
+        if set & GPSDMask.version != 0 {
+            let release = withUnsafeBytes(of: data.pointee.version.release) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            return .version(release: release)
+        }
         if set & GPSDMask.satellite != 0 {
             let used = Int(data.pointee.satellites_used)
             // gps.h: the count is only meaningful when positive.
@@ -110,6 +177,7 @@ enum GPSDMask {
     static let time: UInt64 = 1 << 2
     static let mode: UInt64 = 1 << 10
     static let satellite: UInt64 = 1 << 15
+    static let version: UInt64 = 1 << 28
 }
 
 extension GPSFix {

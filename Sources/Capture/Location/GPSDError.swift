@@ -12,6 +12,13 @@ public enum GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
     /// cannot take, such as a line longer than its buffer).
     case lost(endpoint: String, detail: String)
 
+    /// What went wrong, without the advice.
+    public var detail: String {
+        switch self {
+        case .unreachable(_, let detail), .watchFailed(_, let detail), .lost(_, let detail): return detail
+        }
+    }
+
     public var description: String {
         switch self {
         case .unreachable(let endpoint, let detail):

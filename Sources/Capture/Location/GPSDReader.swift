@@ -31,6 +31,11 @@ final class GPSDReader: Sendable {
 
     /// Runs until `waker` is woken. Blocks; call it on the reader's own thread.
     func run(until waker: Waker) {
+        // A reader that outlives stop() (stuck in a remote connect) must not overwrite
+        // the stopped state.
+        let onLink = { (state: GPSDLinkState) in
+            if !waker.isWoken { self.onLink(state) }
+        }
         var failures = 0
         var outageStart: Date?
         var everConnected = false

@@ -36,8 +36,7 @@ public final class LocationStream: CaptureStream {
 
     /// What exists only between start() and stop().
     private struct Running {
-        let waker: Waker
-        let readerDone: DispatchSemaphore
+        let thread: NamedThread
         let timer: any DispatchSourceTimer
     }
 
@@ -68,44 +67,24 @@ public final class LocationStream: CaptureStream {
     public var endpoint: String { "\(config.gpsdHost):\(config.gpsdPort)" }
 
     public func start() {
-        guard config.enabled else {
-            logger.info("location stream disabled in [location]")
-            return
-        }
         running.withLock { running in
             guard running == nil else { return }
-            let waker: Waker
+            shared.withLock { $0.link = .connecting }
+            let reader = GPSDReader(
+                host: config.gpsdHost, port: config.gpsdPort,
+                backoff: tuning.reconnect,
+                clock: clock, logger: logger,
+                onReport: { [weak self] report in self?.received(report) },
+                onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
+            let thread: NamedThread
             do {
-                waker = try Waker()
+                thread = try NamedThread(name: "ariata-location") { waker in reader.run(until: waker) }
             } catch {
                 let reason = "cannot start the location stream: \(error)"
                 logger.error("\(reason)")
                 shared.withLock { $0.link = .unreachable(reason: reason, since: clock.now()) }
                 return
             }
-            shared.withLock { $0.link = .connecting }
-
-            let reader = GPSDReader(
-                host: config.gpsdHost, port: config.gpsdPort,
-                backoff: tuning.reconnect,
-                clock: clock, logger: logger,
-                onReport: { [weak self] report in self?.received(report) },
-                onLink: { [weak self] state in
-                    // A reader that outlives stop() (stuck in a remote connect) must not
-                    // overwrite the stopped state.
-                    guard !waker.isWoken else { return }
-                    self?.shared.withLock { $0.link = state }
-                })
-            let readerDone = DispatchSemaphore(value: 0)
-            let thread = Thread {
-                // Foundation's Thread.name reaches the kernel only by a race, so the name
-                // shown by top -H and /proc is written directly (15 characters at most).
-                try? "ariata.location".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-                reader.run(until: waker)
-                readerDone.signal()
-            }
-            thread.name = "ariata.location"
-            thread.start()
 
             let timer = DispatchSource.makeTimerSource(queue: samplerQueue)
             let interval = DispatchTimeInterval.milliseconds(config.interval * 1000)
@@ -116,7 +95,7 @@ public final class LocationStream: CaptureStream {
             timer.setEventHandler { [weak self] in self?.writePendingFix() }
             timer.resume()
 
-            running = Running(waker: waker, readerDone: readerDone, timer: timer)
+            running = Running(thread: thread, timer: timer)
             logger.info("location stream started: gpsd at \(endpoint), a record every \(config.interval) s")
         }
     }
@@ -126,8 +105,7 @@ public final class LocationStream: CaptureStream {
             defer { running = nil }
             return running
         }) else { return }
-        current.waker.wake()
-        if current.readerDone.wait(timeout: .now() + tuning.stopTimeout) == .timedOut {
+        if !current.thread.stop(timeout: tuning.stopTimeout) {
             logger.warning("the gpsd reader did not stop within \(tuning.stopTimeout) s (a connect to \(endpoint) still pending); leaving it to end by itself")
         }
         current.timer.cancel()
@@ -138,8 +116,7 @@ public final class LocationStream: CaptureStream {
     }
 
     public func health() -> StreamHealth {
-        guard config.enabled else { return .disabled }
-        return status().health(now: clock.now(), staleFixAfter: tuning.staleFixLimit(interval: config.interval))
+        status().health(now: clock.now(), staleFixAfter: tuning.staleFixLimit(interval: config.interval))
     }
 
     public func status() -> LocationStatus {

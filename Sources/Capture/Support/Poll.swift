@@ -1,12 +1,26 @@
 import Foundation
 
-enum Poll {
-    /// Waits until one of `fds` is readable (or hung up) or `timeout` seconds pass (nil:
-    /// no time-out). Returns the revents per descriptor.
-    static func wait(_ fds: [Int32], timeout: TimeInterval?) -> [Int16] {
+/// poll(2) as every thread of the agent calls it. A signal that lands on the thread
+/// (EINTR) does not end the wait: it goes on for what is left of the time-out, measured
+/// on the monotonic clock.
+public enum Poll {
+    /// Waits until one of `fds` is readable (or hung up) or `timeout` seconds pass (nil: no
+    /// time-out). Returns the revents of each descriptor, all 0 when the time ran out; nil
+    /// when poll itself failed (for a reason other than a signal).
+    public static func wait(_ fds: [Int32], timeout: TimeInterval?) -> [Int16]? {
         var entries = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-        let ms: Int32 = timeout.map { Int32(max(0, min(Double(Int32.max), ($0 * 1000).rounded(.up)))) } ?? -1
-        let result = poll(&entries, nfds_t(entries.count), ms)
-        return result > 0 ? entries.map(\.revents) : entries.map { _ in 0 }
+        let deadline = timeout.map { Monotonic.now + max(0, $0) }
+        while true {
+            let milliseconds: Int32
+            if let deadline {
+                let remaining = max(0, deadline - Monotonic.now) * 1000
+                milliseconds = Int32(min(remaining, Double(Int32.max)).rounded(.up))
+            } else {
+                milliseconds = -1
+            }
+            let ready = poll(&entries, nfds_t(entries.count), milliseconds)
+            if ready >= 0 { return entries.map(\.revents) }
+            if errno != EINTR { return nil }
+        }
     }
 }

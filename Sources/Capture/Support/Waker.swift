@@ -46,31 +46,10 @@ public final class Waker: Sendable {
     /// Sleeps until `fd` is readable (or hung up), `timeout` seconds pass (nil: no limit),
     /// or `wake()` is called.
     public func wait(for fd: Int32?, timeout: TimeInterval?) -> Outcome {
-        var fds = [pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
-        if let fd {
-            fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
-        }
-        // Monotonic, so a clock step (NTP at boot) cannot stretch or cut a backoff wait.
-        let deadline = timeout.map { DispatchTime.now().uptimeNanoseconds + UInt64(max(0, $0) * 1e9) }
-        while true {
-            let milliseconds: Int32
-            if let deadline {
-                let now = DispatchTime.now().uptimeNanoseconds
-                let remaining = deadline > now ? Double(deadline - now) / 1e6 : 0
-                milliseconds = Int32(min(remaining, Double(Int32.max)).rounded(.up))
-            } else {
-                milliseconds = -1
-            }
-            let ready = poll(&fds, nfds_t(fds.count), milliseconds)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                // poll itself failing leaves nothing sensible to wait on; report the fd
-                // as readable so the caller reads and meets the real error there.
-                return .readable
-            }
-            if fds[0].revents != 0 { return .woken }
-            if ready == 0 { return .timedOut }
-            return .readable
-        }
+        // poll itself failing leaves nothing sensible to wait on; report the fd as
+        // readable so the caller reads and meets the real error there.
+        guard let revents = Poll.wait(fd.map { [readEnd, $0] } ?? [readEnd], timeout: timeout) else { return .readable }
+        if revents[0] != 0 { return .woken }
+        return revents.dropFirst().contains { $0 != 0 } ? .readable : .timedOut
     }
 }

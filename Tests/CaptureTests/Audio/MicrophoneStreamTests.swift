@@ -214,30 +214,35 @@ final class MicrophoneStreamTests: XCTestCase {
         XCTAssertEqual(released.capturedAt.timeIntervalSince1970, start.timeIntervalSince1970, accuracy: 0.001)
     }
 
-    func testPauseWritesTheChunkInProgressAndReleasesTheDeviceUntilResume() throws {
+    /// A pause is what the daemon's StreamSupervisor does with a stream: stop() it (the
+    /// chunk in progress is written, the device released) and, at the resume, start a new
+    /// stream on the same queue.
+    func testAPauseWritesTheChunkInProgressReleasesTheDeviceAndANewStreamGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 50, in: directory.path))
         let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
         let firstRun = ScriptedCapture.Progress()
         let secondRun = ScriptedCapture.Progress()
         let calls = CallCounter()
-        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0)) { device, sampleRate throws(AudioCaptureError) in
+        let factory: AudioCaptureFactory = { device, sampleRate throws(AudioCaptureError) in
             let progress = calls.next() == 1 ? firstRun : secondRun
             return ScriptedCapture(try ALSACapture(device: device, sampleRate: sampleRate), limit: 35 * 16_000,
                                    afterLimit: .quiet, progress: progress)
         }
+        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0), factory: factory)
         stream.start()
-        defer { stream.stop() }
         try waitUntil("35 s captured", timeout: 60) { firstRun.frames == 35 * rate && stream.stats().chunksWritten == 1 }
 
-        stream.pause()
-        try waitUntil("the pause to take effect") { firstRun.closed && stream.stats().chunksWritten == 2 }
-        XCTAssertEqual(stream.health(), .disabled)
+        stream.stop()
+        XCTAssertTrue(firstRun.closed, "the device is released")
+        XCTAssertEqual(stream.stats().chunksWritten, 2)
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7])
 
-        stream.resume()
-        try waitUntil("capture after resume", timeout: 60) { secondRun.frames == 35 * rate && stream.stats().chunksWritten == 3 }
-        XCTAssertTrue(stream.health().isHealthy)
+        let resumed = makeStream(rig: rig, queue: queue, clock: ManualClock(t0), factory: factory)
+        resumed.start()
+        defer { resumed.stop() }
+        try waitUntil("capture after resume", timeout: 60) { secondRun.frames == 35 * rate && resumed.stats().chunksWritten == 1 }
+        XCTAssertTrue(resumed.health().isHealthy)
         XCTAssertEqual(calls.value, 2)
         XCTAssertEqual(try chunks(in: queue).map(\.overlap), [0, 2, 0], "audio after a pause does not overlap audio before it")
     }
@@ -258,22 +263,6 @@ final class MicrophoneStreamTests: XCTestCase {
         let chunks = try chunks(in: queue)
         XCTAssertEqual(chunks.map(\.duration), [30, 12, 30])
         XCTAssertEqual(chunks.map(\.overlap), [0, 2, 0], "the audio after the gap starts a new run")
-    }
-
-    func testDisabledStreamDoesNothing() throws {
-        let directory = try TemporaryDirectory()
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
-        var config = MicrophoneConfig()
-        config.enabled = false
-        let calls = CallCounter()
-        let stream = MicrophoneStream(config: config, sink: queue, logger: logger) { device, _ throws(AudioCaptureError) in
-            _ = calls.next()
-            throw AudioCaptureError(kind: .notFound, device: device, detail: "not expected")
-        }
-        stream.start()
-        stream.stop()
-        XCTAssertEqual(stream.health(), .disabled)
-        XCTAssertEqual(calls.value, 0)
     }
 }
 

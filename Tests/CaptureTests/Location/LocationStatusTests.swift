@@ -35,18 +35,6 @@ final class LocationStatusTests: XCTestCase {
         XCTAssertEqual(health.reason, "cannot write location records to the queue: disk full")
     }
 
-    func testADisabledStreamSaysSoAndNeverConnects() throws {
-        let directory = try TemporaryDirectory()
-        var config = LocationConfig()
-        config.enabled = false
-        let stream = LocationStream(config: config, sink: try SQLiteQueue(path: directory.file("q.sqlite")),
-                                    logger: .init(label: "ariata.location"))
-        stream.start()
-        XCTAssertEqual(stream.health(), .disabled)
-        XCTAssertEqual(stream.status().link, .idle)
-        stream.stop()
-    }
-
     func testStopInterruptsAReconnectWait() throws {
         // Nothing listens on this port and the reader then sleeps a minute before trying
         // again; stop() must cut that short instead of waiting out its own time limit.

@@ -6,13 +6,13 @@ import Logging
 public enum HealthSourceFactory {
     public static func make(_ config: HealthSourceConfig, queue: any HealthRecordQueue, commitInterval: TimeInterval,
                             clock: any WallClock, clockTrust: ClockTrust = .live(trustSystemClock: false),
-                            logger: Logger) throws -> any HealthSource {
+                            logger: Logger) -> any HealthSource {
         switch config.kind {
         case .file:
-            return try FileSource(config: config, queue: queue, commitInterval: commitInterval, clock: clock,
+            return FileSource(config: config, queue: queue, commitInterval: commitInterval, clock: clock,
                                   clockTrust: clockTrust, logger: logger)
         case .serial:
-            return try SerialSource(config: config, queue: queue, clock: clock, clockTrust: clockTrust, logger: logger)
+            return SerialSource(config: config, queue: queue, clock: clock, clockTrust: clockTrust, logger: logger)
         }
     }
 }

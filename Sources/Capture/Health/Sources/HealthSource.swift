@@ -6,11 +6,9 @@ import Synchronization
 /// to this (and one line in `HealthSourceFactory`).
 public protocol HealthSource: AnyObject, Sendable {
     var name: String { get }
-    /// Reads until `requestStop()`, then commits what it has read and returns. Blocking:
-    /// the caller gives it a thread of its own.
-    func run()
-    /// Asks `run()` to finish; returns at once.
-    func requestStop()
+    /// Reads until `stop` is woken, then commits what it has read and returns. Blocking:
+    /// the caller gives it a thread of its own (a `NamedThread`, whose waker it is).
+    func run(until stop: Waker)
     func status() -> HealthSourceStatus
 }
 

@@ -1,87 +1,70 @@
 import AgentCore
 import Foundation
 import Logging
-import Synchronization
 
 /// Reads samples a device sends line by line over a serial port (JSON Lines, CSV or
 /// `key=value`). A serial line is a stream, not a file: there is nothing to anchor and
 /// nothing to read again, so samples are committed within `commitDelay` (1 s) of
-/// arriving rather than at the stream's commit interval; a crash loses at most that.
-/// When the device goes away (USB unplugged) the source turns unhealthy and opens the
-/// port again by itself when the device returns.
+/// arriving rather than at the stream's commit interval (a crash loses at most that), and
+/// held while the queue refuses them. When the device goes away (USB unplugged) the source
+/// turns unhealthy and opens the port again by itself when the device returns.
 public final class SerialSource: HealthSource, @unchecked Sendable {
-    // @unchecked: `counters` (a Mutex) and `wake` (a pipe, also the stop flag) are
-    // shared with other threads; every other var is touched only by the thread inside run().
+    // @unchecked: `counters` (a Mutex) is shared with other threads; every var is touched
+    // only by the thread inside run().
     public let name: String
     let config: HealthSourceConfig
-    let queue: any RecordSink
     let clock: any WallClock
     let logger: Logger
-    let commitDelay: TimeInterval
-    let batchSize: Int
 
     private let counters: HealthSourceCounters
-    private let wake: Waker
     /// Samples held while the queue refuses writes; beyond this the oldest are dropped.
     private static let maxHeld = 50_000
 
     private var processor: HealthLineProcessor
+    private var committer: HealthCommitter
     private var port: SerialPort?
-    private var inotify: Inotify?
     private var buffer = LineBuffer()
     private var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-    private var pending: [NewRecord] = []
-    private var firstPendingAt: TimeInterval?
-    private var commitRetryAt: TimeInterval?
     private var lineNumber: Int64 = 0
     private var lastOpenError: SerialPort.OpenError?
 
     public init(config: HealthSourceConfig, queue: any RecordSink, commitDelay: TimeInterval = 1,
                 batchSize: Int = 500, clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) throws {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         name = config.name
         self.config = config
-        self.queue = queue
         self.clock = clock
         self.logger = logger
-        self.commitDelay = commitDelay
-        self.batchSize = max(1, batchSize)
-        counters = HealthSourceCounters(name: config.name, kind: .serial)
-        wake = try Waker()
+        let counters = HealthSourceCounters(name: config.name, kind: .serial)
+        self.counters = counters
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
                                         clockTrust: clockTrust)
+        committer = HealthCommitter(queue: queue, interval: commitDelay, batchSize: batchSize, holdAtMost: Self.maxHeld,
+                                    path: config.path, sourceName: config.name, counters: counters, logger: logger)
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
 
-    public func requestStop() {
-        wake.wake()
-    }
-
-    private var isStopping: Bool { wake.isWoken }
-    private var uptime: TimeInterval { ProcessInfo.processInfo.systemUptime }
-
-    public func run() {
+    public func run(until stop: Waker) {
         // Watching the device's directory lets a replugged device be opened as soon as
         // udev creates it; the 1 s retry covers nodes that appear without an event.
-        inotify = try? Inotify()
+        let inotify = try? Inotify()
         let directory = (config.path as NSString).deletingLastPathComponent
         _ = inotify?.add(directory.isEmpty ? "." : directory, mask: UInt32(IN_CREATE | IN_ATTRIB | IN_MOVED_TO))
-        while !isStopping {
+        while !stop.isWoken {
             if port == nil { openPort() }
-            var fds = [wake.fd]
+            var fds = [stop.fd]
             if let port { fds.append(port.fd) } else if let inotify { fds.append(inotify.fd) }
             var timeout: TimeInterval? = port == nil ? HealthSourceTiming.serialReopen.delay(afterFailures: 1) : nil
-            if let first = firstPendingAt {
-                let due = max(0, first + commitDelay - uptime)
-                timeout = min(timeout ?? due, due)
+            if let due = committer.dueAt {
+                let wait = max(0, due - Monotonic.now)
+                timeout = min(timeout ?? wait, wait)
             }
-            if let retry = commitRetryAt { timeout = min(timeout ?? 0, max(0, retry - uptime)) }
-            let revents = Poll.wait(fds, timeout: timeout)
+            let revents = Poll.wait(fds, timeout: timeout) ?? []
             counters.update { $0.wakeups += 1 }
-                _ = inotify?.drain()
+            _ = inotify?.drain()
             if port != nil, revents.count > 1, revents[1] != 0 { readPort(hungUp: revents[1] & Int16(POLLHUP | POLLERR | POLLNVAL) != 0) }
-            if commitDue() { commit() }
+            if committer.isDue { commit() }
         }
         commit()
         closePort()
@@ -156,48 +139,14 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             case .overlong(_, let first):
                 if first { processor.overlong(place: "\(config.path):\(lineNumber)") } else { lineNumber -= 1 }
             case .text(let text, _):
-                processor.process(text, place: "\(config.path):\(lineNumber)", now: clock.now(), into: &pending)
+                processor.process(text, place: "\(config.path):\(lineNumber)", now: clock.now(), into: &committer.pending)
             }
-            if !pending.isEmpty, firstPendingAt == nil { firstPendingAt = uptime }
-            if pending.count >= batchSize { commit() }
+            committer.lineRead(movesAnchor: false)
+            if committer.isFull(backlog: false) { commit() }
         }
-    }
-
-    private func commitDue() -> Bool {
-        if let retry = commitRetryAt { return uptime >= retry }
-        guard let first = firstPendingAt else { return false }
-        return uptime - first >= commitDelay
     }
 
     private func commit() {
-        guard !pending.isEmpty else {
-            firstPendingAt = nil
-            return
-        }
-        do {
-            try queue.enqueue(pending, anchor: nil)
-        } catch {
-            let full = QueueError.isStorageFull(error)
-            counters.update {
-                $0.health = .unhealthy(reason: "cannot write samples of \(config.path) to the queue: \(error)",
-                                       code: full ? .storageFull : nil)
-            }
-            logger.error("health source \(name): commit failed, holding \(pending.count) samples and retrying: \(error)")
-            if pending.count > Self.maxHeld {
-                let excess = pending.count - Self.maxHeld
-                pending.removeFirst(excess)
-                logger.error("health source \(name): dropped the \(excess) oldest samples held while the queue refused writes")
-            }
-            commitRetryAt = uptime + HealthSourceTiming.retry.delay(afterFailures: 1)
-            return
-        }
-        let written = pending.count
-        counters.update {
-            $0.samplesWritten += written
-            if $0.health.reason?.hasPrefix("cannot write") == true { $0.health = .healthy }
-        }
-        pending.removeAll(keepingCapacity: true)
-        firstPendingAt = nil
-        commitRetryAt = nil
+        _ = committer.commit { nil }
     }
 }

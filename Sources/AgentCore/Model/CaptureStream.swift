@@ -1,0 +1,16 @@
+/// What every capture stream is to the daemon: something that starts, stops and says
+/// how it is. The stream writes its records to a `RecordSink` given at creation.
+public protocol CaptureStream: AnyObject, Sendable {
+    var stream: StreamName { get }
+    /// Starts capture on the stream's own thread; returns at once.
+    func start()
+    /// Stops capture, finishing and writing what is in progress; returns when done.
+    func stop()
+    func health() -> StreamHealth
+    /// Running totals `status` shows (e.g. the health stream's malformed lines), by name.
+    func counters() -> [String: Int]
+}
+
+extension CaptureStream {
+    public func counters() -> [String: Int] { [:] }
+}

@@ -1,0 +1,15 @@
+/// Names of the counters streams report (`CaptureStream.counters()`), kept in
+/// `agent_state` under `StreamCounter.key(component, name)` for `status`.
+public enum StreamCounter {
+    /// Health lines that could not be read at all (counted, logged, skipped).
+    public static let malformedLines = "malformed_lines"
+    /// Health samples read but refused by the contract's rules (impossible values, units).
+    public static let refusedSamples = "refused_samples"
+    /// Location fixes not written because they lay in a privacy zone (`[[location.exclude]]`).
+    public static let privacySkipped = "privacy_skipped"
+    /// Location fixes written coarsened (about 1 km) because they lay in a zone with `action = "coarsen"`.
+    public static let privacyCoarsened = "privacy_coarsened"
+
+    /// `component` is the stream's name (`StreamName.rawValue`, the coordinator's component name).
+    public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }
+}

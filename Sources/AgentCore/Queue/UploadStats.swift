@@ -1,0 +1,76 @@
+import Foundation
+import GRDB
+
+/// Upload bookkeeping of one stream, for `status`.
+public struct UploadStats: Sendable, Equatable {
+    public var stream: StreamName
+    public var lastAttemptAt: Date?
+    public var lastSuccessAt: Date?
+    public var lastResult: String?
+    public var lastErrorCode: AgentErrorCode?
+    public var recordsSent: Int64
+    public var bytesSent: Int64
+}
+
+/// The `upload_stats` table (each stream's last attempt, last success and totals) and the
+/// failed attempts by error code kept beside it in `agent_state`, for `status` and the metrics.
+extension SQLiteQueue {
+    /// Records the outcome of one upload attempt of `stream`.
+    public func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
+                                   records: Int, bytes: Int) throws {
+        let now = clock.now().timeIntervalSince1970
+        try writing {
+            try pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO upload_stats (stream, last_attempt_at, last_success_at, last_result, last_error_code,
+                                              records_sent, bytes_sent)
+                    VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, ?4, ?5, CASE WHEN ?3 THEN ?6 ELSE 0 END, CASE WHEN ?3 THEN ?7 ELSE 0 END)
+                    ON CONFLICT (stream) DO UPDATE SET
+                        last_attempt_at = ?2,
+                        last_success_at = CASE WHEN ?3 THEN ?2 ELSE last_success_at END,
+                        last_result = ?4,
+                        last_error_code = ?5,
+                        records_sent = records_sent + CASE WHEN ?3 THEN ?6 ELSE 0 END,
+                        bytes_sent = bytes_sent + CASE WHEN ?3 THEN ?7 ELSE 0 END
+                    """, arguments: [stream.rawValue, now, success, result, code?.rawValue, records, bytes])
+                // Failed attempts by error code, for the metrics (a running total since the
+                // database was made; same transaction, so it never disagrees with the stats).
+                if !success, let code {
+                    try db.execute(sql: """
+                        INSERT INTO agent_state (key, value, updated_at) VALUES (?1, '1', ?2)
+                        ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(agent_state.value AS INTEGER) + 1 AS TEXT), updated_at = ?2
+                        """, arguments: [AgentStateKey.uploadErrors(code), now])
+                }
+            }
+        }
+    }
+
+    /// Failed upload attempts by error code since the database was made.
+    public func uploadErrorTotals() throws -> [String: Int64] {
+        try pool.read { db in
+            var totals: [String: Int64] = [:]
+            for code in AgentErrorCode.allCases {
+                if let text = try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?",
+                                                  arguments: [AgentStateKey.uploadErrors(code)]), let n = Int64(text) {
+                    totals[code.rawValue] = n
+                }
+            }
+            return totals
+        }
+    }
+
+    public func uploadStats() throws -> [UploadStats] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM upload_stats ORDER BY stream").compactMap { row in
+                guard let stream = StreamName(rawValue: row["stream"]) else { return nil }
+                return UploadStats(
+                    stream: stream,
+                    lastAttemptAt: (row["last_attempt_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    lastResult: row["last_result"],
+                    lastErrorCode: (row["last_error_code"] as String?).flatMap(AgentErrorCode.init(rawValue:)),
+                    recordsSent: row["records_sent"], bytesSent: row["bytes_sent"])
+            }
+        }
+    }
+}
