@@ -81,10 +81,10 @@ enum HealthBench {
         while (stream.statuses().first?.samplesWritten ?? 0) < 1 { Thread.sleep(forTimeInterval: 0.05) }
         Thread.sleep(forTimeInterval: 1.5)
         let wakeupsBefore = stream.statuses().first?.wakeups ?? 0
-        let switchesBefore = threadContextSwitches(named: "health:idle")
+        let switchesBefore = threadContextSwitches(named: "ariata-health-1")
         Thread.sleep(forTimeInterval: seconds)
         let wakeups = (stream.statuses().first?.wakeups ?? 0) - wakeupsBefore
-        let switches = threadContextSwitches(named: "health:idle").map { $0 - (switchesBefore ?? 0) }
+        let switches = threadContextSwitches(named: "ariata-health-1").map { $0 - (switchesBefore ?? 0) }
         stream.stop()
         let perMinute = Double(wakeups) * 60 / seconds
         print(String(format: "health file source idle for %.0f s: %d wakeups of the source thread (%.1f per minute); context switches of that thread per /proc: %@",

@@ -71,7 +71,7 @@ enum LocationBench {
         try waitUntil("the first fix", timeout: 20) { stream.status().lastFixAge != nil }
         Thread.sleep(forTimeInterval: TimeInterval(options.warmup))
 
-        let reader = ThreadUsage.find(named: "ariata.location")
+        let reader = ThreadUsage.find(named: "ariata-location")
         let gpsdPID = rig.gpsdPID
         let recordsBefore = try queue.count(stream: .location, status: .pending)
         let processBefore = ProcessUsage.now()

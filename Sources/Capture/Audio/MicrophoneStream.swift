@@ -1,7 +1,7 @@
 import AgentCore
-import Synchronization
 import Foundation
 import Logging
+import Synchronization
 
 /// The `microphone` stream: captures from ALSA on its own thread, encodes 30 s Ogg Opus
 /// chunks overlapping by 2 s, and writes each finished chunk to the queue.
