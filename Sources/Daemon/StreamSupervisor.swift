@@ -69,8 +69,9 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         if paused {
             let end = why.map { "because \($0)" } ?? until.map { "until \(RFC3339.string(from: $0)) (or 'ariata-agent resume \(stream.rawValue)')" }
                 ?? "until 'ariata-agent resume \(stream.rawValue)'"
-            logger.notice("\(stream.rawValue) paused: capture stopped \(end)")
+            // Said once it is true: stop() has ended capture and written the chunk in progress.
             stop()
+            logger.notice("\(stream.rawValue) paused: capture stopped \(end)")
         } else {
             logger.notice("\(stream.rawValue) resumed")
             start()
