@@ -209,7 +209,9 @@ final class HeldRecordsTests: XCTestCase {
         let py = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
-            c.executescript("DROP TABLE provisional_times; PRAGMA user_version = 1;")
+            c.executescript('''
+                UPDATE records SET payload = (SELECT data FROM payloads WHERE payloads.seq = records.seq);
+                DROP TABLE payloads; DROP TABLE provisional_times; PRAGMA user_version = 1;''')
             c.close()
             """, path], logDirectory: dir.path)
         XCTAssertEqual(py.wait(), 0, py.stderr())

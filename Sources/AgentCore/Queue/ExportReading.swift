@@ -10,7 +10,7 @@ extension SQLiteQueue {
     /// time (a day of audio is ~200 MB), and in WAL mode it never blocks the daemon's writes.
     public func forEachRecord(stream: StreamName, since: Date? = nil, until: Date? = nil,
                               _ body: (QueuedRecord) throws -> Void) throws {
-        var sql = "SELECT * FROM records WHERE stream = ? AND status IN ('pending', 'uploaded')"
+        var sql = "SELECT seq FROM records WHERE stream = ? AND status IN ('pending', 'uploaded')"
         var arguments: StatementArguments = [stream.rawValue]
         if let since {
             sql += " AND captured_at >= ?"
@@ -23,9 +23,8 @@ extension SQLiteQueue {
         try pool.read { db in
             // Order the small keys first, then read each record by its key: sorting whole
             // rows would copy a day of audio (~200 MB) through SQLite's sorter.
-            let seqs = try Int64.fetchAll(db, sql: sql.replacingOccurrences(of: "SELECT *", with: "SELECT seq")
-                                              + " ORDER BY captured_at, seq", arguments: arguments)
-            let one = try db.cachedStatement(sql: "SELECT * FROM records WHERE seq = ?")
+            let seqs = try Int64.fetchAll(db, sql: sql + " ORDER BY captured_at, seq", arguments: arguments)
+            let one = try db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE r.seq = ?")
             for seq in seqs {
                 guard let row = try Row.fetchOne(one, arguments: [seq]) else { continue }
                 try body(Self.record(from: row))

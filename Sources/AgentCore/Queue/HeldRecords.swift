@@ -52,8 +52,8 @@ extension SQLiteQueue {
     public func heldRecords(bootID: String, otherThan: Bool = false, afterSeq: Int64 = 0, limit: Int) throws -> [HeldRecord] {
         try pool.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT r.seq, r.stream, r.captured_at, r.payload, p.boot_id, p.boot_time
-                FROM provisional_times p JOIN records r ON r.seq = p.seq
+                SELECT r.seq, r.stream, r.captured_at, coalesce(pl.data, r.payload) AS payload, p.boot_id, p.boot_time
+                FROM provisional_times p JOIN records r ON r.seq = p.seq LEFT JOIN payloads pl ON pl.seq = r.seq
                 WHERE p.boot_id \(otherThan ? "<>" : "=") ? AND p.seq > ? AND r.status = 'pending'
                 ORDER BY p.seq LIMIT ?
                 """, arguments: [bootID, afterSeq, max(1, limit)]).compactMap { row in
@@ -72,13 +72,17 @@ extension SQLiteQueue {
         guard !records.isEmpty else { return }
         try writing {
             try pool.write { db in
+                let changed = try db.cachedStatement(sql: """
+                    UPDATE records SET captured_at = ? WHERE seq = ? AND payload_bytes = ?
+                    """)
+                let payload = try db.cachedStatement(sql: "UPDATE payloads SET data = ? WHERE seq = ?")
+                // A row written before schema 3 keeps its payload in the row.
+                let inline = try db.cachedStatement(sql: "UPDATE records SET payload = ? WHERE seq = ?")
                 for record in records {
-                    let changed = try db.cachedStatement(sql: """
-                        UPDATE records SET captured_at = ?, payload = ? WHERE seq = ? AND payload_bytes = ?
-                        """)
-                    try changed.execute(arguments: [record.capturedAt.timeIntervalSince1970, record.payload,
-                                                    record.seq, record.payload.count])
+                    try changed.execute(arguments: [record.capturedAt.timeIntervalSince1970, record.seq, record.payload.count])
                     guard db.changesCount == 1 else { continue }
+                    try payload.execute(arguments: [record.payload, record.seq])
+                    if db.changesCount == 0 { try inline.execute(arguments: [record.payload, record.seq]) }
                     try db.execute(sql: "DELETE FROM provisional_times WHERE seq = ?", arguments: [record.seq])
                 }
             }

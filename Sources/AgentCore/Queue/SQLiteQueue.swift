@@ -121,13 +121,15 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             try pool.write { db in
                 let insert = try db.cachedStatement(sql: """
                     INSERT INTO records (stream, record_id, captured_at, enqueued_at, payload, payload_bytes, status_changed_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, X'', ?, ?)
                     """)
+                let payload = try db.cachedStatement(sql: "INSERT INTO payloads (seq, data) VALUES (?, ?)")
                 for record in records {
                     try insert.execute(arguments: [
                         record.stream.rawValue, record.id, record.capturedAt.timeIntervalSince1970,
-                        now, record.payload, record.payload.count, now,
+                        now, record.payload.count, now,
                     ])
+                    try payload.execute(arguments: [db.lastInsertedRowID, record.payload])
                     if let provisional = record.provisional {
                         try holdProvisional(db, seq: db.lastInsertedRowID, stream: record.stream, provisional)
                     }
@@ -176,7 +178,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         try pool.read { db in
             // A cursor steps one row at a time, so payloads past the byte bound are never read.
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT * FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq LIMIT ?
+                SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq LIMIT ?
                 """, arguments: [stream.rawValue, max(1, maxCount)])
             var batch: [QueuedRecord] = []
             var bytes = 0
@@ -192,7 +194,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq DESC LIMIT 1",
+            try Row.fetchOne(db, sql: "SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq DESC LIMIT 1",
                              arguments: [stream.rawValue]).map(Self.record(from:))
         }
     }
@@ -283,13 +285,13 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// All records of a stream in queue order (tests and diagnostics; not for big queues).
     public func records(stream: StreamName, status: RecordStatus? = nil) throws -> [QueuedRecord] {
         try pool.read { db in
-            var sql = "SELECT * FROM records WHERE stream = ?"
+            var sql = "SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE stream = ?"
             var arguments: StatementArguments = [stream.rawValue]
             if let status {
                 sql += " AND status = ?"
                 arguments += [status.rawValue]
             }
-            return try Row.fetchAll(db, sql: sql + " ORDER BY seq", arguments: arguments).map(Self.record(from:))
+            return try Row.fetchAll(db, sql: sql + " ORDER BY r.seq", arguments: arguments).map(Self.record(from:))
         }
     }
 
@@ -356,6 +358,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
     }
 
+    /// Where a record and its payload are read from: the payload's own table, or the row
+    /// itself for a row written before schema 3. Use both together, reading with
+    /// `record(from:)`; the records table is `r`.
+    static let recordsWithPayloads = "records r LEFT JOIN payloads pl ON pl.seq = r.seq"
+    static let recordColumns = "r.*, pl.data AS stored_payload"
+
     static func record(from row: Row) throws -> QueuedRecord {
         let streamName: String = row["stream"]
         let statusName: String = row["status"]
@@ -365,7 +373,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         return QueuedRecord(
             seq: row["seq"], id: row["record_id"], stream: stream,
             capturedAt: Date(timeIntervalSince1970: row["captured_at"]),
-            payload: row["payload"], status: status, uploadAttempts: row["upload_attempts"],
+            payload: (row["stored_payload"] as Data?) ?? row["payload"], status: status, uploadAttempts: row["upload_attempts"],
             lastAttemptAt: (row["last_attempt_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
             lastError: row["last_error"])
     }

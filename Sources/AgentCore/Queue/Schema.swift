@@ -5,7 +5,7 @@ import GRDB
 /// build knows is refused rather than guessed at.
 enum Schema {
     /// Migration N (1-based) is `migrations[N-1]`. Append only; never edit a released one.
-    static let migrations: [String] = [v1, v2]
+    static let migrations: [String] = [v1, v2, v3]
 
     static var currentVersion: Int { migrations.count }
 
@@ -118,6 +118,17 @@ enum Schema {
     );
     CREATE INDEX provisional_times_by_boot ON provisional_times (boot_id, seq);
     CREATE INDEX provisional_times_by_stream ON provisional_times (stream);
+    """
+
+    static let v3 = """
+    -- Each record's payload in a table of its own (issue 14): marking a record (its last
+    -- attempt, uploaded, failed) then rewrites a small row, not the 80 KB of an audio
+    -- chunk's overflow pages, twice per upload. Rows written before this version keep their
+    -- payload in records.payload; new rows leave it empty (X'').
+    CREATE TABLE payloads (
+        seq  INTEGER PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
+        data BLOB    NOT NULL
+    );
     """
 
     /// Brings the database to `currentVersion`.
