@@ -57,11 +57,7 @@ enum AudioBench {
     /// The process's resident-set high-water mark (VmHWM). `swift run` execs the benchmark
     /// in its own process, and the kernel keeps getrusage's ru_maxrss across exec, so the
     /// mark is reset first (clear_refs 5, Linux 4.0+) to count only this program.
-    static func peakRSSKiB() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return 0 }
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-    }
+    static func peakRSSKiB() -> Int { ProcStatus.ownKiB("VmHWM") }
 
     static func resetPeakRSS() {
         let fd = open("/proc/self/clear_refs", O_WRONLY)

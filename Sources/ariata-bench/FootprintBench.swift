@@ -25,32 +25,15 @@ import TestRigs
 enum FootprintBench {
     static func run(_ arguments: [String]) throws {
         if arguments.first == "drain" { return try Drain.run(Array(arguments.dropFirst())) }
-        var minutes = 10.0
-        var uploadInterval = 300
-        var complexity: Int?
-        var healthEvery = 15.0
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            guard let value = rest.popFirst(), let number = Double(value), number > 0 else {
-                throw BenchUsage(text: "\(flag) needs a positive number")
-            }
-            switch flag {
-            case "--minutes": minutes = number
-            case "--upload-interval": uploadInterval = Int(number)
-            case "--complexity": complexity = Int(number)
-            case "--health-every": healthEvery = number
-            default: throw BenchUsage(text: "usage: ariata-bench footprint [--minutes M] [--upload-interval S] [--complexity N] [--health-every S] | drain [--records N]")
-            }
-        }
-        let microphoneExtra = complexity.map { "[microphone]\ncomplexity = \($0)\n" } ?? ""
+        let options = try BenchOptions(arguments, numbers: [
+            "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
+        ], usage: "usage: ariata-bench footprint [--minutes M] [--upload-interval S] [--complexity N] [--health-every S] | drain [--records N]")
+        let minutes = Double(options["--minutes"])
+        let uploadInterval = options["--upload-interval"]
+        let complexity = options["--complexity"]
+        let healthEvery = Double(options["--health-every"])
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
-                                extraConfig: "", storageConfig: "", locationInterval: 10, healthCommitInterval: 300)
-        if !microphoneExtra.isEmpty {
-            // A second [microphone] table is not TOML: put the key in the rig's table.
-            var text = try String(contentsOfFile: rig.configPath, encoding: .utf8)
-            text = text.replacingOccurrences(of: "[microphone]\n", with: microphoneExtra)
-            try text.write(toFile: rig.configPath, atomically: true, encoding: .utf8)
-        }
+                                locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)")
         try rig.startAgent()
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
         let pid = agent.pid
@@ -58,13 +41,12 @@ enum FootprintBench {
 
         // The health file gains samples as a watch export would.
         let feeding = EndFlag()
-        let period = healthEvery
         let feeder = Thread {
             var value = 60
             while !feeding.value {
                 try? rig.appendHeartRates([value])
                 value = 60 + (value - 59) % 40
-                Thread.sleep(forTimeInterval: period)
+                Thread.sleep(forTimeInterval: healthEvery)
             }
         }
         feeder.start()
@@ -129,7 +111,7 @@ enum FootprintBench {
 
         // The agent's own encoder alone on the same audio (the chunks' seconds, overlaps
         // included), same settings, in this process.
-        let encoderCPU = try encoderAlone(seconds: captured.audioSeconds, complexity: complexity ?? MicrophoneConfig().complexity,
+        let encoderCPU = try encoderAlone(seconds: captured.audioSeconds, complexity: complexity,
                                           in: rig.directory.path)
         print(String(format: "Opus encoder alone on the same %.0f s of audio: %.2f s CPU (%.2f %% of one core over the window); daemon/encoder %.3f",
                      captured.audioSeconds, encoderCPU, 100 * encoderCPU / window, encoderCPU > 0 ? cpu / encoderCPU : 0))
@@ -185,17 +167,17 @@ struct ProcessReading {
               let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
               let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         cpuTicks = stat.ticks
-        writeBytes = Self.field("write_bytes:", in: io) ?? 0
-        peakRSSKiB = Self.field("VmHWM:", in: status) ?? 0
-        rssKiB = Self.field("VmRSS:", in: status) ?? 0
-        anonKiB = Self.field("RssAnon:", in: status) ?? 0
-        fileKiB = Self.field("RssFile:", in: status) ?? 0
+        writeBytes = ProcStatus.kib("write_bytes:", in: io) ?? 0
+        peakRSSKiB = ProcStatus.kib("VmHWM:", in: status) ?? 0
+        rssKiB = ProcStatus.kib("VmRSS:", in: status) ?? 0
+        anonKiB = ProcStatus.kib("RssAnon:", in: status) ?? 0
+        fileKiB = ProcStatus.kib("RssFile:", in: status) ?? 0
         tasks = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
             guard let tid = Int(name), let taskStat = Self.statFields("/proc/\(pid)/task/\(tid)/stat"),
                   let taskStatus = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { continue }
             tasks[tid] = Task(name: taskStat.comm, ticks: taskStat.ticks,
-                              voluntary: Self.field("voluntary_ctxt_switches:", in: taskStatus) ?? 0)
+                              voluntary: ProcStatus.kib("voluntary_ctxt_switches:", in: taskStatus) ?? 0)
         }
     }
 
@@ -210,10 +192,6 @@ struct ProcessReading {
         return (comm, user + system)
     }
 
-    static func field(_ key: String, in text: String) -> Int? {
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return nil }
-        return Int(line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
-    }
 }
 
 /// Per-thread counters across readings: a thread that ends between two readings keeps what
@@ -301,5 +279,19 @@ extension FootprintBench {
                          options.records, seconds, Double(options.records) / seconds, Double(peak) / 1024,
                          Double(samples.min() ?? 0) / 1024, Double(samples.max() ?? 0) / 1024))
         }
+    }
+}
+
+/// Fields of /proc/PID/status given in kB (VmHWM, VmRSS, RssAnon, voluntary_ctxt_switches…).
+enum ProcStatus {
+    static func kib(_ key: String, in text: String) -> Int? {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return nil }
+        return Int(line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+    }
+
+    /// A field of this process's own status, 0 when it cannot be read.
+    static func ownKiB(_ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        return kib(field + ":", in: text) ?? 0
     }
 }

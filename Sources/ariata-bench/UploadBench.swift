@@ -275,12 +275,7 @@ private final class RSSSampler: Sendable {
     private let thread = Mutex<NamedThread?>(nil)
 
     /// Bytes of a `/proc/self/status` field given in kB (VmRSS, VmHWM).
-    static func current(field: String) -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-              let kb = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
-        return kb * 1_024
-    }
+    static func current(field: String) -> Double { Double(ProcStatus.ownKiB(field)) * 1_024 }
 
     /// Writing 5 to clear_refs resets VmHWM, so the peak covers the drain alone.
     func resetPeak() {

@@ -34,12 +34,13 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - databasePath: where the queue lives (default: in the rig's directory).
     ///   - storageConfig: more `[storage]` keys (min_free_mb, max_queue_mb).
     ///   - locationEnabled: `[location] enabled` (gpsd and its feed run either way).
-    ///   - locationInterval, healthCommitInterval: short for tests; the defaults of a real
-    ///     device (10 s, 10 s) for benchmarks.
+    ///   - locationInterval, healthCommitInterval: short for tests; a real device's
+    ///     (10 s, 300 s) for benchmarks.
+    ///   - microphoneConfig: more `[microphone]` keys (complexity).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
-                locationInterval: Int = 2, healthCommitInterval: Int = 1) throws {
+                locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "") throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
         try receiver.start()
@@ -91,6 +92,7 @@ public final class DaemonRig: @unchecked Sendable {
             device = "daemon_mic"
             chunk_seconds = \(chunkSeconds)
             overlap_seconds = \(overlapSeconds)
+            \(microphoneConfig)
             [health]
             enabled = true
             commit_interval = \(healthCommitInterval)
