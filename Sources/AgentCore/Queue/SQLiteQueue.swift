@@ -76,7 +76,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     private static func createIfMissing(path: String) throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
         guard size == nil || size == 0 else { return }
-        let creator = try DatabaseQueue(path: path)
+        // A reader (`status`, a test polling for the file) may open the new, empty file at
+        // the same moment: wait for it as every other connection does, instead of failing
+        // the daemon's start with "database is locked".
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        let creator = try DatabaseQueue(path: path, configuration: config)
         try creator.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute(sql: "PRAGMA journal_mode = WAL")
