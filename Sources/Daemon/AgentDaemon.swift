@@ -81,6 +81,13 @@ public final class AgentDaemon: Sendable {
     public func start() {
         // Room first: after a restart on a full disk, the queue's opening handed the
         // reserve back, and that space is the guard's to delete with, not the streams'.
+        // Attachment files a crash left without a record go first (no capture is running
+        // yet, so no file is between its placing and its record's commit).
+        do {
+            try queue.sweepAttachments()
+        } catch {
+            logger.error("cannot sweep the attachment directory: \(error)")
+        }
         storageGuard.pass()
         let config = state.withLock { $0.config }
         let switches = PauseSwitches(queue: queue)

@@ -210,7 +210,9 @@ final class HeldRecordsTests: XCTestCase {
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             c.executescript('''
-                UPDATE records SET payload = (SELECT data FROM payloads WHERE payloads.seq = records.seq);
+                DROP TRIGGER records_attachment_delete; DROP TABLE attachments; DROP TABLE attachment_trash;
+                DROP INDEX records_by_status_changed;
+                CREATE INDEX records_by_status_changed ON records (status, status_changed_at);
                 DROP TABLE payloads; DROP TABLE provisional_times; PRAGMA user_version = 1;''')
             c.close()
             """, path], logDirectory: dir.path)

@@ -3,8 +3,9 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// Payloads in a table of their own (schema 3, issue 14): marking a record must not write
-/// its payload again, and a queue written before keeps every record readable.
+/// Marking a record must not write its audio again (schema 3 moved payloads to a table of
+/// their own; schema 4 moved the audio to files and small payloads back into the rows),
+/// and a queue written by an earlier version keeps every record readable.
 final class PayloadTableTests: XCTestCase {
     var dir: TemporaryDirectory!
 
@@ -12,7 +13,39 @@ final class PayloadTableTests: XCTestCase {
         dir = try TemporaryDirectory("payloads")
     }
 
-    /// An audio-sized record (80 KB of base64), as the microphone writes one.
+    /// A chunk as the microphone writes it now: 60 KB of audio as its attachment.
+    func chunk(at time: Date) throws -> NewRecord {
+        let audio = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+        var record = try NewRecord(stream: .microphone, capturedAt: time, fields: ["timestamp_start": "x"])
+        record.attachment = RecordAttachment(field: "audio_data", data: audio, fileExtension: "ogg")
+        return record
+    }
+
+    /// Rewrites a queue of this version into the layout of schema 3 (payloads in their own
+    /// table, no attachments) or 2 (payloads in the rows), as an earlier agent left it.
+    func downgrade(_ path: String, to version: Int) throws {
+        let py = try ChildProcess("python3", ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.executescript('''
+                DROP TRIGGER records_attachment_delete; DROP TABLE attachments; DROP TABLE attachment_trash;
+                DROP INDEX records_by_status_changed;
+                CREATE INDEX records_by_status_changed ON records (status, status_changed_at);
+                INSERT INTO payloads (seq, data) SELECT seq, payload FROM records;
+                UPDATE records SET payload = X'';''')
+            if sys.argv[2] == "2":
+                c.executescript('''
+                    UPDATE records SET payload = (SELECT data FROM payloads WHERE payloads.seq = records.seq);
+                    DROP TABLE payloads;''')
+            c.execute("PRAGMA user_version = " + sys.argv[2])
+            c.commit()
+            c.close()
+            """, path, "\(version)"], logDirectory: dir.path)
+        XCTAssertEqual(py.wait(), 0, py.stderr())
+    }
+
+    /// An audio-sized record (80 KB of base64 in its payload), as the microphone wrote one
+    /// before schema 4.
     func audioRecord(at time: Date) throws -> NewRecord {
         let audio = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).base64EncodedString()
         return try NewRecord(stream: .microphone, capturedAt: time, fields: ["timestamp_start": "x", "audio_data": audio])
@@ -34,25 +67,25 @@ final class PayloadTableTests: XCTestCase {
         (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
     }
 
-    func testMarkingAnUploadWritesAFewPagesNotThePayload() throws {
+    func testMarkingAnUploadWritesAFewPagesNotTheAudio() throws {
         let path = dir.file("agent.sqlite")
         let queue = try SQLiteQueue(path: path)
-        let record = try audioRecord(at: Date())
+        let record = try chunk(at: Date())
         try queue.enqueue(record)
-        XCTAssertGreaterThan(walBytes(path), Int64(record.payload.count), "the payload went through the WAL once")
         try checkpoint(path)
         XCTAssertEqual(walBytes(path), 0)
 
-        let seq = try XCTUnwrap(queue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first).seq
-        try queue.noteSending([seq])
-        try queue.markUploaded([seq])
+        let queued = try XCTUnwrap(queue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first)
+        try queue.noteSending([queued.seq])
+        try queue.markUploaded([queued.seq])
         // Before schema 3 each of the two updates changed the row's size, and SQLite wrote
         // its ~80 KB of overflow pages again: over 160 KB of WAL. Now: the row's page, its
         // index pages and the counts, twice.
-        print("measured: WAL after marking an 80 KB record sent and uploaded: \(walBytes(path)) bytes")
-        XCTAssertLessThan(walBytes(path), 48 * 1_024, "marking rewrote the payload")
-        XCTAssertEqual(try queue.records(stream: .microphone).first?.payload, record.payload)
-        XCTAssertEqual(try queue.records(stream: .microphone).first?.status, .uploaded)
+        print("measured: WAL after marking a 60 KB chunk sent and uploaded: \(walBytes(path)) bytes")
+        XCTAssertLessThan(walBytes(path), 48 * 1_024, "marking rewrote the audio")
+        let read = try XCTUnwrap(queue.records(stream: .microphone).first)
+        XCTAssertEqual(read.payload, queued.payload)
+        XCTAssertEqual(read.status, .uploaded)
     }
 
     /// A queue of schema 2 (payloads in the rows) is migrated; its records read, upload
@@ -64,15 +97,7 @@ final class PayloadTableTests: XCTestCase {
             let writer = try SQLiteQueue(path: path)
             try writer.enqueue(old)
         }
-        let py = try ChildProcess("python3", ["-c", """
-            import sqlite3, sys
-            c = sqlite3.connect(sys.argv[1])
-            c.executescript('''
-                UPDATE records SET payload = (SELECT data FROM payloads WHERE payloads.seq = records.seq);
-                DROP TABLE payloads; PRAGMA user_version = 2;''')
-            c.close()
-            """, path], logDirectory: dir.path)
-        XCTAssertEqual(py.wait(), 0, py.stderr())
+try downgrade(path, to: 2)
 
         let queue = try SQLiteQueue(path: path)
         let new = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_030))
@@ -89,12 +114,18 @@ final class PayloadTableTests: XCTestCase {
         XCTAssertEqual(try queue.integrityCheck(), "ok")
     }
 
-    /// Deleting a record (retention, eviction, purge) takes its payload with it.
+    /// Deleting a record of schema 3 (retention, eviction, purge) takes its payload with it.
     func testDeletingARecordDeletesItsPayload() throws {
         let path = dir.file("agent.sqlite")
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        do {
+            let writer = try SQLiteQueue(path: path, clock: clock)
+            try writer.enqueue(try audioRecord(at: clock.now()))
+        }
+        try downgrade(path, to: 3)
         let queue = try SQLiteQueue(path: path, clock: clock)
-        try queue.enqueue(try audioRecord(at: clock.now()))
+        XCTAssertEqual(try queue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
+                       "the schema 3 row reads its payload from the payload table")
         let seq = try XCTUnwrap(queue.records(stream: .microphone).first).seq
         try queue.markUploaded([seq])
         clock.advance(by: 30 * 86_400)

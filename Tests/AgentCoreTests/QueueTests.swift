@@ -134,7 +134,7 @@ final class QueueTests: XCTestCase {
 
     func testSchemaVersionIsRecordedAndANewerDatabaseIsRefused() throws {
         let path = dir.file("agent.sqlite")
-        XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "3")
+        XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "4")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA journal_mode;"), "wal")
         // Reopening an up-to-date database migrates nothing and keeps the data.
         try queue.enqueue(record(.location))
@@ -144,7 +144,7 @@ final class QueueTests: XCTestCase {
 
         _ = try sqlite3Output(path, "PRAGMA user_version = 99;")
         XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
-            XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 3))
+            XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 4))
             XCTAssertTrue("\(error)".contains("newer ariata-agent"))
         }
     }

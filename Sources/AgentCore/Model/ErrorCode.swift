@@ -1,5 +1,5 @@
 /// The error codes shown to the user. E001–E005 are the contract's ("Error codes shown to
-/// the user"); E006–E008 are the agent's own, for answers the contract calls "retry later"
+/// the user"); E006–E009 are the agent's own, for answers the contract calls "retry later"
 /// but that a user must be able to tell apart from an outage.
 public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
     case networkTimeout = "E001"
@@ -10,6 +10,7 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
     case notIngestEndpoint = "E006"
     case streamRefused = "E007"
     case rateLimited = "E008"
+    case attachmentMissing = "E009"
 
     public var meaning: String {
         switch self {
@@ -21,6 +22,7 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
         case .notIngestEndpoint: return "not the ingest endpoint (the answer does not prove the records were stored)"
         case .streamRefused: return "the server refuses every record of a stream"
         case .rateLimited: return "rate limited by the server (429)"
+        case .attachmentMissing: return "a queued record's attachment file (a chunk's audio) is missing"
         }
     }
 
@@ -43,6 +45,8 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
             return "check the server version and its stream names (the agent sends location, microphone, healthkit); the records stay queued and are sent again"
         case .rateLimited:
             return "the server asked the agent to slow down; uploads wait for its Retry-After, nothing is dropped"
+        case .attachmentMissing:
+            return "something other than the agent deleted files under <database>.attachments/; the record is sent without its audio, the server refuses it and it is kept as failed; leave that directory to the agent"
         }
     }
 }

@@ -11,12 +11,16 @@ public struct NewRecord: Sendable, Equatable {
     /// Set when the capture time came from a system clock not yet known to be right: the
     /// queue holds the record until its time is corrected (see ClockCorrection).
     public var provisional: ProvisionalTime?
+    /// Bytes kept beside the payload, in a file of their own, and added to the JSON object
+    /// (base64, under `attachment.field`) only when it is read back: a chunk's audio.
+    public var attachment: RecordAttachment?
 
-    public init(id: UUID = UUID(), stream: StreamName, capturedAt: Date, payload: Data) {
+    public init(id: UUID = UUID(), stream: StreamName, capturedAt: Date, payload: Data, attachment: RecordAttachment? = nil) {
         self.id = id
         self.stream = stream
         self.capturedAt = capturedAt
         self.payload = payload
+        self.attachment = attachment
     }
 
     /// Encodes `fields` as the payload (keys sorted, so a payload is stable for tests).
@@ -26,6 +30,28 @@ public struct NewRecord: Sendable, Equatable {
         object["id"] = id.uuidString.lowercased()
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         self.init(id: id, stream: stream, capturedAt: capturedAt, payload: data)
+    }
+}
+
+/// Binary data of a record that the queue keeps as a file of its own (see `AttachmentStore`)
+/// rather than as base64 text in the payload. Read back, the record's payload holds it
+/// base64-encoded under `field`, exactly as the ingest contract wants it.
+public struct RecordAttachment: Sendable, Equatable {
+    /// The key of the payload's JSON object that carries the data (base64).
+    public var field: String
+    public var data: Data
+    /// The file name's extension in the store ("ogg").
+    public var fileExtension: String
+    /// A complete file that already holds exactly `data` (the chunk's audio journal, on the
+    /// same file system): the queue links it into its store instead of writing the bytes
+    /// again. nil, or a file whose size differs, and the queue writes `data`.
+    public var existingFile: String?
+
+    public init(field: String, data: Data, fileExtension: String, existingFile: String? = nil) {
+        self.field = field
+        self.data = data
+        self.fileExtension = fileExtension
+        self.existingFile = existingFile
     }
 }
 

@@ -24,10 +24,10 @@ extension SQLiteQueue {
             // Order the small keys first, then read each record by its key: sorting whole
             // rows would copy a day of audio (~200 MB) through SQLite's sorter.
             let seqs = try Int64.fetchAll(db, sql: sql + " ORDER BY captured_at, seq", arguments: arguments)
-            let one = try db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE r.seq = ?")
+            let one = try db.cachedStatement(sql: "SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE r.seq = ?")
             for seq in seqs {
                 guard let row = try Row.fetchOne(one, arguments: [seq]) else { continue }
-                try body(Self.record(from: row))
+                try body(record(from: row))
             }
         }
     }

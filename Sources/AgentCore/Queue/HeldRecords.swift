@@ -66,14 +66,16 @@ extension SQLiteQueue {
     }
 
     /// Puts the corrected times in place and lets the records go to the uploader, all in
-    /// one transaction. The payload keeps its length (a time is always 24 characters), so
-    /// the byte counts kept by triggers stay right; a payload that would not is refused.
+    /// one transaction. The stored payload (without its attachment) keeps its length (a
+    /// time is always 24 characters), so the byte counts kept by triggers stay right; a
+    /// payload that would not is refused.
     public func release(_ records: [ReleasedRecord]) throws {
         guard !records.isEmpty else { return }
         try writing {
             try pool.write { db in
                 let changed = try db.cachedStatement(sql: """
-                    UPDATE records SET captured_at = ? WHERE seq = ? AND payload_bytes = ?
+                    UPDATE records SET captured_at = ? WHERE seq = ?
+                        AND length(coalesce((SELECT data FROM payloads WHERE payloads.seq = records.seq), payload)) = ?
                     """)
                 let payload = try db.cachedStatement(sql: "UPDATE payloads SET data = ? WHERE seq = ?")
                 // A row written before schema 3 keeps its payload in the row.

@@ -109,6 +109,7 @@ extension SQLiteQueue {
                 }
             }
         }
+        try removeDeletedAttachments()
         try compact(stepPages: 2_048)
         let message = "deleted \(total.records) \(selection.description) (\(total.payloadBytes) bytes)"
         try writing {

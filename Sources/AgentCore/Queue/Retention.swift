@@ -25,15 +25,19 @@ extension SQLiteQueue {
         var deleted = 0
         try writing {
             try pool.write { db in
-                try db.execute(sql: "DELETE FROM records WHERE status = 'uploaded' AND status_changed_at < ?",
+                // `status <> 'pending'` lets SQLite use the index of settled records (schema 4).
+                try db.execute(sql: "DELETE FROM records WHERE status = 'uploaded' AND status <> 'pending' AND status_changed_at < ?",
                                arguments: [now - policy.keepUploaded])
                 deleted += db.changesCount
-                try db.execute(sql: "DELETE FROM records WHERE status = 'failed' AND status_changed_at < ?",
+                try db.execute(sql: "DELETE FROM records WHERE status = 'failed' AND status <> 'pending' AND status_changed_at < ?",
                                arguments: [now - policy.keepFailed])
                 deleted += db.changesCount
             }
         }
-        if deleted > 0 { try releaseFreePages() }
+        if deleted > 0 {
+            try removeDeletedAttachments()
+            try releaseFreePages()
+        }
         return deleted
     }
 

@@ -13,12 +13,18 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     let logger: Logger
     /// Raised when a write fails because the disk is full; the storage guard listens.
     public let storagePressure = StoragePressure()
+    /// The files of records' attachments (a chunk's audio), beside the database.
+    let attachments: AttachmentStore
+    /// Whether the file has schema 4's attachment tables (a read-only queue may be older).
+    let hasAttachmentTables: Bool
 
     /// Opens (creating when needed) the queue at `path` for writing, migrating it forward.
     public init(path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.queue")) throws {
         self.path = path
         self.clock = clock
         self.logger = logger
+        attachments = AttachmentStore(databasePath: path, logger: logger)
+        hasAttachmentTables = true
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -95,6 +101,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         self.path = path
         self.clock = clock
         self.logger = logger
+        attachments = AttachmentStore(databasePath: path, logger: logger)
         guard FileManager.default.fileExists(atPath: path) else {
             throw QueueError.cannotOpen(path: path, reason: "no such file (the daemon creates it when it first runs)")
         }
@@ -107,6 +114,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             if version > Schema.currentVersion {
                 throw QueueError.schemaTooNew(found: version, known: Schema.currentVersion)
             }
+            hasAttachmentTables = version >= 4
         } catch let error as QueueError {
             throw error
         } catch {
@@ -122,21 +130,46 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
         let now = clock.now().timeIntervalSince1970
+        // Attachments are durable files before the transaction that names them commits
+        // (AttachmentStore); should the commit fail, they go again.
+        var names: [Int: String] = [:]
+        do {
+            for (index, record) in records.enumerated() {
+                guard let attachment = record.attachment else { continue }
+                let name = AttachmentStore.newName(id: record.id, fileExtension: attachment.fileExtension)
+                try writing { try attachments.place(attachment, name: name) }
+                names[index] = name
+            }
+            try insert(records, attachmentNames: names, anchor: anchor, now: now)
+        } catch {
+            names.values.forEach(attachments.discard)
+            throw error
+        }
+    }
+
+    private func insert(_ records: [NewRecord], attachmentNames: [Int: String], anchor: SourceAnchor?, now: TimeInterval) throws {
         try writing {
             try pool.write { db in
                 let insert = try db.cachedStatement(sql: """
                     INSERT INTO records (stream, record_id, captured_at, enqueued_at, payload, payload_bytes, status_changed_at)
-                    VALUES (?, ?, ?, ?, X'', ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """)
-                let payload = try db.cachedStatement(sql: "INSERT INTO payloads (seq, data) VALUES (?, ?)")
-                for record in records {
+                for (index, record) in records.enumerated() {
+                    // payload_bytes is what the record weighs in a request body, attachment included.
+                    let wireBytes = record.payload.count + (record.attachment.map {
+                        AttachmentStore.wireBytes(field: $0.field, bytes: $0.data.count)
+                    } ?? 0)
                     try insert.execute(arguments: [
                         record.stream.rawValue, record.id, record.capturedAt.timeIntervalSince1970,
-                        now, record.payload.count, now,
+                        now, record.payload, wireBytes, now,
                     ])
-                    try payload.execute(arguments: [db.lastInsertedRowID, record.payload])
+                    let seq = db.lastInsertedRowID
+                    if let attachment = record.attachment, let name = attachmentNames[index] {
+                        try db.execute(sql: "INSERT INTO attachments (seq, field, file, bytes) VALUES (?, ?, ?, ?)",
+                                       arguments: [seq, attachment.field, name, attachment.data.count])
+                    }
                     if let provisional = record.provisional {
-                        try holdProvisional(db, seq: db.lastInsertedRowID, stream: record.stream, provisional)
+                        try holdProvisional(db, seq: seq, stream: record.stream, provisional)
                     }
                 }
                 if let anchor {
@@ -183,14 +216,14 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         try pool.read { db in
             // A cursor steps one row at a time, so payloads past the byte bound are never read.
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq LIMIT ?
+                SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq LIMIT ?
                 """, arguments: [stream.rawValue, max(1, maxCount)])
             var batch: [QueuedRecord] = []
             var bytes = 0
             while let row = try rows.next() {
                 let size: Int = row["payload_bytes"]
                 if !batch.isEmpty && bytes + size > maxBytes { break }
-                batch.append(try Self.record(from: row))
+                batch.append(try record(from: row))
                 bytes += size
             }
             return batch
@@ -199,8 +232,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq DESC LIMIT 1",
-                             arguments: [stream.rawValue]).map(Self.record(from:))
+            try Row.fetchOne(db, sql: "SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq DESC LIMIT 1",
+                             arguments: [stream.rawValue]).map(record(from:))
         }
     }
 
@@ -290,13 +323,13 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// All records of a stream in queue order (tests and diagnostics; not for big queues).
     public func records(stream: StreamName, status: RecordStatus? = nil) throws -> [QueuedRecord] {
         try pool.read { db in
-            var sql = "SELECT \(Self.recordColumns) FROM \(Self.recordsWithPayloads) WHERE stream = ?"
+            var sql = "SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ?"
             var arguments: StatementArguments = [stream.rawValue]
             if let status {
                 sql += " AND status = ?"
                 arguments += [status.rawValue]
             }
-            return try Row.fetchAll(db, sql: sql + " ORDER BY r.seq", arguments: arguments).map(Self.record(from:))
+            return try Row.fetchAll(db, sql: sql + " ORDER BY r.seq", arguments: arguments).map(record(from:))
         }
     }
 
@@ -312,12 +345,9 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
     }
 
-    /// Bytes the database takes on disk (main file and WAL).
+    /// Bytes the queue takes on disk: the database, its WAL and the attachment files.
     public func fileBytes() -> Int64 {
-        [path, path + "-wal"].reduce(Int64(0)) { sum, file in
-            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
-            return sum + size
-        }
+        Self.size(of: path) + Self.size(of: path + "-wal") + attachments.totalBytes(pool)
     }
 
     /// Logs an event that `status` shows (storage guard deletions and the like).
@@ -363,22 +393,41 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
     }
 
-    /// Where a record and its payload are read from: the payload's own table, or the row
-    /// itself for a row written before schema 3. Use both together, reading with
-    /// `record(from:)`; the records table is `r`.
-    static let recordsWithPayloads = "records r LEFT JOIN payloads pl ON pl.seq = r.seq"
-    static let recordColumns = "r.*, pl.data AS stored_payload"
+    /// Where a record, its payload and its attachment are read from: the payload's own
+    /// table, or the row itself for a row written before schema 3. Use both together,
+    /// reading with `record(from:)`; the records table is `r`.
+    var recordsWithPayloads: String {
+        "records r LEFT JOIN payloads pl ON pl.seq = r.seq"
+            + (hasAttachmentTables ? " LEFT JOIN attachments a ON a.seq = r.seq" : "")
+    }
+    var recordColumns: String {
+        "r.*, pl.data AS stored_payload"
+            + (hasAttachmentTables ? ", a.field AS attachment_field, a.file AS attachment_file" : "")
+    }
 
-    static func record(from row: Row) throws -> QueuedRecord {
+    /// The record of a row read through `recordsWithPayloads`: its payload is the JSON object
+    /// as the ingest contract wants it, with the attachment's bytes in (base64). A record
+    /// whose attachment file is gone (deleted by hand) reads without them, with an error
+    /// logged: the server then refuses it and the uploader sets it apart as failed.
+    func record(from row: Row) throws -> QueuedRecord {
         let streamName: String = row["stream"]
         let statusName: String = row["status"]
         guard let stream = StreamName(rawValue: streamName), let status = RecordStatus(rawValue: statusName) else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "unknown stream or status in row \(row)")
         }
+        var payload: Data = (row["stored_payload"] as Data?) ?? row["payload"]
+        if let field = row["attachment_field"] as String?, let file = row["attachment_file"] as String? {
+            if let whole = attachments.payload(payload, field: field, name: file) {
+                payload = whole
+            } else {
+                logger.error("\(AgentErrorCode.attachmentMissing.rawValue) the attachment of a queued record is missing; it is sent without it and the server will refuse it",
+                             metadata: ["seq": "\(row["seq"] as Int64)", "file": "\(attachments.path(file))"])
+            }
+        }
         return QueuedRecord(
             seq: row["seq"], id: row["record_id"], stream: stream,
             capturedAt: Date(timeIntervalSince1970: row["captured_at"]),
-            payload: (row["stored_payload"] as Data?) ?? row["payload"], status: status, uploadAttempts: row["upload_attempts"],
+            payload: payload, status: status, uploadAttempts: row["upload_attempts"],
             lastAttemptAt: (row["last_attempt_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
             lastError: row["last_error"])
     }

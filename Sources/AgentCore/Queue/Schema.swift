@@ -5,7 +5,7 @@ import GRDB
 /// build knows is refused rather than guessed at.
 enum Schema {
     /// Migration N (1-based) is `migrations[N-1]`. Append only; never edit a released one.
-    static let migrations: [String] = [v1, v2, v3]
+    static let migrations: [String] = [v1, v2, v3, v4]
 
     static var currentVersion: Int { migrations.count }
 
@@ -129,6 +129,39 @@ enum Schema {
         seq  INTEGER PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
         data BLOB    NOT NULL
     );
+    """
+
+    static let v4 = """
+    -- A record's attachment (issue 14): the bytes whose base64 goes under `field` in the
+    -- record's JSON object when a request is built (a chunk's Ogg Opus audio). They stay a
+    -- file of their own in `<database>.attachments/`, written once (the microphone's
+    -- finished journal file is linked in, not copied), instead of going through the WAL and
+    -- the database as base64 text. The row is deleted with its record (trigger below);
+    -- its file name goes to `attachment_trash`, in the same transaction, and the file is
+    -- unlinked after the commit (`AttachmentStore`): a crash in between leaves a name in the
+    -- trash, never a record without its file.
+    CREATE TABLE attachments (
+        seq   INTEGER PRIMARY KEY,                   -- the record's seq
+        field TEXT    NOT NULL,                      -- the payload key, e.g. audio_data
+        file  TEXT    NOT NULL,                      -- file name in <database>.attachments/
+        bytes INTEGER NOT NULL                       -- the file's size
+    );
+    CREATE TABLE attachment_trash (
+        file TEXT PRIMARY KEY
+    ) WITHOUT ROWID;
+    CREATE TRIGGER records_attachment_delete AFTER DELETE ON records BEGIN
+        INSERT OR IGNORE INTO attachment_trash (file) SELECT file FROM attachments WHERE seq = OLD.seq;
+        DELETE FROM attachments WHERE seq = OLD.seq;
+    END;
+
+    -- Fewer pages per capture (issue 14): every record is inserted pending, and the index
+    -- of retention and the storage guard is only ever asked about settled records, so it
+    -- leaves pending ones out (queries on it say `status <> 'pending'`, which is how SQLite
+    -- knows it may use it). A new record's payload goes back into its row: with the audio
+    -- in files, payloads are a few hundred bytes, and a second table was one more page
+    -- per insert. Rows of schema 3 keep theirs in `payloads`, read as before.
+    DROP INDEX records_by_status_changed;
+    CREATE INDEX records_by_status_changed ON records (status, status_changed_at) WHERE status <> 'pending';
     """
 
     /// Brings the database to `currentVersion`.

@@ -5,18 +5,27 @@ import Foundation
 public enum MicrophoneRecord {
     /// The record carries the chunk's id, so a chunk recovered from the audio journal after
     /// a crash is recognised when it is already in the queue.
-    public static func make(_ chunk: AudioChunk, bitrate: Int) throws -> NewRecord {
-        try NewRecord(id: chunk.id, stream: .microphone, capturedAt: chunk.start, fields: [
+    ///
+    /// The audio is the record's attachment (`audio_data`): the queue keeps it as a file of
+    /// its own and the payload gets its base64 only when it is read for a request.
+    /// `journalFile`, the chunk's journal when it holds exactly the chunk's bytes, is linked
+    /// into the queue's store rather than written a second time.
+    public static func make(_ chunk: AudioChunk, bitrate: Int, journalFile: String? = nil) throws -> NewRecord {
+        var record = try NewRecord(id: chunk.id, stream: .microphone, capturedAt: chunk.start, fields: [
             "timestamp_start": RFC3339.string(from: chunk.start),
             "timestamp_end": RFC3339.string(from: chunk.end),
             "duration": chunk.duration,
             "overlap_duration": chunk.overlapDuration,
-            "audio_data": chunk.data.base64EncodedString(),
             "audio_format": "ogg",
             "sample_rate": chunk.sampleRate,
             "channels": 1,
             "codec": "opus",
             "bitrate": bitrate,
         ])
+        record.attachment = RecordAttachment(field: audioField, data: chunk.data, fileExtension: "ogg", existingFile: journalFile)
+        return record
     }
+
+    /// The contract's field for a chunk's Ogg Opus bytes (base64).
+    public static let audioField = "audio_data"
 }

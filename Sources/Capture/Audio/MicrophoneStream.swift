@@ -282,7 +282,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
         for chunk in chunks {
             do {
-                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate)
+                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate,
+                                                       journalFile: journal?.oggPath(chunk.id))
                 // Timed from a clock that cannot be believed (1970, or not yet NTP): the
                 // queue holds it until the daemon corrects its time (ClockCorrection).
                 record.provisional = chunkTimes.take(chunk.id)
