@@ -15,7 +15,7 @@ public struct NewRecord: Sendable, Equatable {
     /// (base64, under `attachment.field`) only when it is read back: a chunk's audio.
     public var attachment: RecordAttachment?
 
-    public init(id: UUID = UUID(), stream: StreamName, capturedAt: Date, payload: Data, attachment: RecordAttachment? = nil) {
+    public init(id: UUID = RecordID.make(), stream: StreamName, capturedAt: Date, payload: Data, attachment: RecordAttachment? = nil) {
         self.id = id
         self.stream = stream
         self.capturedAt = capturedAt
@@ -25,7 +25,7 @@ public struct NewRecord: Sendable, Equatable {
 
     /// Encodes `fields` as the payload (keys sorted, so a payload is stable for tests).
     /// The record's `id` is added to the object.
-    public init(id: UUID = UUID(), stream: StreamName, capturedAt: Date, fields: [String: any Sendable]) throws {
+    public init(id: UUID = RecordID.make(), stream: StreamName, capturedAt: Date, fields: [String: any Sendable]) throws {
         var object = fields
         object["id"] = id.uuidString.lowercased()
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])

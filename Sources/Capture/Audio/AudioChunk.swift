@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// One finished chunk: its encoded file and where it sits on the capture timeline.
@@ -15,7 +16,7 @@ public struct AudioChunk: Sendable, Equatable {
     /// The encoded file (Ogg Opus for the stream).
     public var data: Data
 
-    public init(id: UUID = UUID(), start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data) {
+    public init(id: UUID = RecordID.make(), start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data) {
         self.id = id
         self.start = start
         self.frames = frames

@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// Turns the samples of one chunk into the chunk's bytes. One encoder per chunk: each chunk
@@ -20,7 +21,7 @@ public struct ChunkBeginning: Sendable, Equatable {
     public var overlapFrames: Int
     public var sampleRate: Int
 
-    public init(id: UUID = UUID(), start: Date, overlapFrames: Int, sampleRate: Int) {
+    public init(id: UUID = RecordID.make(), start: Date, overlapFrames: Int, sampleRate: Int) {
         self.id = id
         self.start = start
         self.overlapFrames = overlapFrames

@@ -21,7 +21,7 @@ enum LocationRecordError: Error, Equatable, CustomStringConvertible {
 enum LocationRecord {
     /// `clockTrusted` false: the system clock cannot be believed (ClockTrust), so the fix
     /// time is not compared with it.
-    static func make(from fix: GPSFix, now: Date, clockTrusted: Bool = true, id: UUID = UUID()) throws -> NewRecord {
+    static func make(from fix: GPSFix, now: Date, clockTrusted: Bool = true, id: UUID = RecordID.make()) throws -> NewRecord {
         let time = fix.time.date
         guard isAcceptable(time, now: now, clockTrusted: clockTrusted) else {
             throw LocationRecordError.timeOutOfRange(fixTime: RFC3339.string(from: time),

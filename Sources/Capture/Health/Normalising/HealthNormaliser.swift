@@ -109,7 +109,7 @@ public struct HealthNormaliser: Sendable {
 
     /// The record the queue stores: the contract's fields with `metadata.source`.
     public func record(_ sample: HealthSample, source: String) throws -> NewRecord {
-        let id = UUID()
+        let id = RecordID.make()
         return NewRecord(id: id, stream: .health, capturedAt: sample.timestamp,
                          payload: HealthRecordEncoder.payload(id: id, sample: sample, source: source))
     }
