@@ -182,4 +182,36 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(fields["timestamp_start"] as? String, "2027-01-15T09:30:00.000Z")
         XCTAssertEqual(fields["audio_data"] as? String, audio(5).base64EncodedString())
     }
+
+    /// What one location fix costs in WAL: its pages (1 KiB since schema 4) are what a
+    /// commit writes, not the 4 KiB pages of SQLite's default.
+    func testALocationFixWritesAFewKilobytesOfWAL() throws {
+        for index in 0..<200 {
+            try queue.enqueue(try NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(index)),
+                                            fields: ["latitude": 52.5, "longitude": 13.4, "accuracy": 4.2, "speed": 1.1,
+                                                     "timestamp": "2027-01-15T08:00:00.000Z"]))
+        }
+        // Empty the WAL (another process, as `sqlite3` would): what it holds afterwards is
+        // what the next commits wrote.
+        let checkpoint = try ChildProcess("python3", ["-c", """
+            import sqlite3, sys
+            busy, log, done = sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            sys.exit(1 if busy else 0)
+            """, path], logDirectory: dir.path)
+        XCTAssertEqual(checkpoint.wait(), 0, checkpoint.stderr())
+        let before = walBytes()
+        XCTAssertEqual(before, 0)
+        let fixes = 20
+        for index in 0..<fixes {
+            try queue.enqueue(try NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(200 + index)),
+                                            fields: ["latitude": 52.5, "longitude": 13.4, "accuracy": 4.2, "speed": 1.1,
+                                                     "timestamp": "2027-01-15T08:00:00.000Z"]))
+        }
+        let perFix = Double(walBytes() - before) / Double(fixes)
+        print("measured: WAL per location fix: \(Int(perFix)) bytes")
+        // With 4 KiB pages the same commit appended five to six 4 KiB frames (20-25 KB); with
+        // 1 KiB pages about seven 1 KiB frames (a page split every few rows included).
+        XCTAssertGreaterThan(perFix, 1_024, "a commit writes at least its row's page")
+        XCTAssertLessThan(perFix, 12_288, "4 KiB pages are back (20-25 KB a fix)")
+    }
 }

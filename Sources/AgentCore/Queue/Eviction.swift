@@ -171,7 +171,7 @@ extension SQLiteQueue {
         }
     }
 
-    /// The database's page size (4096 unless it was made otherwise).
+    /// The database's page size (1 KiB for a queue made since schema 4, 4 KiB before).
     public func pageSize() throws -> Int {
         try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096 }
     }

@@ -48,8 +48,10 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             // At most ~1 MiB of WAL waits to be copied into the database (SQLite's
             // default is ~4 MiB): that copy may have to grow the database file, and on a
-            // full disk it must fit in the storage guard's reserve (StorageLimits).
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 256")
+            // full disk it must fit in the storage guard's reserve (StorageLimits). In
+            // pages: 1,024 of a new queue's 1 KiB pages, 256 of an older queue's 4 KiB.
+            let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(64, Self.walCheckpointBytes / max(512, pageSize)))")
         }
         do {
             // At 0 bytes free SQLite cannot even open the database (it must create the
@@ -76,9 +78,19 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
     }
 
-    /// A new database gets incremental auto-vacuum, so the storage guard can hand freed
-    /// pages back to the file system without a full VACUUM. SQLite accepts that setting
-    /// only before the file is switched to WAL, which DatabasePool does on open.
+    /// Page size of a new queue (issue 14). Each commit appends every page it changed to
+    /// the WAL, and a capture changes about five (its row, two index pages, the counts,
+    /// the page-1 header): with SQLite's default 4 KiB pages a location fix cost about 30 KB
+    /// written to the card; with 1 KiB pages, about 13 KB (rows are a few hundred bytes now
+    /// that audio is in files). Set once, when the file is made; a queue made by an earlier
+    /// version keeps its 4 KiB pages.
+    static let pageSize = 1_024
+    /// WAL bytes that wait for a checkpoint, at most.
+    static let walCheckpointBytes = 1_048_576
+
+    /// A new database gets its page size and incremental auto-vacuum, so the storage guard
+    /// can hand freed pages back to the file system without a full VACUUM. SQLite accepts
+    /// both only before the file is switched to WAL, which DatabasePool does on open.
     private static func createIfMissing(path: String) throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
         guard size == nil || size == 0 else { return }
@@ -89,6 +101,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         config.busyMode = .timeout(10)
         let creator = try DatabaseQueue(path: path, configuration: config)
         try creator.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
             try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute(sql: "PRAGMA journal_mode = WAL")
         }

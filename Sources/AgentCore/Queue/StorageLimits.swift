@@ -5,8 +5,8 @@ public struct StorageLimits: Sendable, Equatable {
 
     /// Size of the reserve file beside the database. Measured (StorageGuardTests, a
     /// 40 MB tmpfs at 0 bytes free): the first checkpoint after the disk filled grows the
-    /// database by at most the WAL not yet copied into it, which `wal_autocheckpoint = 256`
-    /// bounds to about 1 MiB plus the last transaction; a slice's deletion with
+    /// database by at most the WAL not yet copied into it, which `wal_autocheckpoint` (1 MiB
+    /// of pages) bounds to about 1 MiB plus the last transaction; a slice's deletion with
     /// `secure_delete = FAST` writes under 50 kB of WAL, and a vacuum step, sized to a
     /// quarter of the free space, about 1.1 MiB here. The largest of these measured
     /// 1.2–1.4 MiB; 4 MiB covers that with room for a large health batch (up to 5,000
