@@ -1,4 +1,5 @@
 import AgentCore
+import Capture
 import Foundation
 import TestRigs
 
@@ -69,14 +70,17 @@ enum ExportBench {
         }
         try flush(.location)
         var generator = SystemRandomNumberGenerator()
-        let audio = Data((0..<chunkBytes).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
+        let audio = Data((0..<chunkBytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
         for i in 0..<chunks {
             let time = start.addingTimeInterval(Double(i) * 86_400 / Double(chunks))
-            batch.append(try NewRecord(stream: .microphone, capturedAt: time, fields: [
+            // As the microphone stores a chunk: its audio is the record's attachment (a file).
+            var chunk = try NewRecord(stream: .microphone, capturedAt: time, fields: [
                 "timestamp_start": RFC3339.string(from: time), "timestamp_end": RFC3339.string(from: time.addingTimeInterval(30)),
-                "duration": 30.0, "overlap_duration": 2.0, "audio_data": audio, "audio_format": "ogg",
+                "duration": 30.0, "overlap_duration": 2.0, "audio_format": "ogg",
                 "sample_rate": 16_000, "channels": 1, "codec": "opus", "bitrate": 16_000,
-            ]))
+            ])
+            chunk.attachment = RecordAttachment(field: MicrophoneRecord.audioField, data: audio, fileExtension: "ogg")
+            batch.append(chunk)
             if batch.count == 100 { try flush(.microphone) }
         }
         try flush(.microphone)

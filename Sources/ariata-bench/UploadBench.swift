@@ -149,25 +149,32 @@ enum UploadBench {
 
         for index in 0..<options.records {
             let end = start.addingTimeInterval(Double(index) * 28)
-            let record = try NewRecord(stream: .microphone, capturedAt: end, fields: [
+            // Stored as the microphone stores a chunk: the audio as the record's attachment
+            // (a file), the rest in the row. `wire` is the record as the queue reads it back.
+            let fields: [String: any Sendable] = [
                 "timestamp_start": RFC3339.string(from: end.addingTimeInterval(-30)), "timestamp_end": RFC3339.string(from: end),
-                "duration": 30.0, "overlap_duration": 2.0, "audio_data": audio, "audio_format": "ogg",
+                "duration": 30.0, "overlap_duration": 2.0, "audio_format": "ogg",
                 "sample_rate": 16_000, "channels": 1, "codec": "opus", "bitrate": 16_000,
-            ])
-            total += record.payload.count
+            ]
+            var record = try NewRecord(stream: .microphone, capturedAt: end, fields: fields)
+            record.attachment = RecordAttachment(field: MicrophoneRecord.audioField, data: noise, fileExtension: "ogg")
+            var wireFields = fields
+            wireFields[MicrophoneRecord.audioField] = audio
+            let wire = try NewRecord(id: record.id, stream: .microphone, capturedAt: end, fields: wireFields).payload
+            total += wire.count
             pending.append(record)
             if pending.count == 200 {
                 try queue.enqueue(pending, anchor: nil)
                 pending.removeAll(keepingCapacity: true)
             }
             // The queue's rule: add while within the bounds; a batch has at least one record.
-            if !batch.isEmpty && (batchBytes + record.payload.count > budget || batch.count == options.batchMaxRecords) {
+            if !batch.isEmpty && (batchBytes + wire.count > budget || batch.count == options.batchMaxRecords) {
                 try writeBody()
             }
             batch.append(QueuedRecord(seq: Int64(index), id: record.id, stream: .microphone, capturedAt: end,
-                                      payload: record.payload, status: .pending, uploadAttempts: 0,
+                                      payload: wire, status: .pending, uploadAttempts: 0,
                                       lastAttemptAt: nil, lastError: nil))
-            batchBytes += record.payload.count
+            batchBytes += wire.count
         }
         try queue.enqueue(pending, anchor: nil)
         try writeBody()
