@@ -83,6 +83,7 @@ final class ConfigTests: XCTestCase {
             ("[server]\ngzip = \"yes\"", "server.gzip", "expected true or false"),
             ("[microphone]\noverlap_seconds = 30", "microphone.overlap_seconds", "must be shorter than chunk_seconds"),
             ("[microphone]\ncomplexity = 11", "microphone.complexity", "11 is out of range: allowed 0 to 10"),
+            ("[microphone]\njournal_sync_seconds = 0", "microphone.journal_sync_seconds", "0 is out of range: allowed 1 to 60"),
             ("[health]\nenabled = true", "health.source", "no [[health.source]] is configured"),
             ("[[health.source]]\nkind = \"usb\"\npath = \"/x\"", "health.source[1].kind", "use one of \"file\", \"serial\""),
             ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),

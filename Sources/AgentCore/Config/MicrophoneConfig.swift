@@ -10,6 +10,10 @@ public struct MicrophoneConfig: Sendable, Equatable {
     /// libopus encoder complexity, 0 (least CPU) to 10 (libopus's and opusenc's default):
     /// see the README's Measurements for what each level costs and saves.
     public var complexity: Int = 10
+    /// How long encoded audio may wait in the audio journal before it is fdatasync'ed: what
+    /// a power cut can cost at most (a kill costs nothing: the pages are written at once).
+    /// Each sync makes the next write dirty a page again, so shorter costs card writes.
+    public var journalSyncSeconds: Int = 10
 
     public init() {}
 
@@ -20,6 +24,7 @@ public struct MicrophoneConfig: Sendable, Equatable {
         chunkSeconds = try s.int("chunk_seconds", default: chunkSeconds, range: 5...600, unit: "seconds")
         overlapSeconds = try s.int("overlap_seconds", default: overlapSeconds, range: 0...60, unit: "seconds")
         complexity = try s.int("complexity", default: complexity, range: 0...10, unit: "")
+        journalSyncSeconds = try s.int("journal_sync_seconds", default: journalSyncSeconds, range: 1...60, unit: "seconds")
         guard overlapSeconds < chunkSeconds else {
             throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
         }

@@ -84,7 +84,9 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         self.retry = retry
         self.maxClockSkew = maxClockSkew
         self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity)
-        let audioJournal = journal.map { AudioJournal(directory: $0.directory, logger: logger) }
+        let audioJournal = journal.map {
+            AudioJournal(directory: $0.directory, logger: logger, syncInterval: .seconds(config.journalSyncSeconds))
+        }
         self.journal = audioJournal
         self.knownRecords = journal?.knownRecords
         self.chunkTimes = ChunkTimes(trust: clockTrust)
