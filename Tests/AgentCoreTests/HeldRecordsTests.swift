@@ -206,17 +206,7 @@ final class HeldRecordsTests: XCTestCase {
             let writer = try SQLiteQueue(path: path, clock: clock)
             try writer.enqueue(old)
         }
-        let py = try ChildProcess("python3", ["-c", """
-            import sqlite3, sys
-            c = sqlite3.connect(sys.argv[1])
-            c.executescript('''
-                DROP TRIGGER records_attachment_delete; DROP TABLE attachments; DROP TABLE attachment_trash;
-                DROP INDEX records_by_status_changed;
-                CREATE INDEX records_by_status_changed ON records (status, status_changed_at);
-                DROP TABLE payloads; DROP TABLE provisional_times; PRAGMA user_version = 1;''')
-            c.close()
-            """, path], logDirectory: dir.path)
-        XCTAssertEqual(py.wait(), 0, py.stderr())
+        try OlderQueue.downgrade(path, to: 1, logDirectory: dir.path)
 
         let migrated = try SQLiteQueue(path: path, clock: clock)
         XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])

@@ -21,29 +21,6 @@ final class PayloadTableTests: XCTestCase {
         return record
     }
 
-    /// Rewrites a queue of this version into the layout of schema 3 (payloads in their own
-    /// table, no attachments) or 2 (payloads in the rows), as an earlier agent left it.
-    func downgrade(_ path: String, to version: Int) throws {
-        let py = try ChildProcess("python3", ["-c", """
-            import sqlite3, sys
-            c = sqlite3.connect(sys.argv[1])
-            c.executescript('''
-                DROP TRIGGER records_attachment_delete; DROP TABLE attachments; DROP TABLE attachment_trash;
-                DROP INDEX records_by_status_changed;
-                CREATE INDEX records_by_status_changed ON records (status, status_changed_at);
-                INSERT INTO payloads (seq, data) SELECT seq, payload FROM records;
-                UPDATE records SET payload = X'';''')
-            if sys.argv[2] == "2":
-                c.executescript('''
-                    UPDATE records SET payload = (SELECT data FROM payloads WHERE payloads.seq = records.seq);
-                    DROP TABLE payloads;''')
-            c.execute("PRAGMA user_version = " + sys.argv[2])
-            c.commit()
-            c.close()
-            """, path, "\(version)"], logDirectory: dir.path)
-        XCTAssertEqual(py.wait(), 0, py.stderr())
-    }
-
     /// An audio-sized record (80 KB of base64 in its payload), as the microphone wrote one
     /// before schema 4.
     func audioRecord(at time: Date) throws -> NewRecord {
@@ -97,7 +74,7 @@ final class PayloadTableTests: XCTestCase {
             let writer = try SQLiteQueue(path: path)
             try writer.enqueue(old)
         }
-try downgrade(path, to: 2)
+        try OlderQueue.downgrade(path, to: 2, logDirectory: dir.path)
 
         let queue = try SQLiteQueue(path: path)
         let new = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_030))
@@ -122,7 +99,7 @@ try downgrade(path, to: 2)
             let writer = try SQLiteQueue(path: path, clock: clock)
             try writer.enqueue(try audioRecord(at: clock.now()))
         }
-        try downgrade(path, to: 3)
+        try OlderQueue.downgrade(path, to: 3, logDirectory: dir.path)
         let queue = try SQLiteQueue(path: path, clock: clock)
         XCTAssertEqual(try queue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
                        "the schema 3 row reads its payload from the payload table")
