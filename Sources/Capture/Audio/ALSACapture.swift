@@ -4,20 +4,24 @@ import Glibc
 
 /// Captures 16-bit mono samples from an ALSA PCM through libasound.
 ///
-/// Period and buffer: the device is asked for 0.5 s periods in a 4 s ring buffer. The
-/// capture thread then wakes about twice a second (one poll wake-up per period) instead of
-/// the 100 times a second of a 10 ms period, which is what keeps an idle SBC idle. The 4 s
-/// buffer is the slack: the thread can be held up for 3.5 s (a slow SD card, a loaded
-/// machine) before an overrun drops audio. Latency does not matter for 30 s chunks.
-/// Both are requests ("near"); the sizes the device grants are logged.
+/// Period and buffer: the device is asked for 1 s periods in an 8 s ring buffer. The
+/// capture thread then wakes once a second (one poll wake-up per period) instead of the 100
+/// times a second of a 10 ms period, which is what keeps an idle SBC idle. The buffer is
+/// the slack: the thread can be held up for 7 s (the audio journal's fdatasync on a slow
+/// SD card, which runs on this thread; a loaded machine) before an overrun drops audio.
+/// Latency does not matter for 30 s chunks. Both are requests ("near"); the sizes the
+/// device grants are logged.
 ///
-/// The PCM is opened non-blocking and waited on with `snd_pcm_wait` and a 1 s time-out, so
-/// a stop or pause is seen within a second even when a device stops delivering.
+/// The PCM is opened non-blocking and waited on with `snd_pcm_wait` and a 2 s time-out
+/// (two periods, so a live device never times out between two), so a stop or pause is
+/// seen within a period, and within 2 s when a device stops delivering.
 public final class ALSACapture: AudioCapture {
-    public static let defaultPeriodFrames = 8_000
-    public static let defaultBufferFrames = 64_000
-    /// Waits in a row without a sample after which the device counts as stalled.
-    static let stalledAfterEmptyWaits = 10
+    public static let defaultPeriodFrames = 16_000
+    public static let defaultBufferFrames = 128_000
+    /// How long one wait for a period may take.
+    static let waitMilliseconds: Int32 = 2_000
+    /// Waits in a row without a sample after which the device counts as stalled (10 s).
+    static let stalledAfterEmptyWaits = 5
 
     public let device: String
     public let sampleRate: Int
@@ -95,14 +99,15 @@ public final class ALSACapture: AudioCapture {
         guard let pcm, let base = buffer.baseAddress else {
             throw AudioCaptureError(kind: .failed, device: device, detail: "read after close")
         }
-        let ready = snd_pcm_wait(pcm, 1_000)
+        let ready = snd_pcm_wait(pcm, Self.waitMilliseconds)
         if ready < 0 {
             return try recover(pcm, ready, during: "snd_pcm_wait")
         }
         if ready == 0 {
             emptyWaits += 1
             if emptyWaits >= Self.stalledAfterEmptyWaits {
-                throw AudioCaptureError(kind: .stalled, device: device, detail: "no sample for \(emptyWaits) s")
+                throw AudioCaptureError(kind: .stalled, device: device,
+                                        detail: "no sample for \(emptyWaits * Int(Self.waitMilliseconds) / 1_000) s")
             }
             return .frames(0)
         }

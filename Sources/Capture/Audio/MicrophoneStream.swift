@@ -165,7 +165,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     /// Captures until `waker` is woken (by `stop()`).
     private func runCapture(until waker: Waker) {
-        let readFrames = sampleRate // up to 1 s per read; a period (0.5 s) normally
+        let readFrames = sampleRate // up to 1 s per read: a period
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: readFrames)
         defer { buffer.deallocate() }
         recoverJournal()

@@ -219,6 +219,24 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
     }
 
+    /// A page's fdatasync runs on the thread that wrote the page (the capture thread), not
+    /// on a queue: it is done, and counted, when `append` returns.
+    func testAPageIsSyncedBeforeAppendReturns() throws {
+        let directory = try TemporaryDirectory()
+        let journal = AudioJournal(directory: directory.file("journal"), logger: logger, syncInterval: .zero)
+        try journal.prepare()
+        let file = try journal.begin(ChunkBeginning(start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
+        journal.waitForSyncs()
+        XCTAssertEqual(journal.currentStats().syncs, 2, "the header and the directory")
+        let page = [UInt8](repeating: 7, count: 2_000)
+        page.withUnsafeBytes { file.append($0) }
+        XCTAssertEqual(journal.currentStats().syncs, 3, "the page's sync is done when append returns")
+        XCTAssertGreaterThan(journal.currentStats().longestUnsynced, .zero)
+        page.withUnsafeBytes { file.append($0) }
+        XCTAssertEqual(journal.currentStats().syncs, 4)
+        journal.remove(file.id)
+    }
+
     /// Once a chunk is in the queue its journal is gone; the counters say what was written.
     func testAWrittenChunkLeavesNoJournal() throws {
         let directory = try TemporaryDirectory()

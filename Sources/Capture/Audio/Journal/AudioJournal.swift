@@ -11,12 +11,13 @@ import Synchronization
 /// start. A chunk's two files are removed once its record is in the queue.
 public final class AudioJournal: Sendable {
     public let directory: String
-    /// Bytes written are fdatasync'ed within this long (plus at most one capture read,
-    /// 0.5 s), so a power cut loses at most about 2 s of encoded audio.
+    /// Pages are fdatasync'ed on the capture thread at the first read (one a second) after
+    /// bytes have waited this long since the last sync: every third read, so a page waits
+    /// at most about 2 s for its sync (see the README for the measured figure).
     let syncInterval: Duration
     let logger: Logger
-    /// fsyncs run here, off the capture thread, in the order asked (a header is durable
-    /// before any page of its chunk).
+    /// Headers' and the directory's fsyncs run here, off the capture thread (a page's sync
+    /// waits for this queue once, so a header is durable before any page of its chunk).
     let syncQueue = DispatchQueue(label: "ariata.microphone.journal")
 
     public struct Stats: Sendable, Equatable {
@@ -31,7 +32,7 @@ public final class AudioJournal: Sendable {
     private let stats = Mutex(Stats())
     private let open = Mutex<[UUID: JournalFile]>([:])
 
-    public init(directory: String, logger: Logger, syncInterval: Duration = .milliseconds(1_500)) {
+    public init(directory: String, logger: Logger, syncInterval: Duration = .milliseconds(2_500)) {
         self.directory = directory
         self.logger = logger
         self.syncInterval = syncInterval
