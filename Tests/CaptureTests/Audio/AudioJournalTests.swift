@@ -21,7 +21,8 @@ final class AudioJournalTests: XCTestCase {
         try journal.prepare()
         let beginning = ChunkBeginning(id: id, start: t0, overlapFrames: overlapFrames, sampleRate: rate)
         let encoder = try OggOpusChunkEncoder(.init(), journal: try journal.begin(beginning, bitrate: 16_000, provisional: provisional))
-        // In 0.5 s blocks, as the capture thread hands them over.
+        // In 0.5 s blocks (the capture thread hands over 2 s; smaller blocks give more
+        // pages to cut between).
         let fed = Array(samples.prefix(Int(seconds * Double(rate))))
         for start in stride(from: 0, to: fed.count, by: rate / 2) {
             try fed[start ..< min(start + rate / 2, fed.count)].withUnsafeBufferPointer { try encoder.append($0) }
@@ -219,9 +220,9 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
     }
 
-    /// A page's fdatasync runs on the thread that wrote the page (the capture thread), not
-    /// on a queue: it is done, and counted, when `append` returns.
-    func testAPageIsSyncedBeforeAppendReturns() throws {
+    /// A page's fdatasync runs on the thread that asks for it (the capture thread, between
+    /// two reads), not on a queue: it is done, and counted, when `syncDue` returns.
+    func testPagesAreSyncedBeforeSyncDueReturns() throws {
         let directory = try TemporaryDirectory()
         let journal = AudioJournal(directory: directory.file("journal"), logger: logger, syncInterval: .zero)
         try journal.prepare()
@@ -230,10 +231,13 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(journal.currentStats().syncs, 2, "the header and the directory")
         let page = [UInt8](repeating: 7, count: 2_000)
         page.withUnsafeBytes { file.append($0) }
-        XCTAssertEqual(journal.currentStats().syncs, 3, "the page's sync is done when append returns")
-        XCTAssertGreaterThan(journal.currentStats().longestUnsynced, .zero)
         page.withUnsafeBytes { file.append($0) }
-        XCTAssertEqual(journal.currentStats().syncs, 4)
+        XCTAssertEqual(journal.currentStats().syncs, 2, "a block's pages are appended, not synced one by one")
+        journal.syncDue()
+        XCTAssertEqual(journal.currentStats().syncs, 3, "both pages in one sync, done when syncDue returns")
+        XCTAssertGreaterThan(journal.currentStats().longestUnsynced, .zero)
+        journal.syncDue()
+        XCTAssertEqual(journal.currentStats().syncs, 3, "nothing waiting, no sync")
         journal.remove(file.id)
     }
 

@@ -11,9 +11,9 @@ import Synchronization
 /// start. A chunk's two files are removed once its record is in the queue.
 public final class AudioJournal: Sendable {
     public let directory: String
-    /// Pages are fdatasync'ed on the capture thread at the first read (one a second) after
-    /// bytes have waited this long since the last sync: every third read, so a page waits
-    /// at most about 2 s for its sync (see the README for the measured figure).
+    /// Pages are fdatasync'ed on the capture thread between two reads (one every 2 s) once
+    /// the oldest of them has waited this long: every second read, so a page waits at most
+    /// about 2 s for its sync (see the README for the measured figure).
     let syncInterval: Duration
     let logger: Logger
     /// Headers' and the directory's fsyncs run here, off the capture thread (a page's sync
@@ -32,7 +32,7 @@ public final class AudioJournal: Sendable {
     private let stats = Mutex(Stats())
     private let open = Mutex<[UUID: JournalFile]>([:])
 
-    public init(directory: String, logger: Logger, syncInterval: Duration = .milliseconds(2_500)) {
+    public init(directory: String, logger: Logger, syncInterval: Duration = .milliseconds(1_500)) {
         self.directory = directory
         self.logger = logger
         self.syncInterval = syncInterval
@@ -94,8 +94,8 @@ public final class AudioJournal: Sendable {
         open.withLock { _ = $0.removeValue(forKey: id) }
     }
 
-    /// Called from the capture loop (at least every second or so): syncs files whose
-    /// pages have waited long enough, even when no new page arrives to trigger it.
+    /// Called from the capture loop before every read, so after each block's pages: syncs,
+    /// on the capture thread, the files whose oldest unsynced page is `syncInterval` old.
     public func syncDue() {
         for file in open.withLock({ Array($0.values) }) {
             file.syncIfDue()

@@ -9,7 +9,7 @@ import Synchronization
 /// once, which is all a SIGKILL needs. fdatasync, which a power cut needs, runs on the
 /// capture thread too, between two reads, once bytes have waited `syncInterval`: no
 /// hand-over to another thread (each woke a Dispatch worker), and the ALSA buffer
-/// (`ALSACapture`: 7 s beyond a period) is what lets a slow SD card's flush hold the
+/// (`ALSACapture`: 6 s beyond a wake) is what lets a slow SD card's flush hold the
 /// thread up without losing audio.
 public final class JournalFile: @unchecked Sendable {
     // @unchecked: `descriptor` is immutable; the mutable state sits in `state`.
@@ -22,7 +22,6 @@ public final class JournalFile: @unchecked Sendable {
         /// When the oldest byte not yet synced was written: how long bytes wait for their
         /// fsync is what a power cut can cost.
         var unsyncedSince: ContinuousClock.Instant?
-        var lastSyncRequest = ContinuousClock.now
         /// The header's fsync (queued by `AudioJournal.begin`) was waited for: pages are
         /// never durable before their header.
         var headerSynced = false
@@ -59,17 +58,17 @@ public final class JournalFile: @unchecked Sendable {
             if state.unsyncedSince == nil { state.unsyncedSince = .now }
         }
         journal.counted(bytes: bytes.count)
-        syncIfDue()
+        // No sync here: a block's pages come in several appends, and a sync after the
+        // first would leave the others waiting a whole interval. The capture loop asks
+        // (`AudioJournal.syncDue`) once the block is in.
     }
 
-    /// fdatasyncs, on the calling (capture) thread, when bytes have waited since the last
-    /// sync for `syncInterval`.
+    /// fdatasyncs, on the calling (capture) thread, when the oldest byte not yet synced
+    /// has waited `syncInterval`.
     public func syncIfDue() {
         let due = state.withLock { state -> Bool in
-            guard state.unsyncedBytes > 0,
-                  ContinuousClock.now - state.lastSyncRequest >= journal.syncInterval else { return false }
-            state.lastSyncRequest = .now
-            return true
+            guard state.unsyncedBytes > 0, let since = state.unsyncedSince else { return false }
+            return ContinuousClock.now - since >= journal.syncInterval
         }
         if due { sync() }
     }
