@@ -13,7 +13,10 @@ import Logging
 /// is noticed at once, not at the next tick. Only from a (re)connect to the first tick
 /// after it does it read each report as it comes: a connection that fails (garbage, a
 /// close at once) is then done with before the tick, which samples the fix of the
-/// connection that works, and the outage's end is logged when gpsd talks.
+/// connection that works, and the outage's end is logged when gpsd talks. A tick with
+/// nothing to write is not woken for: when gpsd sent nothing for a whole interval (a
+/// receiver that is unplugged) and no fix waits, the thread sleeps until gpsd talks again,
+/// and without gpsd it wakes only to reconnect, so an idle stream costs no wake-ups.
 final class GPSDReader: Sendable {
     private let host: String
     private let port: Int
@@ -24,15 +27,18 @@ final class GPSDReader: Sendable {
     private let maxReadGap: TimeInterval
     private let onReport: @Sendable (GPSDReport) -> Void
     private let onTick: @Sendable () -> Void
+    private let hasPending: @Sendable () -> Bool
     private let onLink: @Sendable (GPSDLinkState) -> Void
 
     /// - Parameters:
     ///   - interval: seconds between sampling ticks (`onTick`), connected or not.
     ///   - maxReadGap: the longest the socket goes unread while connected.
+    ///   - hasPending: whether a fix waits for a tick to be written.
     init(host: String, port: Int, backoff: Backoff, clock: any WallClock, logger: Logger,
          interval: TimeInterval, maxReadGap: TimeInterval,
          onReport: @escaping @Sendable (GPSDReport) -> Void,
          onTick: @escaping @Sendable () -> Void,
+         hasPending: @escaping @Sendable () -> Bool,
          onLink: @escaping @Sendable (GPSDLinkState) -> Void) {
         self.host = host
         self.port = port
@@ -43,6 +49,7 @@ final class GPSDReader: Sendable {
         self.maxReadGap = maxReadGap
         self.onReport = onReport
         self.onTick = onTick
+        self.hasPending = hasPending
         self.onLink = onLink
     }
 
@@ -111,7 +118,9 @@ final class GPSDReader: Sendable {
             let now = Monotonic.now
             if pace.takeTick(now: now) { onTick() }
             guard end > now else { return .timedOut }
-            if waker.wait(for: nil, timeout: min(end - now, pace.untilTick(now: now))) == .woken { return .woken }
+            // A tick only for a fix that came before gpsd went away; none after it.
+            let timeout = hasPending() ? min(end - now, pace.untilTick(now: now)) : end - now
+            if waker.wait(for: nil, timeout: timeout) == .woken { return .woken }
         }
     }
 
@@ -142,8 +151,11 @@ final class GPSDReader: Sendable {
                 fresh = false
             }
             let wait = pace.untilReadOrTick(now: Monotonic.now)
-            let outcome = fresh
-                ? waker.wait(for: client.fileDescriptor, timeout: wait)
+            // Silent for a whole interval with no fix to write: no tick would do anything,
+            // so sleep until gpsd talks (or closes).
+            let silent = !fresh && lines == 0 && !hasPending()
+            let outcome = fresh || silent
+                ? waker.wait(for: client.fileDescriptor, timeout: silent ? nil : wait)
                 : waker.wait(forCloseOf: client.fileDescriptor, timeout: wait)
             if outcome == .woken {
                 // What gpsd sent since the last read, so that stop() writes the latest fix.

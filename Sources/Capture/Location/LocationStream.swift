@@ -79,6 +79,7 @@ public final class LocationStream: CaptureStream {
                 interval: TimeInterval(config.interval), maxReadGap: tuning.maxReadGap,
                 onReport: { [weak self] report in self?.received(report) },
                 onTick: { [weak self] in self?.writePendingFix() },
+                hasPending: { [weak self] in self?.shared.withLock { $0.sampler.pending != nil } ?? false },
                 onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
             let thread: NamedThread
             do {

@@ -171,6 +171,28 @@ final class LocationStreamGPSDTests: XCTestCase {
         XCTAssertLessThan(switches, reports / 3, "the thread woke for gpsd's reports")
     }
 
+    /// A gpsd whose receiver says nothing (unplugged) costs no wake-ups: with no fix to
+    /// write, the thread sleeps through the ticks until gpsd talks, and then records again.
+    func testASilentGPSDCostsNoWakeUps() throws {
+        let rig = try GPSDRig()
+        let fixture = try LocationFixture(port: rig.port, interval: 1)
+        fixture.stream.start()
+        try fixture.waitUntilConnected()
+        Thread.sleep(forTimeInterval: 2)   // past the first tick, and the greeting read
+        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-location"), "no ariata-location thread")
+        Thread.sleep(forTimeInterval: 5)   // five ticks
+        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-location"))
+        print("measured: location thread \(after - before) voluntary switches over five silent ticks")
+        XCTAssertLessThanOrEqual(after - before, 1, "the thread woke for ticks with nothing to write")
+
+        let drive = NMEADrive.synthetic(epochs: 10, start: Date().addingTimeInterval(-30))
+        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: 0.2)
+        feeder.start()
+        defer { feeder.stop() }
+        try waitUntil("a record once gpsd talks again", timeout: 20) { try !fixture.records().isEmpty }
+        fixture.stream.stop()
+    }
+
     /// The thread sleeps between ticks, but not through gpsd going away: the socket's
     /// close wakes it, so the loss is seen long before the next tick (15 s later).
     func testGPSDGoingAwayIsNoticedBetweenTicks() throws {
