@@ -29,7 +29,7 @@ enum AudioJournalBench {
             ("decision 0, muxing 48000 (pages of 1 s)", .init(decisionDelay: 0, muxingDelay: 48_000, pageEveryBlock: false)),
             ("decision 0, muxing 24000 (pages of 0.5 s)", .init(decisionDelay: 0, muxingDelay: 24_000, pageEveryBlock: false)),
             ("decision 0, muxing 9600 (pages of 0.2 s)", .init(decisionDelay: 0, muxingDelay: 9_600, pageEveryBlock: false)),
-            ("decision 0, muxing 48000, page ended after each 0.5 s block (the journal's)", .init()),
+            ("decision 0, muxing 48000, page ended after each 2 s block (the journal's)", .init()),
         ]
         var baseline: Double?
         for (name, settings) in variants {
@@ -65,7 +65,7 @@ enum AudioJournalBench {
         let journal = AudioJournal(directory: "\(work)/journal-\(UUID().uuidString.prefix(8))", logger: Logger(label: "bench"))
         try journal.prepare()
         let chunkFrames = 30 * rate
-        let block = rate / 2
+        let block = ALSACapture.defaultWakeFrames // what the capture thread hands over
         var bytes = 0, pages = 0, chunks = 0
         var lags: [Double] = []
         var offset = 0
@@ -118,8 +118,9 @@ enum AudioJournalBench {
     }
 }
 
-/// Hands out samples no faster than real time, in 0.5 s periods like the ALSA device
-/// the daemon opens: the journal's fsync cadence depends on the wall clock.
+/// Hands out samples no faster than real time, in blocks of what one wake of the ALSA
+/// device the daemon opens brings (2 s): the journal's fsync cadence depends on the wall
+/// clock.
 final class PacedCapture: AudioCapture {
     private let inner: any AudioCapture
     private let started = ContinuousClock.now
@@ -130,7 +131,7 @@ final class PacedCapture: AudioCapture {
     var sampleRate: Int { inner.sampleRate }
 
     func read(into buffer: UnsafeMutableBufferPointer<Int16>) throws(AudioCaptureError) -> CaptureRead {
-        let period = sampleRate / 2
+        let period = ALSACapture.defaultWakeFrames * sampleRate / 16_000
         let dueAt = started + .milliseconds((delivered + period) * 1_000 / sampleRate)
         let now = ContinuousClock.now
         if now < dueAt {

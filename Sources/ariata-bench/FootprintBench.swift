@@ -115,11 +115,16 @@ enum FootprintBench {
                                           in: rig.directory.path)
         print(String(format: "Opus encoder alone on the same %.0f s of audio: %.2f s CPU (%.2f %% of one core over the window); daemon/encoder %.3f",
                      captured.audioSeconds, encoderCPU, 100 * encoderCPU / window, encoderCPU > 0 ? cpu / encoderCPU : 0))
+        // The same in the blocks the capture thread hands the encoder (one wake's worth).
+        let wakeBlocksCPU = try encoderAlone(seconds: captured.audioSeconds, complexity: complexity,
+                                             block: ALSACapture.defaultWakeFrames, in: rig.directory.path)
+        print(String(format: "  the same in %d-frame blocks, as the capture thread hands them over: %.2f s CPU; daemon/encoder %.3f",
+                     ALSACapture.defaultWakeFrames, wakeBlocksCPU, wakeBlocksCPU > 0 ? cpu / wakeBlocksCPU : 0))
     }
 
     /// CPU seconds of `OggOpusChunkEncoder` encoding `seconds` of the rig's speech in 30 s
-    /// files, on this thread.
-    static func encoderAlone(seconds: Double, complexity: Int, in directory: String) throws -> Double {
+    /// files, handed over in `block` frames, on this thread.
+    static func encoderAlone(seconds: Double, complexity: Int, block: Int = 8_000, in directory: String) throws -> Double {
         let samples = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 60, in: directory, name: "alone.raw"))
         guard !samples.isEmpty else { return 0 }
         let total = Int(seconds * 16_000)
@@ -130,7 +135,7 @@ enum FootprintBench {
             let chunkEnd = min(total, done + 30 * 16_000)
             while done < chunkEnd {
                 let offset = done % samples.count
-                let count = min(8_000, chunkEnd - done, samples.count - offset)
+                let count = min(block, chunkEnd - done, samples.count - offset)
                 try samples.withUnsafeBufferPointer { buffer in
                     try encoder.append(UnsafeBufferPointer(rebasing: buffer[offset ..< offset + count]))
                 }

@@ -9,9 +9,9 @@ import TestRigs
 ///
 /// A real gpsd (the test rig: socat pty pair + gpsd on a free port) gets one NMEA epoch per
 /// second from a feeder in a child process, so this process holds only the stream: its
-/// reader thread, the sampling timer and the SQLite writes. Costs come from getrusage
+/// thread (which reads gpsd and samples) and the SQLite writes. Costs come from getrusage
 /// (the whole process, threads that came and went included) and from
-/// /proc/self/task/<tid> for the reader thread alone.
+/// /proc/self/task/<tid> for the location thread alone.
 enum LocationBench {
     static func run(_ arguments: [String]) throws {
         var options = Options()
@@ -92,7 +92,7 @@ enum LocationBench {
             + "a record every \(options.interval) s")
         print("  records written: \(records) (expected about \(Int(elapsed) / options.interval))")
         let process = processAfter - processBefore
-        print("  whole stream (reader thread, sampling timer, SQLite writes), per minute:")
+        print("  whole stream (the location thread, SQLite writes), per minute:")
         print(String(format: "    CPU time: %.1f ms (user %.1f ms, system %.1f ms)",
                      process.cpuMilliseconds * perMinute, process.userMilliseconds * perMinute,
                      process.systemMilliseconds * perMinute))
@@ -100,10 +100,10 @@ enum LocationBench {
                      process.voluntarySwitches * perMinute, process.involuntarySwitches * perMinute))
         if let readerBefore, let readerAfter {
             let thread = readerAfter - readerBefore
-            print(String(format: "  gpsd reader thread alone, per minute: CPU %.1f ms, wakeups %.0f",
+            print(String(format: "  location thread alone, per minute: CPU %.1f ms, wakeups %.0f",
                          thread.cpuMilliseconds * perMinute, thread.voluntarySwitches * perMinute))
         } else {
-            print("  gpsd reader thread alone: not found in /proc/self/task")
+            print("  location thread alone: not found in /proc/self/task")
         }
         if let gpsdBefore, let gpsdAfter {
             let daemon = gpsdAfter - gpsdBefore

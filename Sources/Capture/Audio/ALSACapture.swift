@@ -4,35 +4,44 @@ import Glibc
 
 /// Captures 16-bit mono samples from an ALSA PCM through libasound.
 ///
-/// Period and buffer: the device is asked for 0.5 s periods in a 4 s ring buffer. The
-/// capture thread then wakes about twice a second (one poll wake-up per period) instead of
-/// the 100 times a second of a 10 ms period, which is what keeps an idle SBC idle. The 4 s
-/// buffer is the slack: the thread can be held up for 3.5 s (a slow SD card, a loaded
-/// machine) before an overrun drops audio. Latency does not matter for 30 s chunks.
-/// Both are requests ("near"); the sizes the device grants are logged.
+/// Period and buffer: the device is asked for 1 s periods in an 8 s ring buffer, and the
+/// reader is woken when 2 s are there (`avail_min`, two periods). The capture thread then
+/// wakes once every 2 s instead of the 100 times a second of a 10 ms period, which is what
+/// keeps an idle SBC idle. The buffer is the slack: the thread can be held up for 6 s
+/// beyond a wake (the audio journal's fdatasync on a slow SD card, which runs on this
+/// thread; a loaded machine) before an overrun drops audio. Latency does not matter for
+/// 30 s chunks. All are requests ("near"); the sizes the device grants are logged.
 ///
-/// The PCM is opened non-blocking and waited on with `snd_pcm_wait` and a 1 s time-out, so
-/// a stop or pause is seen within a second even when a device stops delivering.
+/// The PCM is opened non-blocking and waited on with `snd_pcm_wait` and a 2.5 s time-out
+/// (a live device never times out between two wakes), so a stop or pause is seen within
+/// 2 s, and within 2.5 s when a device stops delivering.
 public final class ALSACapture: AudioCapture {
-    public static let defaultPeriodFrames = 8_000
-    public static let defaultBufferFrames = 64_000
-    /// Waits in a row without a sample after which the device counts as stalled.
-    static let stalledAfterEmptyWaits = 10
+    public static let defaultPeriodFrames = 16_000
+    public static let defaultBufferFrames = 128_000
+    /// Frames the device gathers before it wakes the reader (2 s), and what one read takes.
+    public static let defaultWakeFrames = 32_000
+    /// How long one wait may take.
+    static let waitMilliseconds: Int32 = 2_500
+    /// Waits in a row without a sample after which the device counts as stalled (10 s).
+    static let stalledAfterEmptyWaits = 4
 
     public let device: String
     public let sampleRate: Int
     public private(set) var periodFrames: Int
     public private(set) var bufferFrames: Int
+    public private(set) var wakeFrames: Int
     private var pcm: OpaquePointer?
     private var emptyWaits = 0
 
     public init(device: String, sampleRate: Int = 16_000,
                 periodFrames: Int = ALSACapture.defaultPeriodFrames,
-                bufferFrames: Int = ALSACapture.defaultBufferFrames) throws(AudioCaptureError) {
+                bufferFrames: Int = ALSACapture.defaultBufferFrames,
+                wakeFrames: Int = ALSACapture.defaultWakeFrames) throws(AudioCaptureError) {
         self.device = device
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
         self.bufferFrames = bufferFrames
+        self.wakeFrames = wakeFrames
         var handle: OpaquePointer?
         let opened = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK)
         guard opened >= 0, let handle else {
@@ -84,8 +93,11 @@ public final class ALSACapture: AudioCapture {
         }
         defer { snd_pcm_sw_params_free(sw) }
         try check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current")
-        // Wake the reader once per period, not per sample group.
-        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "set_avail_min")
+        // Wake the reader once `wakeFrames` are there (whole periods, at most half the
+        // buffer so a wake always leaves slack), not per sample group.
+        let periods = max(1, min(wakeFrames, bufferFrames / 2) / max(periodFrames, 1))
+        wakeFrames = periods * periodFrames
+        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, snd_pcm_uframes_t(wakeFrames)), "set_avail_min")
         try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
         try check(snd_pcm_prepare(pcm), "snd_pcm_prepare")
         try check(snd_pcm_start(pcm), "snd_pcm_start")
@@ -95,14 +107,15 @@ public final class ALSACapture: AudioCapture {
         guard let pcm, let base = buffer.baseAddress else {
             throw AudioCaptureError(kind: .failed, device: device, detail: "read after close")
         }
-        let ready = snd_pcm_wait(pcm, 1_000)
+        let ready = snd_pcm_wait(pcm, Self.waitMilliseconds)
         if ready < 0 {
             return try recover(pcm, ready, during: "snd_pcm_wait")
         }
         if ready == 0 {
             emptyWaits += 1
             if emptyWaits >= Self.stalledAfterEmptyWaits {
-                throw AudioCaptureError(kind: .stalled, device: device, detail: "no sample for \(emptyWaits) s")
+                throw AudioCaptureError(kind: .stalled, device: device,
+                                        detail: "no sample for \(emptyWaits * Int(Self.waitMilliseconds) / 1_000) s")
             }
             return .frames(0)
         }
@@ -132,7 +145,7 @@ public final class ALSACapture: AudioCapture {
     }
 
     public var settingsDescription: String {
-        "\(sampleRate) Hz mono S16_LE, period \(periodFrames) frames, buffer \(bufferFrames) frames"
+        "\(sampleRate) Hz mono S16_LE, period \(periodFrames) frames, buffer \(bufferFrames) frames, woken every \(wakeFrames) frames"
     }
 
     public func pendingFrames() -> Int {

@@ -167,7 +167,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     /// Captures until `waker` is woken (by `stop()`).
     private func runCapture(until waker: Waker) {
-        let readFrames = sampleRate // up to 1 s per read; a period (0.5 s) normally
+        let readFrames = ALSACapture.defaultWakeFrames // up to 2 s per read: what one wake brings
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: readFrames)
         defer { buffer.deallocate() }
         recoverJournal()
@@ -196,7 +196,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
 
         while true {
-            // Pages that waited long enough get their fsync even when no new page comes.
+            // The journal's fsyncs, between two reads: after the last block's pages are in.
             journal?.syncDue()
             if waker.isWoken {
                 release()

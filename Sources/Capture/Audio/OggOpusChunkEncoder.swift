@@ -31,7 +31,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         /// default is 48,000 = 1 s). Each page costs a 27-byte header.
         public var muxingDelay: Int
         /// With a journal: end the page after every block of samples handed over (about
-        /// every 0.5 s, the capture period), so what was encoded is in the journal at once.
+        /// every 2 s, what one capture wake brings), so what was encoded is in the journal at once.
         public var pageEveryBlock: Bool
 
         public init(sampleRate: Int = 16_000, bitrate: Int = 16_000, complexity: Int = 10,

@@ -39,7 +39,7 @@ public final class GPSDClient: @unchecked Sendable {
 
     /// A stream of messages that never ends would keep `drain` from returning to the
     /// poll that watches for `stop()`; this bounds one drain.
-    private static let maxLinesPerDrain = 512
+    static let maxLinesPerDrain = 512
 
     /// Connects and asks gpsd to stream JSON reports. Blocks for the TCP connect only.
     init(host: String, port: Int) throws(GPSDError) {

@@ -4,8 +4,10 @@ import Logging
 import Synchronization
 
 /// The `location` stream: gpsd fixes in, one record per interval out, straight to the
-/// queue. A reader thread talks to gpsd (blocking libgps calls stay off the daemon's
-/// threads); a Dispatch timer samples the latest fix every `interval` seconds.
+/// queue. One thread (`ariata-location`) talks to gpsd (blocking libgps calls stay off
+/// the daemon's threads) and samples: it sleeps until each tick, every `interval` seconds,
+/// reads the reports gpsd sent meanwhile and writes the latest fix, so it wakes once per
+/// interval rather than once per report (see `SamplingPace`).
 public final class LocationStream: CaptureStream {
     public let stream: StreamName = .location
     public let config: LocationConfig
@@ -15,10 +17,11 @@ public final class LocationStream: CaptureStream {
     private let tuning: LocationTuning
     private let clockTrust: ClockTrust
     private let timeEvidence: TimeEvidence
-    private let samplerQueue = DispatchQueue(label: "ariata.location.sampler")
+    /// One write at a time: the thread's ticks, and stop()'s last write.
+    private let writing = Mutex(())
     private let zones: PrivacyZones
 
-    /// What the reader thread and the sampling timer share.
+    /// What the thread and the other threads (health, status, stop) share.
     private struct Shared {
         var sampler = FixSampler()
         var link: GPSDLinkState = .idle
@@ -37,7 +40,6 @@ public final class LocationStream: CaptureStream {
     /// What exists only between start() and stop().
     private struct Running {
         let thread: NamedThread
-        let timer: any DispatchSourceTimer
     }
 
     private let shared = Mutex(Shared())
@@ -74,7 +76,10 @@ public final class LocationStream: CaptureStream {
                 host: config.gpsdHost, port: config.gpsdPort,
                 backoff: tuning.reconnect,
                 clock: clock, logger: logger,
+                interval: TimeInterval(config.interval), maxReadGap: tuning.maxReadGap,
                 onReport: { [weak self] report in self?.received(report) },
+                onTick: { [weak self] in self?.writePendingFix() },
+                hasPending: { [weak self] in self?.shared.withLock { $0.sampler.pending != nil } ?? false },
                 onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
             let thread: NamedThread
             do {
@@ -86,16 +91,7 @@ public final class LocationStream: CaptureStream {
                 return
             }
 
-            let timer = DispatchSource.makeTimerSource(queue: samplerQueue)
-            let interval = DispatchTimeInterval.milliseconds(config.interval * 1000)
-            // Leeway lets the kernel batch this wakeup with others; a record a little late
-            // is harmless, its timestamp is gpsd's.
-            timer.schedule(deadline: .now() + interval, repeating: interval,
-                           leeway: .milliseconds(max(10, config.interval * 100)))
-            timer.setEventHandler { [weak self] in self?.writePendingFix() }
-            timer.resume()
-
-            running = Running(thread: thread, timer: timer)
+            running = Running(thread: thread)
             logger.info("location stream started: gpsd at \(endpoint), a record every \(config.interval) s")
         }
     }
@@ -108,9 +104,8 @@ public final class LocationStream: CaptureStream {
         if !current.thread.stop(timeout: tuning.stopTimeout) {
             logger.warning("the gpsd reader did not stop within \(tuning.stopTimeout) s (a connect to \(endpoint) still pending); leaving it to end by itself")
         }
-        current.timer.cancel()
         // The last fix may not have had its tick yet: write it rather than lose it.
-        samplerQueue.sync { writePendingFix() }
+        writePendingFix()
         shared.withLock { $0.link = .idle }
         logger.info("location stream stopped")
     }
@@ -154,8 +149,13 @@ public final class LocationStream: CaptureStream {
         }
     }
 
-    /// One sampling tick: write the latest fix if it is new. Runs on `samplerQueue`.
+    /// One sampling tick: write the latest fix if it is new. Runs on the location thread
+    /// (and once in stop()), one at a time.
     private func writePendingFix() {
+        writing.withLock { _ in writeLatest() }
+    }
+
+    private func writeLatest() {
         guard let fix = shared.withLock({ $0.sampler.pending }) else { return }
         let now = clock.now()
         guard let written = applyZones(to: fix) else { return }
@@ -189,7 +189,7 @@ public final class LocationStream: CaptureStream {
     }
 
     /// The fix as it may be written, nil when it lies in a zone that skips (it is then
-    /// marked written, so it is never offered again, and counted). Runs on `samplerQueue`.
+    /// marked written, so it is never offered again, and counted). Runs inside `writing`.
     private func applyZones(to fix: GPSFix) -> GPSFix? {
         let decision = zones.decide(latitude: fix.latitude, longitude: fix.longitude)
         let zone: PrivacyZone?

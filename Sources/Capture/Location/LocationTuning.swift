@@ -14,6 +14,10 @@ public struct LocationTuning: Sendable, Equatable {
     /// How long `stop()` waits for the reader thread. Only a TCP connect to a remote
     /// gpsd_host that does not answer can take longer; the thread then ends by itself.
     public var stopTimeout: TimeInterval = 5
+    /// The longest gpsd's reports wait unread in the socket while connected, when the
+    /// sampling interval is longer: 10 s of reports (a TPV and a SKY a second, ~1 KB each)
+    /// is far below a socket's buffer, and a single wake-up per 10 s.
+    public var maxReadGap: TimeInterval = 10
 
     public init() {}
 

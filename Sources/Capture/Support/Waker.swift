@@ -52,4 +52,14 @@ public final class Waker: Sendable {
         if revents[0] != 0 { return .woken }
         return revents.dropFirst().contains { $0 != 0 } ? .readable : .timedOut
     }
+
+    /// Sleeps until the peer closes the stream socket `fd` (or it fails), `timeout` seconds
+    /// pass, or `wake()` is called; data arriving on `fd` does not end the sleep (it waits
+    /// in the socket's buffer). `.readable` means closed or failed: a read says which.
+    public func wait(forCloseOf fd: Int32, timeout: TimeInterval?) -> Outcome {
+        guard let revents = Poll.wait([(fd: readEnd, events: Int16(POLLIN)), (fd: fd, events: Poll.peerClosed)],
+                                      timeout: timeout) else { return .readable }
+        if revents[0] != 0 { return .woken }
+        return revents[1] != 0 ? .readable : .timedOut
+    }
 }

@@ -15,6 +15,9 @@ final class ALSACaptureTests: XCTestCase {
         XCTAssertEqual(capture.sampleRate, 16_000)
         XCTAssertGreaterThan(capture.periodFrames, 0)
         XCTAssertGreaterThanOrEqual(capture.bufferFrames, capture.periodFrames * 2, "at least two periods in the buffer")
+        XCTAssertEqual(capture.periodFrames, ALSACapture.defaultPeriodFrames, "1 s periods asked for")
+        XCTAssertEqual(capture.wakeFrames, ALSACapture.defaultWakeFrames, "woken every two periods")
+        XCTAssertGreaterThanOrEqual(capture.bufferFrames, capture.wakeFrames * 2, "a wake leaves slack in the buffer")
 
         let wanted = 5 * 16_000
         var got: [Int16] = []

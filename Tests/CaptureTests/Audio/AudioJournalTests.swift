@@ -21,7 +21,8 @@ final class AudioJournalTests: XCTestCase {
         try journal.prepare()
         let beginning = ChunkBeginning(id: id, start: t0, overlapFrames: overlapFrames, sampleRate: rate)
         let encoder = try OggOpusChunkEncoder(.init(), journal: try journal.begin(beginning, bitrate: 16_000, provisional: provisional))
-        // In 0.5 s blocks, as the capture thread hands them over.
+        // In 0.5 s blocks (the capture thread hands over 2 s; smaller blocks give more
+        // pages to cut between).
         let fed = Array(samples.prefix(Int(seconds * Double(rate))))
         for start in stride(from: 0, to: fed.count, by: rate / 2) {
             try fed[start ..< min(start + rate / 2, fed.count)].withUnsafeBufferPointer { try encoder.append($0) }
@@ -217,6 +218,27 @@ extension MicrophoneStreamTests {
             XCTAssertEqual(Double(try OpusTools.decode(chunk.data, in: directory).count), chunk.duration * Double(rate), accuracy: 1)
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
+    }
+
+    /// A page's fdatasync runs on the thread that asks for it (the capture thread, between
+    /// two reads), not on a queue: it is done, and counted, when `syncDue` returns.
+    func testPagesAreSyncedBeforeSyncDueReturns() throws {
+        let directory = try TemporaryDirectory()
+        let journal = AudioJournal(directory: directory.file("journal"), logger: logger, syncInterval: .zero)
+        try journal.prepare()
+        let file = try journal.begin(ChunkBeginning(start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
+        journal.waitForSyncs()
+        XCTAssertEqual(journal.currentStats().syncs, 2, "the header and the directory")
+        let page = [UInt8](repeating: 7, count: 2_000)
+        page.withUnsafeBytes { file.append($0) }
+        page.withUnsafeBytes { file.append($0) }
+        XCTAssertEqual(journal.currentStats().syncs, 2, "a block's pages are appended, not synced one by one")
+        journal.syncDue()
+        XCTAssertEqual(journal.currentStats().syncs, 3, "both pages in one sync, done when syncDue returns")
+        XCTAssertGreaterThan(journal.currentStats().longestUnsynced, .zero)
+        journal.syncDue()
+        XCTAssertEqual(journal.currentStats().syncs, 3, "nothing waiting, no sync")
+        journal.remove(file.id)
     }
 
     /// Once a chunk is in the queue its journal is gone; the counters say what was written.

@@ -141,6 +141,76 @@ final class LocationStreamGPSDTests: XCTestCase {
         XCTAssertNotNil(fixture.stream.status().lastFixAge)
     }
 
+    /// gpsd reports ten times a second here (a real receiver: once); the thread must not
+    /// wake for each report but once per tick: counted by the kernel (the thread's
+    /// voluntary context switches) against the reports gpsd sent in the same stretch.
+    func testTheThreadSleepsThroughReportsAndWakesPerTick() throws {
+        let rig = try GPSDRig()
+        let fixture = try LocationFixture(port: rig.port, interval: 3)
+        fixture.stream.start()
+        let drive = NMEADrive.synthetic(epochs: 600, start: Date().addingTimeInterval(-900))
+        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: 0.1)
+        feeder.start()
+        defer { feeder.stop() }
+
+        // From the first record on: the reads right after connecting are done with.
+        try waitUntil("a first record", timeout: 30) { try fixture.records().count >= 1 }
+        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-location"), "no ariata-location thread")
+        let first = try XCTUnwrap(fixture.records().last?["timestamp"] as? String)
+        try waitUntil("three more records", timeout: 60) { try fixture.records().count >= 4 }
+        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-location"))
+        let last = try XCTUnwrap(fixture.records().last?["timestamp"] as? String)
+        fixture.stream.stop()
+
+        // Drive epochs are a second apart in gpsd's time: the reports between the records.
+        let reports = try Int(XCTUnwrap(RFC3339.milliseconds(from: last)) - XCTUnwrap(RFC3339.milliseconds(from: first))) / 1_000
+        let switches = after - before
+        print("measured: location thread \(switches) voluntary switches over \(reports) gpsd reports and 3 ticks")
+        XCTAssertGreaterThanOrEqual(reports, 50, "gpsd did not report as fed")
+        // Per tick: the wake-up, and the record's commit (its fsyncs wait for the disk).
+        XCTAssertLessThan(switches, reports / 3, "the thread woke for gpsd's reports")
+    }
+
+    /// A gpsd whose receiver says nothing (unplugged) costs no wake-ups: with no fix to
+    /// write, the thread sleeps through the ticks until gpsd talks, and then records again.
+    func testASilentGPSDCostsNoWakeUps() throws {
+        let rig = try GPSDRig()
+        let fixture = try LocationFixture(port: rig.port, interval: 1)
+        fixture.stream.start()
+        try fixture.waitUntilConnected()
+        Thread.sleep(forTimeInterval: 2)   // past the first tick, and the greeting read
+        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-location"), "no ariata-location thread")
+        Thread.sleep(forTimeInterval: 5)   // five ticks
+        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-location"))
+        print("measured: location thread \(after - before) voluntary switches over five silent ticks")
+        XCTAssertLessThanOrEqual(after - before, 1, "the thread woke for ticks with nothing to write")
+
+        let drive = NMEADrive.synthetic(epochs: 10, start: Date().addingTimeInterval(-30))
+        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: 0.2)
+        feeder.start()
+        defer { feeder.stop() }
+        try waitUntil("a record once gpsd talks again", timeout: 20) { try !fixture.records().isEmpty }
+        fixture.stream.stop()
+    }
+
+    /// The thread sleeps between ticks, but not through gpsd going away: the socket's
+    /// close wakes it, so the loss is seen long before the next tick (15 s later).
+    func testGPSDGoingAwayIsNoticedBetweenTicks() throws {
+        let rig = try GPSDRig()
+        let fixture = try LocationFixture(port: rig.port, interval: 15)
+        fixture.stream.start()
+        let drive = NMEADrive.synthetic(epochs: 100, start: Date().addingTimeInterval(-200))
+        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: 0.5)
+        feeder.start()
+        defer { feeder.stop() }
+        // After the first tick: the thread now sleeps until the next one.
+        try waitUntil("the first record", timeout: 30) { try !fixture.records().isEmpty }
+        rig.killGPSD()
+        try waitUntil("the stream to notice gpsd is gone", timeout: 10) { !fixture.stream.status().connected }
+        XCTAssertEqual(try fixture.records().count, 1, "no tick came yet: the loss was seen from the socket")
+        fixture.stream.stop()
+    }
+
     private func assertRecord(_ record: [String: Any], matches epoch: DriveEpoch,
                               file: StaticString = #filePath, line: UInt = #line) throws {
         func number(_ key: String) throws -> Double {

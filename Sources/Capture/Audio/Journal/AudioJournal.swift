@@ -11,12 +11,13 @@ import Synchronization
 /// start. A chunk's two files are removed once its record is in the queue.
 public final class AudioJournal: Sendable {
     public let directory: String
-    /// Bytes written are fdatasync'ed within this long (plus at most one capture read,
-    /// 0.5 s), so a power cut loses at most about 2 s of encoded audio.
+    /// Pages are fdatasync'ed on the capture thread between two reads (one every 2 s) once
+    /// the oldest of them has waited this long: every second read, so a page waits at most
+    /// about 2 s for its sync (see the README for the measured figure).
     let syncInterval: Duration
     let logger: Logger
-    /// fsyncs run here, off the capture thread, in the order asked (a header is durable
-    /// before any page of its chunk).
+    /// Headers' and the directory's fsyncs run here, off the capture thread (a page's sync
+    /// waits for this queue once, so a header is durable before any page of its chunk).
     let syncQueue = DispatchQueue(label: "ariata.microphone.journal")
 
     public struct Stats: Sendable, Equatable {
@@ -93,8 +94,8 @@ public final class AudioJournal: Sendable {
         open.withLock { _ = $0.removeValue(forKey: id) }
     }
 
-    /// Called from the capture loop (at least every second or so): syncs files whose
-    /// pages have waited long enough, even when no new page arrives to trigger it.
+    /// Called from the capture loop before every read, so after each block's pages: syncs,
+    /// on the capture thread, the files whose oldest unsynced page is `syncInterval` old.
     public func syncDue() {
         for file in open.withLock({ Array($0.values) }) {
             file.syncIfDue()

@@ -7,8 +7,10 @@ import Synchronization
 ///
 /// Appends are plain write(2) calls on the capture thread: they reach the page cache at
 /// once, which is all a SIGKILL needs. fdatasync, which a power cut needs, runs on the
-/// journal's own queue (an SD card's flush must not hold up capture); the queue's closure
-/// keeps this object, and so its descriptor, alive until the sync is done.
+/// capture thread too, between two reads, once bytes have waited `syncInterval`: no
+/// hand-over to another thread (each woke a Dispatch worker), and the ALSA buffer
+/// (`ALSACapture`: 6 s beyond a wake) is what lets a slow SD card's flush hold the
+/// thread up without losing audio.
 public final class JournalFile: @unchecked Sendable {
     // @unchecked: `descriptor` is immutable; the mutable state sits in `state`.
     public let id: UUID
@@ -20,8 +22,9 @@ public final class JournalFile: @unchecked Sendable {
         /// When the oldest byte not yet synced was written: how long bytes wait for their
         /// fsync is what a power cut can cost.
         var unsyncedSince: ContinuousClock.Instant?
-        var lastSyncRequest = ContinuousClock.now
-        var syncInFlight = false
+        /// The header's fsync (queued by `AudioJournal.begin`) was waited for: pages are
+        /// never durable before their header.
+        var headerSynced = false
         var closed = false
         var failure: String?
     }
@@ -55,30 +58,31 @@ public final class JournalFile: @unchecked Sendable {
             if state.unsyncedSince == nil { state.unsyncedSince = .now }
         }
         journal.counted(bytes: bytes.count)
-        syncIfDue()
+        // No sync here: a block's pages come in several appends, and a sync after the
+        // first would leave the others waiting a whole interval. The capture loop asks
+        // (`AudioJournal.syncDue`) once the block is in.
     }
 
-    /// Asks for an fdatasync when bytes have waited since the last one for `syncInterval`.
+    /// fdatasyncs, on the calling (capture) thread, when the oldest byte not yet synced
+    /// has waited `syncInterval`.
     public func syncIfDue() {
         let due = state.withLock { state -> Bool in
-            guard state.unsyncedBytes > 0, !state.syncInFlight,
-                  ContinuousClock.now - state.lastSyncRequest >= journal.syncInterval else { return false }
-            state.syncInFlight = true
-            state.lastSyncRequest = .now
-            return true
+            guard state.unsyncedBytes > 0, let since = state.unsyncedSince else { return false }
+            return ContinuousClock.now - since >= journal.syncInterval
         }
-        if due { scheduleSync() }
+        if due { sync() }
     }
 
-    /// The chunk is finished (its last pages are in): one last sync, so a chunk that waits
-    /// for the queue (disk full) survives a power cut whole.
+    /// The chunk is finished (its last pages are in): one last sync (on the capture thread,
+    /// like the others), so a chunk that waits for the queue (disk full) survives a power
+    /// cut whole.
     func pagesComplete() {
         journal.closed(id)
         let needsSync = state.withLock { state -> Bool in
             state.closed = true
             return state.unsyncedBytes > 0
         }
-        if needsSync { scheduleSync() }
+        if needsSync { sync() }
     }
 
     /// The chunk was dropped (nothing beyond its overlap, or it could not be encoded): its
@@ -88,21 +92,22 @@ public final class JournalFile: @unchecked Sendable {
         journal.remove(id)
     }
 
-    private func scheduleSync() {
-        journal.syncQueue.async { [self] in
-            let (bytes, since) = state.withLock { state -> (Int, ContinuousClock.Instant?) in
-                defer {
-                    state.unsyncedBytes = 0
-                    state.unsyncedSince = nil
-                }
-                return (state.unsyncedBytes, state.unsyncedSince)
+    private func sync() {
+        let (bytes, since, headerSynced) = state.withLock { state -> (Int, ContinuousClock.Instant?, Bool) in
+            defer {
+                state.unsyncedBytes = 0
+                state.unsyncedSince = nil
+                state.headerSynced = true
             }
-            if bytes > 0, fdatasync(descriptor) != 0 {
-                fail("fdatasync failed: \(String(cString: strerror(errno)))")
-            }
-            state.withLock { $0.syncInFlight = false }
-            journal.countedSync(waited: since.map { ContinuousClock.now - $0 })
+            return (state.unsyncedBytes, state.unsyncedSince, state.headerSynced)
         }
+        // Once per chunk: its header's fsync was queued when it began and is long done by
+        // the first sync (seconds later), so this returns at once without waking anyone.
+        if !headerSynced { journal.waitForSyncs() }
+        if bytes > 0, fdatasync(descriptor) != 0 {
+            fail("fdatasync failed: \(String(cString: strerror(errno)))")
+        }
+        journal.countedSync(waited: since.map { ContinuousClock.now - $0 })
     }
 
     private func fail(_ reason: String) {
