@@ -214,4 +214,21 @@ final class AttachmentTests: XCTestCase {
         XCTAssertGreaterThan(perFix, 1_024, "a commit writes at least its row's page")
         XCTAssertLessThan(perFix, 12_288, "4 KiB pages are back (20-25 KB a fix)")
     }
+
+    /// An attachment that finds no room is E004 like a refused database write: the storage
+    /// guard is called for, and no part-written file stays behind.
+    func testAFullDiskRefusesTheAudioAsStorageFullAndLeavesNothing() throws {
+        let filesystem = try SmallFilesystem.make(.tmpfs, megabytes: 8)
+        let full = try SQLiteQueue(path: filesystem.file("agent.sqlite"), clock: clock)
+        try full.enqueue(try NewRecord(stream: .location, capturedAt: clock.now(), fields: ["latitude": 1.0]))
+        _ = full.storagePressure.take()
+        _ = try filesystem.fillWithAnotherProgram()
+        XCTAssertThrowsError(try full.enqueue(try chunk(9))) { error in
+            XCTAssertTrue(QueueError.isStorageFull(error), "\(error)")
+        }
+        XCTAssertTrue(full.storagePressure.take(), "the storage guard was not called for")
+        XCTAssertEqual(((try? FileManager.default.contentsOfDirectory(atPath: full.attachmentDirectory)) ?? []), [],
+                       "a part-written file stayed")
+        XCTAssertEqual(try full.count(stream: .microphone, status: .pending), 0)
+    }
 }

@@ -403,6 +403,11 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             storagePressure.raise()
             logger.error("\(AgentErrorCode.storageFull.rawValue) database write failed: disk full", metadata: ["path": "\(path)"])
             throw QueueError.storageFull(path: path)
+        } catch let error as QueueError where QueueError.isStorageFull(error) {
+            // An attachment file that found no room (AttachmentStore.place).
+            storagePressure.raise()
+            logger.error("\(AgentErrorCode.storageFull.rawValue) attachment write failed: disk full", metadata: ["path": "\(path)"])
+            throw error
         }
     }
 
