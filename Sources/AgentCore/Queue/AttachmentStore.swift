@@ -50,26 +50,13 @@ struct AttachmentStore: Sendable {
         try makeDirectory()
         let destination = path(name)
         if let source = attachment.existingFile, link(durable: source, expectedBytes: attachment.data.count, to: destination) {
-            syncDirectory()
+            FileWrites.syncDirectory(directory)
             return
         }
         let part = destination + ".part"
         let descriptor = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw failure("create", part, errno) }
-        var failed: Int32 = 0
-        attachment.data.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, base + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else {
-                    failed = written < 0 ? errno : EIO
-                    return
-                }
-                offset += written
-            }
-        }
+        var failed = FileWrites.writeAll(attachment.data, to: descriptor) ?? 0
         if failed == 0 && fdatasync(descriptor) != 0 { failed = errno }
         close(descriptor)
         if failed == 0 && rename(part, destination) != 0 { failed = errno }
@@ -77,7 +64,7 @@ struct AttachmentStore: Sendable {
             unlink(part)
             throw failure("write", part, failed)
         }
-        syncDirectory()
+        FileWrites.syncDirectory(directory)
     }
 
     /// Hard-links `source` (made durable first) as `destination` when it holds exactly
@@ -102,13 +89,6 @@ struct AttachmentStore: Sendable {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw failure("create the directory", directory, errno)
         }
-    }
-
-    private func syncDirectory() {
-        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        fsync(descriptor)
-        close(descriptor)
     }
 
     private func failure(_ action: String, _ file: String, _ code: Int32) -> any Error {

@@ -65,7 +65,8 @@ public final class AudioJournal: Sendable {
         let id = beginning.id
         let header = try JournalHeader(beginning: beginning, bitrate: bitrate, provisional: provisional).encoded()
         let headerDescriptor = try create(headerPath(id))
-        if let reason = Self.writeAll(header, to: headerDescriptor) {
+        if let code = FileWrites.writeAll(header, to: headerDescriptor) {
+            let reason = String(cString: strerror(code))
             close(headerDescriptor)
             unlink(headerPath(id))
             throw JournalError(path: headerPath(id), action: "write", reason: reason)
@@ -83,7 +84,7 @@ public final class AudioJournal: Sendable {
         syncQueue.async { [self] in
             fsync(headerDescriptor)
             close(headerDescriptor)
-            syncDirectory()
+            FileWrites.syncDirectory(directory)
             stats.withLock { $0.syncs += 2 }
         }
         return file
@@ -150,28 +151,6 @@ public final class AudioJournal: Sendable {
         return descriptor
     }
 
-    /// Writes all of `data`; returns why it could not.
-    static func writeAll(_ data: Data, to descriptor: Int32) -> String? {
-        data.withUnsafeBytes { buffer -> String? in
-            guard let base = buffer.baseAddress else { return nil }
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, base + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return written < 0 ? String(cString: strerror(errno)) : "nothing written" }
-                offset += written
-            }
-            return nil
-        }
-    }
-
-    /// Makes the new files' directory entries durable.
-    private func syncDirectory() {
-        let descriptor = Foundation.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        fsync(descriptor)
-        close(descriptor)
-    }
 }
 
 public struct JournalError: Error, CustomStringConvertible {

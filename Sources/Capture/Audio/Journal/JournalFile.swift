@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 import Logging
 import Synchronization
@@ -41,17 +42,11 @@ public final class JournalFile: @unchecked Sendable {
     /// Appends pages. A failed write (disk full) stops this chunk's journal: the chunk is
     /// still delivered from memory; only what a crash could save is lost.
     public func append(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        guard bytes.baseAddress != nil, !bytes.isEmpty else { return }
         guard state.withLock({ $0.failure == nil && !$0.closed }) else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, base + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                fail("write failed: \(String(cString: strerror(errno)))")
-                return
-            }
-            offset += written
+        if let code = FileWrites.writeAll(bytes, to: descriptor) {
+            fail("write failed: \(String(cString: strerror(code)))")
+            return
         }
         state.withLock { state in
             state.unsyncedBytes += bytes.count
