@@ -141,16 +141,24 @@ final class LocationStreamGPSDTests: XCTestCase {
         XCTAssertNotNil(fixture.stream.status().lastFixAge)
     }
 
+    /// A real gpsd fed a synthetic drive of `epochs` reports, one every `period` seconds
+    /// (its first dated `startAgo` seconds ago), and a started stream sampling it every
+    /// `interval`.
+    func streamOnFedGPSD(interval: Int, epochs: Int, startAgo: TimeInterval, period: TimeInterval) throws -> (GPSDRig, LocationFixture, NMEAFeeder) {
+        let rig = try GPSDRig()
+        let fixture = try LocationFixture(port: rig.port, interval: interval)
+        fixture.stream.start()
+        let drive = NMEADrive.synthetic(epochs: epochs, start: Date().addingTimeInterval(-startAgo))
+        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: period)
+        feeder.start()
+        return (rig, fixture, feeder)
+    }
+
     /// gpsd reports ten times a second here (a real receiver: once); the thread must not
     /// wake for each report but once per tick: counted by the kernel (the thread's
     /// voluntary context switches) against the reports gpsd sent in the same stretch.
     func testTheThreadSleepsThroughReportsAndWakesPerTick() throws {
-        let rig = try GPSDRig()
-        let fixture = try LocationFixture(port: rig.port, interval: 3)
-        fixture.stream.start()
-        let drive = NMEADrive.synthetic(epochs: 600, start: Date().addingTimeInterval(-900))
-        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: 0.1)
-        feeder.start()
+        let (_, fixture, feeder) = try streamOnFedGPSD(interval: 3, epochs: 600, startAgo: 900, period: 0.1)
         defer { feeder.stop() }
 
         // From the first record on: the reads right after connecting are done with.
@@ -196,12 +204,7 @@ final class LocationStreamGPSDTests: XCTestCase {
     /// The thread sleeps between ticks, but not through gpsd going away: the socket's
     /// close wakes it, so the loss is seen long before the next tick (15 s later).
     func testGPSDGoingAwayIsNoticedBetweenTicks() throws {
-        let rig = try GPSDRig()
-        let fixture = try LocationFixture(port: rig.port, interval: 15)
-        fixture.stream.start()
-        let drive = NMEADrive.synthetic(epochs: 100, start: Date().addingTimeInterval(-200))
-        let feeder = NMEAFeeder(rig: rig, epochs: drive, period: 0.5)
-        feeder.start()
+        let (rig, fixture, feeder) = try streamOnFedGPSD(interval: 15, epochs: 100, startAgo: 200, period: 0.5)
         defer { feeder.stop() }
         // After the first tick: the thread now sleeps until the next one.
         try waitUntil("the first record", timeout: 30) { try !fixture.records().isEmpty }
