@@ -18,11 +18,9 @@ import Logging
 /// removes both.
 struct AttachmentStore: Sendable {
     let directory: String
-    let logger: Logger
 
-    init(databasePath: String, logger: Logger) {
+    init(databasePath: String) {
         directory = Self.directory(forDatabase: databasePath)
-        self.logger = logger
     }
 
     static func directory(forDatabase path: String) -> String { path + ".attachments" }
@@ -125,10 +123,7 @@ struct AttachmentStore: Sendable {
     /// many files went.
     @discardableResult
     func emptyTrash(_ writer: some DatabaseWriter) throws -> Int {
-        let names = try writer.read { db -> [String] in
-            guard try db.tableExists("attachment_trash") else { return [] }
-            return try String.fetchAll(db, sql: "SELECT file FROM attachment_trash")
-        }
+        let names = try writer.read { db in try String.fetchAll(db, sql: "SELECT file FROM attachment_trash") }
         guard !names.isEmpty else { return 0 }
         for name in names where !name.contains("/") {
             unlink(path(name))
@@ -173,10 +168,7 @@ struct AttachmentStore: Sendable {
 
     /// Bytes of attachment files (of records still in the queue).
     func totalBytes(_ reader: some DatabaseReader) -> Int64 {
-        (try? reader.read { db -> Int64 in
-            guard try db.tableExists("attachments") else { return 0 }
-            return try Int64.fetchOne(db, sql: "SELECT coalesce(sum(bytes), 0) FROM attachments") ?? 0
-        }) ?? 0
+        (try? reader.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(sum(bytes), 0) FROM attachments") ?? 0 }) ?? 0
     }
 }
 

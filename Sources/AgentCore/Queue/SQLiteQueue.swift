@@ -23,7 +23,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         self.path = path
         self.clock = clock
         self.logger = logger
-        attachments = AttachmentStore(databasePath: path, logger: logger)
+        attachments = AttachmentStore(databasePath: path)
         hasAttachmentTables = true
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
@@ -114,7 +114,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         self.path = path
         self.clock = clock
         self.logger = logger
-        attachments = AttachmentStore(databasePath: path, logger: logger)
+        attachments = AttachmentStore(databasePath: path)
         guard FileManager.default.fileExists(atPath: path) else {
             throw QueueError.cannotOpen(path: path, reason: "no such file (the daemon creates it when it first runs)")
         }
@@ -360,7 +360,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// Bytes the queue takes on disk: the database, its WAL and the attachment files.
     public func fileBytes() -> Int64 {
-        Self.size(of: path) + Self.size(of: path + "-wal") + attachments.totalBytes(pool)
+        Self.size(of: path) + Self.size(of: path + "-wal") + (hasAttachmentTables ? attachments.totalBytes(pool) : 0)
     }
 
     /// Logs an event that `status` shows (storage guard deletions and the like).
