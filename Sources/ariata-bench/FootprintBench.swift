@@ -6,7 +6,7 @@ import TestRigs
 /// The whole daemon's footprint on a small board (issue 14), measured on the real thing:
 ///
 ///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
-///         [--upload-interval 300] [--complexity N] [--health-every 15]
+///         [--upload-interval 300] [--complexity N] [--health-every 15] [--dir D]
 ///
 /// `ariata-agent run` with all three streams live against the real rigs (gpsd fed a drive
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
@@ -17,6 +17,12 @@ import TestRigs
 /// voluntary context switches per second, bytes written to storage (`write_bytes`) per
 /// hour and per byte captured (Opus bytes of the chunks plus the other records' bytes), and
 /// the CPU the agent's own Opus encoder takes alone on the same audio in the same run.
+/// The queue (database, audio journal, attachments) goes in a directory of its own under
+/// `--dir` (default: $TMPDIR or /tmp); what the block device under it wrote in the window
+/// is printed too (sync at both ends), the file system's journal commits included: the
+/// card's own figure, which `write_bytes` does not hold. Point `--dir` at a file system of
+/// its own (e.g. a loop-mounted ext4 with a journal, as on a Raspberry Pi's card) so that
+/// nothing else writes to that device.
 ///
 ///     .build/release/ariata-bench footprint drain [--records 20000]
 ///
@@ -27,12 +33,18 @@ enum FootprintBench {
         if arguments.first == "drain" { return try Drain.run(Array(arguments.dropFirst())) }
         let options = try BenchOptions(arguments, numbers: [
             "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
-        ], usage: "usage: ariata-bench footprint [--minutes M] [--upload-interval S] [--complexity N] [--health-every S] | drain [--records N]")
+        ], usage: "usage: ariata-bench footprint [--minutes M] [--upload-interval S] [--complexity N] [--health-every S] [--dir D] | drain [--records N]")
         let minutes = Double(options["--minutes"])
         let uploadInterval = options["--upload-interval"]
         let complexity = options["--complexity"]
         let healthEvery = Double(options["--health-every"])
+        // The queue (database, audio journal, attachments) in a directory of its own under
+        // --dir, so the device under it can be measured apart from the rig's own files.
+        let queueDirectory = try options.workDirectory("footprint")
+        defer { try? FileManager.default.removeItem(atPath: queueDirectory) }
+        let device = BlockDeviceWrites(directory: queueDirectory)
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
+                                databasePath: queueDirectory + "/agent.sqlite",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)")
         try rig.startAgent()
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
@@ -53,6 +65,7 @@ enum FootprintBench {
         defer { feeding.set() }
 
         Thread.sleep(forTimeInterval: 10)   // start-up (onboarding checks, journal recovery) left out
+        let deviceFirst = device?.bytesWritten()
         guard let first = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited early:\n\(rig.agentLog)") }
         var threads = ThreadLedger()
         threads.add(first)
@@ -69,6 +82,7 @@ enum FootprintBench {
             peakAnon = max(peakAnon, reading.anonKiB)
             peakFile = max(peakFile, reading.fileKiB)
         }
+        let deviceLast = device?.bytesWritten()
         let window = Date().timeIntervalSince(windowStart)
         _ = rig.stopAgent()
         feeding.set()
@@ -107,6 +121,14 @@ enum FootprintBench {
         print(String(format: "written to storage %.1f MB/h; %.2f bytes per byte captured (%d written, %d captured)",
                      Double(written) / window * 3600 / 1e6, capturedBytes > 0 ? Double(written) / Double(capturedBytes) : 0,
                      written, capturedBytes))
+        if let device, let deviceFirst, let deviceLast {
+            let deviceBytes = deviceLast - deviceFirst
+            print(String(format: "the device under the queue (%@) wrote %.1f MB/h; %.2f bytes per byte captured (%d bytes: the file system's journal and metadata included, and any other writer on %@)",
+                         device.name, Double(deviceBytes) / window * 3600 / 1e6,
+                         capturedBytes > 0 ? Double(deviceBytes) / Double(capturedBytes) : 0, deviceBytes, device.name))
+        } else {
+            print("no block device under \(queueDirectory) (tmpfs?): the device's writes are not measured")
+        }
         for line in threads.split(hz: hz, window: window) { print("  " + line) }
 
         // The agent's own encoder alone on the same audio (the chunks' seconds, overlaps
