@@ -7,8 +7,8 @@ import Logging
 ///
 /// Order of writes, so that no crash leaves a record without its file or a file counted
 /// twice:
-/// 1. `place`: the file is made durable in the store (the journal file fdatasync'ed and
-///    hard-linked in, or the bytes written to `<name>.part`, fdatasync'ed and renamed), and
+/// 1. `place`: the file is made durable in the store (the journal file hard-linked in and
+///    fdatasync'ed, or the bytes written to `<name>.part`, fdatasync'ed and renamed), and
 ///    the directory fsync'ed;
 /// 2. the record and its `attachments` row are committed together;
 /// 3. a deleted record's file name goes to `attachment_trash` in the deleting transaction
@@ -67,13 +67,25 @@ struct AttachmentStore: Sendable {
 
     /// Hard-links `source` (made durable first) as `destination` when it holds exactly
     /// `expectedBytes`; false when it cannot (then the bytes are written instead).
+    /// Links the journal file in, then fdatasyncs it: the link's directory entry and the
+    /// file's last blocks then go to the disk in one file-system journal commit (ext4's,
+    /// say), where a sync before the link made two; `place` then fsyncs the directory. A
+    /// crash before the record's commit leaves a linked file no row names (`sweep`). The
+    /// file is synced even when it cannot be linked: the microphone leaves its chunk's last
+    /// pages to this sync (`JournalFile.pagesComplete`), and a chunk the queue cannot take
+    /// now stays in the journal, whole across a power cut.
     private func link(durable source: String, expectedBytes: Int, to destination: String) -> Bool {
         let descriptor = open(source, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, Int(info.st_size) == expectedBytes, fdatasync(descriptor) == 0 else { return false }
-        return Foundation.link(source, destination) == 0
+        guard fstat(descriptor, &info) == 0, Int(info.st_size) == expectedBytes else { return false }
+        let linked = Foundation.link(source, destination) == 0
+        guard fdatasync(descriptor) == 0 else {
+            if linked { unlink(destination) }
+            return false
+        }
+        return linked
     }
 
     /// Removes a file placed for a record whose commit then failed.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The two POSIX steps every durable file of the agent needs (the audio journal, the
+/// The POSIX steps every durable file of the agent needs (the audio journal, the
 /// queue's attachment files), written once.
 public enum FileWrites {
     /// Writes all of `bytes` to `descriptor`, going on after short writes and EINTR.
@@ -31,5 +31,15 @@ public enum FileWrites {
         guard descriptor >= 0 else { return }
         fsync(descriptor)
         close(descriptor)
+    }
+
+    /// fdatasyncs the file at `path` (written through another descriptor); false when it
+    /// cannot be opened or synced.
+    @discardableResult
+    public static func syncFile(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return fdatasync(descriptor) == 0
     }
 }

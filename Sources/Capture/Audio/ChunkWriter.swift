@@ -23,6 +23,8 @@ final class ChunkWriter: @unchecked Sendable {
     private let maxBacklog: Int
     private let written: @Sendable (UUID) -> Void
     private var backlog: [NewRecord] = []
+    /// Chunks in `backlog` whose journal file was synced here (see `keepJournalsDurable`).
+    private var journalSynced: Set<UUID> = []
 
     struct Status: Sendable {
         var written = 0
@@ -32,11 +34,16 @@ final class ChunkWriter: @unchecked Sendable {
     }
     private let status = Mutex(Status())
 
-    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20, written: @escaping @Sendable (UUID) -> Void = { _ in }) {
+    private let syncJournal: @Sendable (String) -> Void
+
+    /// - Parameter syncJournal: fdatasyncs a waiting chunk's journal file (tests watch it).
+    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20, written: @escaping @Sendable (UUID) -> Void = { _ in },
+         syncJournal: @escaping @Sendable (String) -> Void = { FileWrites.syncFile($0) }) {
         self.sink = sink
         self.logger = logger
         self.maxBacklog = maxBacklog
         self.written = written
+        self.syncJournal = syncJournal
     }
 
     func write(_ record: NewRecord) {
@@ -45,6 +52,7 @@ final class ChunkWriter: @unchecked Sendable {
             self.backlog.append(record)
             if self.backlog.count > self.maxBacklog {
                 let dropped = self.backlog.removeFirst()
+                self.journalSynced.remove(dropped.id)
                 self.status.withLock { $0.waiting -= 1 }
                 self.logger.error("microphone chunk dropped from memory: the queue refused writes for too long (it stays in the audio journal, when on, until the next start)",
                                   metadata: ["id": "\(dropped.id)", "captured_at": "\(RFC3339.string(from: dropped.capturedAt))"])
@@ -67,6 +75,7 @@ final class ChunkWriter: @unchecked Sendable {
             do {
                 try sink.enqueue(record)
                 backlog.removeFirst()
+                journalSynced.remove(record.id)
                 written(record.id)
                 status.withLock {
                     $0.written += 1
@@ -85,8 +94,20 @@ final class ChunkWriter: @unchecked Sendable {
                     logger.error("cannot write microphone chunk to the queue; keeping it to retry",
                                  metadata: ["error": "\(error)", "waiting": "\(backlog.count)"])
                 }
+                keepJournalsDurable()
                 return
             }
+        }
+    }
+
+    /// A finished chunk's last pages are synced by the queue as it takes the chunk
+    /// (`JournalFile.pagesComplete`); chunks left waiting here have their journal file
+    /// synced once instead, so a chunk that waits for the queue survives a power cut whole.
+    private func keepJournalsDurable() {
+        for record in backlog where !journalSynced.contains(record.id) {
+            guard let file = record.attachment?.existingFile else { continue }
+            journalSynced.insert(record.id)
+            syncJournal(file)
         }
     }
 }

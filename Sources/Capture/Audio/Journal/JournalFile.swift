@@ -68,16 +68,15 @@ public final class JournalFile: @unchecked Sendable {
         if due { sync() }
     }
 
-    /// The chunk is finished (its last pages are in): one last sync (on the capture thread,
-    /// like the others), so a chunk that waits for the queue (disk full) survives a power
-    /// cut whole.
+    /// The chunk is finished (its last pages are in). Their sync is left to whoever takes
+    /// the chunk next, a few milliseconds later: the queue's attachment store links this
+    /// file in and fdatasyncs it (even when it cannot take the chunk), and `ChunkWriter`
+    /// syncs the file of a chunk left waiting behind another. One sync instead of two, and
+    /// on ext4 one journal commit instead of two, per chunk; a chunk that waits for the
+    /// queue (disk full) still survives a power cut whole.
     func pagesComplete() {
         journal.closed(id)
-        let needsSync = state.withLock { state -> Bool in
-            state.closed = true
-            return state.unsyncedBytes > 0
-        }
-        if needsSync { sync() }
+        state.withLock { $0.closed = true }
     }
 
     /// The chunk was dropped (nothing beyond its overlap, or it could not be encoded): its
