@@ -6,7 +6,7 @@ import TestRigs
 /// The whole daemon's footprint on a small board (issue 14), measured on the real thing:
 ///
 ///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
-///         [--upload-interval 300] [--complexity N] [--health-every 15] [--dir D]
+///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15] [--dir D]
 ///
 /// `ariata-agent run` with all three streams live against the real rigs (gpsd fed a drive
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
@@ -33,7 +33,8 @@ enum FootprintBench {
         if arguments.first == "drain" { return try Drain.run(Array(arguments.dropFirst())) }
         let options = try BenchOptions(arguments, numbers: [
             "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
-        ], usage: "usage: ariata-bench footprint [--minutes M] [--upload-interval S] [--complexity N] [--health-every S] [--dir D] | drain [--records N]")
+            "--warm-up": 0,
+        ], usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--dir D] | drain [--records N]")
         let minutes = Double(options["--minutes"])
         let uploadInterval = options["--upload-interval"]
         let complexity = options["--complexity"]
@@ -45,7 +46,8 @@ enum FootprintBench {
         let device = BlockDeviceWrites(directory: queueDirectory)
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
-                                locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)")
+                                locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
+                                driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120)
         try rig.startAgent()
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
         let pid = agent.pid
@@ -64,7 +66,10 @@ enum FootprintBench {
         feeder.start()
         defer { feeding.set() }
 
-        Thread.sleep(forTimeInterval: 10)   // start-up (onboarding checks, journal recovery) left out
+        // Start-up (onboarding checks, journal recovery) left out, and --warm-up minutes more:
+        // a new queue's WAL grows to its size (1 MiB) in its first quarter of an hour, and
+        // while it grows each commit's fsync is also a commit of the file system's journal.
+        Thread.sleep(forTimeInterval: 10 + Double(options["--warm-up"]) * 60)
         let deviceFirst = device?.bytesWritten()
         guard let first = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited early:\n\(rig.agentLog)") }
         var threads = ThreadLedger()

@@ -37,15 +37,17 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - locationInterval, healthCommitInterval: short for tests; a real device's
     ///     (10 s, 300 s) for benchmarks.
     ///   - microphoneConfig: more `[microphone]` keys (complexity).
+    ///   - driveSeconds: how long gpsd is fed the synthetic drive (one epoch a second).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
-                locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "") throws {
+                locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
+                driveSeconds: Int = 600) throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
         try receiver.start()
         gps = try GPSDRig()
-        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: 600, start: Date()), period: 1)
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
         feeder.start()
 
         let speech = try SpeechInput.make(seconds: 60, in: directory.path)
