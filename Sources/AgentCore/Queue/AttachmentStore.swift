@@ -65,11 +65,11 @@ struct AttachmentStore: Sendable {
         FileWrites.syncDirectory(directory)
     }
 
-    /// Hard-links `source` (made durable first) as `destination` when it holds exactly
-    /// `expectedBytes`; false when it cannot (then the bytes are written instead).
-    /// Links the journal file in, then fdatasyncs it: the link's directory entry and the
-    /// file's last blocks then go to the disk in one file-system journal commit (ext4's,
-    /// say), where a sync before the link made two; `place` then fsyncs the directory. A
+    /// Hard-links `source` as `destination` when it holds exactly `expectedBytes`, then
+    /// fdatasyncs it; false when it cannot (then the bytes are written instead). Link
+    /// first: the link's directory entry and the file's last blocks then go to the disk in
+    /// one file-system journal commit (ext4's, say), where a sync before the link made two;
+    /// `place` then fsyncs the directory. A
     /// crash before the record's commit leaves a linked file no row names (`sweep`). The
     /// file is synced even when it cannot be linked: the microphone leaves its chunk's last
     /// pages to this sync (`JournalFile.pagesComplete`), and a chunk the queue cannot take

@@ -71,7 +71,7 @@ public final class JournalFile: @unchecked Sendable {
     /// The chunk is finished (its last pages are in). Their sync is left to whoever takes
     /// the chunk next, a few milliseconds later: the queue's attachment store links this
     /// file in and fdatasyncs it (even when it cannot take the chunk), and `ChunkWriter`
-    /// syncs the file of a chunk left waiting behind another. One sync instead of two, and
+    /// syncs the file of every chunk left waiting (disk full). One sync instead of two, and
     /// on ext4 one journal commit instead of two, per chunk; a chunk that waits for the
     /// queue (disk full) still survives a power cut whole.
     func pagesComplete() {
