@@ -19,6 +19,8 @@ public final class DaemonRig: @unchecked Sendable {
     /// hold every audio chunk; the rig says "synchronised" unless a test writes otherwise.
     public let clockSyncFile: String
     public private(set) var feeder: NMEAFeeder
+    /// How long gpsd is fed the synthetic drive, at start and at `restartFeed`.
+    private let driveSeconds: Int
     private let pcmFeeder: ChildProcess
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
@@ -47,6 +49,7 @@ public final class DaemonRig: @unchecked Sendable {
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
         try receiver.start()
         gps = try GPSDRig()
+        self.driveSeconds = driveSeconds
         feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
         feeder.start()
 
@@ -174,7 +177,7 @@ public final class DaemonRig: @unchecked Sendable {
     /// Restarts the NMEA feed with epochs starting now (after gpsd was restarted, say).
     public func restartFeed() {
         feeder.stop()
-        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: 600, start: Date()), period: 1)
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
         feeder.start()
     }
 }

@@ -69,11 +69,11 @@ struct AttachmentStore: Sendable {
     /// fdatasyncs it; false when it cannot (then the bytes are written instead). Link
     /// first: the link's directory entry and the file's last blocks then go to the disk in
     /// one file-system journal commit (ext4's, say), where a sync before the link made two;
-    /// `place` then fsyncs the directory. A
-    /// crash before the record's commit leaves a linked file no row names (`sweep`). The
-    /// file is synced even when it cannot be linked: the microphone leaves its chunk's last
-    /// pages to this sync (`JournalFile.pagesComplete`), and a chunk the queue cannot take
-    /// now stays in the journal, whole across a power cut.
+    /// `place` then fsyncs the directory. A crash before the record's commit leaves a
+    /// linked file no row names (`sweep`). The file is synced even when it cannot be
+    /// linked: the microphone leaves its chunk's last pages to this sync
+    /// (`JournalFile.pagesComplete`), and a chunk the queue cannot take now stays in the
+    /// journal, whole across a power cut.
     private func link(durable source: String, expectedBytes: Int, to destination: String) -> Bool {
         let descriptor = open(source, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
