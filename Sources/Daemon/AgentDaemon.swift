@@ -64,6 +64,7 @@ public final class AgentDaemon: Sendable {
         self.logger = logger
         self.tickInterval = tickInterval
         state = Mutex(State(config: config))
+        queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
         coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
                                         healthRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
@@ -149,6 +150,8 @@ public final class AgentDaemon: Sendable {
         let (supervisors, uploader) = state.withLock { ($0.supervisors, $0.uploader) }
         for supervisor in supervisors.values { supervisor.stop() }
         uploader?.stop()
+        // Captures that wait for their fsync do not outlive the daemon unsynced.
+        queue.syncWaitingCaptures()
         logger.info("stopped: streams and uploader are down, the queue is closed cleanly")
     }
 
@@ -158,6 +161,7 @@ public final class AgentDaemon: Sendable {
         logger.notice("reloading the configuration from \(config.file)")
         stop()
         state.withLock { $0.config = config }
+        queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
         storageGuard.update(config.storage.limits)
         storageKick.resume()
         start()
@@ -215,6 +219,9 @@ public final class AgentDaemon: Sendable {
     @discardableResult
     public func tick() -> [String: StreamHealth] {
         trimMemory()
+        // A capture waits for its fsync at most `[storage] sync_seconds`: sync now what
+        // would wait longer than that before the next check.
+        queue.syncWaitingCaptures(waitedAtLeast: queue.commitSync.window - tickInterval)
         storageGuard.pass()
         let (config, uploader) = state.withLock { ($0.config, $0.uploader) }
         power.pass(config: config, uploader: uploader)

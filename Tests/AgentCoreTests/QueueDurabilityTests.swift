@@ -1,11 +1,13 @@
 import AgentCore
 import Foundation
+import Synchronization
 import TestRigs
 import XCTest
 
-/// A capture that returned is on disk: every commit fsyncs the WAL before it returns
-/// (README, "Durability"). GRDB turns a pool's connections to synchronous=NORMAL when it
-/// switches on WAL, which silently made commits survive a kill but not a power cut; this
+/// When a capture is on disk (README, "Durability"): every commit fsyncs the WAL before it
+/// returns, except a capture without a file, which waits at most `[storage] sync_seconds`
+/// for a later fsync. GRDB turns a pool's connections to synchronous=NORMAL when it
+/// switches on WAL, which silently made every commit wait for a checkpoint; the first
 /// test fails if that comes back.
 final class QueueDurabilityTests: XCTestCase {
     func testTheWriterCommitsWithSynchronousFull() throws {
@@ -13,5 +15,98 @@ final class QueueDurabilityTests: XCTestCase {
         let path = dir.file("agent.sqlite")
         XCTAssertEqual(try SQLiteQueue(path: path).durability(), "full", "a new queue")
         XCTAssertEqual(try SQLiteQueue(path: path).durability(), "full", "an existing queue opened again")
+    }
+
+    func fix(_ index: Int) throws -> NewRecord {
+        try NewRecord(stream: .location, capturedAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
+                      fields: ["latitude": 52.5, "longitude": 13.4])
+    }
+
+    func chunk() throws -> NewRecord {
+        var record = try NewRecord(stream: .microphone, capturedAt: Date(), fields: ["duration": 30])
+        record.attachment = RecordAttachment(field: "audio_data", data: Data(repeating: 7, count: 4_000), fileExtension: "ogg")
+        return record
+    }
+
+    /// In the queue: a fix's commit waits (and the writer is back at FULL for every other
+    /// commit), a chunk's commit is fsynced and takes the waiting fix with it, the uploader's
+    /// read syncs before it reads, and the health check's sync leaves nothing waiting.
+    func testAFixWaitsAChunkDoesNotAndNothingIsReadForUploadBeforeItsSync() throws {
+        let dir = try TemporaryDirectory("durability")
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), syncWindow: 30)
+        XCTAssertFalse(queue.commitSync.isWaiting)
+
+        try queue.enqueue(fix(1))
+        XCTAssertTrue(queue.commitSync.isWaiting, "a fix's commit waits for a later fsync")
+        XCTAssertEqual(try queue.durability(), "full", "the writer is FULL again after the commit that waited")
+        try queue.enqueue(fix(2))
+        XCTAssertTrue(queue.commitSync.isWaiting)
+        try queue.enqueue(chunk())
+        XCTAssertFalse(queue.commitSync.isWaiting, "a chunk's commit is fsynced, and every commit before it with it")
+
+        try queue.enqueue(fix(3))
+        XCTAssertTrue(queue.commitSync.isWaiting)
+        let batch = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
+        XCTAssertEqual(batch.count, 3)
+        XCTAssertFalse(queue.commitSync.isWaiting, "the uploader's read synced the waiting fix first")
+
+        try queue.enqueue(fix(4))
+        XCTAssertTrue(queue.syncWaitingCaptures(waitedAtLeast: 3_600), "nothing due: nothing to do")
+        XCTAssertTrue(queue.commitSync.isWaiting, "a sync not due yet leaves the fix waiting")
+        XCTAssertTrue(queue.syncWaitingCaptures())
+        XCTAssertFalse(queue.commitSync.isWaiting)
+        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 4)
+        XCTAssertEqual(try queue.integrityCheck(), "ok")
+    }
+
+    /// With `sync_seconds = 0` every capture's commit is fsynced, as before the window.
+    func testAWindowOfZeroSyncsEveryCommit() throws {
+        let dir = try TemporaryDirectory("durability")
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        XCTAssertEqual(queue.commitSync.window, 0)
+        try queue.enqueue(fix(1))
+        XCTAssertFalse(queue.commitSync.isWaiting)
+        queue.commitSync.window = 30
+        try queue.enqueue(fix(2))
+        XCTAssertTrue(queue.commitSync.isWaiting, "a window set on a running queue (SIGHUP) applies to the next commit")
+    }
+
+    /// The window itself, on a clock the test moves: the commit that finds the oldest
+    /// waiting capture at the end of its window is the one fsynced; a file is always
+    /// fsynced; a failed sync leaves the captures waiting and is retried.
+    func testTheCommitAtTheEndOfTheWindowIsFsyncedAndAFailedSyncIsRetried() {
+        let time = Mutex(100.0)
+        let syncs = Mutex(0)
+        let syncWorks = Mutex(true)
+        let sync = CommitSync(window: 30, now: { time.withLock { $0 } }) {
+            guard syncWorks.withLock({ $0 }) else { return false }
+            syncs.withLock { $0 += 1 }
+            return true
+        }
+        func commit(at moment: Double, hasFile: Bool = false) -> Bool {
+            time.withLock { $0 = moment }
+            let synced = sync.mustSync(hasFile: hasFile)
+            sync.committed(synced: synced)
+            return synced
+        }
+        // A fix every 10 s: the first three wait, the fourth (30 s after the first) is fsynced.
+        XCTAssertEqual([100.0, 110, 120, 130, 140].map { commit(at: $0) }, [false, false, false, true, false])
+        XCTAssertEqual(sync.oldestWait, 0, "the fix at 140 waits from 140")
+        XCTAssertTrue(commit(at: 145, hasFile: true), "a chunk is fsynced whatever the window")
+        XCTAssertNil(sync.oldestWait)
+
+        XCTAssertFalse(commit(at: 150))
+        time.withLock { $0 = 170 }
+        XCTAssertTrue(sync.flush(waitedAtLeast: 25), "20 s of waiting is not 25: nothing to do")
+        XCTAssertEqual(syncs.withLock { $0 }, 0)
+        syncWorks.withLock { $0 = false }
+        XCTAssertFalse(sync.flush(waitedAtLeast: 0), "a sync that fails says so")
+        XCTAssertEqual(sync.oldestWait, 20, "and the fix still waits, from its own commit")
+        syncWorks.withLock { $0 = true }
+        XCTAssertTrue(sync.flush())
+        XCTAssertEqual(syncs.withLock { $0 }, 1)
+        XCTAssertFalse(sync.isWaiting)
+        XCTAssertTrue(sync.flush(), "nothing waits: no sync")
+        XCTAssertEqual(syncs.withLock { $0 }, 1)
     }
 }

@@ -62,6 +62,7 @@ public enum ConfigWriter {
         root["storage"] = TOMLTable([
             "database": config.storage.database, "retention_days": config.storage.retentionDays,
             "min_free_mb": config.storage.minFreeMB, "max_queue_mb": config.storage.maxQueueMB,
+            "sync_seconds": config.storage.syncSeconds,
         ])
         root["upload"] = TOMLTable([
             "interval": config.upload.interval, "batch_max_records": config.upload.batchMaxRecords,

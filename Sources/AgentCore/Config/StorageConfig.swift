@@ -8,6 +8,9 @@ public struct StorageConfig: Sendable, Equatable {
     /// 0: automatic, the smaller of 2048 MB and a quarter of the file system under the
     /// database (`StorageLimits.queueCap`).
     public var maxQueueMB: Int = 0
+    /// Seconds a location fix or a health sample may wait for its fsync after its commit
+    /// (what a power cut can cost; a kill costs nothing). 0: every commit is fsynced.
+    public var syncSeconds: Int = 30
 
     public init() {}
 
@@ -28,6 +31,8 @@ public struct StorageConfig: Sendable, Equatable {
         minFreeMB = try s.int("min_free_mb", default: minFreeMB, range: 0...1_000_000, unit: "MB")
         maxQueueMB = try s.int("max_queue_mb", default: maxQueueMB, range: 0...1_000_000,
                                unit: "MB (0 means automatic: 2048 MB or a quarter of the file system, whichever is smaller)")
+        syncSeconds = try s.int("sync_seconds", default: syncSeconds, range: 0...300,
+                                unit: "seconds (0 fsyncs every commit)")
         try s.finish()
     }
 }

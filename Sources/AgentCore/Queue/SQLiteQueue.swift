@@ -17,14 +17,20 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     let attachments: AttachmentStore
     /// Whether the file has schema 4's attachment tables (a read-only queue may be older).
     let hasAttachmentTables: Bool
+    /// When commits reach the disk: a capture without a file may wait up to its window.
+    public let commitSync: CommitSync
 
     /// Opens (creating when needed) the queue at `path` for writing, migrating it forward.
-    public init(path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.queue")) throws {
+    /// `syncWindow`: how long a capture without a file may wait for its fsync (`[storage]
+    /// sync_seconds`, see `CommitSync`); 0, the default, fsyncs every commit.
+    public init(path: String, syncWindow: TimeInterval = 0, clock: any WallClock = SystemClock(),
+                logger: Logger = Logger(label: "ariata.queue")) throws {
         self.path = path
         self.clock = clock
         self.logger = logger
         attachments = AttachmentStore(databasePath: path)
         hasAttachmentTables = true
+        commitSync = CommitSync(window: syncWindow) { Self.syncLog(databasePath: path) }
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -37,13 +43,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         config.maximumReaderCount = 2
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -1024")
-            // Durability (set again on the writer after the pool opens, see below): synchronous=FULL makes every commit fsync the WAL before it
-            // returns. A record whose enqueue returned survives the process being killed
-            // (that needs only NORMAL) and also a power cut or kernel panic: at most the
-            // transaction in flight is lost, and the file stays consistent. The price is
-            // one fsync per commit; captures commit a few times a minute (a fix every
-            // 10 s, a chunk every 28 s, health at most every 5 min), so it is cheap, and
-            // bulk writes (health backfill) go in one transaction per batch.
+            // Durability (set again on the writer after the pool opens, see below):
+            // synchronous=FULL makes a commit fsync the WAL before it returns. A record
+            // whose enqueue returned survives the process being killed (that needs only
+            // NORMAL) and, once fsynced, a power cut or kernel panic; the file stays
+            // consistent either way. Captures without a file may commit with NORMAL and
+            // wait up to `CommitSync`'s window for a later commit's fsync.
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             // At most ~1 MiB of WAL waits to be copied into the database (SQLite's
@@ -115,6 +120,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         self.clock = clock
         self.logger = logger
         attachments = AttachmentStore(databasePath: path)
+        commitSync = CommitSync(window: 0) { true }
         guard FileManager.default.fileExists(atPath: path) else {
             throw QueueError.cannotOpen(path: path, reason: "no such file (the daemon creates it when it first runs)")
         }
@@ -162,7 +168,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     private func insert(_ records: [NewRecord], attachmentNames: [Int: String], anchor: SourceAnchor?, now: TimeInterval) throws {
         try writing {
-            try pool.write { db in
+            try capturing(hasFile: !attachmentNames.isEmpty) { db in
                 let insert = try db.cachedStatement(sql: """
                     INSERT INTO records (stream, record_id, captured_at, enqueued_at, payload, payload_bytes, status_changed_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -226,7 +232,9 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     }
 
     public func pendingBatch(stream: StreamName, maxCount: Int, maxBytes: Int) throws -> [QueuedRecord] {
-        try pool.read { db in
+        // Nothing goes to the server that a power cut could still take back from the queue.
+        syncWaitingCaptures()
+        return try pool.read { db in
             // A cursor steps one row at a time, so payloads past the byte bound are never read.
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq LIMIT ?
@@ -244,7 +252,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     }
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
-        try pool.read { db in
+        syncWaitingCaptures()
+        return try pool.read { db in
             try Row.fetchOne(db, sql: "SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq DESC LIMIT 1",
                              arguments: [stream.rawValue]).map(record(from:))
         }
@@ -393,6 +402,50 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Commits a capture in one transaction, fsynced with the commit or left to wait for a
+    /// later fsync as `commitSync` decides (the writer connection stays FULL otherwise).
+    private func capturing(hasFile: Bool, _ body: (Database) throws -> Void) throws {
+        try pool.writeWithoutTransaction { db in
+            let synced = commitSync.mustSync(hasFile: hasFile)
+            if synced {
+                try db.inTransaction { try body(db); return .commit }
+            } else {
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                do {
+                    try db.inTransaction { try body(db); return .commit }
+                } catch {
+                    try? db.execute(sql: "PRAGMA synchronous = FULL")
+                    throw error
+                }
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+            commitSync.committed(synced: synced)
+        }
+    }
+
+    /// fsyncs the WAL when a capture has waited for it at least `age` seconds (0: any): the
+    /// health check, a clean stop and the uploader's reads (README, "The queue"). On the
+    /// writer, in order with the commits. False when a sync was due and failed.
+    @discardableResult
+    public func syncWaitingCaptures(waitedAtLeast age: TimeInterval = 0) -> Bool {
+        guard commitSync.isWaiting else { return true }
+        let synced = pool.writeWithoutTransaction { _ in commitSync.flush(waitedAtLeast: age) }
+        if !synced {
+            logger.error("cannot fsync the queue's WAL; the captures committed since the last fsync wait for the next one",
+                         metadata: ["path": "\(path)-wal"])
+        }
+        return synced
+    }
+
+    /// The WAL's fsync outside a commit: its data, and its directory entry (the WAL is made
+    /// anew at each start, and an fsynced commit would sync its directory the first time).
+    private static func syncLog(databasePath: String) -> Bool {
+        guard FileWrites.syncFile(databasePath + "-wal") else { return false }
+        FileWrites.syncDirectory((databasePath as NSString).deletingLastPathComponent.isEmpty
+                                 ? "." : (databasePath as NSString).deletingLastPathComponent)
+        return true
     }
 
     /// Maps SQLite's "disk full" to the user's E004.

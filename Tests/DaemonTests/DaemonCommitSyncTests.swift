@@ -1,0 +1,65 @@
+import AgentCore
+import Daemon
+import Foundation
+import Logging
+import TestRigs
+import XCTest
+
+/// The daemon's part in `[storage] sync_seconds` (README, "Durability"): the window comes
+/// from the configuration (and a reload), the health check syncs what would otherwise wait
+/// past the window before the next check, and a clean stop leaves nothing waiting.
+final class DaemonCommitSyncTests: XCTestCase {
+    /// The uploader's seam, idle: this test is about the daemon's own syncs, and a real
+    /// uploader's reads would sync too (at times of their own).
+    final class IdleUploader: UploadComponent, @unchecked Sendable {
+        func start() {}
+        func stop() {}
+        func health() -> StreamHealth { .healthy }
+        func updateServer(_ server: ServerConfig) {}
+        func networkReturned(_ why: String) {}
+        func setPower(factor: Int, held: Bool) {}
+    }
+
+    struct NoStreams: ComponentFactory {
+        func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+            preconditionFailure("every stream is disabled in this test")
+        }
+        func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent { IdleUploader() }
+    }
+
+    func fix() throws -> NewRecord {
+        try NewRecord(stream: .location, capturedAt: Date(), fields: ["latitude": 52.5, "longitude": 13.4])
+    }
+
+    func testTheHealthCheckAndAStopSyncWhatWaitsAndAReloadSetsTheWindow() throws {
+        let dir = try TemporaryDirectory("commit-sync")
+        var config = try AgentConfig(toml: "[storage]\nsync_seconds = 45\n", file: dir.file("agent.toml"))
+        for stream in StreamName.allCases { config.setEnabled(stream, false) }
+        config.storage.database = dir.file("agent.sqlite")
+        let queue = try SQLiteQueue(path: config.storage.database)
+        let daemon = AgentDaemon(config: config, queue: queue, factory: NoStreams(), tickInterval: 30,
+                                 logger: Logger(label: "test"))
+        XCTAssertEqual(queue.commitSync.window, 45, "the window is the configuration's")
+        daemon.start()
+
+        try queue.enqueue(fix())
+        XCTAssertTrue(queue.commitSync.isWaiting)
+        daemon.tick()
+        XCTAssertTrue(queue.commitSync.isWaiting, "45 s window, 30 s checks: a fix of a moment ago can wait for the next check")
+
+        config.storage.syncSeconds = 30
+        daemon.reload(config)
+        XCTAssertEqual(queue.commitSync.window, 30, "a reload sets the new window")
+        XCTAssertFalse(queue.commitSync.isWaiting, "the reload's stop synced what waited")
+        try queue.enqueue(fix())
+        XCTAssertTrue(queue.commitSync.isWaiting)
+        daemon.tick()
+        XCTAssertFalse(queue.commitSync.isWaiting, "30 s window, 30 s checks: the check syncs it rather than let it wait 30 s more")
+
+        try queue.enqueue(fix())
+        XCTAssertTrue(queue.commitSync.isWaiting)
+        daemon.stop()
+        XCTAssertFalse(queue.commitSync.isWaiting, "a clean stop leaves nothing waiting")
+        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 3)
+    }
+}
