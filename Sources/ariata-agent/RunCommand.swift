@@ -38,6 +38,8 @@ struct RunCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // Before any thread: two malloc arenas (README, "Memory").
         MemoryFootprint.limitMallocArenas()
+        // The program pages the loader and the start read so far leave the resident set.
+        MemoryFootprint.dropMappedFilePages()
         let config: AgentConfig
         do {
             config = try AgentConfig.load(path: options.config)
