@@ -1,5 +1,6 @@
 import AgentCore
 import ArgumentParser
+import Daemon
 import Foundation
 import Logging
 import Upload
@@ -27,6 +28,8 @@ struct SyncCommand: ParsableCommand {
     var wait: Int = 120
 
     func run() throws {
+        // A long drain keeps only the program pages it runs (README, "Memory").
+        MemoryFootprint.dropMappedFilePages()
         let config = try AgentConfig.load(path: options.config)
         guard config.server.isOnboarded else {
             throw CleanExit.message("this device is not set up yet: run 'ariata-agent onboard' first")
