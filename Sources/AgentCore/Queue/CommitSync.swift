@@ -33,8 +33,8 @@ public final class CommitSync: Sendable {
     /// `now`: seconds on a clock that never jumps (CLOCK_BOOTTIME: suspend counts, since a
     /// power cut can come during it); `syncLog`: fsyncs the WAL, true when it did.
     public init(window: TimeInterval,
-         now: @escaping @Sendable () -> Double = { SuspendDetector.bootTime() ?? ProcessInfo.processInfo.systemUptime },
-         syncLog: @escaping @Sendable () -> Bool) {
+                now: @escaping @Sendable () -> Double = { SuspendDetector.bootTime() ?? ProcessInfo.processInfo.systemUptime },
+                syncLog: @escaping @Sendable () -> Bool) {
         state = Mutex(State(window: max(0, window)))
         self.now = now
         self.syncLog = syncLog

@@ -30,8 +30,10 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         self.logger = logger
         attachments = AttachmentStore(databasePath: path)
         hasAttachmentTables = true
-        commitSync = CommitSync(window: syncWindow) { Self.syncLog(databasePath: path) }
         let directory = (path as NSString).deletingLastPathComponent
+        commitSync = CommitSync(window: syncWindow) { [directory] in
+            Self.syncLog(path + "-wal", directory: directory.isEmpty ? "." : directory)
+        }
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
@@ -441,10 +443,9 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// The WAL's fsync outside a commit: its data, and its directory entry (the WAL is made
     /// anew at each start, and an fsynced commit would sync its directory the first time).
-    private static func syncLog(databasePath: String) -> Bool {
-        guard FileWrites.syncFile(databasePath + "-wal") else { return false }
-        FileWrites.syncDirectory((databasePath as NSString).deletingLastPathComponent.isEmpty
-                                 ? "." : (databasePath as NSString).deletingLastPathComponent)
+    private static func syncLog(_ wal: String, directory: String) -> Bool {
+        guard FileWrites.syncFile(wal) else { return false }
+        FileWrites.syncDirectory(directory)
         return true
     }
 
