@@ -235,6 +235,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func pendingBatch(stream: StreamName, maxCount: Int, maxBytes: Int) throws -> [QueuedRecord] {
         // Nothing goes to the server that a power cut could still take back from the queue.
+        // A sync that fails is logged and the batch goes all the same: the records are
+        // safer on the server than on a disk that refuses fsync.
         syncWaitingCaptures()
         return try pool.read { db in
             // A cursor steps one row at a time, so payloads past the byte bound are never read.
