@@ -1,7 +1,6 @@
 import AgentCore
 import ArgumentParser
 
-@main
 struct AriataAgent: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ariata-agent",

@@ -20,4 +20,18 @@ public enum ThreadSwitches {
         }
         return total
     }
+
+    /// Each thread of process `pid`: its name and its voluntary switches so far.
+    public static func voluntaryByThread(pid: Int32) -> [(name: String, switches: Int)] {
+        let directory = "/proc/\(pid)/task"
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return tasks.sorted().compactMap { task in
+            let comm = (try? String(contentsOfFile: "\(directory)/\(task)/comm", encoding: .utf8)) ?? "?"
+            guard let status = try? String(contentsOfFile: "\(directory)/\(task)/status", encoding: .utf8),
+                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
+                  let count = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
+            else { return nil }
+            return ("\(task) \(comm.trimmingCharacters(in: .whitespacesAndNewlines))", count)
+        }
+    }
 }

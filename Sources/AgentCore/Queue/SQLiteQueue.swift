@@ -44,6 +44,17 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         // (SQLite's default is 2 MiB, filled by every upload that reads audio through it).
         config.maximumReaderCount = 2
         config.prepareDatabase { db in
+            // A new queue gets its page size and incremental auto-vacuum (so the storage
+            // guard can hand freed pages back to the file system without a full VACUUM).
+            // SQLite takes both only while the file is empty and before it is switched to
+            // WAL, which DatabasePool does right after this, on the writer. The writer
+            // does it rather than a connection of its own: closing one hands its clean-up
+            // to Dispatch's global queue, whose workers libdispatch then watches with a
+            // timer every second for the life of the process (README, "Wake-ups").
+            if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
+                try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            }
             try db.execute(sql: "PRAGMA cache_size = -1024")
             // Durability (set again on the writer after the pool opens, see below):
             // synchronous=FULL makes a commit fsync the WAL before it returns. A record
@@ -65,7 +76,6 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             // -shm and -wal files): hand the storage guard's reserve back first; the
             // guard makes it again once it has made room.
             StorageReserve.releaseIfDiskFull(databasePath: path)
-            try Self.createIfMissing(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             // GRDB switches a pool's connections to synchronous=NORMAL when it turns WAL on,
             // after prepareDatabase has run: set FULL again on the writer, the one
@@ -94,26 +104,6 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     static let pageSize = 1_024
     /// WAL bytes that wait for a checkpoint, at most.
     static let walCheckpointBytes = 1_048_576
-
-    /// A new database gets its page size and incremental auto-vacuum, so the storage guard
-    /// can hand freed pages back to the file system without a full VACUUM. SQLite accepts
-    /// both only before the file is switched to WAL, which DatabasePool does on open.
-    private static func createIfMissing(path: String) throws {
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
-        guard size == nil || size == 0 else { return }
-        // A reader (`status`, a test polling for the file) may open the new, empty file at
-        // the same moment: wait for it as every other connection does, instead of failing
-        // the daemon's start with "database is locked".
-        var config = Configuration()
-        config.busyMode = .timeout(10)
-        let creator = try DatabaseQueue(path: path, configuration: config)
-        try creator.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
-            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
-        }
-        try creator.close()
-    }
 
     /// Opens an existing queue read-only (for `status`): no migration, no writes, and it
     /// works beside a running daemon. Fails when the file does not exist.
