@@ -40,6 +40,7 @@ TEST_PACKAGES=(
   gpsbabel      # a real GPX reader reads the export back
   prometheus    # promtool check metrics: the metrics file and status --prometheus
   python3-prometheus-client  # its parser reads the metrics back
+  strace        # counts the fsyncs of an upload (SyncCommandTests)
 )
 
 # Packaging (scripts/build-deb.sh) and its test (scripts/test-deb.sh): Debian's own tools,

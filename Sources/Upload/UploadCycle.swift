@@ -210,7 +210,7 @@ struct UploadCycle {
         }
         guard let transport else { return .cancelled }
         do {
-            try store.noteSending(batch.map(\.seq))
+            try store.noteSending(stream: stream)
         } catch {
             // Sent now, the records could not be marked delivered afterwards and would be
             // sent again: wait until the queue takes writes (the storage guard makes room).
@@ -224,9 +224,8 @@ struct UploadCycle {
         switch verdict {
         case .accepted:
             do {
-                try store.markUploaded(batch.map(\.seq))
-                try store.recordUploadResult(stream: stream, success: true, result: "delivered \(batch.count) records",
-                                             code: nil, records: batch.count, bytes: request.body.count)
+                try store.markDelivered(batch.map(\.seq), stream: stream, result: "delivered \(batch.count) records",
+                                        bytes: request.body.count)
             } catch {
                 // The server has them; left pending they are sent again and the server
                 // keeps each record once by its id.

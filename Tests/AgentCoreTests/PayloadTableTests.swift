@@ -53,7 +53,7 @@ final class PayloadTableTests: XCTestCase {
         XCTAssertEqual(walBytes(path), 0)
 
         let queued = try XCTUnwrap(queue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first)
-        try queue.noteSending([queued.seq])
+        try queue.noteSending(stream: .microphone)
         try queue.markUploaded([queued.seq])
         // Before schema 3 each of the two updates changed the row's size, and SQLite wrote
         // its ~80 KB of overflow pages again: over 160 KB of WAL. Now: the row's page, its

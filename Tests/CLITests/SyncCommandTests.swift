@@ -101,4 +101,36 @@ final class SyncCommandTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("gave up"), result.stdout)
         held.release()
     }
+
+    /// A delivered batch costs the card one fsync (issue 14): the probe before sending
+    /// commits without one, and the records' marks and the stream's stats are one
+    /// transaction. Counted with strace on the real command: 6 batches of location records.
+    /// It was three per batch (the probe rewrote and fsynced the batch's records; the marks
+    /// and the stats were two commits).
+    func testADeliveredBatchCostsOneFsync() throws {
+        let strace = try ChildProcess.locate("strace")
+        let dir = try TemporaryDirectory("sync-fsync")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: "sync-token")
+        try receiver.start()
+        defer { receiver.stop() }
+        let queue = try makeQueue(dir, location: 1_200, microphone: 0)
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: """
+            endpoint = "\(receiver.endpoint)"
+            token = "sync-token"
+            device_id = "sync-test"
+            """, extra: "[upload]\nbatch_max_records = 200")
+        let trace = dir.file("fsyncs.txt")
+        let binary = try BuildProducts.executable("ariata-agent")
+        let run = try ChildProcess(strace, ["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", trace,
+                                            binary, "sync", "--config", cli.configPath], logDirectory: dir.path)
+        XCTAssertEqual(run.wait(timeout: 120), 0, run.stdout() + run.stderr())
+        XCTAssertEqual(try queue.count(stream: .location, status: .uploaded), 1_200)
+        let batches = try receiver.requests(stream: .location).count
+        XCTAssertEqual(batches, 6)
+        let fsyncs = try String(contentsOfFile: trace, encoding: .utf8)
+            .split(separator: "\n").filter { $0.contains("fsync(") || $0.contains("fdatasync(") }.count
+        print("measured: sync of \(batches) batches: \(fsyncs) fsyncs")
+        XCTAssertGreaterThanOrEqual(fsyncs, batches, "each delivery is fsynced")
+        XCTAssertLessThanOrEqual(fsyncs, batches + 3, "one fsync per batch, and a few to open and close the queue")
+    }
 }

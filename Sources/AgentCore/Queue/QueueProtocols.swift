@@ -18,10 +18,11 @@ public protocol UploadQueue: Sendable {
     /// The most recently captured pending record of `stream`: when a whole batch was
     /// refused, the uploader sends it alone to tell bad records from a refused stream.
     func newestPending(stream: StreamName) throws -> QueuedRecord?
-    /// About to send these: their last attempt time is written first, so a queue that
-    /// cannot take writes (a full disk) refuses here, before anything is sent that it then
-    /// could not mark as delivered.
-    func noteSending(_ seqs: [Int64]) throws
+    /// About to send a batch of `stream`: the stream's last attempt time is written first,
+    /// so a queue that cannot take writes (a full disk) refuses here, before anything is
+    /// sent that it then could not mark as delivered. One small row, committed without
+    /// waiting for an fsync (the delivery's commit takes it to the disk).
+    func noteSending(stream: StreamName) throws
     /// The server stored these: they become `uploaded` (retention deletes them later).
     func markUploaded(_ seqs: [Int64]) throws
     /// An attempt that blames the records: attempts + 1 and the error kept; a record

@@ -253,17 +253,23 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
     }
 
-    public func noteSending(_ seqs: [Int64]) throws {
-        let now = clock.now().timeIntervalSince1970
-        try update(seqs, sql: "UPDATE records SET last_attempt_at = ? WHERE seq = ? AND status = 'pending'") { [now, $0] }
-    }
-
     public func markUploaded(_ seqs: [Int64]) throws {
         let now = clock.now().timeIntervalSince1970
-        try update(seqs, sql: """
+        guard !seqs.isEmpty else { return }
+        try writing {
+            try fsyncedWrite { db in try Self.setUploaded(seqs, at: now, in: db) }
+        }
+    }
+
+    /// The one statement that makes records `uploaded` (`markUploaded`, `markDelivered`).
+    static func setUploaded(_ seqs: [Int64], at now: Double, in db: Database) throws {
+        let statement = try db.cachedStatement(sql: """
             UPDATE records SET status = 'uploaded', status_changed_at = ?, last_attempt_at = ?, last_error = NULL
             WHERE seq = ? AND status = 'pending'
-            """) { [now, now, $0] }
+            """)
+        for seq in seqs {
+            try statement.execute(arguments: [now, now, seq])
+        }
     }
 
     public func recordFailedAttempt(_ seqs: [Int64], error: String) throws {
@@ -389,12 +395,23 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     private func update(_ seqs: [Int64], sql: String, arguments: (Int64) -> [(any DatabaseValueConvertible)?]) throws {
         guard !seqs.isEmpty else { return }
         try writing {
-            try pool.write { db in
+            try fsyncedWrite { db in
                 let statement = try db.cachedStatement(sql: sql)
                 for seq in seqs {
                     try statement.execute(arguments: StatementArguments(arguments(seq)))
                 }
             }
+        }
+    }
+
+    /// One transaction, fsynced before it returns (the writer's synchronous=FULL), which
+    /// takes every capture that waited for an fsync to the disk with it: `commitSync` hears
+    /// so, and the next health check finds nothing to sync (issue 14: an upload cycle's
+    /// marks were followed by a sync of their own).
+    func fsyncedWrite(_ body: (Database) throws -> Void) throws {
+        try pool.writeWithoutTransaction { db in
+            try db.inTransaction { try body(db); return .commit }
+            commitSync.committed(synced: true)
         }
     }
 
