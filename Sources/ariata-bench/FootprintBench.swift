@@ -6,7 +6,8 @@ import TestRigs
 /// The whole daemon's footprint on a small board (issue 14), measured on the real thing:
 ///
 ///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
-///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15] [--dir D]
+///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15]
+///         [--sync-seconds 30] [--dir D]
 ///
 /// `ariata-agent run` with all three streams live against the real rigs (gpsd fed a drive
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
@@ -33,8 +34,8 @@ enum FootprintBench {
         if arguments.first == "drain" { return try Drain.run(Array(arguments.dropFirst())) }
         let options = try BenchOptions(arguments, numbers: [
             "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
-            "--warm-up": 0,
-        ], usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--dir D] | drain [--records N]")
+            "--warm-up": 0, "--sync-seconds": StorageConfig().syncSeconds,
+        ], usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] | drain [--records N]")
         let minutes = Double(options["--minutes"])
         let uploadInterval = options["--upload-interval"]
         let complexity = options["--complexity"]
@@ -46,6 +47,7 @@ enum FootprintBench {
         let device = BlockDeviceWrites(directory: queueDirectory)
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
+                                storageConfig: "sync_seconds = \(options["--sync-seconds"])",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
                                 driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120)
         try rig.startAgent()
