@@ -26,17 +26,24 @@ final class SyncCommandTests: XCTestCase {
         return queue
     }
 
-    func testSyncDeliversEverythingWithAProgressBarEndingAt100Percent() throws {
-        let dir = try TemporaryDirectory("sync")
+    /// A running receiver and a config pointing at it, with `upload` as the [upload]
+    /// section's keys.
+    func startReceiver(_ dir: TemporaryDirectory, upload: String) throws -> (ReceiverRig, AgentCLI) {
         let receiver = try ReceiverRig(logDirectory: dir.path, token: "sync-token")
         try receiver.start()
-        defer { receiver.stop() }
-        let queue = try makeQueue(dir, location: 1_200, microphone: 30)
         let cli = try AgentCLI.writeConfig(in: dir.path, server: """
             endpoint = "\(receiver.endpoint)"
             token = "sync-token"
             device_id = "sync-test"
-            """, extra: "[upload]\nbatch_max_records = 200\nbatch_max_bytes = 500000")
+            """, extra: "[upload]\n\(upload)")
+        return (receiver, cli)
+    }
+
+    func testSyncDeliversEverythingWithAProgressBarEndingAt100Percent() throws {
+        let dir = try TemporaryDirectory("sync")
+        let (receiver, cli) = try startReceiver(dir, upload: "batch_max_records = 200\nbatch_max_bytes = 500000")
+        defer { receiver.stop() }
+        let queue = try makeQueue(dir, location: 1_200, microphone: 30)
 
         // Under a pseudo-terminal (script(1)) the bar is redrawn in place and ends at 100%.
         let binary = try BuildProducts.executable("ariata-agent")
@@ -110,15 +117,9 @@ final class SyncCommandTests: XCTestCase {
     func testADeliveredBatchCostsOneFsync() throws {
         let strace = try ChildProcess.locate("strace")
         let dir = try TemporaryDirectory("sync-fsync")
-        let receiver = try ReceiverRig(logDirectory: dir.path, token: "sync-token")
-        try receiver.start()
+        let (receiver, cli) = try startReceiver(dir, upload: "batch_max_records = 200")
         defer { receiver.stop() }
         let queue = try makeQueue(dir, location: 1_200, microphone: 0)
-        let cli = try AgentCLI.writeConfig(in: dir.path, server: """
-            endpoint = "\(receiver.endpoint)"
-            token = "sync-token"
-            device_id = "sync-test"
-            """, extra: "[upload]\nbatch_max_records = 200")
         let trace = dir.file("fsyncs.txt")
         let binary = try BuildProducts.executable("ariata-agent")
         let run = try ChildProcess(strace, ["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", trace,
