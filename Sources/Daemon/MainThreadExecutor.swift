@@ -42,12 +42,6 @@ public final class MainThreadExecutor: TaskExecutor, @unchecked Sendable {
         shared.drain()
     }
 
-    /// Whether the hooks send jobs here (false in a process that never called `run`: the
-    /// tests' own).
-    public static var isInstalled: Bool {
-        ariata_enqueue_global_hook().pointee != nil && ariata_enqueue_main_hook().pointee != nil
-    }
-
     private typealias Original = @convention(thin) (UnownedJob) -> Void
     private typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
 

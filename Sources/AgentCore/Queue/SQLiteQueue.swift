@@ -423,17 +423,24 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             if synced {
                 try db.inTransaction { try body(db); return .commit }
             } else {
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                do {
-                    try db.inTransaction { try body(db); return .commit }
-                } catch {
-                    try? db.execute(sql: "PRAGMA synchronous = FULL")
-                    throw error
-                }
-                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try Self.withoutFsync(db) { try db.inTransaction { try body(db); return .commit } }
             }
             commitSync.committed(synced: synced)
         }
+    }
+
+    /// Runs `body` on the writer with synchronous=NORMAL (its commit does not wait for an
+    /// fsync) and sets FULL back; a failure to set it back is an error, since every later
+    /// commit would otherwise skip its fsync unseen.
+    static func withoutFsync(_ db: Database, _ body: () throws -> Void) throws {
+        try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        do {
+            try body()
+        } catch {
+            try? db.execute(sql: "PRAGMA synchronous = FULL")
+            throw error
+        }
+        try db.execute(sql: "PRAGMA synchronous = FULL")
     }
 
     /// fsyncs the WAL when a capture has waited for it at least `age` seconds (0: any): the

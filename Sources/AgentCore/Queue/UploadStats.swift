@@ -49,14 +49,14 @@ extension SQLiteQueue {
         let now = clock.now().timeIntervalSince1970
         try writing {
             try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
-                try db.inTransaction {
-                    try db.execute(sql: """
-                        INSERT INTO upload_stats (stream, last_attempt_at) VALUES (?1, ?2)
-                        ON CONFLICT (stream) DO UPDATE SET last_attempt_at = ?2
-                        """, arguments: [stream.rawValue, now])
-                    return .commit
+                try Self.withoutFsync(db) {
+                    try db.inTransaction {
+                        try db.execute(sql: """
+                            INSERT INTO upload_stats (stream, last_attempt_at) VALUES (?1, ?2)
+                            ON CONFLICT (stream) DO UPDATE SET last_attempt_at = ?2
+                            """, arguments: [stream.rawValue, now])
+                        return .commit
+                    }
                 }
             }
         }
