@@ -255,22 +255,15 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func markUploaded(_ seqs: [Int64]) throws {
         let now = clock.now().timeIntervalSince1970
-        guard !seqs.isEmpty else { return }
-        try writing {
-            try fsyncedWrite { db in try Self.setUploaded(seqs, at: now, in: db) }
-        }
+        try update(seqs, sql: Self.setUploadedSQL) { [now, now, $0] }
     }
 
-    /// The one statement that makes records `uploaded` (`markUploaded`, `markDelivered`).
-    static func setUploaded(_ seqs: [Int64], at now: Double, in db: Database) throws {
-        let statement = try db.cachedStatement(sql: """
-            UPDATE records SET status = 'uploaded', status_changed_at = ?, last_attempt_at = ?, last_error = NULL
-            WHERE seq = ? AND status = 'pending'
-            """)
-        for seq in seqs {
-            try statement.execute(arguments: [now, now, seq])
-        }
-    }
+    /// The one statement that makes records `uploaded` (`markUploaded`, `markDelivered`):
+    /// its arguments are the time twice and the seq.
+    static let setUploadedSQL = """
+        UPDATE records SET status = 'uploaded', status_changed_at = ?, last_attempt_at = ?, last_error = NULL
+        WHERE seq = ? AND status = 'pending'
+        """
 
     public func recordFailedAttempt(_ seqs: [Int64], error: String) throws {
         let now = clock.now().timeIntervalSince1970
@@ -395,12 +388,16 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     private func update(_ seqs: [Int64], sql: String, arguments: (Int64) -> [(any DatabaseValueConvertible)?]) throws {
         guard !seqs.isEmpty else { return }
         try writing {
-            try fsyncedWrite { db in
-                let statement = try db.cachedStatement(sql: sql)
-                for seq in seqs {
-                    try statement.execute(arguments: StatementArguments(arguments(seq)))
-                }
-            }
+            try fsyncedWrite { db in try Self.execute(sql, for: seqs, in: db, arguments: arguments) }
+        }
+    }
+
+    /// Runs `sql` once per seq, in the caller's transaction.
+    static func execute(_ sql: String, for seqs: [Int64], in db: Database,
+                        arguments: (Int64) -> [(any DatabaseValueConvertible)?]) throws {
+        let statement = try db.cachedStatement(sql: sql)
+        for seq in seqs {
+            try statement.execute(arguments: StatementArguments(arguments(seq)))
         }
     }
 

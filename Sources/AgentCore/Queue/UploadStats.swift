@@ -34,7 +34,7 @@ extension SQLiteQueue {
         let now = clock.now().timeIntervalSince1970
         try writing {
             try fsyncedWrite { db in
-                try Self.setUploaded(seqs, at: now, in: db)
+                try Self.execute(Self.setUploadedSQL, for: seqs, in: db) { [now, now, $0] }
                 try Self.writeUploadResult(stream: stream, success: true, result: result, code: nil,
                                            records: seqs.count, bytes: bytes, at: now, in: db)
             }
