@@ -23,13 +23,12 @@ public struct NewRecord: Sendable, Equatable {
         self.attachment = attachment
     }
 
-    /// Encodes `fields` as the payload (keys sorted, so a payload is stable for tests).
-    /// The record's `id` is added to the object.
+    /// Encodes `fields` as the payload (`RecordJSON`: keys sorted, so a payload is stable
+    /// for tests). The record's `id` is added to the object.
     public init(id: UUID = RecordID.make(), stream: StreamName, capturedAt: Date, fields: [String: any Sendable]) throws {
         var object = fields
         object["id"] = id.uuidString.lowercased()
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        self.init(id: id, stream: stream, capturedAt: capturedAt, payload: data)
+        self.init(id: id, stream: stream, capturedAt: capturedAt, payload: try RecordJSON.data(object))
     }
 }
 

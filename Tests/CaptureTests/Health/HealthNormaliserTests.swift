@@ -139,7 +139,8 @@ final class HealthNormaliserTests: XCTestCase {
         XCTAssertEqual(metadata["source"] as? String, "ring")
     }
 
-    /// The hand-written encoder gives the very bytes JSONSerialization gives.
+    /// The hand-written encoder gives the very bytes `NewRecord(fields:)` (RecordJSON) and
+    /// JSONSerialization give.
     func testRecordEncoderMatchesJSONSerialization() throws {
         let raws: [RawHealthSample] = [
             sample(.heartRate, 71.6), sample(.distance, 1.234, "km"), sample(.distance, 0.05),
@@ -152,8 +153,13 @@ final class HealthNormaliserTests: XCTestCase {
             guard case .accepted(let s) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected \(raw)") }
             for source in ["polar-h10", "/var/log/hr.jsonl", "Mia's \"ring\" \\ ünï 💓", "tab\there"] {
                 let record = try normaliser.record(s, source: source)
-                let reference = try normaliser.referenceRecord(s, source: source, id: record.id)
+                let fields = normaliser.referenceFields(s, source: source)
+                let reference = try NewRecord(id: record.id, stream: .health, capturedAt: s.timestamp, fields: fields)
+                var object = fields
+                object["id"] = record.id.uuidString.lowercased()
+                let foundation = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
                 XCTAssertEqual(String(decoding: record.payload, as: UTF8.self), String(decoding: reference.payload, as: UTF8.self))
+                XCTAssertEqual(String(decoding: record.payload, as: UTF8.self), String(decoding: foundation, as: UTF8.self))
                 XCTAssertEqual(record.capturedAt, reference.capturedAt)
             }
         }

@@ -114,18 +114,18 @@ public struct HealthNormaliser: Sendable {
                          payload: HealthRecordEncoder.payload(id: id, sample: sample, source: source))
     }
 
-    /// The same record through `NewRecord(fields:)` (JSONSerialization): the reference
-    /// the hand-written encoder is tested against.
-    func referenceRecord(_ sample: HealthSample, source: String, id: UUID) throws -> NewRecord {
+    /// The record's fields as `NewRecord(fields:)` takes them: the reference the
+    /// hand-written encoder is tested against.
+    func referenceFields(_ sample: HealthSample, source: String) -> [String: any Sendable] {
         var metadata: [String: any Sendable] = ["source": source]
         if let stage = sample.sleepStage { metadata["sleep_stage"] = stage }
         if let duration = sample.sleepDuration { metadata["sleep_duration"] = Int(duration) }
-        return try NewRecord(id: id, stream: .health, capturedAt: sample.timestamp, fields: [
+        return [
             "timestamp": RFC3339.string(from: sample.timestamp),
             "metric_type": sample.metric.rawValue,
             "value": sample.jsonValue,
             "unit": sample.unit,
             "metadata": metadata,
-        ])
+        ]
     }
 }
