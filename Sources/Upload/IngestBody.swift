@@ -61,22 +61,10 @@ public enum IngestBody {
         max(1, maxBodyBytes - envelopeAllowance - maxRecords)
     }
 
-    /// A JSON string literal (RFC 8259 escaping).
+    /// A JSON string literal, escaped as a record's strings are (`RecordJSON`).
     static func appendString(_ string: String, to body: inout Data) {
-        body.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): body.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): body.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: body.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: body.append(contentsOf: #"\r"#.utf8)
-            case 0x09: body.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                let hex = String(byte, radix: 16)
-                body.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
-            default: body.append(byte)
-            }
-        }
-        body.append(UInt8(ascii: "\""))
+        var literal = ""
+        RecordJSON.appendString(string, to: &literal)
+        body.append(contentsOf: literal.utf8)
     }
 }
