@@ -1,12 +1,14 @@
 import Foundation
 
-/// The daemon's anonymous memory (issue 14; README, "Memory"): glibc keeps to two malloc
-/// arenas instead of eight per core, so memory freed by one thread is reused by the others,
-/// and memory freed after a burst (an upload's bodies) is handed back at each health check.
+/// The daemon's anonymous memory (issue 14; README, "Memory"): glibc keeps to one malloc
+/// arena instead of eight per core (the threads allocate little and seldom, so they share
+/// the main heap; a second arena held 0.4-1.1 MB), so memory freed by one thread is reused
+/// by the others, and memory freed after a burst (an upload's bodies) is handed back at
+/// each health check.
 public enum MemoryFootprint {
-    /// At most two malloc arenas (M_ARENA_MAX).
+    /// One malloc arena (M_ARENA_MAX), before any thread starts.
     public static func limitMallocArenas() {
-        _ = Glibc.mallopt?(mArenaMax, 2)
+        _ = Glibc.mallopt?(mArenaMax, 1)
     }
 
     /// Hands memory freed after a burst (an upload's bodies) back to the system.

@@ -28,7 +28,8 @@ struct SyncCommand: ParsableCommand {
     var wait: Int = 120
 
     func run() throws {
-        // A long drain keeps only the program pages it runs (README, "Memory").
+        // A long drain keeps one malloc arena and only the program pages it runs (README, "Memory").
+        MemoryFootprint.limitMallocArenas()
         MemoryFootprint.dropMappedFilePages()
         let config = try AgentConfig.load(path: options.config)
         guard config.server.isOnboarded else {

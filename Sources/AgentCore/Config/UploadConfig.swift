@@ -4,7 +4,7 @@ public struct UploadConfig: Sendable, Equatable {
     public var interval: Int = 300
     public var batchMaxRecords: Int = 500
     /// Bound on the JSON of one request, so a backlog never sits in memory at once.
-    public var batchMaxBytes: Int = 4_000_000
+    public var batchMaxBytes: Int = 1_000_000
 
     public init() {}
 
