@@ -34,6 +34,15 @@ final class SystemdUnitTests: XCTestCase {
         XCTAssertLessThanOrEqual(figure, 2.0, String(line))
     }
 
+    /// Both units give the daemon the same environment, which the test rigs and the
+    /// benchmarks run it with too (DaemonRig.unitEnvironment).
+    func testBothUnitsGiveTheDaemonTheSameEnvironment() throws {
+        let system = try DaemonRig.unitEnvironment()
+        let user = try DaemonRig.unitEnvironment(unit: "systemd/user/ariata-agent.service")
+        XCTAssertEqual(system, user)
+        XCTAssertEqual(system["GNUTLS_NO_IMPLICIT_INIT"], "1")
+    }
+
     func testTheUnitAsksForWhatTheIssueSays() throws {
         let unit = try String(contentsOfFile: "\(root)/systemd/ariata-agent.service", encoding: .utf8)
         for line in ["Type=notify", "Restart=on-failure", "WatchdogSec=", "SupplementaryGroups=audio dialout",

@@ -119,12 +119,27 @@ public final class DaemonRig: @unchecked Sendable {
         receiver.stop()
     }
 
-    /// Starts `ariata-agent run` with the rig's ALSA config, notify socket and clock
-    /// state file; `environment` adds to that (LD_PRELOAD for libfaketime, say), and
+    /// The `Environment=` assignments of the system unit (systemd/ariata-agent.service):
+    /// the rig runs the daemon in the environment the unit gives it.
+    public static func unitEnvironment(unit: String = "systemd/ariata-agent.service") throws -> [String: String] {
+        let text = try String(contentsOfFile: "\(repositoryRoot)/\(unit)", encoding: .utf8)
+        var environment: [String: String] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("Environment=") {
+            for assignment in line.dropFirst("Environment=".count).split(separator: " ") {
+                let parts = assignment.split(separator: "=", maxSplits: 1)
+                if parts.count == 2 { environment[String(parts[0])] = String(parts[1]) }
+            }
+        }
+        return environment
+    }
+
+    /// Starts `ariata-agent run` with the unit's environment and the rig's ALSA config,
+    /// notify socket and clock state file; `environment` adds to that (LD_PRELOAD for libfaketime, say), and
     /// `launcher` is a program and arguments that exec the agent (its path and arguments follow).
     public func startAgent(environment: [String: String] = [:], launcher: [String] = []) throws {
         let binary = try BuildProducts.executable("ariata-agent")
-        let base = ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile]
+        let base = try Self.unitEnvironment().merging(
+            ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile]) { $1 }
         let command = launcher + [binary, "run", "--config", configPath]
         agent = try ChildProcess(command[0], Array(command.dropFirst()), name: "agent", logDirectory: directory.path,
                                  environment: base.merging(environment) { $1 })
