@@ -28,12 +28,11 @@ public enum RecordJSON {
     static func appendObject(_ object: [String: any Sendable], to out: inout String) throws {
         out += "{"
         var first = true
-        for key in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for (key, value) in object.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             if !first { out += "," }
             first = false
             appendString(key, to: &out)
             out += ":"
-            guard let value = object[key] else { continue }
             try appendValue(value, key: key, to: &out)
         }
         out += "}"
