@@ -4,11 +4,18 @@ import Logging
 
 /// The queue: one SQLite file in WAL mode, written by one process (the daemon) and read
 /// by any number of others (`status`) at the same time.
+///
+/// Each process holds one connection (a GRDB `DatabaseQueue`): its reads and writes take
+/// turns on that connection's serial Dispatch queue. Not a `DatabasePool`: the pool hands
+/// out its readers through concurrent Dispatch queues, and two threads meeting there (an
+/// upload reading while a health check reads) put the waiting one on Dispatch's default
+/// global queue, whose workers libdispatch then watches with a timer every second for the
+/// life of the process (README, "Wake-ups"). One connection also holds one page cache.
 public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
-    // @unchecked: the only stored state is GRDB's DatabasePool (thread-safe) and
+    // @unchecked: the only stored state is GRDB's DatabaseQueue (thread-safe) and
     // immutable values.
     public let path: String
-    let pool: DatabasePool
+    let pool: DatabaseQueue
     let clock: any WallClock
     let logger: Logger
     /// Raised when a write fails because the disk is full; the storage guard listens.
@@ -39,24 +46,23 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
         var config = Configuration()
         config.busyMode = .timeout(10)
-        // Memory (README, "Memory"): the daemon reads from at most two threads at once (the
-        // uploader and a health check), and each connection's page cache is held to 1 MiB
-        // (SQLite's default is 2 MiB, filled by every upload that reads audio through it).
-        config.maximumReaderCount = 2
+        config.journalMode = .wal
         config.prepareDatabase { db in
             // A new queue gets its page size and incremental auto-vacuum (so the storage
             // guard can hand freed pages back to the file system without a full VACUUM).
             // SQLite takes both only while the file is empty and before it is switched to
-            // WAL, which DatabasePool does right after this, on the writer. The writer
-            // does it rather than a connection of its own: closing one hands its clean-up
-            // to Dispatch's global queue, whose workers libdispatch then watches with a
-            // timer every second for the life of the process (README, "Wake-ups").
+            // WAL, which GRDB does right after this. The one connection does it rather
+            // than one of its own: closing a connection hands its clean-up to Dispatch's
+            // global queue, whose workers libdispatch then watches with a timer every
+            // second for the life of the process (README, "Wake-ups").
             if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
                 try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
                 try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             }
+            // Memory (README, "Memory"): the page cache is held to 1 MiB (SQLite's default
+            // is 2 MiB).
             try db.execute(sql: "PRAGMA cache_size = -1024")
-            // Durability (set again on the writer after the pool opens, see below):
+            // Durability (set again once WAL is on, see below):
             // synchronous=FULL makes a commit fsync the WAL before it returns. A record
             // whose enqueue returned survives the process being killed (that needs only
             // NORMAL) and, once fsynced, a power cut or kernel panic; the file stays
@@ -76,11 +82,10 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             // -shm and -wal files): hand the storage guard's reserve back first; the
             // guard makes it again once it has made room.
             StorageReserve.releaseIfDiskFull(databasePath: path)
-            pool = try DatabasePool(path: path, configuration: config)
-            // GRDB switches a pool's connections to synchronous=NORMAL when it turns WAL on,
-            // after prepareDatabase has run: set FULL again on the writer, the one
-            // connection that commits (issue 14 found the override; `durability()` and a
-            // test keep it from coming back).
+            pool = try DatabaseQueue(path: path, configuration: config)
+            // GRDB switches the connection to synchronous=NORMAL when it turns WAL on,
+            // after prepareDatabase has run: set FULL again (issue 14 found the override;
+            // `durability()` and a test keep it from coming back).
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Schema.migrate(pool)
         } catch let error as QueueError {
@@ -120,7 +125,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         config.readonly = true
         config.busyMode = .timeout(10)
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            pool = try DatabaseQueue(path: path, configuration: config)
             let version = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
             if version > Schema.currentVersion {
                 throw QueueError.schemaTooNew(found: version, known: Schema.currentVersion)

@@ -35,10 +35,15 @@ public final class ReliableTimer: Sendable {
         /// that has since been replaced does nothing.
         var generation: UInt64 = 0
         var fireCount: Int = 0
+        /// The thread running the handler, while it runs.
+        var handlerThread: pthread_t?
     }
 
+    // No queue-specific value marks this queue (the handler's thread is kept instead):
+    // releasing a queue that has one hands the value's clean-up to Dispatch's default
+    // global queue, whose workers libdispatch then watches with a timer every second for
+    // the life of the process (README, "Wake-ups"); a reload replaces the daemon's timers.
     private let queue: DispatchQueue
-    private let onQueue = DispatchSpecificKey<ObjectIdentifier>()
     private let handler: @Sendable () -> Void
     private let leeway: DispatchTimeInterval
     private let state = Mutex(State())
@@ -52,7 +57,6 @@ public final class ReliableTimer: Sendable {
         queue = DispatchQueue(label: label)
         self.leeway = leeway
         self.handler = handler
-        queue.setSpecific(key: onQueue, value: ObjectIdentifier(self))
     }
 
     deinit {
@@ -93,12 +97,13 @@ public final class ReliableTimer: Sendable {
     /// also waits for a run in progress to finish; called from inside the handler it
     /// returns at once (the current run finishes normally).
     public func stop() {
-        state.withLock { state in
+        let inHandler = state.withLock { state -> Bool in
             state.armed.map(Self.cancel)
             state.armed = nil
             state.generation &+= 1
+            return state.handlerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
         }
-        if DispatchQueue.getSpecific(key: onQueue) != ObjectIdentifier(self) {
+        if !inHandler {
             queue.sync {}
         }
     }
@@ -146,9 +151,12 @@ public final class ReliableTimer: Sendable {
             // Re-armed before the handler runs, so a handler that reschedules or stops wins.
             state.generation &+= 1
             arm(&state, deadline: Date().addingTimeInterval(interval), interval: interval)
+            state.handlerThread = pthread_self()
             return true
         }
-        if current { handler() }
+        guard current else { return }
+        handler()
+        state.withLock { $0.handlerThread = nil }
     }
 
     private static func cancel(_ armed: Armed) {
