@@ -6,7 +6,7 @@ import XCTest
 
 /// When a capture is on disk (README, "Durability"): every commit fsyncs the WAL before it
 /// returns, except a capture without a file, which waits at most `[storage] sync_seconds`
-/// for a later fsync. GRDB turns a pool's connections to synchronous=NORMAL when it
+/// for a later fsync. GRDB turns its connection to synchronous=NORMAL when it
 /// switches on WAL, which silently made every commit wait for a checkpoint; the first
 /// test fails if that comes back.
 final class QueueDurabilityTests: XCTestCase {

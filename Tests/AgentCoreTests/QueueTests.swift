@@ -174,7 +174,7 @@ final class QueueTests: XCTestCase {
                                               payload: Data("{\"i\":\(i)}".utf8)))
             }
         }
-        let reader = try SQLiteQueue(path: path)   // a second connection pool, like `status`
+        let reader = try SQLiteQueue(path: path)   // a second connection, like `status`
         writer.start()
         var last = 0
         var reads = 0

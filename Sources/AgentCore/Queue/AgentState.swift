@@ -6,7 +6,7 @@ import GRDB
 extension SQLiteQueue {
     public func setState(_ key: String, _ value: String?) throws {
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 if let value {
                     try db.execute(sql: """
                         INSERT INTO agent_state (key, value, updated_at) VALUES (?, ?, ?)
@@ -20,6 +20,6 @@ extension SQLiteQueue {
     }
 
     public func state(_ key: String) throws -> String? {
-        try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?", arguments: [key]) }
+        try connection.read { db in try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?", arguments: [key]) }
     }
 }

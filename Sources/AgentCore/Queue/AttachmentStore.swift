@@ -189,7 +189,7 @@ extension SQLiteQueue {
     /// the storage guard, purge) calls it after its commit.
     func removeDeletedAttachments() throws {
         guard hasAttachmentTables else { return }
-        try writing { try attachments.emptyTrash(pool) }
+        try writing { try attachments.emptyTrash(connection) }
     }
 
     /// At the daemon's start, before capture begins: removes attachment files that no
@@ -199,7 +199,7 @@ extension SQLiteQueue {
     @discardableResult
     public func sweepAttachments() throws -> Int {
         var report = AttachmentStore.SweepReport()
-        try writing { report = try attachments.sweep(pool) }
+        try writing { report = try attachments.sweep(connection) }
         if report.strays > 0 {
             logger.notice("attachments: removed files no record names (left by a crash)",
                           metadata: ["count": "\(report.strays)", "directory": "\(attachments.directory)"])

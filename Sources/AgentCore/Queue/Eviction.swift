@@ -59,7 +59,7 @@ extension SQLiteQueue {
         var slice = EvictedSlice()
         let now = clock.now().timeIntervalSince1970
         try writing {
-            try pool.writeWithoutTransaction { db in
+            try connection.writeWithoutTransaction { db in
                 let previous = try Int.fetchOne(db, sql: "PRAGMA secure_delete") ?? 0
                 let previousTemp = try Int.fetchOne(db, sql: "PRAGMA temp_store") ?? 0
                 try db.execute(sql: "PRAGMA secure_delete = FAST")
@@ -112,7 +112,7 @@ extension SQLiteQueue {
         let step = max(1, stepPages)
         var walPeak: Int64 = 0
         try writing {
-            try pool.writeWithoutTransaction { db in
+            try connection.writeWithoutTransaction { db in
                 var left = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                 while left > 0 {
                     try db.execute(sql: "PRAGMA incremental_vacuum(\(step))")
@@ -137,7 +137,7 @@ extension SQLiteQueue {
     public func checkpointWAL() throws -> Int64 {
         let before = Self.size(of: path)
         try writing {
-            try pool.writeWithoutTransaction { db in try Self.checkpointTruncate(db) }
+            try connection.writeWithoutTransaction { db in try Self.checkpointTruncate(db) }
         }
         return max(0, Self.size(of: path) - before)
     }
@@ -160,7 +160,7 @@ extension SQLiteQueue {
 
     /// Per stream, pending records the storage guard has deleted since the database was made.
     public func evictedTotals() throws -> [StreamName: Int64] {
-        try pool.read { db in
+        try connection.read { db in
             var totals: [StreamName: Int64] = [:]
             for stream in StreamName.allCases {
                 let text = try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?",
@@ -173,6 +173,6 @@ extension SQLiteQueue {
 
     /// The database's page size (1 KiB for a queue made since schema 4, 4 KiB before).
     public func pageSize() throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096 }
+        try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096 }
     }
 }

@@ -20,7 +20,7 @@ extension SQLiteQueue {
             sql += " AND captured_at < ?"
             arguments += [until.timeIntervalSince1970]
         }
-        try pool.read { db in
+        try connection.read { db in
             // Order the small keys first, then read each record by its key: sorting whole
             // rows would copy a day of audio (~200 MB) through SQLite's sorter.
             let seqs = try Int64.fetchAll(db, sql: sql + " ORDER BY captured_at, seq", arguments: arguments)

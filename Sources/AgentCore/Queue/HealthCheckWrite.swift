@@ -21,7 +21,7 @@ extension SQLiteQueue {
         guard !check.isEmpty else { return }
         let now = clock.now().timeIntervalSince1970
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 let health = try db.cachedStatement(sql: """
                     INSERT INTO component_health (component, state, reason, code, checked_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (component) DO UPDATE SET state = excluded.state, reason = excluded.reason,

@@ -50,7 +50,7 @@ extension SQLiteQueue {
     /// Held records of boot `bootID` (or, with `otherThan`, of every other boot), oldest
     /// first, after `afterSeq`.
     public func heldRecords(bootID: String, otherThan: Bool = false, afterSeq: Int64 = 0, limit: Int) throws -> [HeldRecord] {
-        try pool.read { db in
+        try connection.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT r.seq, r.stream, r.captured_at, coalesce(pl.data, r.payload) AS payload, p.boot_id, p.boot_time
                 FROM provisional_times p JOIN records r ON r.seq = p.seq LEFT JOIN payloads pl ON pl.seq = r.seq
@@ -72,7 +72,7 @@ extension SQLiteQueue {
     public func release(_ records: [ReleasedRecord]) throws {
         guard !records.isEmpty else { return }
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 let changed = try db.cachedStatement(sql: """
                     UPDATE records SET captured_at = ? WHERE seq = ?
                         AND length(coalesce((SELECT data FROM payloads WHERE payloads.seq = records.seq), payload)) = ?
@@ -93,7 +93,7 @@ extension SQLiteQueue {
 
     /// Records and payload bytes of `stream` that are held (pending, but not for upload yet).
     public func heldTotals(stream: StreamName) throws -> (records: Int, bytes: Int64) {
-        try pool.read { db in
+        try connection.read { db in
             guard try db.tableExists("provisional_times") else { return (0, 0) }
             let row = try Row.fetchOne(db, sql: """
                 SELECT count(*) AS n, coalesce(sum(r.payload_bytes), 0) AS bytes
@@ -107,7 +107,7 @@ extension SQLiteQueue {
     /// Held records by boot and stream. Works on a read-only queue; a database from before
     /// schema 2 holds nothing.
     public func heldCounts(currentBootID: String?) throws -> HeldCounts {
-        try pool.read { db in
+        try connection.read { db in
             var counts = HeldCounts()
             guard try db.tableExists("provisional_times") else { return counts }
             let rows = try Row.fetchAll(db, sql: "SELECT stream, boot_id, count(*) AS n FROM provisional_times GROUP BY stream, boot_id")

@@ -58,7 +58,7 @@ extension SQLiteQueue {
     /// How many records, and how many payload bytes, `selection` holds now.
     public func purgePreview(_ selection: PurgeSelection) throws -> PurgeCount {
         let (sql, arguments) = selection.filter
-        return try pool.read { db in
+        return try connection.read { db in
             var count = PurgeCount()
             for row in try Row.fetchAll(db, sql: """
                 SELECT stream, COUNT(*) AS n, COALESCE(SUM(payload_bytes), 0) AS bytes FROM records WHERE \(sql) GROUP BY stream
@@ -86,7 +86,7 @@ extension SQLiteQueue {
         let (sql, arguments) = selection.filter
         var total = PurgeCount()
         try writing {
-            try pool.writeWithoutTransaction { db in
+            try connection.writeWithoutTransaction { db in
                 let previous = try Int.fetchOne(db, sql: "PRAGMA secure_delete") ?? 0
                 try db.execute(sql: "PRAGMA secure_delete = ON")
                 defer { try? db.execute(sql: "PRAGMA secure_delete = \(previous)") }
@@ -113,7 +113,7 @@ extension SQLiteQueue {
         try compact(stepPages: 2_048)
         let message = "deleted \(total.records) \(selection.description) (\(total.payloadBytes) bytes)"
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 try db.execute(sql: "INSERT INTO events (at, code, message) VALUES (?, ?, ?)",
                                arguments: [clock.now().timeIntervalSince1970, Self.purgeEventCode, message])
             }
@@ -124,7 +124,7 @@ extension SQLiteQueue {
 
     /// The latest purge, for `status`.
     public func latestPurge() throws -> (at: Date, message: String)? {
-        try pool.read { db in
+        try connection.read { db in
             try Row.fetchOne(db, sql: "SELECT at, message FROM events WHERE code = ? ORDER BY id DESC LIMIT 1",
                              arguments: [Self.purgeEventCode])
                 .map { (Date(timeIntervalSince1970: $0["at"]), $0["message"]) }

@@ -11,7 +11,7 @@ public protocol RecordLookup: Sendable {
 extension SQLiteQueue: RecordLookup {
     /// Whatever the record's status (pending, uploaded or failed): the id is UNIQUE.
     public func containsRecord(id: UUID) throws -> Bool {
-        try pool.read { db in
+        try connection.read { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE record_id = ?)", arguments: [id]) ?? false
         }
     }

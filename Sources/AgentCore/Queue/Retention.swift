@@ -24,7 +24,7 @@ extension SQLiteQueue {
         let now = clock.now().timeIntervalSince1970
         var deleted = 0
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 // `status <> 'pending'` lets SQLite use the index of settled records (schema 4).
                 try db.execute(sql: "DELETE FROM records WHERE status = 'uploaded' AND status <> 'pending' AND status_changed_at < ?",
                                arguments: [now - policy.keepUploaded])

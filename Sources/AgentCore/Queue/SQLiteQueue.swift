@@ -15,7 +15,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     // @unchecked: the only stored state is GRDB's DatabaseQueue (thread-safe) and
     // immutable values.
     public let path: String
-    let pool: DatabaseQueue
+    let connection: DatabaseQueue
     let clock: any WallClock
     let logger: Logger
     /// Raised when a write fails because the disk is full; the storage guard listens.
@@ -82,12 +82,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             // -shm and -wal files): hand the storage guard's reserve back first; the
             // guard makes it again once it has made room.
             StorageReserve.releaseIfDiskFull(databasePath: path)
-            pool = try DatabaseQueue(path: path, configuration: config)
+            connection = try DatabaseQueue(path: path, configuration: config)
             // GRDB switches the connection to synchronous=NORMAL when it turns WAL on,
             // after prepareDatabase has run: set FULL again (issue 14 found the override;
             // `durability()` and a test keep it from coming back).
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Schema.migrate(pool)
+            try connection.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try Schema.migrate(connection)
         } catch let error as QueueError {
             throw error
         } catch {
@@ -125,8 +125,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         config.readonly = true
         config.busyMode = .timeout(10)
         do {
-            pool = try DatabaseQueue(path: path, configuration: config)
-            let version = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+            connection = try DatabaseQueue(path: path, configuration: config)
+            let version = try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
             if version > Schema.currentVersion {
                 throw QueueError.schemaTooNew(found: version, known: Schema.currentVersion)
             }
@@ -204,7 +204,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// The stored anchor of a health source, if it has one.
     public func anchor(for source: String) throws -> SourceAnchor? {
-        try pool.read { db in
+        try connection.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM source_anchors WHERE source = ?", arguments: [source]) else {
                 return nil
             }
@@ -218,7 +218,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     // MARK: UploadQueue
 
     public func streamsWithPending() throws -> [StreamName] {
-        try pool.read { db in
+        try connection.read { db in
             // Held records (provisional_times) are pending but not for the uploader yet.
             try String.fetchAll(db, sql: """
                 SELECT c.stream FROM stream_counts c WHERE c.status = 'pending'
@@ -233,7 +233,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         // A sync that fails is logged and the batch goes all the same: the records are
         // safer on the server than on a disk that refuses fsync.
         syncWaitingCaptures()
-        return try pool.read { db in
+        return try connection.read { db in
             // A cursor steps one row at a time, so payloads past the byte bound are never read.
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq LIMIT ?
@@ -252,7 +252,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     public func newestPending(stream: StreamName) throws -> QueuedRecord? {
         syncWaitingCaptures()
-        return try pool.read { db in
+        return try connection.read { db in
             try Row.fetchOne(db, sql: "SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY r.seq DESC LIMIT 1",
                              arguments: [stream.rawValue]).map(record(from:))
         }
@@ -300,7 +300,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// Counts and payload bytes per stream and status (kept by triggers: O(streams)).
     public func counts() throws -> [StreamCount] {
-        try pool.read { db in
+        try connection.read { db in
             try Row.fetchAll(db, sql: "SELECT stream, status, n, bytes FROM stream_counts WHERE n > 0 ORDER BY stream, status")
                 .compactMap { row in
                     guard let stream = StreamName(rawValue: row["stream"]),
@@ -317,7 +317,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// Capture time of the oldest pending record of `stream` that is not held (a held
     /// record's time is provisional), nil when none is pending.
     public func oldestPendingCapture(stream: StreamName) throws -> Date? {
-        try pool.read { db in
+        try connection.read { db in
             try Double.fetchOne(db, sql: """
                 SELECT captured_at FROM records r WHERE stream = ? AND status = 'pending' AND \(Self.notHeld) ORDER BY seq LIMIT 1
                 """, arguments: [stream.rawValue]).map(Date.init(timeIntervalSince1970:))
@@ -331,7 +331,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// Capture time of the newest record of `stream` still in the queue, whatever its status.
     public func lastCapture(stream: StreamName) throws -> Date? {
-        try pool.read { db in
+        try connection.read { db in
             try RecordStatus.allCases.compactMap { status in
                 try Double.fetchOne(db, sql: """
                     SELECT captured_at FROM records WHERE stream = ? AND status = ? ORDER BY seq DESC LIMIT 1
@@ -342,7 +342,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// All records of a stream in queue order (tests and diagnostics; not for big queues).
     public func records(stream: StreamName, status: RecordStatus? = nil) throws -> [QueuedRecord] {
-        try pool.read { db in
+        try connection.read { db in
             var sql = "SELECT \(recordColumns) FROM \(recordsWithPayloads) WHERE stream = ?"
             var arguments: StatementArguments = [stream.rawValue]
             if let status {
@@ -356,24 +356,24 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// The writer's `PRAGMA synchronous`: "full" when every commit fsyncs the WAL before
     /// it returns (what the README promises), "normal" when a power cut may undo commits.
     public func durability() throws -> String {
-        let level = try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        let level = try connection.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
         return ["off", "normal", "full", "extra"].indices.contains(level) ? ["off", "normal", "full", "extra"][level] : "\(level)"
     }
 
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
     public func integrityCheck() throws -> String {
-        try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+        try connection.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
     }
 
     /// Bytes the queue takes on disk: the database, its WAL and the attachment files.
     public func fileBytes() -> Int64 {
-        Self.size(of: path) + Self.size(of: path + "-wal") + (hasAttachmentTables ? attachments.totalBytes(pool) : 0)
+        Self.size(of: path) + Self.size(of: path + "-wal") + (hasAttachmentTables ? attachments.totalBytes(connection) : 0)
     }
 
     /// Logs an event that `status` shows (storage guard deletions and the like).
     public func recordEvent(code: AgentErrorCode?, message: String) throws {
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 try db.execute(sql: "INSERT INTO events (at, code, message) VALUES (?, ?, ?)",
                                arguments: [clock.now().timeIntervalSince1970, code?.rawValue, message])
             }
@@ -381,7 +381,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     }
 
     public func latestEvent(code: AgentErrorCode) throws -> (at: Date, message: String)? {
-        try pool.read { db in
+        try connection.read { db in
             try Row.fetchOne(db, sql: "SELECT at, message FROM events WHERE code = ? ORDER BY id DESC LIMIT 1",
                              arguments: [code.rawValue])
                 .map { (Date(timeIntervalSince1970: $0["at"]), $0["message"]) }
@@ -411,7 +411,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// so, and the next health check finds nothing to sync (issue 14: an upload cycle's
     /// marks were followed by a sync of their own).
     func fsyncedWrite(_ body: (Database) throws -> Void) throws {
-        try pool.writeWithoutTransaction { db in
+        try connection.writeWithoutTransaction { db in
             try db.inTransaction { try body(db); return .commit }
             commitSync.committed(synced: true)
         }
@@ -420,7 +420,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// Commits a capture in one transaction, fsynced with the commit or left to wait for a
     /// later fsync as `commitSync` decides (the writer connection stays FULL otherwise).
     private func capturing(hasFile: Bool, _ body: (Database) throws -> Void) throws {
-        try pool.writeWithoutTransaction { db in
+        try connection.writeWithoutTransaction { db in
             let synced = commitSync.mustSync(hasFile: hasFile)
             if synced {
                 try db.inTransaction { try body(db); return .commit }
@@ -451,7 +451,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     @discardableResult
     public func syncWaitingCaptures(waitedAtLeast age: TimeInterval = 0) -> Bool {
         guard commitSync.isWaiting else { return true }
-        let synced = pool.writeWithoutTransaction { _ in commitSync.flush(waitedAtLeast: age) }
+        let synced = connection.writeWithoutTransaction { _ in commitSync.flush(waitedAtLeast: age) }
         if !synced {
             logger.error("cannot fsync the queue's WAL; the captures committed since the last fsync wait for the next one",
                          metadata: ["path": "\(path)-wal"])

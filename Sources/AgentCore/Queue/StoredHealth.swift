@@ -18,7 +18,7 @@ extension SQLiteQueue {
     }
 
     public func storedHealth() throws -> [StoredHealth] {
-        try pool.read { db in
+        try connection.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM component_health ORDER BY component").map { row in
                 StoredHealth(component: row["component"], state: row["state"], reason: row["reason"],
                              code: (row["code"] as String?).flatMap(AgentErrorCode.init(rawValue:)),

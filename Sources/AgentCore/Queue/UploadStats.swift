@@ -20,7 +20,7 @@ extension SQLiteQueue {
                                    records: Int, bytes: Int) throws {
         let now = clock.now().timeIntervalSince1970
         try writing {
-            try pool.write { db in
+            try connection.write { db in
                 try Self.writeUploadResult(stream: stream, success: success, result: result, code: code,
                                            records: records, bytes: bytes, at: now, in: db)
             }
@@ -48,7 +48,7 @@ extension SQLiteQueue {
     public func noteSending(stream: StreamName) throws {
         let now = clock.now().timeIntervalSince1970
         try writing {
-            try pool.writeWithoutTransaction { db in
+            try connection.writeWithoutTransaction { db in
                 try Self.withoutFsync(db) {
                     try db.inTransaction {
                         try db.execute(sql: """
@@ -90,7 +90,7 @@ extension SQLiteQueue {
 
     /// Failed upload attempts by error code since the database was made.
     public func uploadErrorTotals() throws -> [String: Int64] {
-        try pool.read { db in
+        try connection.read { db in
             var totals: [String: Int64] = [:]
             for code in AgentErrorCode.allCases {
                 if let text = try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?",
@@ -103,7 +103,7 @@ extension SQLiteQueue {
     }
 
     public func uploadStats() throws -> [UploadStats] {
-        try pool.read { db in
+        try connection.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM upload_stats ORDER BY stream").compactMap { row in
                 guard let stream = StreamName(rawValue: row["stream"]) else { return nil }
                 return UploadStats(
