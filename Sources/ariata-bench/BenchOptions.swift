@@ -1,18 +1,21 @@
 import Foundation
 
 /// The options the benchmarks share: `--name N` for whole numbers (a value that is not one
-/// keeps the default), `--dir D` where the work directory goes; anything else is a usage
-/// error.
+/// keeps the default), `--dir D` where the work directory goes, the switches a benchmark
+/// names in `flags`; anything else is a usage error.
 struct BenchOptions {
     private var numbers: [String: Int]
     private var directory = NSTemporaryDirectory()
+    private var given: Set<String> = []
 
-    init(_ arguments: [String], numbers defaults: [String: Int], usage: String) throws {
+    init(_ arguments: [String], numbers defaults: [String: Int], flags: Set<String> = [], usage: String) throws {
         numbers = defaults
         var it = arguments.makeIterator()
         while let option = it.next() {
             if option == "--dir" {
                 directory = it.next() ?? directory
+            } else if flags.contains(option) {
+                given.insert(option)
             } else if let current = numbers[option] {
                 numbers[option] = Int(it.next() ?? "") ?? current
             } else {
@@ -22,6 +25,9 @@ struct BenchOptions {
     }
 
     subscript(_ option: String) -> Int { numbers[option] ?? 0 }
+
+    /// Whether the switch `flag` was given.
+    func has(_ flag: String) -> Bool { given.contains(flag) }
 
     /// A new directory for this run (`ariata-<bench>-bench-<pid>` under `--dir`); the
     /// caller removes it.

@@ -7,7 +7,7 @@ import TestRigs
 ///
 ///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
 ///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15]
-///         [--sync-seconds 30] [--dir D]
+///         [--sync-seconds 30] [--dir D] [--shared-libraries]
 ///
 /// `ariata-agent run` with all three streams live against the real rigs (gpsd fed a drive
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
@@ -23,9 +23,14 @@ import TestRigs
 /// is printed too (sync at both ends), the file system's journal commits included: the
 /// card's own figure, which `write_bytes` does not hold. Point `--dir` at a file system of
 /// its own (e.g. a loop-mounted ext4 with a journal, as on a Raspberry Pi's card) so that
-/// nothing else writes to that device.
+/// nothing else writes to that device. The rig's own processes (this one, the receiver,
+/// socat, gpsd) run on private copies of the daemon's libraries other than glibc's
+/// (`RigLibraries`), so the daemon's resident set is what it would be on a board where no
+/// benchmark, receiver or socat maps them; `--shared-libraries` leaves them on the system's
+/// files (the daemon's figure then holds pages it could drop on a board). How much of the
+/// daemon's file-backed memory another process maps too is printed either way (as root).
 ///
-///     .build/release/ariata-bench footprint drain [--records 20000]
+///     .build/release/ariata-bench footprint drain [--records 20000] [--shared-libraries]
 ///
 /// fills a queue with a backlog of 30 s audio chunks, then runs `ariata-agent sync` to
 /// drain it to the receiver and prints that process's peak RSS and its time.
@@ -35,11 +40,15 @@ enum FootprintBench {
         let options = try BenchOptions(arguments, numbers: [
             "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
             "--warm-up": 0, "--sync-seconds": StorageConfig().syncSeconds,
-        ], usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] | drain [--records N]")
+        ], flags: ["--shared-libraries"],
+           usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] [--shared-libraries] | drain [--records N] [--shared-libraries]")
         let minutes = Double(options["--minutes"])
         let uploadInterval = options["--upload-interval"]
         let complexity = options["--complexity"]
         let healthEvery = Double(options["--health-every"])
+        let libraries = try options.has("--shared-libraries") ? nil
+            : RigLibraries.separate(agent: try BuildProducts.executable("ariata-agent"))
+        defer { libraries?.remove() }
         // The queue (database, audio journal, attachments) in a directory of its own under
         // --dir, so the device under it can be measured apart from the rig's own files.
         let queueDirectory = try options.workDirectory("footprint")
@@ -50,16 +59,16 @@ enum FootprintBench {
                                 storageConfig: "sync_seconds = \(options["--sync-seconds"])",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
                                 driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120)
-        try rig.startAgent()
+        try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment)
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
         let pid = agent.pid
         print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, uploads every %d s", pid, minutes, uploadInterval))
 
         // The health file gains samples as a watch export would.
         let feeding = EndFlag()
-        let feeder = Thread {
+        let feeder = Thread { [weak rig] in
             var value = 60
-            while !feeding.value {
+            while !feeding.value, let rig {
                 try? rig.appendHeartRates([value])
                 value = 60 + (value - 59) % 40
                 Thread.sleep(forTimeInterval: healthEvery)
@@ -91,6 +100,8 @@ enum FootprintBench {
         }
         let deviceLast = device?.bytesWritten()
         let window = Date().timeIntervalSince(windowStart)
+        try libraries?.checkAgent(pid: pid)
+        let shared = SharedPages(pid: pid)
         _ = rig.stopAgent()
         feeding.set()
 
@@ -123,6 +134,7 @@ enum FootprintBench {
                      window, captured.chunks, captured.audioSeconds, captured.opus, captured.fixes, captured.samples, captured.records))
         print(String(format: "peak RSS %.1f MB (VmHWM; %.1f MB resident at the end); sampled each second: anonymous (private) at most %.1f MB, file-backed (code, libraries) at most %.1f MB",
                      Double(last.peakRSSKiB) / 1024, Double(last.rssKiB) / 1024, Double(peakAnon) / 1024, Double(peakFile) / 1024))
+        print("  file-backed pages at the end that another process maps too: " + (shared?.summary() ?? "not measured (needs root)"))
         print(String(format: "CPU %.2f %% of one core (%.2f s)", 100 * cpu / window, cpu))
         print(String(format: "voluntary context switches %.2f/s (%d over the window, all threads)", Double(switches) / window, switches))
         print(String(format: "written to storage %.1f MB/h; %.2f bytes per byte captured (%d written, %d captured)",
@@ -271,8 +283,11 @@ extension FootprintBench {
     /// receiver on loopback.
     enum Drain {
         static func run(_ arguments: [String]) throws {
-            var options = try UploadBench.Options(arguments)
+            var options = try UploadBench.Options(arguments.filter { $0 != "--shared-libraries" })
             options.curl = false
+            let libraries = arguments.contains("--shared-libraries") ? nil
+                : try RigLibraries.separate(agent: try BuildProducts.executable("ariata-agent"))
+            defer { libraries?.remove() }
             let directory = try TemporaryDirectory("ariata-drain-bench")
             let receiver = try Receiver(directory: directory.path)
             defer { receiver.stop() }
@@ -291,15 +306,22 @@ extension FootprintBench {
                 database = "\(database)"
 
                 """.write(toFile: config, atomically: true, encoding: .utf8)
-            let sync = try ChildProcess(try BuildProducts.executable("ariata-agent"), ["sync", "--config", config],
-                                        name: "sync", logDirectory: directory.path)
+                let sync = try ChildProcess(try BuildProducts.executable("ariata-agent"), ["sync", "--config", config],
+                                        name: "sync", logDirectory: directory.path,
+                                        environment: libraries == nil ? nil : RigLibraries.agentEnvironment)
             let began = Date()
             var peak = 0
             var samples: [Int] = []
+            var shared: SharedPages?
             while sync.isRunning {
                 if let reading = ProcessReading(pid: sync.pid) {
                     peak = max(peak, reading.peakRSSKiB)
                     samples.append(reading.rssKiB)
+                }
+                // Halfway through a drain at about 230 records/s.
+                if shared == nil, Date().timeIntervalSince(began) > Double(options.records) / 460 {
+                    try libraries?.checkAgent(pid: sync.pid)
+                    shared = SharedPages(pid: sync.pid)
                 }
                 Thread.sleep(forTimeInterval: 0.05)
             }
@@ -312,6 +334,7 @@ extension FootprintBench {
             print(String(format: "ariata-agent sync drained %d records in %.1f s (%.0f records/s); peak RSS %.1f MB (VmHWM), resident %.1f–%.1f MB while draining",
                          options.records, seconds, Double(options.records) / seconds, Double(peak) / 1024,
                          Double(samples.min() ?? 0) / 1024, Double(samples.max() ?? 0) / 1024))
+            print("  file-backed pages halfway that another process maps too: " + (shared?.summary() ?? "not measured (needs root)"))
         }
     }
 }
