@@ -7,7 +7,7 @@ import TestRigs
 ///
 ///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
 ///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15]
-///         [--sync-seconds 30] [--dir D] [--shared-libraries]
+///         [--sync-seconds 30] [--dir D] [--shared-libraries] [--tls]
 ///
 /// `ariata-agent run` with all three streams live against the real rigs (gpsd fed a drive
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
@@ -29,6 +29,9 @@ import TestRigs
 /// benchmark, receiver or socat maps them; `--shared-libraries` leaves them on the system's
 /// files (the daemon's figure then holds pages it could drop on a board). How much of the
 /// daemon's file-backed memory another process maps too is printed either way (as root).
+/// `--tls`: the receiver serves HTTPS with a self-signed certificate, which the agent's
+/// `ca_file` holds beside the system's CAs, so uploads pay a real server's TLS (the CA
+/// bundle, handshake, encryption) in CPU and memory.
 ///
 ///     .build/release/ariata-bench footprint drain [--records 20000] [--shared-libraries]
 ///
@@ -40,8 +43,8 @@ enum FootprintBench {
         let options = try BenchOptions(arguments, numbers: [
             "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
             "--warm-up": 0, "--sync-seconds": StorageConfig().syncSeconds,
-        ], flags: ["--shared-libraries"],
-           usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] [--shared-libraries] | drain [--records N] [--shared-libraries]")
+        ], flags: ["--shared-libraries", "--tls"],
+           usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] [--shared-libraries] [--tls] | drain [--records N] [--shared-libraries]")
         let minutes = Double(options["--minutes"])
         let uploadInterval = options["--upload-interval"]
         let complexity = options["--complexity"]
@@ -54,22 +57,28 @@ enum FootprintBench {
         let queueDirectory = try options.workDirectory("footprint")
         defer { try? FileManager.default.removeItem(atPath: queueDirectory) }
         let device = BlockDeviceWrites(directory: queueDirectory)
+        let tls = try options.has("--tls") ? selfSignedCertificate(in: queueDirectory + "-tls") : nil
+        defer { if tls != nil { try? FileManager.default.removeItem(atPath: queueDirectory + "-tls") } }
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options["--sync-seconds"])",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
-                                driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120)
+                                driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120,
+                                tls: tls.map { ($0.certificate, $0.key) }, caFile: tls?.bundle)
         try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment)
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
         let pid = agent.pid
-        print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, uploads every %d s", pid, minutes, uploadInterval))
+        print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, uploads every %d s to %@", pid, minutes,
+                     uploadInterval, rig.receiver.endpoint as NSString))
 
         // The health file gains samples as a watch export would.
         let feeding = EndFlag()
+        // Weakly, and not across the sleep: the rig stops its processes (gpsd, socat, the
+        // receiver) as it goes, which it must do before this process exits.
         let feeder = Thread { [weak rig] in
             var value = 60
-            while !feeding.value, let rig {
-                try? rig.appendHeartRates([value])
+            while !feeding.value {
+                if let rig { try? rig.appendHeartRates([value]) } else { break }
                 value = 60 + (value - 59) % 40
                 Thread.sleep(forTimeInterval: healthEvery)
             }
@@ -125,6 +134,10 @@ enum FootprintBench {
                 }
             }
         }
+        // Uploads that the receiver acknowledged (kept `retention_days`): a run whose uploads
+        // failed (a TLS set-up gone wrong, say) would measure a daemon that never sent.
+        let acknowledged = try StreamName.allCases.reduce(0) { $0 + (try queue.count(stream: $1, status: .uploaded)) }
+        let pending = try StreamName.allCases.reduce(0) { $0 + (try queue.count(stream: $1, status: .pending)) }
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
         let cpu = Double(last.cpuTicks - first.cpuTicks) / hz
         let written = last.writeBytes - first.writeBytes
@@ -132,6 +145,11 @@ enum FootprintBench {
         let switches = threads.voluntarySwitches
         print(String(format: "window %.0f s: %d audio chunks (%.0f s of audio, %d Opus bytes), %d fixes, %d health samples (%d record bytes)",
                      window, captured.chunks, captured.audioSeconds, captured.opus, captured.fixes, captured.samples, captured.records))
+        print("records the receiver acknowledged: \(acknowledged) (\(pending) pending at the end)")
+        if acknowledged == 0, window > Double(uploadInterval) + 20 {
+            print("  WARNING: no upload succeeded: the figures are those of a daemon that never sent. The agent's log ends:")
+            for line in rig.agentLog.split(separator: "\n").suffix(5) { print("  " + line) }
+        }
         print(String(format: "peak RSS %.1f MB (VmHWM; %.1f MB resident at the end); sampled each second: anonymous (private) at most %.1f MB, file-backed (code, libraries) at most %.1f MB",
                      Double(last.peakRSSKiB) / 1024, Double(last.rssKiB) / 1024, Double(peakAnon) / 1024, Double(peakFile) / 1024))
         print("  file-backed pages at the end that another process maps too: " + (shared?.summary() ?? "not measured (needs root)"))
@@ -161,6 +179,24 @@ enum FootprintBench {
                                              block: ALSACapture.defaultWakeFrames, in: rig.directory.path)
         print(String(format: "  the same in %d-frame blocks, as the capture thread hands them over: %.2f s CPU; daemon/encoder %.3f",
                      ALSACapture.defaultWakeFrames, wakeBlocksCPU, wakeBlocksCPU > 0 ? cpu / wakeBlocksCPU : 0))
+    }
+
+    /// A certificate and key for 127.0.0.1 (RSA 2048, as a small server's), made by openssl,
+    /// and the agent's `ca_file`: the system's CA bundle with the certificate added, so the
+    /// daemon loads as many CAs as it does against a server with a public certificate
+    /// (without `ca_file` libcurl loads the system's bundle).
+    static func selfSignedCertificate(in directory: String) throws -> (certificate: String, key: String, bundle: String) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let pair = (certificate: directory + "/cert.pem", key: directory + "/key.pem", bundle: directory + "/bundle.pem")
+        let openssl = try ChildProcess("/usr/bin/openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", pair.key, "-out", pair.certificate, "-days", "2",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ], logDirectory: directory)
+        guard openssl.wait(timeout: 60) == 0 else { throw BenchUsage(text: "openssl failed: \(openssl.stderr())") }
+        let system = (try? Data(contentsOf: URL(fileURLWithPath: "/etc/ssl/certs/ca-certificates.crt"))) ?? Data()
+        try (system + Data(contentsOf: URL(fileURLWithPath: pair.certificate))).write(to: URL(fileURLWithPath: pair.bundle))
+        print("TLS: the agent's ca_file holds the system's \(String(decoding: system, as: UTF8.self).components(separatedBy: "BEGIN CERTIFICATE").count - 1) CAs and the receiver's certificate")
+        return pair
     }
 
     /// CPU seconds of `OggOpusChunkEncoder` encoding `seconds` of the rig's speech in 30 s

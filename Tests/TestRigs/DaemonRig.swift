@@ -40,13 +40,17 @@ public final class DaemonRig: @unchecked Sendable {
     ///     (10 s, 300 s) for benchmarks.
     ///   - microphoneConfig: more `[microphone]` keys (complexity).
     ///   - driveSeconds: how long gpsd is fed the synthetic drive (one epoch a second).
+    ///   - tls: the receiver serves HTTPS with this certificate, which the agent trusts as
+    ///     its `ca_file` (the receiver's control API is then out of reach: see `ReceiverRig`).
+    ///   - caFile: the agent's `ca_file` instead (a bundle that holds the certificate).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
-                driveSeconds: Int = 600) throws {
+                driveSeconds: Int = 600, tls: (certificate: String, key: String)? = nil,
+                caFile: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-daemon")
-        receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token")
+        receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
         try receiver.start()
         gps = try GPSDRig()
         self.driveSeconds = driveSeconds
@@ -83,6 +87,7 @@ public final class DaemonRig: @unchecked Sendable {
             endpoint = "\(receiver.endpoint)"
             token = "daemon-token"
             device_id = "daemon-test"
+            \((caFile ?? tls?.certificate).map { "ca_file = \"\($0)\"" } ?? "")
             [storage]
             database = "\(self.databasePath)"
             \(storageConfig)
