@@ -57,14 +57,14 @@ enum FootprintBench {
         let queueDirectory = try options.workDirectory("footprint")
         defer { try? FileManager.default.removeItem(atPath: queueDirectory) }
         let device = BlockDeviceWrites(directory: queueDirectory)
-        let tls = try options.has("--tls") ? selfSignedCertificate(in: queueDirectory + "-tls") : nil
-        defer { if tls != nil { try? FileManager.default.removeItem(atPath: queueDirectory + "-tls") } }
+        let tlsDirectory = try TemporaryDirectory("ariata-footprint-tls")
+        let tls = try options.has("--tls") ? certificateAndBundle(in: tlsDirectory.path) : nil
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options["--sync-seconds"])",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
                                 driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120,
-                                tls: tls.map { ($0.certificate, $0.key) }, caFile: tls?.bundle)
+                                tls: tls?.certificate.pair, caFile: tls?.bundle)
         try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment)
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
         let pid = agent.pid
@@ -181,22 +181,16 @@ enum FootprintBench {
                      ALSACapture.defaultWakeFrames, wakeBlocksCPU, wakeBlocksCPU > 0 ? cpu / wakeBlocksCPU : 0))
     }
 
-    /// A certificate and key for 127.0.0.1 (RSA 2048, as a small server's), made by openssl,
-    /// and the agent's `ca_file`: the system's CA bundle with the certificate added, so the
-    /// daemon loads as many CAs as it does against a server with a public certificate
-    /// (without `ca_file` libcurl loads the system's bundle).
-    static func selfSignedCertificate(in directory: String) throws -> (certificate: String, key: String, bundle: String) {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let pair = (certificate: directory + "/cert.pem", key: directory + "/key.pem", bundle: directory + "/bundle.pem")
-        let openssl = try ChildProcess("/usr/bin/openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", pair.key, "-out", pair.certificate, "-days", "2",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ], logDirectory: directory)
-        guard openssl.wait(timeout: 60) == 0 else { throw BenchUsage(text: "openssl failed: \(openssl.stderr())") }
+    /// The receiver's certificate and the agent's `ca_file`: the system's CA bundle with the
+    /// certificate added, so the daemon loads as many CAs as it does against a server with
+    /// a public certificate (without `ca_file` libcurl loads the system's bundle).
+    static func certificateAndBundle(in directory: String) throws -> (certificate: SelfSignedCertificate, bundle: String) {
+        let certificate = try SelfSignedCertificate(in: directory)
+        let bundle = (directory as NSString).appendingPathComponent("bundle.pem")
         let system = (try? Data(contentsOf: URL(fileURLWithPath: "/etc/ssl/certs/ca-certificates.crt"))) ?? Data()
-        try (system + Data(contentsOf: URL(fileURLWithPath: pair.certificate))).write(to: URL(fileURLWithPath: pair.bundle))
+        try (system + Data(contentsOf: URL(fileURLWithPath: certificate.certificate))).write(to: URL(fileURLWithPath: bundle))
         print("TLS: the agent's ca_file holds the system's \(String(decoding: system, as: UTF8.self).components(separatedBy: "BEGIN CERTIFICATE").count - 1) CAs and the receiver's certificate")
-        return pair
+        return (certificate, bundle)
     }
 
     /// CPU seconds of `OggOpusChunkEncoder` encoding `seconds` of the rig's speech in 30 s
@@ -342,7 +336,7 @@ extension FootprintBench {
                 database = "\(database)"
 
                 """.write(toFile: config, atomically: true, encoding: .utf8)
-                let sync = try ChildProcess(try BuildProducts.executable("ariata-agent"), ["sync", "--config", config],
+            let sync = try ChildProcess(try BuildProducts.executable("ariata-agent"), ["sync", "--config", config],
                                         name: "sync", logDirectory: directory.path,
                                         environment: libraries == nil ? nil : RigLibraries.agentEnvironment)
             let began = Date()

@@ -52,14 +52,9 @@ final class OnboardVerifierTests: XCTestCase {
     /// certificate is given.
     func testASelfSignedServerNeedsItsCAFile() throws {
         let dir = try TemporaryDirectory("verifier-tls")
-        let certificate = dir.file("cert.pem")
-        let key = dir.file("key.pem")
-        let openssl = try ChildProcess("/usr/bin/openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ], logDirectory: dir.path)
-        XCTAssertEqual(openssl.wait(timeout: 60), 0, "openssl failed: \(openssl.stderr())")
-        let receiver = try ReceiverRig(logDirectory: dir.path, token: "v-token", tls: (certificate: certificate, key: key))
+        let tls = try SelfSignedCertificate(in: dir.path)
+        let certificate = tls.certificate
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: "v-token", tls: tls.pair)
         defer { receiver.stop() }
 
         var config = server(receiver.endpoint)

@@ -195,17 +195,11 @@ extension UploaderDeliveryTests {
     /// given as `ca_file`, and nothing is dropped meanwhile.
     func testTLSIsVerifiedAgainstTheConfiguredCAFile() throws {
         let directory = try TemporaryDirectory("ariata-tls")
-        let certificate = directory.file("cert.pem")
-        let key = directory.file("key.pem")
-        let openssl = try ChildProcess("/usr/bin/openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ], logDirectory: directory.path)
-        XCTAssertEqual(openssl.wait(timeout: 60), 0, "openssl failed: \(openssl.stderr())")
+        let tls = try SelfSignedCertificate(in: directory.path)
+        let certificate = tls.certificate
 
         let f = try UploadFixture()
-        let receiver = try ReceiverRig(logDirectory: directory.path, token: "test-token",
-                                       tls: (certificate: certificate, key: key))
+        let receiver = try ReceiverRig(logDirectory: directory.path, token: "test-token", tls: tls.pair)
         f.server.endpoint = receiver.endpoint
         try f.enqueue(.health, count: 4)
 
