@@ -28,42 +28,16 @@ public enum MemoryFootprint {
     /// mappings dropped; a kernel that refuses the advice changes nothing.
     @discardableResult
     public static func dropMappedFilePages() -> Int {
-        // Read to the end: /proc/self/maps reports a size of 0 and the kernel hands it out
-        // about a page at a time; `String(contentsOfFile:)` returned only its first 4,000
-        // bytes (37 of 215 lines), so most libraries were never dropped.
-        guard let file = FileHandle(forReadingAtPath: "/proc/self/maps") else { return 0 }
-        defer { try? file.close() }
-        guard let bytes = try? file.readToEnd() else { return 0 }
-        let maps = String(decoding: bytes, as: UTF8.self)
         var dropped = 0
-        for line in maps.split(separator: "\n") {
-            guard let mapping = FileMapping(line: line),
-                  let start = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
+        // Read-only mappings of regular files only.
+        for mapping in MapsLine.read("self") ?? [] where mapping.inode != "0" && !mapping.permissions.contains("w")
+            && mapping.path.hasPrefix("/") && !mapping.path.hasPrefix("/dev/") && !mapping.path.hasSuffix("(deleted)") {
+            guard let start = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
             let length = Int(mapping.end - mapping.start)
-            if !mapping.executable { _ = madvise(start, length, MADV_RANDOM) }
+            if !mapping.permissions.contains("x") { _ = madvise(start, length, MADV_RANDOM) }
             if madvise(start, length, madvPageOut) == 0 { dropped += length }
         }
         return dropped
-    }
-
-    /// A read-only mapping of a regular file in /proc/self/maps
-    /// ("start-end perms offset dev inode path"); nil for anything else.
-    private struct FileMapping {
-        let start: UInt
-        let end: UInt
-        let executable: Bool
-        init?(line: Substring) {
-            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-            guard fields.count == 6, fields[4] != "0", !fields[1].contains("w") else { return nil }
-            let path = fields[5].trimmingCharacters(in: .whitespaces)
-            guard path.hasPrefix("/"), !path.hasPrefix("/dev/"), !path.hasSuffix("(deleted)") else { return nil }
-            let bounds = fields[0].split(separator: "-")
-            guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16),
-                  end > start else { return nil }
-            self.start = start
-            self.end = end
-            executable = fields[1].contains("x")
-        }
     }
 
     /// MADV_PAGEOUT in linux/mman.h (not in Swift's Glibc module on every distribution).
@@ -82,4 +56,39 @@ public enum MemoryFootprint {
     }
     /// M_ARENA_MAX in glibc's malloc.h.
     private static let mArenaMax: Int32 = -8
+}
+
+/// One line of /proc/PID/maps: "start-end perms offset dev inode path", the path empty for
+/// an anonymous mapping.
+public struct MapsLine: Sendable {
+    public let start: UInt
+    public let end: UInt
+    public let permissions: String
+    public let inode: String
+    public let path: String
+
+    public init?(_ line: Substring) {
+        let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+        guard fields.count >= 5 else { return nil }
+        let bounds = fields[0].split(separator: "-")
+        guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16),
+              end > start else { return nil }
+        self.start = start
+        self.end = end
+        permissions = String(fields[1])
+        inode = String(fields[4])
+        // The path follows the inode after a run of spaces.
+        path = fields.count == 6 ? fields[5].trimmingCharacters(in: .whitespaces) : ""
+    }
+
+    /// Every line of /proc/`process`/maps ("self" or a pid), nil when it cannot be read. Read
+    /// to the end: the file reports a size of 0 and the kernel hands it out about a page at
+    /// a time; `String(contentsOfFile:)` returned only its first 4,000 bytes (37 of 215
+    /// lines), so the start's drop once missed most libraries.
+    public static func read(_ process: String) -> [MapsLine]? {
+        guard let file = FileHandle(forReadingAtPath: "/proc/\(process)/maps") else { return nil }
+        defer { try? file.close() }
+        guard let bytes = try? file.readToEnd() else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap(MapsLine.init)
+    }
 }

@@ -57,8 +57,8 @@ enum FootprintBench {
         let queueDirectory = try options.workDirectory("footprint")
         defer { try? FileManager.default.removeItem(atPath: queueDirectory) }
         let device = BlockDeviceWrites(directory: queueDirectory)
-        let tlsDirectory = try TemporaryDirectory("ariata-footprint-tls")
-        let tls = try options.has("--tls") ? certificateAndBundle(in: tlsDirectory.path) : nil
+        let tlsDirectory = try options.has("--tls") ? TemporaryDirectory("ariata-footprint-tls") : nil
+        let tls = try tlsDirectory.map { try certificateAndBundle(in: $0.path) }
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options["--sync-seconds"])",

@@ -1,3 +1,4 @@
+import Daemon
 import Foundation
 
 /// Keeps the rig's own processes out of the daemon's resident set (issue 14; README,
@@ -58,8 +59,8 @@ struct RigLibraries {
     /// Fails when the daemon `pid` mapped one of the copies: then the figures would be
     /// those of a daemon sharing nothing, not the daemon's as installed.
     func checkAgent(pid: Int32) throws {
-        guard let maps = try? FileHandle(forReadingAtPath: "/proc/\(pid)/maps")?.readToEnd() else { return }
-        if String(decoding: maps, as: UTF8.self).contains(directory) {
+        guard let maps = MapsLine.read(String(pid)) else { return }
+        if maps.contains(where: { $0.path.hasPrefix(directory) }) {
             throw BenchUsage(text: "the agent (pid \(pid)) loaded the rig's copies in \(directory): LD_LIBRARY_PATH reached it")
         }
     }
@@ -97,24 +98,19 @@ struct SharedPages {
     var byFile: [String: (resident: Int, shared: Int)] = [:]
 
     init?(pid: Int32) {
-        guard let mapsData = try? FileHandle(forReadingAtPath: "/proc/\(pid)/maps")?.readToEnd() else { return nil }
+        guard let maps = MapsLine.read(String(pid)) else { return nil }
         let pagemap = open("/proc/\(pid)/pagemap", O_RDONLY), counts = open("/proc/kpagecount", O_RDONLY)
         defer { if pagemap >= 0 { close(pagemap) }; if counts >= 0 { close(counts) } }
         guard pagemap >= 0, counts >= 0 else { return nil }
         let page = UInt64(sysconf(Int32(_SC_PAGESIZE)))
         let kib = Int(page / 1024)
         var sawFrame = false
-        for line in String(decoding: mapsData, as: UTF8.self).split(separator: "\n") {
-            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-            // The path follows the inode after a run of spaces.
-            guard fields.count == 6, case let path = fields[5].trimmingCharacters(in: .whitespaces), path.hasPrefix("/")
-            else { continue }
-            let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
-            guard bounds.count == 2, bounds[1] > bounds[0] else { continue }
-            let name = (path as NSString).lastPathComponent
-            for index in 0 ..< (bounds[1] - bounds[0]) / page {
+        for mapping in maps where mapping.path.hasPrefix("/") {
+            let name = (mapping.path as NSString).lastPathComponent
+            let first = UInt64(mapping.start) / page
+            for index in 0 ..< UInt64(mapping.end - mapping.start) / page {
                 // One 64-bit entry per page: bit 63 resident, bits 0-54 the frame.
-                guard let entry = Self.word(pagemap, at: (bounds[0] / page + index) * 8), entry >> 63 == 1 else { continue }
+                guard let entry = Self.word(pagemap, at: (first + index) * 8), entry >> 63 == 1 else { continue }
                 let frame = entry & ((1 << 55) - 1)
                 guard frame != 0 else { continue }
                 sawFrame = true
