@@ -63,14 +63,12 @@ export SOURCE_DATE_EPOCH
 
 # --- the program ----------------------------------------------------------------------
 say "building ariata-agent (release, Swift runtime and Foundation linked statically) in $SCRATCH"
-# --disable-local-rpath: no RUNPATH $ORIGIN (the package installs no libraries of its own);
-# -z relro -z now: the dynamic symbols resolved at start and made read-only (Debian's hardening).
-BUILD_ARGS=(-c release --static-swift-stdlib --disable-local-rpath
-            -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
-            --product "$PACKAGE" --scratch-path "$SCRATCH")
-if [ -n "${DEB_JOBS:-}" ]; then BUILD_ARGS+=(--jobs "$DEB_JOBS"); fi
-swift build "${BUILD_ARGS[@]}"
-BIN_DIR=$(swift build "${BUILD_ARGS[@]}" --show-bin-path)
+# scripts/static-build.sh: function sections, -z relro -z now (Debian's hardening);
+# --disable-local-rpath: no RUNPATH $ORIGIN (the package installs no libraries of its own).
+EXTRA_ARGS=(--disable-local-rpath)
+if [ -n "${DEB_JOBS:-}" ]; then EXTRA_ARGS+=(--jobs "$DEB_JOBS"); fi
+bash scripts/static-build.sh --scratch-path "$SCRATCH" "$PACKAGE" -- "${EXTRA_ARGS[@]}"
+BIN_DIR=$(bash scripts/static-build.sh --show-bin-path --scratch-path "$SCRATCH" -- "${EXTRA_ARGS[@]}")
 [ -x "$BIN_DIR/$PACKAGE" ] || die "the build did not produce $BIN_DIR/$PACKAGE"
 
 say "checking that the functions the daemon runs lie together at the start of its code"

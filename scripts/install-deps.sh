@@ -33,6 +33,7 @@ TEST_PACKAGES=(
   curl
   systemd
   openssl
+  ca-certificates  # the system's CA directory, looked up by hash (CATrustTests)
   iproute2
   faketime      # the daemon's clock test: a wrong wall clock set right while it runs
   libfaketime

@@ -9,7 +9,10 @@ static inline CURLcode ariata_curl_setopt_ptr(CURL *h, CURLoption o, const void 
 static inline CURLcode ariata_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode ariata_curl_setopt_writefn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fn); }
 static inline CURLcode ariata_curl_setopt_headerfn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, fn); }
+static inline CURLcode ariata_curl_setopt_readfn(CURL *h, size_t (*fn)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_READFUNCTION, fn); }
+static inline CURLcode ariata_curl_setopt_seekfn(CURL *h, int (*fn)(void *, curl_off_t, int)) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, fn); }
 static inline CURLcode ariata_curl_setopt_xferinfofn(CURL *h, int (*fn)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, fn); }
 static inline CURLcode ariata_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode ariata_curl_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
 
 #endif

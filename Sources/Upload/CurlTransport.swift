@@ -40,7 +40,16 @@ public final class CurlTransport: HTTPTransport {
         // Verification is always on; a self-signed server is trusted through ca_file.
         setLong(CURLOPT_SSL_VERIFYPEER, 1)
         setLong(CURLOPT_SSL_VERIFYHOST, 2)
-        if let caFile = settings.caFile { setString(CURLOPT_CAINFO, caFile) }
+        switch CATrust.resolve(caFile: settings.caFile, systemDirectory: CurlRuntime.defaultCADirectory) {
+        case .bundle(let path):
+            setString(CURLOPT_CAINFO, path)
+        case .directory(let path):
+            // No bundle parsed whole: the directory's certificates are read as a chain needs them.
+            _ = ariata_curl_setopt_ptr(handle, CURLOPT_CAINFO, nil)
+            setString(CURLOPT_CAPATH, path)
+        case .libraryDefaults:
+            break
+        }
         setString(CURLOPT_USERAGENT, AgentVersion.userAgent)
         setString(CURLOPT_PROTOCOLS_STR, "http,https")
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
@@ -66,6 +75,21 @@ public final class CurlTransport: HTTPTransport {
         }
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_XFERINFODATA, opaque)
         setLong(CURLOPT_NOPROGRESS, 0)
+        // The body is read from its pieces as curl sends it (no copy into one buffer), and
+        // read again from the start when curl must resend it on a new connection.
+        _ = ariata_curl_setopt_readfn(handle) { buffer, size, count, user in
+            guard let buffer, let user else { return Int(CURL_READFUNC_ABORT) }
+            return Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().readBody(into: buffer, size * count)
+        }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_READDATA, opaque)
+        _ = ariata_curl_setopt_seekfn(handle) { user, offset, origin in
+            guard let user, origin == SEEK_SET,
+                  Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().seekBody(to: Int(offset)) else {
+                return CURL_SEEKFUNC_CANTSEEK
+            }
+            return CURL_SEEKFUNC_OK
+        }
+        _ = ariata_curl_setopt_ptr(handle, CURLOPT_SEEKDATA, opaque)
     }
 
     deinit {
@@ -74,7 +98,8 @@ public final class CurlTransport: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequest) -> Result<HTTPResponse, TransportFailure> {
-        context.reset()
+        context.reset(body: request.body)
+        defer { context.reset(body: RequestBody()) }
         errorBuffer[0] = 0
         setString(CURLOPT_URL, request.url)
         var list: UnsafeMutablePointer<curl_slist>?
@@ -87,16 +112,10 @@ public final class CurlTransport: HTTPTransport {
         defer { curl_slist_free_all(list) }
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
 
-        let code: CURLcode = request.body.withUnsafeBytes { raw in
-            // POSTFIELDS does not copy: the body stays alive for the whole perform. An
-            // empty body still needs a pointer, or curl would read the body from stdin.
-            let empty: StaticString = ""
-            _ = ariata_curl_setopt_ptr(handle, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
-            _ = ariata_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(raw.count))
-            let code = curl_easy_perform(handle)
-            _ = ariata_curl_setopt_ptr(handle, CURLOPT_POSTFIELDS, UnsafeRawPointer(empty.utf8Start))
-            return code
-        }
+        // Without POSTFIELDS curl reads the body through the read callback; its size is
+        // known, so it goes with a Content-Length (not chunked).
+        _ = ariata_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+        let code = curl_easy_perform(handle)
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, nil)
         guard code == CURLE_OK else { return .failure(failure(for: code)) }
         var status = 0
@@ -134,14 +153,57 @@ private final class CallbackContext {
     let isCancelled: @Sendable () -> Bool
     private(set) var body = Data()
     private(set) var headers: [String: String] = [:]
+    /// The request's body and how far curl has read it: the piece and the offset in it.
+    private var requestBody = RequestBody()
+    private var piece = 0
+    private var offset = 0
 
     init(isCancelled: @escaping @Sendable () -> Bool) {
         self.isCancelled = isCancelled
     }
 
-    func reset() {
+    func reset(body requestBody: RequestBody) {
         body = Data()
         headers = [:]
+        self.requestBody = requestBody
+        piece = 0
+        offset = 0
+    }
+
+    /// Copies up to `capacity` bytes of the request body from where curl got to; 0 at the end.
+    func readBody(into buffer: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
+        var written = 0
+        let pieces = requestBody.pieces
+        while written < capacity, piece < pieces.count {
+            let current = pieces[piece]
+            let n = min(capacity - written, current.count - offset)
+            let from = current.startIndex + offset
+            (buffer + written).withMemoryRebound(to: UInt8.self, capacity: n) {
+                _ = current.copyBytes(to: UnsafeMutableBufferPointer(start: $0, count: n), from: from..<from + n)
+            }
+            written += n
+            offset += n
+            if offset == current.count {
+                piece += 1
+                offset = 0
+            }
+        }
+        return written
+    }
+
+    /// Goes back to `position` bytes into the body (curl resends a request from its start
+    /// when a kept-alive connection turned out closed). False past the end.
+    func seekBody(to position: Int) -> Bool {
+        guard position >= 0, position <= requestBody.count else { return false }
+        var rest = position
+        piece = 0
+        for data in requestBody.pieces {
+            if rest < data.count { break }
+            rest -= data.count
+            piece += 1
+        }
+        offset = rest
+        return true
     }
 
     func appendBody(_ bytes: UnsafePointer<CChar>, _ count: Int) {

@@ -5,12 +5,45 @@ public struct HTTPRequest: Sendable {
     public var url: String
     /// Header lines in order; names as sent.
     public var headers: [(name: String, value: String)]
-    public var body: Data
+    public var body: RequestBody
 
-    public init(url: String, headers: [(name: String, value: String)], body: Data) {
+    public init(url: String, headers: [(name: String, value: String)], body: RequestBody) {
         self.url = url
         self.headers = headers
         self.body = body
+    }
+
+    public init(url: String, headers: [(name: String, value: String)], body: Data) {
+        self.init(url: url, headers: headers, body: RequestBody([body]))
+    }
+}
+
+/// A request body as pieces sent one after the other. An ingest body is its envelope
+/// around the stored records' own bytes (`IngestBody`), so the records are sent from
+/// where they are and never copied into one buffer as large as the batch (README,
+/// "Memory").
+public struct RequestBody: Sendable, Equatable {
+    public private(set) var pieces: [Data] = []
+    /// Bytes in all the pieces.
+    public private(set) var count = 0
+
+    public init(_ pieces: [Data] = []) {
+        for piece in pieces { append(piece) }
+    }
+
+    public mutating func append(_ piece: Data) {
+        guard !piece.isEmpty else { return }
+        pieces.append(piece)
+        count += piece.count
+    }
+
+    public mutating func append(_ text: String) { append(Data(text.utf8)) }
+
+    /// The whole body in one buffer (a copy: for tests and for what must see it whole).
+    public var joined: Data {
+        var whole = Data(capacity: count)
+        for piece in pieces { whole.append(piece) }
+        return whole
     }
 }
 
@@ -67,7 +100,7 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case .nameNotResolved: return "cannot resolve the host name: \(detail)"
         case .cannotConnect: return "cannot connect: \(detail)"
         case .connectionLost: return "connection lost: \(detail)"
-        case .tls: return "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA bundle (PEM)"
+        case .tls: return "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA certificate (a PEM file, or a directory indexed by openssl rehash)"
         case .cancelled: return "cancelled: the uploader is stopping"
         case .other: return detail
         }

@@ -5,42 +5,44 @@ import Foundation
 /// `{"source":"linux","stream":…,"device_id":…,"records":[…],"timestamp":…,
 /// "checkpoint":null,"batch_metadata":{…}}`.
 ///
-/// Each stored payload already is its record's JSON object, so `records` is built by
-/// joining the stored bytes with commas: an 80 KB audio record is copied once into the
-/// body and never decoded or re-encoded.
+/// Each stored payload already is its record's JSON object, so `records` is the stored
+/// bytes joined by commas: the body's pieces are the envelope's text and the payloads
+/// themselves, so an 80 KB audio record is never copied, decoded or re-encoded on its way
+/// to the server.
 public enum IngestBody {
     /// Bytes the envelope adds around the records (a generous bound: the fixed keys,
     /// a 36-byte id, the timestamp and a device id of up to 256 bytes escaped).
     public static let envelopeAllowance = 1_024
 
     public static func build(stream: StreamName, deviceID: String, records: [QueuedRecord],
-                             batchID: UUID, timestamp: Date) -> Data {
-        let payloadBytes = records.reduce(0) { $0 + $1.payload.count }
-        var body = Data(capacity: payloadBytes + records.count + envelopeAllowance)
-        body.append(contentsOf: #"{"source":"linux","stream":"#.utf8)
-        appendString(stream.wireName, to: &body)
-        body.append(contentsOf: #","device_id":"#.utf8)
-        appendString(deviceID, to: &body)
-        body.append(contentsOf: #","records":["#.utf8)
+                             batchID: UUID, timestamp: Date) -> RequestBody {
+        var body = RequestBody()
+        var text = #"{"source":"linux","stream":"#
+        RecordJSON.appendString(stream.wireName, to: &text)
+        text += #","device_id":"#
+        RecordJSON.appendString(deviceID, to: &text)
+        text += #","records":["#
         for (index, record) in records.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
+            if index > 0 { text += "," }
+            body.append(text)
             body.append(record.payload)
+            text = ""
         }
-        body.append(contentsOf: #"],"timestamp":"#.utf8)
-        appendString(RFC3339.string(from: timestamp), to: &body)
-        body.append(contentsOf: #","checkpoint":null,"batch_metadata":{"total_records":"#.utf8)
-        body.append(contentsOf: String(records.count).utf8)
-        body.append(contentsOf: #","app_version":"#.utf8)
-        appendString(AgentVersion.string, to: &body)
-        body.append(contentsOf: #","batch_id":"#.utf8)
-        appendString(batchID.uuidString.lowercased(), to: &body)
-        body.append(contentsOf: "}}".utf8)
+        text += #"],"timestamp":"#
+        RecordJSON.appendString(RFC3339.string(from: timestamp), to: &text)
+        text += #","checkpoint":null,"batch_metadata":{"total_records":"# + String(records.count)
+        text += #","app_version":"#
+        RecordJSON.appendString(AgentVersion.string, to: &text)
+        text += #","batch_id":"#
+        RecordJSON.appendString(batchID.uuidString.lowercased(), to: &text)
+        text += "}}"
+        body.append(text)
         return body
     }
 
     /// The POST of a body with the contract's headers (gzip-compressed when configured).
     /// `User-Agent` is set by the transport.
-    public static func request(settings: ServerSettings, body: Data, batchID: UUID) throws -> HTTPRequest {
+    public static func request(settings: ServerSettings, body: RequestBody, batchID: UUID) throws -> HTTPRequest {
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"),
             ("X-Device-Token", settings.token.value),
@@ -49,7 +51,7 @@ public enum IngestBody {
         ]
         var wire = body
         if settings.gzip {
-            wire = try Gzip.compress(body)
+            wire = RequestBody([try Gzip.compress(body)])
             headers.append(("Content-Encoding", "gzip"))
         }
         return HTTPRequest(url: settings.ingestURL, headers: headers, body: wire)
@@ -59,12 +61,5 @@ public enum IngestBody {
     /// `maxBodyBytes` (a single record larger than that is still sent alone).
     public static func payloadBudget(maxBodyBytes: Int, maxRecords: Int) -> Int {
         max(1, maxBodyBytes - envelopeAllowance - maxRecords)
-    }
-
-    /// A JSON string literal, escaped as a record's strings are (`RecordJSON`).
-    static func appendString(_ string: String, to body: inout Data) {
-        var literal = ""
-        RecordJSON.appendString(string, to: &literal)
-        body.append(contentsOf: literal.utf8)
     }
 }

@@ -88,7 +88,7 @@ struct OnboardCommand: ParsableCommand {
                                valueName: "path"))
     var ingestPath: String?
 
-    @Option(help: ArgumentHelp("CA certificate bundle (PEM) that signed a self-hosted server's certificate; TLS is always verified. An empty value removes it.",
+    @Option(help: ArgumentHelp("CA certificates that signed a self-hosted server's certificate: a PEM file, or a directory indexed by 'openssl rehash'. TLS is always verified. An empty value removes it.",
                                valueName: "path"))
     var caFile: String?
 

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import TestRigs
+import Upload
 
 /// The whole daemon's footprint on a small board (issue 14), measured on the real thing:
 ///
@@ -29,9 +30,12 @@ import TestRigs
 /// benchmark, receiver or socat maps them; `--shared-libraries` leaves them on the system's
 /// files (the daemon's figure then holds pages it could drop on a board). How much of the
 /// daemon's file-backed memory another process maps too is printed either way (as root).
-/// `--tls`: the receiver serves HTTPS with a self-signed certificate, which the agent's
-/// `ca_file` holds beside the system's CAs, so uploads pay a real server's TLS (the CA
-/// bundle, handshake, encryption) in CPU and memory.
+/// `--tls`: the receiver serves HTTPS with a self-signed certificate, so uploads pay a real
+/// server's TLS (handshake, encryption, CA lookup) in CPU and memory. The agent's `ca_file`
+/// is then a directory of the system's CAs and that certificate, indexed by hash as
+/// /etc/ssl/certs is, so the daemon finds its CA as it does by default against a server
+/// with a public certificate; `--ca-bundle` makes it one PEM file of them all instead
+/// (what a `ca_file` bundle costs).
 ///
 ///     .build/release/ariata-bench footprint drain [--records 20000] [--shared-libraries]
 ///
@@ -43,8 +47,8 @@ enum FootprintBench {
         let options = try BenchOptions(arguments, numbers: [
             "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
             "--warm-up": 0, "--sync-seconds": StorageConfig().syncSeconds,
-        ], flags: ["--shared-libraries", "--tls"],
-           usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] [--shared-libraries] [--tls] | drain [--records N] [--shared-libraries]")
+        ], flags: ["--shared-libraries", "--tls", "--ca-bundle"],
+           usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] [--shared-libraries] [--tls [--ca-bundle]] | drain [--records N] [--shared-libraries]")
         let minutes = Double(options["--minutes"])
         let uploadInterval = options["--upload-interval"]
         let complexity = options["--complexity"]
@@ -58,13 +62,13 @@ enum FootprintBench {
         defer { try? FileManager.default.removeItem(atPath: queueDirectory) }
         let device = BlockDeviceWrites(directory: queueDirectory)
         let tlsDirectory = try options.has("--tls") ? TemporaryDirectory("ariata-footprint-tls") : nil
-        let tls = try tlsDirectory.map { try certificateAndBundle(in: $0.path) }
+        let tls = try tlsDirectory.map { try certificateAndTrust(in: $0.path, bundle: options.has("--ca-bundle")) }
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options["--sync-seconds"])",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
                                 driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120,
-                                tls: tls?.certificate.pair, caFile: tls?.bundle)
+                                tls: tls?.certificate.pair, caFile: tls?.caFile)
         try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment)
         guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
         let pid = agent.pid
@@ -97,15 +101,18 @@ enum FootprintBench {
         let windowStart = Date()
         let end = windowStart.addingTimeInterval(minutes * 60)
         var last = first
-        var peakAnon = first.anonKiB
-        var peakFile = first.fileKiB
+        var memory = MemoryPeak(first.memory)
+        var nextReading = Date().addingTimeInterval(1)
         while Date() < end {
-            Thread.sleep(forTimeInterval: 1)
+            // Memory every 0.1 s (an upload's rise lasts well under a second), the rest each second.
+            Thread.sleep(forTimeInterval: 0.1)
+            if let sample = ResidentMemory(pid: pid) { memory.add(sample) }
+            guard Date() >= nextReading else { continue }
+            nextReading = nextReading.addingTimeInterval(1)
             guard let reading = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited:\n\(rig.agentLog)") }
             threads.add(reading)
             last = reading
-            peakAnon = max(peakAnon, reading.anonKiB)
-            peakFile = max(peakFile, reading.fileKiB)
+            memory.add(reading.memory)
         }
         let deviceLast = device?.bytesWritten()
         let window = Date().timeIntervalSince(windowStart)
@@ -150,8 +157,9 @@ enum FootprintBench {
             print("  WARNING: no upload succeeded: the figures are those of a daemon that never sent. The agent's log ends:")
             for line in rig.agentLog.split(separator: "\n").suffix(5) { print("  " + line) }
         }
-        print(String(format: "peak RSS %.1f MB (VmHWM; %.1f MB resident at the end); sampled each second: anonymous (private) at most %.1f MB, file-backed (code, libraries) at most %.1f MB",
-                     Double(last.peakRSSKiB) / 1024, Double(last.rssKiB) / 1024, Double(peakAnon) / 1024, Double(peakFile) / 1024))
+        print(String(format: "peak RSS %.1f MB (MiB: the larger of VmHWM, %.1f, and VmRSS sampled every 0.1 s, %.1f; %.1f resident at the end); anonymous (private) at most %.1f MB, file-backed (code, libraries) at most %.1f MB",
+                     memory.peakMiB, Double(memory.highWaterKiB) / 1024, Double(memory.sampledKiB) / 1024,
+                     Double(last.memory.rssKiB) / 1024, Double(memory.anonKiB) / 1024, Double(memory.fileKiB) / 1024))
         print("  file-backed pages at the end that another process maps too: " + (shared?.summary() ?? "not measured (needs root)"))
         print(String(format: "CPU %.2f %% of one core (%.2f s)", 100 * cpu / window, cpu))
         print(String(format: "voluntary context switches %.2f/s (%d over the window, all threads)", Double(switches) / window, switches))
@@ -181,16 +189,24 @@ enum FootprintBench {
                      ALSACapture.defaultWakeFrames, wakeBlocksCPU, wakeBlocksCPU > 0 ? cpu / wakeBlocksCPU : 0))
     }
 
-    /// The receiver's certificate and the agent's `ca_file`: the system's CA bundle with the
-    /// certificate added, so the daemon loads as many CAs as it does against a server with
-    /// a public certificate (without `ca_file` libcurl loads the system's bundle).
-    static func certificateAndBundle(in directory: String) throws -> (certificate: SelfSignedCertificate, bundle: String) {
+    /// The receiver's certificate and the agent's `ca_file`: the system's CAs with the
+    /// certificate added, so the daemon has as many CAs to look through as against a server
+    /// with a public certificate: a directory by hash, as the daemon uses /etc/ssl/certs
+    /// without `ca_file` (`CATrust`), or with `bundle` one PEM file of them all.
+    static func certificateAndTrust(in directory: String, bundle: Bool) throws -> (certificate: SelfSignedCertificate, caFile: String) {
         let certificate = try SelfSignedCertificate(in: directory)
-        let bundle = (directory as NSString).appendingPathComponent("bundle.pem")
+        guard bundle else {
+            let trust = (directory as NSString).appendingPathComponent("trusted")
+            try certificate.makeTrustDirectory(trust, systemCAs: true)
+            let names = try FileManager.default.contentsOfDirectory(atPath: trust).filter(CATrust.isHashedName)
+            print("TLS: the agent's ca_file is a directory of \(names.count) certificates by hash: the system's CAs and the receiver's")
+            return (certificate, trust)
+        }
+        let caFile = (directory as NSString).appendingPathComponent("bundle.pem")
         let system = (try? Data(contentsOf: URL(fileURLWithPath: "/etc/ssl/certs/ca-certificates.crt"))) ?? Data()
-        try (system + Data(contentsOf: URL(fileURLWithPath: certificate.certificate))).write(to: URL(fileURLWithPath: bundle))
-        print("TLS: the agent's ca_file holds the system's \(String(decoding: system, as: UTF8.self).components(separatedBy: "BEGIN CERTIFICATE").count - 1) CAs and the receiver's certificate")
-        return (certificate, bundle)
+        try (system + Data(contentsOf: URL(fileURLWithPath: certificate.certificate))).write(to: URL(fileURLWithPath: caFile))
+        print("TLS: the agent's ca_file is one PEM file of the system's \(String(decoding: system, as: UTF8.self).components(separatedBy: "BEGIN CERTIFICATE").count - 1) CAs and the receiver's certificate")
+        return (certificate, caFile)
     }
 
     /// CPU seconds of `OggOpusChunkEncoder` encoding `seconds` of the rig's speech in 30 s
@@ -230,12 +246,7 @@ struct ProcessReading {
     struct Task { var name: String; var ticks: Int; var voluntary: Int }
     var cpuTicks: Int
     var writeBytes: Int
-    var peakRSSKiB: Int
-    var rssKiB: Int
-    /// Private memory (heap, stacks, relocated data) and file-backed pages (the program's
-    /// code and the libraries', shared with the page cache).
-    var anonKiB: Int
-    var fileKiB: Int
+    var memory: ResidentMemory
     var tasks: [Int: Task]
 
     init?(pid: Int32) {
@@ -244,10 +255,7 @@ struct ProcessReading {
               let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         cpuTicks = stat.ticks
         writeBytes = ProcStatus.kib("write_bytes:", in: io) ?? 0
-        peakRSSKiB = ProcStatus.kib("VmHWM:", in: status) ?? 0
-        rssKiB = ProcStatus.kib("VmRSS:", in: status) ?? 0
-        anonKiB = ProcStatus.kib("RssAnon:", in: status) ?? 0
-        fileKiB = ProcStatus.kib("RssFile:", in: status) ?? 0
+        memory = ResidentMemory(status: status)
         tasks = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
             guard let tid = Int(name), let taskStat = Self.statFields("/proc/\(pid)/task/\(tid)/stat"),
@@ -340,13 +348,13 @@ extension FootprintBench {
                                         name: "sync", logDirectory: directory.path,
                                         environment: libraries == nil ? nil : RigLibraries.agentEnvironment)
             let began = Date()
-            var peak = 0
+            var peak = MemoryPeak()
             var samples: [Int] = []
             var shared: SharedPages?
             while sync.isRunning {
                 if let reading = ProcessReading(pid: sync.pid) {
-                    peak = max(peak, reading.peakRSSKiB)
-                    samples.append(reading.rssKiB)
+                    peak.add(reading.memory)
+                    samples.append(reading.memory.rssKiB)
                 }
                 // Halfway through a drain at about 230 records/s.
                 if shared == nil, Date().timeIntervalSince(began) > Double(options.records) / 460 {
@@ -361,12 +369,60 @@ extension FootprintBench {
             guard status == 0, stats.stored == options.records else {
                 throw BenchUsage(text: "sync exited \(status.map(String.init) ?? "?") with \(stats.stored) of \(options.records) stored:\n\(sync.stderr())")
             }
-            print(String(format: "ariata-agent sync drained %d records in %.1f s (%.0f records/s); peak RSS %.1f MB (VmHWM), resident %.1f–%.1f MB while draining",
-                         options.records, seconds, Double(options.records) / seconds, Double(peak) / 1024,
+            print(String(format: "ariata-agent sync drained %d records in %.1f s (%.0f records/s); peak RSS %.1f MB (MiB: the larger of VmHWM and VmRSS sampled every 0.05 s), resident %.1f–%.1f MB while draining",
+                         options.records, seconds, Double(options.records) / seconds, peak.peakMiB,
                          Double(samples.min() ?? 0) / 1024, Double(samples.max() ?? 0) / 1024))
             print("  file-backed pages halfway that another process maps too: " + (shared?.summary() ?? "not measured (needs root)"))
         }
     }
+}
+
+/// The resident-memory fields of /proc/PID/status, in KiB.
+struct ResidentMemory {
+    /// VmHWM: the kernel's high-water mark. The kernel raises it only when pages leave the
+    /// process through an unmap or a zap (`free`, `malloc_trim`), so a rise that ends
+    /// otherwise (a page drop, reclaim) can miss it: `MemoryPeak` takes VmRSS samples too.
+    var highWaterKiB: Int
+    var rssKiB: Int
+    /// Private memory (heap, stacks, relocated data) and file-backed pages (the program's
+    /// code and the libraries', shared with the page cache).
+    var anonKiB: Int
+    var fileKiB: Int
+
+    init(status: String) {
+        highWaterKiB = ProcStatus.kib("VmHWM:", in: status) ?? 0
+        rssKiB = ProcStatus.kib("VmRSS:", in: status) ?? 0
+        anonKiB = ProcStatus.kib("RssAnon:", in: status) ?? 0
+        fileKiB = ProcStatus.kib("RssFile:", in: status) ?? 0
+    }
+
+    init?(pid: Int32) {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        self.init(status: status)
+    }
+}
+
+/// The peak of a process's resident memory over samples: the larger of its VmHWM and the
+/// largest VmRSS sampled (either alone can miss a peak), and the largest anonymous and
+/// file-backed parts.
+struct MemoryPeak {
+    private(set) var highWaterKiB = 0
+    private(set) var sampledKiB = 0
+    private(set) var anonKiB = 0
+    private(set) var fileKiB = 0
+
+    init() {}
+    init(_ first: ResidentMemory) { add(first) }
+
+    mutating func add(_ sample: ResidentMemory) {
+        highWaterKiB = max(highWaterKiB, sample.highWaterKiB)
+        sampledKiB = max(sampledKiB, sample.rssKiB)
+        anonKiB = max(anonKiB, sample.anonKiB)
+        fileKiB = max(fileKiB, sample.fileKiB)
+    }
+
+    var peakKiB: Int { max(highWaterKiB, sampledKiB) }
+    var peakMiB: Double { Double(peakKiB) / 1024 }
 }
 
 /// Fields of /proc/PID/status given in kB (VmHWM, VmRSS, RssAnon, voluntary_ctxt_switches…).

@@ -141,7 +141,7 @@ enum UploadBench {
             let id = BatchID.make(stream: .microphone, recordIDs: batch.map(\.id))
             let body = IngestBody.build(stream: .microphone, deviceID: "bench", records: batch, batchID: id, timestamp: Date())
             bodies += 1
-            try body.write(to: URL(fileURLWithPath: String(format: "%@/body-%05d.json", bodiesDirectory, bodies)))
+            try body.joined.write(to: URL(fileURLWithPath: String(format: "%@/body-%05d.json", bodiesDirectory, bodies)))
             try Data(id.uuidString.lowercased().utf8).write(to: URL(fileURLWithPath: String(format: "%@/id-%05d", bodiesDirectory, bodies)))
             batch.removeAll(keepingCapacity: true)
             batchBytes = 0

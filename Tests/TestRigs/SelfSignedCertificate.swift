@@ -20,4 +20,22 @@ public struct SelfSignedCertificate: Sendable {
 
     /// What `ReceiverRig(tls:)` and `DaemonRig(tls:)` take.
     public var pair: (certificate: String, key: String) { (certificate, key) }
+
+    /// Makes `directory` a directory of trusted certificates as OpenSSL looks them up, by
+    /// subject hash (what `[server] ca_file` may name instead of a file): this certificate
+    /// and, with `systemCAs`, links to the system's (/etc/ssl/certs/*.pem), indexed by
+    /// `openssl rehash`.
+    public func makeTrustDirectory(_ directory: String, systemCAs: Bool) throws {
+        let files = FileManager.default
+        try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try files.copyItem(atPath: certificate, toPath: (directory as NSString).appendingPathComponent("receiver.pem"))
+        if systemCAs {
+            for name in try files.contentsOfDirectory(atPath: "/etc/ssl/certs") where name.hasSuffix(".pem") {
+                try files.createSymbolicLink(atPath: (directory as NSString).appendingPathComponent(name),
+                                             withDestinationPath: "/etc/ssl/certs/\(name)")
+            }
+        }
+        let rehash = try ChildProcess("/usr/bin/openssl", ["rehash", directory], logDirectory: (certificate as NSString).deletingLastPathComponent)
+        guard rehash.wait(timeout: 60) == 0 else { throw RigFailure("openssl rehash failed: \(rehash.stderr())") }
+    }
 }

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import TestRigs
 import XCTest
 @testable import Upload
 
@@ -63,7 +64,14 @@ final class UploadRulesTests: XCTestCase {
                          status: .pending, uploadAttempts: 0, lastAttemptAt: nil, lastError: nil)
         }
         let batchID = UUID()
-        let body = IngestBody.build(stream: .health, deviceID: "dev \"1\"\t", records: records, batchID: batchID, timestamp: clock)
+        let built = IngestBody.build(stream: .health, deviceID: "dev \"1\"\t", records: records, batchID: batchID, timestamp: clock)
+        // The payloads are pieces of the body as stored, not copies (README, "Memory").
+        for record in records {
+            let stored = record.payload.withUnsafeBytes { $0.baseAddress }
+            XCTAssertTrue(built.pieces.contains { piece in piece.withUnsafeBytes { $0.baseAddress } == stored }, "payload copied")
+        }
+        let body = built.joined
+        XCTAssertEqual(body.count, built.count)
         let text = String(decoding: body, as: UTF8.self)
         XCTAssertTrue(text.contains(#""records":[{"id":"a","x":1},{"id":"b","y":"é\n"}]"#), "payload bytes verbatim: \(text)")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: body) as? [String: Any])
@@ -89,6 +97,20 @@ final class UploadRulesTests: XCTestCase {
         let tail = Array(compressed.suffix(4))
         let length = tail.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
         XCTAssertEqual(length, input.count)
+    }
+
+    /// A body in pieces compresses to one gzip stream of the pieces in order.
+    func testGzipOfPiecesIsOneStreamOfTheWhole() throws {
+        let pieces = (0..<50).map { Data("piece \($0) ".utf8 + Data(repeating: UInt8($0), count: 3_000)) }
+        let body = RequestBody(pieces)
+        let compressed = try Gzip.compress(body)
+        let directory = try TemporaryDirectory("ariata-gzip")
+        let file = directory.path + "/body.gz"
+        try compressed.write(to: URL(fileURLWithPath: file))
+        let gunzip = try ChildProcess("gzip", ["-dc", file], name: "gunzip", logDirectory: directory.path)
+        XCTAssertEqual(gunzip.wait(timeout: 30), 0, gunzip.stderr())
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: gunzip.stdoutPath)), body.joined, "gzip -dc gives back the pieces in order")
+        XCTAssertEqual(try Gzip.compress(RequestBody()).prefix(2), Data([0x1F, 0x8B]), "an empty body is a gzip stream too")
     }
 
     func testAnswersMapToTheContractsActions() {

@@ -213,4 +213,65 @@ extension UploaderDeliveryTests {
         XCTAssertTrue(delivered.drainedAll, "\(delivered)")
         XCTAssertEqual(try f.queue.count(stream: .health, status: .uploaded), 4)
     }
+
+    /// `ca_file` may name a directory of certificates by subject hash (`openssl rehash`),
+    /// read as a chain needs them: the server's CA in it is trusted, a directory without it
+    /// is refused and nothing is dropped.
+    func testTLSIsVerifiedAgainstACADirectory() throws {
+        let directory = try TemporaryDirectory("ariata-tls")
+        let tls = try SelfSignedCertificate(in: directory.path)
+        let receiver = try ReceiverRig(logDirectory: directory.path, token: "test-token", tls: tls.pair)
+        let f = try UploadFixture()
+        f.server.endpoint = receiver.endpoint
+        try f.enqueue(.health, count: 3)
+
+        let withoutIt = directory.path + "/without"
+        try FileManager.default.createDirectory(atPath: withoutIt, withIntermediateDirectories: true)
+        f.server.caFile = withoutIt
+        let refused = f.makeUploader().syncNow()
+        guard case .retryLater(let reason, _, _) = refused.streams[.health]?.outcome else { return XCTFail("\(refused)") }
+        XCTAssertTrue(reason.contains("ca_file"), reason)
+        XCTAssertEqual(try f.queue.count(stream: .health, status: .pending), 3)
+
+        let trusted = directory.path + "/trusted"
+        try tls.makeTrustDirectory(trusted, systemCAs: true)
+        XCTAssertEqual(CATrust.resolve(caFile: trusted, systemDirectory: nil), .directory(trusted))
+        f.server.caFile = trusted
+        let delivered = f.makeUploader().syncNow()
+        XCTAssertTrue(delivered.drainedAll, "\(delivered)")
+        XCTAssertEqual(try f.queue.count(stream: .health, status: .uploaded), 3)
+    }
+}
+
+extension UploaderDeliveryTests {
+    /// The body is read through curl's read callback from its pieces. When a kept-alive
+    /// connection turns out closed under a request (the server read it and closed without
+    /// an answer), curl sends it again on a new connection from the body's start: the
+    /// batch is delivered whole in the same cycle, nothing counted as failed.
+    func testABodyIsSentAgainWholeWhenAKeptAliveConnectionCloses() throws {
+        let f = try UploadFixture()
+        f.upload.batchMaxRecords = 2
+        try f.enqueue(.microphone, count: 4, audioBytes: 40_000)
+        // The first request answers as usual (its connection is kept); the second is read,
+        // then its connection closed without an answer.
+        try f.receiver.addFaults(["slow=0,stream=microphone", "close,stream=microphone"])
+
+        let report = f.makeUploader().syncNow()
+        XCTAssertTrue(report.drainedAll, "\(report)")
+        XCTAssertEqual(try f.queue.count(stream: .microphone, status: .uploaded), 4)
+        let stats = try f.receiver.stats()
+        XCTAssertEqual(stats.stored(.microphone), 4)
+        XCTAssertEqual(stats.duplicates, 0)
+        XCTAssertEqual(stats.requests, 3, "the closed request was sent again once: \(stats)")
+        XCTAssertTrue(stats.faults_pending.isEmpty, "\(stats.faults_pending)")
+        // Every request carried its whole body (the receiver parsed each record of it), the
+        // second on the first's connection and its resend on a new one.
+        let requests = try f.receiver.requests(stream: .microphone)
+        XCTAssertEqual(requests.map(\.records), [2, 2, 2], "\(requests.map(\.statusText))")
+        if requests.count == 3 {
+            XCTAssertEqual(requests[0].client_port, requests[1].client_port, "the second request reused the connection")
+            XCTAssertNotEqual(requests[1].client_port, requests[2].client_port, "the resend came on a new connection")
+            XCTAssertEqual(requests[1].body_bytes, requests[2].body_bytes, "the resend is the same body")
+        }
+    }
 }

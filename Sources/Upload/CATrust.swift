@@ -1,0 +1,50 @@
+import Foundation
+
+/// Where TLS verification finds the certificates it trusts (README, "Upload"). Verification
+/// is always on; this only says where the CAs come from.
+///
+/// A CA bundle is parsed whole into memory for every upload cycle (the system's 139 CAs:
+/// about 0.5 MB of heap at the peak of a cycle), while a directory of certificates named
+/// by their subject's hash (what `update-ca-certificates` and `openssl rehash` make) is
+/// looked up one certificate at a time, only for the chain the server presents. So the
+/// system's CAs are used through their directory when it has such names.
+public enum CATrust: Equatable, Sendable {
+    /// `[server] ca_file` names a PEM file: its certificates (libcurl's default directory
+    /// still counts too, as it always did).
+    case bundle(String)
+    /// A directory of hashed certificate names, and no bundle: `ca_file` names a directory,
+    /// or the system's directory when `ca_file` is unset.
+    case directory(String)
+    /// libcurl's compiled-in defaults (its bundle and its directory): the system's
+    /// directory is missing or holds no hashed names.
+    case libraryDefaults
+
+    /// - Parameters:
+    ///   - caFile: `[server] ca_file`, a PEM file or a directory.
+    ///   - systemDirectory: libcurl's default CA directory (`/etc/ssl/certs` on Debian).
+    public static func resolve(caFile: String?, systemDirectory: String?) -> CATrust {
+        if let caFile {
+            return isDirectory(caFile) ? .directory(caFile) : .bundle(caFile)
+        }
+        if let systemDirectory, holdsHashedNames(systemDirectory) { return .directory(systemDirectory) }
+        return .libraryDefaults
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var directory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+    }
+
+    /// True when `directory` holds at least one name OpenSSL's lookup by hash reads:
+    /// eight hexadecimal digits, a dot and a number (`002c0b4f.0`).
+    static func holdsHashedNames(_ directory: String) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+        return names.contains(where: isHashedName)
+    }
+
+    public static func isHashedName(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 8, !parts[1].isEmpty else { return false }
+        return parts[0].allSatisfy(\.isHexDigit) && parts[1].allSatisfy(\.isNumber)
+    }
+}
