@@ -51,6 +51,8 @@ public final class AgentDaemon: Sendable {
         var supervisors: [StreamName: StreamSupervisor] = [:]
         var uploader: (any UploadComponent)?
         var lastRetention: Date?
+        /// Maintenance rounds run since the start.
+        var ticks = 0
     }
 
     /// - Parameter tickInterval: the health coordinator's period (30 s; tests use less).
@@ -207,9 +209,14 @@ public final class AgentDaemon: Sendable {
         }
     }
 
-    /// Memory freed since the last check (an upload's bodies) goes back to the system.
-    private func trimMemory() {
+    /// Memory freed since the last check (an upload's bodies) goes back to the system. At
+    /// the second check (35 s in: the streams capturing, the first chunk written) the
+    /// program's and libraries' pages are dropped once more, as at the start: what only
+    /// the start ran (configuration, the queue's opening, the streams' set-up) leaves the
+    /// resident set, and what the daemon runs from then on comes back (README, "Memory").
+    private func trimMemory(round: Int) {
         MemoryFootprint.releaseFreedMemory()
+        if round == 2 { MemoryFootprint.dropMappedFilePages() }
     }
 
     /// One maintenance round: the storage guard, pause switches, health (with restarts
@@ -218,7 +225,7 @@ public final class AgentDaemon: Sendable {
     /// others did, and none of them throws, so a failing disk cannot stop the tick.
     @discardableResult
     public func tick() -> [String: StreamHealth] {
-        trimMemory()
+        trimMemory(round: state.withLock { $0.ticks += 1; return $0.ticks })
         // A capture waits for its fsync at most `[storage] sync_seconds`: sync now what
         // would wait longer than that before the next check.
         queue.syncWaitingCaptures(waitedAtLeast: queue.commitSync.window - tickInterval)

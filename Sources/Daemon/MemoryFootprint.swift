@@ -17,7 +17,8 @@ public enum MemoryFootprint {
     }
 
     /// Drops the pages that the process has mapped from the program's and its libraries'
-    /// files so far (README, "Memory"), once, as the daemon starts. They are read-only
+    /// files so far (README, "Memory"): as the daemon starts, and again once its streams
+    /// run (`AgentDaemon`, the second maintenance round). They are read-only
     /// (code, constants): clean page cache that the kernel reads again when it is next
     /// used, so what stays resident is what the daemon runs, not what the loader and the
     /// start-up touched. `MADV_PAGEOUT` (Linux 5.4) drops only the pages no other process

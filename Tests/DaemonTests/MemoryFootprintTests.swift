@@ -1,5 +1,6 @@
 import Daemon
 import Foundation
+import TestRigs
 import XCTest
 
 /// The daemon drops the program pages its start read (README, "Memory"): here on this test
@@ -47,5 +48,33 @@ final class MemoryFootprintTests: XCTestCase {
         }
         print("measured: \(constants) read-only constants mappings, each reached by the drop")
         XCTAssertGreaterThan(constants, 20, "the program's and its libraries' constants were read")
+    }
+
+    /// The daemon drops its pages twice: as it starts, and at its second maintenance round
+    /// once the streams run, so that what only the start ran leaves the resident set
+    /// (README, "Memory"). Seen with strace on the real daemon: the program's first mapping
+    /// is advised MADV_PAGEOUT once per drop.
+    func testTheDaemonDropsItsPagesAgainOnceItsStreamsRun() throws {
+        let rig = try DaemonRig(healthInterval: 2)
+        let trace = rig.directory.file("madvise.txt")
+        try rig.startAgent(launcher: [try ChildProcess.locate("strace"), "-f", "-qq", "-e", "trace=madvise", "-o", trace])
+        func drops() -> Int {
+            let lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n")
+                .filter { $0.contains("MADV_PAGEOUT") }
+            // The first call of a drop is the program's first mapping: count its address.
+            guard let first = lines.first, let open = first.firstIndex(of: "("), let comma = first.firstIndex(of: ",") else { return 0 }
+            let address = first[first.index(after: open)..<comma]
+            return lines.filter { $0.contains("(\(address),") }.count
+        }
+        // Rounds every 2 s, the first 2 s in: the second within about 4 s (strace slows it).
+        try waitUntil("the second drop", timeout: 60) { drops() >= 2 }
+        // strace is the rig's child and the daemon strace's: the daemon gets the SIGTERM,
+        // and strace ends with it.
+        let strace = try XCTUnwrap(rig.agent)
+        let children = try String(contentsOfFile: "/proc/\(strace.pid)/task/\(strace.pid)/children", encoding: .utf8)
+        let daemon = try XCTUnwrap(children.split(separator: " ").first.flatMap { Int32($0) }, "strace has no child")
+        kill(daemon, SIGTERM)
+        XCTAssertNotNil(strace.wait(timeout: 30), "the daemon did not stop")
+        XCTAssertEqual(drops(), 2, "one drop at the start and one at the second round, no more")
     }
 }
