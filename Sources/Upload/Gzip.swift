@@ -9,11 +9,7 @@ enum Gzip {
         var description: String { "zlib failed to compress the body (error \(code))" }
     }
 
-    static func compress(_ input: Data, level: Int32 = 6) throws -> Data {
-        try compress(RequestBody([input]), level: level)
-    }
-
-    /// The pieces compressed as one stream, in order.
+    /// The body's pieces compressed as one stream, in order.
     static func compress(_ input: RequestBody, level: Int32 = 6) throws -> Data {
         var stream = z_stream()
         let initialised = ariata_deflate_init_gzip(&stream, level)

@@ -1,4 +1,4 @@
-import Daemon
+@testable import Daemon
 import Foundation
 import TestRigs
 import XCTest
@@ -24,30 +24,57 @@ final class MemoryFootprintTests: XCTestCase {
 
     /// The drop reaches every mapping, not only those in the first page of
     /// /proc/self/maps (which `String(contentsOfFile:)` stopped at: 37 of 215 lines): each
-    /// read-only constants mapping of a file is left marked `MADV_RANDOM` ("rr").
+    /// read-only constants mapping of a file is left marked `MADV_RANDOM` ("rr"), but for
+    /// those holding copy-on-write pages, which the drop leaves alone (the next test).
     func testTheDropReachesEveryMapping() throws {
         MemoryFootprint.dropMappedFilePages()
         let file = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/self/smaps"))
         defer { try? file.close() }
         let smaps = String(decoding: try XCTUnwrap(file.readToEnd()), as: UTF8.self)
         var constants = 0
+        var relocated = 0
         var current: (perms: Substring, path: Substring)?
+        var anonymous = 0
         for line in smaps.split(separator: "\n") {
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
             let path = fields.count == 6 ? fields[5].drop { $0 == " " } : ""
             if fields.first?.contains("-") == true, path.hasPrefix("/"), !path.hasPrefix("/dev/"), !path.hasSuffix("(deleted)") {
                 current = (fields[1], path)
+                anonymous = 0
             } else if fields.count >= 5, fields[0].contains("-"), fields[1].count == 4 {
                 current = nil   // anonymous, or not a file
+            } else if line.hasPrefix("Anonymous:") {
+                anonymous = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
             } else if line.hasPrefix("VmFlags:"), let mapping = current, !mapping.perms.contains("w"),
                       !mapping.perms.contains("x") {
-                constants += 1
                 let flags = line.split(separator: " ").dropFirst()
-                XCTAssertTrue(flags.contains("rr"), "not reached by the drop: \(mapping.perms) \(mapping.path): \(line)")
+                if anonymous > 0 {
+                    relocated += 1
+                    XCTAssertFalse(flags.contains("rr"), "advised though it holds copy-on-write pages: \(mapping.path): \(line)")
+                } else {
+                    constants += 1
+                    XCTAssertTrue(flags.contains("rr"), "not reached by the drop: \(mapping.perms) \(mapping.path): \(line)")
+                }
             }
         }
-        print("measured: \(constants) read-only constants mappings, each reached by the drop")
+        print("measured: \(constants) read-only constants mappings, each reached by the drop; \(relocated) with copy-on-write pages left alone")
         XCTAssertGreaterThan(constants, 20, "the program's and its libraries' constants were read")
+    }
+
+    /// A read-only file mapping that holds copy-on-write pages (a position-independent
+    /// program's relocated pointers) is left out of the drop: `MADV_PAGEOUT` would write
+    /// those pages to swap, on a board whose swap is on its card.
+    func testMappingsWithAnonymousPagesAreNotDropped() throws {
+        let mappings = try XCTUnwrap(MapsLine.read("self", withAnonymousPages: true))
+        XCTAssertTrue(mappings.allSatisfy { $0.anonymousKiB != nil }, "smaps gives every mapping its anonymous memory")
+        let relocated = mappings.filter {
+            !$0.permissions.contains("w") && $0.path.hasPrefix("/") && ($0.anonymousKiB ?? 0) > 0
+        }
+        XCTAssertFalse(relocated.isEmpty, "this process has read-only file mappings with relocated pages")
+        for mapping in relocated { XCTAssertFalse(MemoryFootprint.isDroppable(mapping), "\(mapping.path) \(mapping.permissions)") }
+        let droppable = mappings.filter(MemoryFootprint.isDroppable)
+        XCTAssertGreaterThan(droppable.count, 20, "the program's and its libraries' code and constants are still dropped")
+        print("measured: \(droppable.count) mappings dropped, \(relocated.count) with \(relocated.reduce(0) { $0 + ($1.anonymousKiB ?? 0) }) KiB of relocated pages left alone")
     }
 
     /// The daemon drops its pages twice: as it starts, and at its second maintenance round
