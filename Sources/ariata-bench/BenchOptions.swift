@@ -1,8 +1,9 @@
 import Foundation
 
-/// The options the benchmarks share: `--name N` for whole numbers (a value that is not one
-/// keeps the default), `--dir D` where the work directory goes, the switches a benchmark
-/// names in `flags`; anything else is a usage error.
+/// The options the benchmarks share: `--name N` for whole numbers, `--dir D` where the work
+/// directory goes, the switches a benchmark names in `flags`; anything else, or a value
+/// that is not a whole number, is a usage error (it once kept the default: `--minutes 1.5`
+/// ran for 10).
 struct BenchOptions {
     private var numbers: [String: Int]
     private var directory = NSTemporaryDirectory()
@@ -16,8 +17,12 @@ struct BenchOptions {
                 directory = it.next() ?? directory
             } else if flags.contains(option) {
                 given.insert(option)
-            } else if let current = numbers[option] {
-                numbers[option] = Int(it.next() ?? "") ?? current
+            } else if numbers[option] != nil {
+                let value = it.next() ?? ""
+                guard let number = Int(value) else {
+                    throw BenchUsage(text: "\(option) takes a whole number, not '\(value)'\n\(usage)")
+                }
+                numbers[option] = number
             } else {
                 throw BenchUsage(text: usage)
             }
