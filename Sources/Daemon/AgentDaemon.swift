@@ -39,6 +39,9 @@ public final class AgentDaemon: Sendable {
     /// Fires when the earliest timed pause ends, so capture resumes on time rather than
     /// at the next health check (a wall-clock deadline: it fires on waking from suspend).
     private let pauseEnd: Mutex<ReliableTimer?> = Mutex(nil)
+    /// Fires when the oldest capture waiting for its fsync reaches `[storage] sync_seconds`
+    /// before the next health check would (armed by the check; see `armCommitSync`).
+    private let commitSyncDeadline: Mutex<ReliableTimer?> = Mutex(nil)
     private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
@@ -130,6 +133,9 @@ public final class AgentDaemon: Sendable {
         let timer = ReliableTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
         maintenance.withLock { $0 = timer }
         pauseEnd.withLock { $0 = ReliableTimer(label: "ariata.pause-end") { [weak self] in self?.applyPauseSwitches() } }
+        commitSyncDeadline.withLock {
+            $0 = ReliableTimer(label: "ariata.commit-sync") { [weak self] in self?.commitSyncDeadlineReached() }
+        }
         armPauseEnd()
         timer.start(interval: tickInterval, firstAfter: min(tickInterval, 5))
         notifier.ready(status: "capturing " + (supervisors.keys.sorted().map(\.rawValue).joined(separator: ", ")))
@@ -141,6 +147,10 @@ public final class AgentDaemon: Sendable {
         notifier.stopping()
         maintenance.withLock { $0 }?.stop()
         pauseEnd.withLock { current -> ReliableTimer? in
+            defer { current = nil }
+            return current
+        }?.stop()
+        commitSyncDeadline.withLock { current -> ReliableTimer? in
             defer { current = nil }
             return current
         }?.stop()
@@ -209,6 +219,37 @@ public final class AgentDaemon: Sendable {
         }
     }
 
+    /// A capture waits for its fsync at most `[storage] sync_seconds`. What would wait
+    /// longer than that before the next check is synced at the end of its window, not now:
+    /// while the microphone runs, a chunk's commit (every 28 s, always fsynced) takes the
+    /// waiting captures first, and the deadline finds nothing left to sync. Syncing at the
+    /// check instead cost an fsync every check, each rewriting the WAL's last page
+    /// (README, "Footprint"). A capture committed after this check is the next check's.
+    private func armCommitSync() {
+        guard let waited = queue.commitSync.oldestWait else { return }
+        let left = queue.commitSync.window - waited
+        guard left < tickInterval else { return }
+        guard left > Self.commitSyncSlack, let timer = commitSyncDeadline.withLock({ $0 }) else {
+            queue.syncWaitingCaptures()
+            return
+        }
+        // A day's interval only matters if nothing re-arms it; each check that needs it does.
+        if timer.isRunning {
+            timer.reschedule(after: left)
+        } else {
+            timer.start(interval: 86_400, firstAfter: left)
+        }
+    }
+
+    /// How early a deadline may sync (the timer's leeway and the clocks' difference).
+    private static let commitSyncSlack: TimeInterval = 0.5
+
+    /// The deadline armed by a check: syncs when the capture it was armed for still waits
+    /// (one that a later fsync took leaves a younger one, the next check's to arm).
+    private func commitSyncDeadlineReached() {
+        queue.syncWaitingCaptures(waitedAtLeast: queue.commitSync.window - Self.commitSyncSlack)
+    }
+
     /// Memory freed since the last check (an upload's bodies) goes back to the system. At
     /// the second check (35 s in: the streams capturing, the first chunk written) the
     /// program's and libraries' pages are dropped once more, as at the start: what only
@@ -226,9 +267,7 @@ public final class AgentDaemon: Sendable {
     @discardableResult
     public func tick() -> [String: StreamHealth] {
         trimMemory(round: state.withLock { $0.ticks += 1; return $0.ticks })
-        // A capture waits for its fsync at most `[storage] sync_seconds`: sync now what
-        // would wait longer than that before the next check.
-        queue.syncWaitingCaptures(waitedAtLeast: queue.commitSync.window - tickInterval)
+        armCommitSync()
         storageGuard.pass()
         let (config, uploader) = state.withLock { ($0.config, $0.uploader) }
         power.pass(config: config, uploader: uploader)

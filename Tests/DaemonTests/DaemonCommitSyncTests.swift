@@ -6,8 +6,9 @@ import TestRigs
 import XCTest
 
 /// The daemon's part in `[storage] sync_seconds` (README, "Durability"): the window comes
-/// from the configuration (and a reload), the health check syncs what would otherwise wait
-/// past the window before the next check, and a clean stop leaves nothing waiting.
+/// from the configuration (and a reload), the health check arms a deadline for what would
+/// otherwise wait past the window before the next check, and a clean stop leaves nothing
+/// waiting.
 final class DaemonCommitSyncTests: XCTestCase {
     /// The uploader's seam, idle: this test is about the daemon's own syncs, and a real
     /// uploader's reads would sync too (at times of their own).
@@ -54,12 +55,32 @@ final class DaemonCommitSyncTests: XCTestCase {
         try queue.enqueue(fix())
         XCTAssertTrue(queue.commitSync.isWaiting)
         daemon.tick()
-        XCTAssertFalse(queue.commitSync.isWaiting, "30 s window, 30 s checks: the check syncs it rather than let it wait 30 s more")
+        XCTAssertTrue(queue.commitSync.isWaiting,
+                      "30 s window, 30 s checks: the check leaves a fix of a moment ago to the deadline it arms (or an earlier fsync)")
+
+        // A window shorter than the time to the next check: the deadline the check armed
+        // syncs the fix at the end of its window, with no other commit and no other check.
+        config.storage.syncSeconds = 2
+        daemon.reload(config)
+        XCTAssertFalse(queue.commitSync.isWaiting, "the reload's stop synced what waited")
+        try queue.enqueue(fix())
+        daemon.tick()
+        XCTAssertTrue(queue.commitSync.isWaiting, "2 s window: the fix is not synced at the check")
+        let synced = expectation(description: "the deadline syncs the waiting fix")
+        let poll = Thread {
+            let end = Date().addingTimeInterval(20)
+            while Date() < end {
+                if !queue.commitSync.isWaiting { synced.fulfill(); return }
+                usleep(50_000)
+            }
+        }
+        poll.start()
+        wait(for: [synced], timeout: 25)
 
         try queue.enqueue(fix())
         XCTAssertTrue(queue.commitSync.isWaiting)
         daemon.stop()
         XCTAssertFalse(queue.commitSync.isWaiting, "a clean stop leaves nothing waiting")
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 3)
+        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 4)
     }
 }
