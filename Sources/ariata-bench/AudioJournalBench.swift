@@ -73,7 +73,7 @@ enum AudioJournalBench {
             let beginning = ChunkBeginning(start: Date(), overlapFrames: 0, sampleRate: rate)
             let file = try journal.begin(beginning, bitrate: 16_000)
             let encoder = try OggOpusChunkEncoder(settings, journal: file)
-            let path = "\(journal.directory)/\(beginning.id.uuidString.lowercased()).ogg"
+            let path = file.path
             for start in stride(from: 0, to: chunkFrames, by: block) {
                 try pcmSamples[(offset + start) ..< (offset + start + block)].withUnsafeBufferPointer { try encoder.append($0) }
                 let onDisk = (try? Data(contentsOf: URL(fileURLWithPath: path))).flatMap(OggOpusRepair.repair)?.duration ?? 0

@@ -32,8 +32,12 @@ final class AudioJournalTests: XCTestCase {
         for name in try FileManager.default.contentsOfDirectory(atPath: journal.directory) {
             try FileManager.default.copyItem(atPath: "\(journal.directory)/\(name)", toPath: "\(snapshot)/\(name)")
         }
-        let pages = try Data(contentsOf: URL(fileURLWithPath: journal.oggPath(id)))
-        let header = try JSONDecoder().decode(JournalHeader.self, from: Data(contentsOf: URL(fileURLWithPath: journal.headerPath(id))))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journal.directory).count, 1, "a chunk's journal is one file")
+        let path = try XCTUnwrap(journal.oggPath(id))
+        let pages = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard case .journal(let header) = JournalHeader.parse(fileName: URL(fileURLWithPath: path).lastPathComponent) else {
+            throw XCTSkip("unreachable: the journal's name \(path) holds no header")
+        }
         withExtendedLifetime(encoder) {}
         return (pages, header)
     }
@@ -107,7 +111,9 @@ final class AudioJournalTests: XCTestCase {
     /// What a start finds in the journal: a chunk cut off after its overlap (recovered), one
     /// killed inside its overlap (dropped: its audio is in the previous chunk), one whose
     /// record is already queued (killed between enqueue and unlink: not written twice), a
-    /// header without pages and a stray page file (removed).
+    /// version 1 journal left by 0.1.x (`<id>.json` beside `<id>.ogg`: recovered), a version
+    /// 1 header without pages and a page file without a header (removed), and the journal
+    /// of a newer version (left alone).
     func testRecoveryAtStartWritesOnlyWhatIsNotQueuedAndBeyondItsOverlap() throws {
         let work = try TemporaryDirectory()
         let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
@@ -118,10 +124,20 @@ final class AudioJournalTests: XCTestCase {
         _ = try killedJournal(seconds: 4, id: queued, into: directory, work: work)
         let alreadyThere = AudioChunk(id: queued, start: t0, frames: 4 * rate, overlapFrames: 0, sampleRate: rate, data: Data([1]))
         try queue.enqueue(try MicrophoneRecord.make(alreadyThere, bitrate: 16_000))
-        let headerOnly = UUID()
-        try JournalHeader(beginning: ChunkBeginning(id: headerOnly, start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
-            .encoded().write(to: URL(fileURLWithPath: "\(directory)/\(headerOnly.uuidString.lowercased()).json"))
+        // Version 1, as 0.1.x wrote it: the header in a JSON file of its own.
+        func writeVersion1Header(_ id: UUID, start: Date) throws {
+            var header = JournalHeader(beginning: ChunkBeginning(id: id, start: start, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
+            header.version = 1
+            try JSONEncoder().encode(header).write(to: URL(fileURLWithPath: "\(directory)/\(id.uuidString.lowercased()).json"))
+        }
+        let version1 = UUID()
+        let version1Pages = try killedJournal(seconds: 3, id: version1, into: work.file("version1"), work: work).pages
+        try version1Pages.write(to: URL(fileURLWithPath: "\(directory)/\(version1.uuidString.lowercased()).ogg"))
+        try writeVersion1Header(version1, start: t0.addingTimeInterval(-60))
+        try writeVersion1Header(UUID(), start: t0)
         try Data("OggS".utf8).write(to: URL(fileURLWithPath: "\(directory)/\(UUID().uuidString.lowercased()).ogg"))
+        let newer = "\(UUID().uuidString.lowercased())_3_z1.ogg"
+        try Data("OggS".utf8).write(to: URL(fileURLWithPath: "\(directory)/\(newer)"))
 
         let stream = MicrophoneStream(config: MicrophoneConfig(), sink: queue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, _ throws(AudioCaptureError) in
@@ -130,11 +146,15 @@ final class AudioJournalTests: XCTestCase {
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
                                       journal: .init(directory: directory, knownRecords: queue))
         stream.start()
-        try waitUntil("the recovered chunk written", timeout: 30) { stream.stats().chunksWritten == 1 }
+        try waitUntil("the recovered chunks written", timeout: 30) { stream.stats().chunksWritten == 2 }
         stream.stop()
 
         let records = try queue.records(stream: .microphone)
-        XCTAssertEqual(Set(records.map(\.id)), [cut, queued], "the queued chunk once, the overlap-only chunk not at all")
+        XCTAssertEqual(Set(records.map(\.id)), [cut, queued, version1], "the queued chunk once, the overlap-only chunk not at all")
+        XCTAssertEqual(records.map(\.id).filter { $0 != queued }, [version1, cut], "oldest first")
+        let version1Fields = try XCTUnwrap(JSONSerialization.jsonObject(with: try XCTUnwrap(records.first { $0.id == version1 }).payload) as? [String: Any])
+        XCTAssertEqual(version1Fields["timestamp_start"] as? String, RFC3339.string(from: t0.addingTimeInterval(-60)),
+                       "timed from its version 1 header")
         let record = try XCTUnwrap(records.first { $0.id == cut })
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
         let duration = try XCTUnwrap(fields["duration"] as? Double)
@@ -146,7 +166,38 @@ final class AudioJournalTests: XCTestCase {
         let audio = try XCTUnwrap(Data(base64Encoded: fields["audio_data"] as? String ?? ""))
         _ = try OpusTools.info(audio, in: work)
         XCTAssertEqual(Double(try OpusTools.decode(audio, in: work).count), duration * Double(rate), accuracy: 1)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [], "every journal dealt with")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory), [newer],
+                       "every journal dealt with, but the newer version's")
+    }
+
+    /// The header in a journal file's name reads back as written, times to the last bit;
+    /// names that hold no header are told apart from a newer version's journal.
+    func testAJournalFileNameHoldsItsHeader() throws {
+        let id = UUID()
+        for (start, provisional) in [(1_800_000_000.123_456_7, nil),
+                                     (0.1 + 0.2, ProvisionalTime(bootID: "3f1c2b8e-0000-4000-8000-000000000001", bootTime: 1_234.567_890_123)),
+                                     (-1.5e-7, nil)] as [(Double, ProvisionalTime?)] {
+            var header = JournalHeader(beginning: ChunkBeginning(id: id, start: Date(timeIntervalSince1970: start),
+                                                                 overlapFrames: 32_000, sampleRate: rate),
+                                       bitrate: 24_000, provisional: provisional)
+            header.start = start
+            let name = try header.fileName()
+            XCTAssertTrue(name.hasPrefix(id.uuidString.lowercased() + "_2_"), name)
+            XCTAssertLessThan(name.utf8.count, 144, "short enough for any Linux file system (eCryptfs: 143)")
+            XCTAssertEqual(JournalHeader.parse(fileName: name), .journal(header), name)
+        }
+        var odd = JournalHeader(beginning: ChunkBeginning(id: id, start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000,
+                                provisional: ProvisionalTime(bootID: "not_a/uuid", bootTime: 1))
+        XCTAssertThrowsError(try odd.fileName(), "a boot id that cannot be read back from a name")
+        odd.bootID = nil
+        odd.bootTime = nil
+        XCTAssertEqual(JournalHeader.parse(fileName: try odd.fileName()), .journal(odd))
+        XCTAssertEqual(JournalHeader.parse(fileName: "\(id.uuidString.lowercased())_3_anything.ogg"), .unknownVersion(id))
+        for name in ["\(id.uuidString.lowercased()).ogg", "\(id.uuidString.lowercased()).json", "x_2_s1_o0_r16000_b16000.ogg",
+                     "\(id.uuidString.lowercased())_2_s1_o0_r16000.ogg", "\(id.uuidString.lowercased())_2_s1_o0_r16000_b16000_kabc.ogg",
+                     "\(id.uuidString.lowercased())_2_snan_o0_r16000_b16000.ogg", "\(id.uuidString.lowercased())_2_s1_s2_r16000_b16000.ogg"] {
+            XCTAssertEqual(JournalHeader.parse(fileName: name), .other, name)
+        }
     }
 
     /// A chunk whose time was provisional when it began keeps its boot clock in the journal,
@@ -198,7 +249,7 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(first.stats().chunksWaiting, 2, "the full chunk and the one stopped")
         XCTAssertGreaterThan(first.stats().journalBytes, 60_000)
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 4, "two chunks, pages and header each")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "two chunks, a file each")
 
         sink.setFull(false)
         let second = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
@@ -228,22 +279,22 @@ extension MicrophoneStreamTests {
         try journal.prepare()
         let file = try journal.begin(ChunkBeginning(start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
         journal.waitForSyncs()
-        XCTAssertEqual(journal.currentStats().syncs, 2, "the header and the directory")
+        XCTAssertEqual(journal.currentStats().syncs, 1, "the directory (the header is the file's name)")
         let page = [UInt8](repeating: 7, count: 2_000)
         page.withUnsafeBytes { file.append($0) }
         page.withUnsafeBytes { file.append($0) }
-        XCTAssertEqual(journal.currentStats().syncs, 2, "a block's pages are appended, not synced one by one")
+        XCTAssertEqual(journal.currentStats().syncs, 1, "a block's pages are appended, not synced one by one")
         journal.syncDue()
-        XCTAssertEqual(journal.currentStats().syncs, 3, "both pages in one sync, done when syncDue returns")
+        XCTAssertEqual(journal.currentStats().syncs, 2, "both pages in one sync, done when syncDue returns")
         XCTAssertGreaterThan(journal.currentStats().longestUnsynced, .zero)
         journal.syncDue()
-        XCTAssertEqual(journal.currentStats().syncs, 3, "nothing waiting, no sync")
+        XCTAssertEqual(journal.currentStats().syncs, 2, "nothing waiting, no sync")
         // The last pages: their sync is the queue's, as it links the file in (one sync, and
         // one file-system journal commit, per chunk instead of two), or ChunkWriter's.
         page.withUnsafeBytes { file.append($0) }
         file.pagesComplete()
         journal.syncDue()
-        XCTAssertEqual(journal.currentStats().syncs, 3, "a finished chunk is not synced by the journal")
+        XCTAssertEqual(journal.currentStats().syncs, 2, "a finished chunk is not synced by the journal")
         journal.remove(file.id)
     }
 
@@ -264,15 +315,15 @@ extension MicrophoneStreamTests {
                                       journal: .init(directory: journalDirectory, knownRecords: queue))
         stream.start()
         try waitUntil("10 s read", timeout: 60) { progress.frames == 10 * rate }
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "the chunk in progress")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 1, "the chunk in progress: one file")
         stream.stop()
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 1)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
         let stats = stream.stats()
         XCTAssertGreaterThan(stats.journalBytes, 15_000)
-        // The header and the directory; the finished chunk's pages were synced by the queue
-        // as it linked the file in.
-        XCTAssertEqual(stats.journalSyncs, 2, "header and directory; the last pages are the queue's to sync")
+        // The directory (the file's name is its header); the finished chunk's pages were
+        // synced by the queue as it linked the file in.
+        XCTAssertEqual(stats.journalSyncs, 1, "the directory; the last pages are the queue's to sync")
         XCTAssertEqual(try queue.records(stream: .microphone).count, 1)
     }
 }

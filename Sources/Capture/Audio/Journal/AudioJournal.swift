@@ -5,10 +5,11 @@ import Logging
 import Synchronization
 
 /// The microphone's audio journal: a directory beside the queue database that holds, for
-/// every chunk not yet in the queue, the Ogg pages encoded so far (`<id>.ogg`) and what its
-/// record needs besides (`<id>.json`). A SIGKILL, crash or power cut then costs only the
-/// audio not yet in a page; `JournalRecovery` turns what is left into records at the next
-/// start. A chunk's two files are removed once its record is in the queue.
+/// every chunk not yet in the queue, one file of the Ogg pages encoded so far, named by
+/// what its record needs besides (`JournalHeader`: `<id>_2_s<start>_...ogg`). A SIGKILL,
+/// crash or power cut then costs only the audio not yet in a page; `JournalRecovery` turns
+/// what is left into records at the next start. A chunk's file is removed once its record
+/// is in the queue (or linked into it: `AttachmentStore`).
 public final class AudioJournal: Sendable {
     public let directory: String
     /// Pages are fdatasync'ed on the capture thread between two reads (one every 2 s) once
@@ -16,14 +17,15 @@ public final class AudioJournal: Sendable {
     /// about 2 s for its sync (see the README for the measured figure).
     let syncInterval: Duration
     let logger: Logger
-    /// Headers' and the directory's fsyncs run here, off the capture thread (a page's sync
-    /// waits for this queue once, so a header is durable before any page of its chunk).
+    /// The directory's fsync after a chunk's file is made runs here, off the capture thread
+    /// (a page's sync waits for this queue once, so the file's name, its header, is durable
+    /// before any of its pages).
     let syncQueue = DispatchQueue(label: "ariata.microphone.journal")
 
     public struct Stats: Sendable, Equatable {
         /// Ogg bytes appended to journal files.
         public var bytes = 0
-        /// fdatasync/fsync calls made (pages, headers and the directory).
+        /// fdatasync/fsync calls made (pages and the directory).
         public var syncs = 0
         /// The longest a page waited between its write and the end of its fdatasync: what
         /// a power cut can cost besides the audio not yet in a page.
@@ -56,36 +58,31 @@ public final class AudioJournal: Sendable {
         }
     }
 
-    func oggPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).ogg" }
-    func headerPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
+    /// The files of chunk `id` in the journal (its one file; a version 1 journal's page
+    /// file and header), found by the id their names begin with.
+    func files(of id: UUID) -> [String] {
+        let prefix = id.uuidString.lowercased()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasPrefix(prefix) }.sorted().map { "\(directory)/\($0)" }
+    }
 
-    /// Starts the journal of a chunk: its header is written now (and made durable on the
-    /// sync queue, before any of its pages), its page file is opened for appending.
+    /// The page file of chunk `id`, nil when it has none in the journal.
+    func oggPath(_ id: UUID) -> String? {
+        files(of: id).first { $0.hasSuffix(JournalHeader.fileExtension) }
+    }
+
+    /// Starts the journal of a chunk: its file is made under a name that holds its header
+    /// (the directory synced on the sync queue, before any of its pages) and opened for
+    /// appending.
     public func begin(_ beginning: ChunkBeginning, bitrate: Int, provisional: ProvisionalTime? = nil) throws -> JournalFile {
-        let id = beginning.id
-        let header = try JournalHeader(beginning: beginning, bitrate: bitrate, provisional: provisional).encoded()
-        let headerDescriptor = try create(headerPath(id))
-        if let code = FileWrites.writeAll(header, to: headerDescriptor) {
-            let reason = String(cString: strerror(code))
-            close(headerDescriptor)
-            unlink(headerPath(id))
-            throw JournalError(path: headerPath(id), action: "write", reason: reason)
-        }
-        let pageDescriptor: Int32
-        do {
-            pageDescriptor = try create(oggPath(id))
-        } catch {
-            close(headerDescriptor)
-            unlink(headerPath(id))
-            throw error
-        }
-        let file = JournalFile(id: id, descriptor: pageDescriptor, journal: self)
-        open.withLock { $0[id] = file }
+        let name = try JournalHeader(beginning: beginning, bitrate: bitrate, provisional: provisional).fileName()
+        let path = "\(directory)/\(name)"
+        let descriptor = try create(path)
+        let file = JournalFile(id: beginning.id, path: path, descriptor: descriptor, journal: self)
+        open.withLock { $0[beginning.id] = file }
         syncQueue.async { [self] in
-            fsync(headerDescriptor)
-            close(headerDescriptor)
             FileWrites.syncDirectory(directory)
-            stats.withLock { $0.syncs += 2 }
+            stats.withLock { $0.syncs += 1 }
         }
         return file
     }
@@ -104,29 +101,39 @@ public final class AudioJournal: Sendable {
     }
 
     /// Removes a chunk's journal: its record is in the queue, or the chunk was dropped.
-    /// Pages first, then the header, so a crash in between leaves a header alone, which
-    /// recovery reads as "nothing to recover". Not fsynced: should a power cut undo the
-    /// unlink, recovery finds the record already queued and removes the journal again.
+    /// Not fsynced: should a power cut undo the unlink, recovery finds the record already
+    /// queued and removes the journal again. (A version 1 journal: pages first, then the
+    /// header, so a crash in between leaves a header alone, "nothing to recover".)
     public func remove(_ id: UUID) {
         open.withLock { _ = $0.removeValue(forKey: id) }
-        unlink(oggPath(id))
-        unlink(headerPath(id))
+        let files = files(of: id)
+        for path in files where path.hasSuffix(JournalHeader.fileExtension) { unlink(path) }
+        for path in files where !path.hasSuffix(JournalHeader.fileExtension) { unlink(path) }
     }
 
-    /// Journals on disk, oldest chunk first, and files that belong to no readable header.
+    /// Journals on disk, oldest chunk first, and files that are no journal (to remove):
+    /// neither a page file whose name holds a header, nor a version 1 header and its pages.
+    /// A chunk's journal of an unknown (newer) version is in neither list: it is left alone.
     func entries() -> (journals: [(header: JournalHeader, pages: String)], strays: [String]) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var journals: [(header: JournalHeader, pages: String)] = []
         var claimed = Set<String>()
-        for name in names where name.hasSuffix(".json") {
-            let path = "\(directory)/\(name)"
-            guard let data = FileManager.default.contents(atPath: path),
-                  let header = try? JSONDecoder().decode(JournalHeader.self, from: data),
-                  header.version == JournalHeader.currentVersion,
-                  "\(header.recordID.uuidString.lowercased()).json" == name else { continue }
-            claimed.insert(name)
-            claimed.insert("\(header.recordID.uuidString.lowercased()).ogg")
-            journals.append((header, oggPath(header.recordID)))
+        for name in names {
+            switch JournalHeader.parse(fileName: name) {
+            case .journal(let header):
+                claimed.insert(name)
+                journals.append((header, "\(directory)/\(name)"))
+            case .unknownVersion:
+                claimed.insert(name)
+            case .other:
+                // Version 1: `<id>.json` beside `<id>.ogg`.
+                guard name.hasSuffix(".json"), let data = FileManager.default.contents(atPath: "\(directory)/\(name)"),
+                      let header = JournalHeader.legacy(json: data),
+                      "\(header.recordID.uuidString.lowercased()).json" == name else { continue }
+                let pages = "\(header.recordID.uuidString.lowercased())\(JournalHeader.fileExtension)"
+                claimed.formUnion([name, pages])
+                journals.append((header, "\(directory)/\(pages)"))
+            }
         }
         let strays = names.filter { !claimed.contains($0) }.map { "\(directory)/\($0)" }
         return (journals.sorted { $0.header.start < $1.header.start }, strays)

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 /// The journal of one chunk in progress: the Ogg pages libopusenc produced so far, appended
-/// as they come (`<id>.ogg`, beside its `<id>.json` header).
+/// as they come (one file, its name the chunk's header: `JournalHeader`).
 ///
 /// Appends are plain write(2) calls on the capture thread: they reach the page cache at
 /// once, which is all a SIGKILL needs. fdatasync, which a power cut needs, runs on the
@@ -15,6 +15,8 @@ import Synchronization
 public final class JournalFile: @unchecked Sendable {
     // @unchecked: `descriptor` is immutable; the mutable state sits in `state`.
     public let id: UUID
+    /// The file's path (its name holds the chunk's header).
+    public let path: String
     private let descriptor: Int32
     private let journal: AudioJournal
 
@@ -23,16 +25,17 @@ public final class JournalFile: @unchecked Sendable {
         /// When the oldest byte not yet synced was written: how long bytes wait for their
         /// fsync is what a power cut can cost.
         var unsyncedSince: ContinuousClock.Instant?
-        /// The header's fsync (queued by `AudioJournal.begin`) was waited for: pages are
-        /// never durable before their header.
+        /// The directory's fsync (queued by `AudioJournal.begin`) was waited for: pages are
+        /// never durable before the file's name, their header.
         var headerSynced = false
         var closed = false
         var failure: String?
     }
     private let state = Mutex(State())
 
-    init(id: UUID, descriptor: Int32, journal: AudioJournal) {
+    init(id: UUID, path: String, descriptor: Int32, journal: AudioJournal) {
         self.id = id
+        self.path = path
         self.descriptor = descriptor
         self.journal = journal
     }
@@ -95,7 +98,7 @@ public final class JournalFile: @unchecked Sendable {
             }
             return (state.unsyncedBytes, state.unsyncedSince, state.headerSynced)
         }
-        // Once per chunk: its header's fsync was queued when it began and is long done by
+        // Once per chunk: the directory's fsync was queued when it began and is long done by
         // the first sync (seconds later), so this returns at once without waking anyone.
         if !headerSynced { journal.waitForSyncs() }
         if bytes > 0, fdatasync(descriptor) != 0 {

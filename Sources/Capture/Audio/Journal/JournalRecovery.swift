@@ -26,7 +26,7 @@ struct JournalRecovery {
     func run() -> [Recovered] {
         let (journals, strays) = journal.entries()
         for path in strays {
-            logger.warning("audio journal: removing a file without a readable header (a crash or power cut while a chunk began)",
+            logger.warning("audio journal: removing a file that is no chunk's journal (a version 1 page file without its header: a crash or power cut while a chunk began)",
                            metadata: ["path": "\(path)"])
             unlink(path)
         }
