@@ -233,12 +233,7 @@ public final class AgentDaemon: Sendable {
             queue.syncWaitingCaptures()
             return
         }
-        // A day's interval only matters if nothing re-arms it; each check that needs it does.
-        if timer.isRunning {
-            timer.reschedule(after: left)
-        } else {
-            timer.start(interval: 86_400, firstAfter: left)
-        }
+        timer.runOnce(after: left)
     }
 
     /// How early a deadline may sync (the timer's leeway and the clocks' difference).

@@ -33,6 +33,30 @@ final class ReliableTimerTests: XCTestCase {
         XCTAssertEqual(timer.fireCount, fires.count)
     }
 
+    /// A deadline runs once, never early, then the timer is stopped; arming it again
+    /// replaces the run that was due.
+    func testRunOnceRunsOnceAndArmingAgainReplacesTheRun() throws {
+        let fires = Fires()
+        let timer = ReliableTimer(label: "test.once", leeway: .milliseconds(1)) { fires.record() }
+        defer { timer.stop() }
+        var started = Date()
+        timer.runOnce(after: 0.2)
+        XCTAssertTrue(timer.isRunning)
+        try waitUntil("the deadline") { fires.count == 1 }
+        XCTAssertGreaterThanOrEqual(fires.all[0].timeIntervalSince(started), 0.19, "ran before its deadline")
+        try waitUntil("stopped after its run") { !timer.isRunning }
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(fires.count, 1, "a deadline runs once")
+
+        timer.runOnce(after: 30)
+        started = Date()
+        timer.runOnce(after: 0.2)
+        try waitUntil("the replacing deadline") { fires.count == 2 }
+        XCTAssertGreaterThanOrEqual(fires.all[1].timeIntervalSince(started), 0.19)
+        XCTAssertNil(timer.nextFireDate, "the 30 s run was replaced, not kept")
+        XCTAssertEqual(timer.fireCount, 2)
+    }
+
     func testStopFromItsOwnHandler() throws {
         let fires = Fires()
         let box = Mutex<ReliableTimer?>(nil)

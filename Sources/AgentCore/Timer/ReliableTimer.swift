@@ -2,7 +2,8 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// A repeating timer over Dispatch whose deadlines are wall-clock times.
+/// A repeating timer (or a one-time deadline, `runOnce`) over Dispatch whose deadlines are
+/// wall-clock times.
 ///
 /// Why two Dispatch sources: a deadline on the wall clock (`DispatchWallTime`,
 /// CLOCK_REALTIME) keeps counting while a laptop is suspended, so a timer due during an
@@ -26,7 +27,8 @@ public final class ReliableTimer: Sendable {
         var guardTimer: any DispatchSourceTimer
         /// When the next run is due, on the wall clock.
         var deadline: Date
-        var interval: TimeInterval
+        /// nil: runs once (`runOnce`), then stops.
+        var interval: TimeInterval?
     }
 
     private struct State {
@@ -73,11 +75,18 @@ public final class ReliableTimer: Sendable {
         arm(deadline: Date().addingTimeInterval(max(firstAfter ?? interval, 0)), interval: interval)
     }
 
+    /// Runs the handler once, `seconds` from now, then stops (a deadline): the same clocks
+    /// as a repeating run, and no sources made again after it runs. Replaces whatever run
+    /// was due.
+    public func runOnce(after seconds: TimeInterval) {
+        arm(deadline: Date().addingTimeInterval(max(seconds, 0)), interval: nil)
+    }
+
     /// Moves the next run to `date` (wall clock; a date in the past runs at once), keeping
     /// the interval for the runs after it. Does nothing when the timer is stopped.
     public func reschedule(at date: Date) {
-        guard let interval = state.withLock({ $0.armed?.interval }) else { return }
-        arm(deadline: date, interval: interval)
+        guard let armed = state.withLock({ $0.armed }) else { return }
+        arm(deadline: date, interval: armed.interval)
     }
 
     /// Moves the next run to `seconds` from now. Does nothing when the timer is stopped.
@@ -118,7 +127,7 @@ public final class ReliableTimer: Sendable {
 
     // MARK: Arming
 
-    private func arm(deadline: Date, interval: TimeInterval) {
+    private func arm(deadline: Date, interval: TimeInterval?) {
         state.withLock { state in
             state.generation &+= 1
             arm(&state, deadline: deadline, interval: interval)
@@ -127,7 +136,7 @@ public final class ReliableTimer: Sendable {
 
     /// Replaces the armed sources; runs under the lock so that a concurrent `stop()` can
     /// never be undone by a re-arm that read the state before it.
-    private func arm(_ state: inout State, deadline: Date, interval: TimeInterval) {
+    private func arm(_ state: inout State, deadline: Date, interval: TimeInterval?) {
         state.armed.map(Self.cancel)
         let generation = state.generation
         let wall = DispatchSource.makeTimerSource(queue: queue)
@@ -146,11 +155,16 @@ public final class ReliableTimer: Sendable {
     private func fired(generation: UInt64) {
         let current = state.withLock { state -> Bool in
             // A source replaced or stopped after its fire was queued: not ours to run.
-            guard state.generation == generation, let interval = state.armed?.interval else { return false }
+            guard state.generation == generation, let armed = state.armed else { return false }
             state.fireCount += 1
             // Re-armed before the handler runs, so a handler that reschedules or stops wins.
             state.generation &+= 1
-            arm(&state, deadline: Date().addingTimeInterval(interval), interval: interval)
+            if let interval = armed.interval {
+                arm(&state, deadline: Date().addingTimeInterval(interval), interval: interval)
+            } else {
+                Self.cancel(armed)
+                state.armed = nil
+            }
             state.handlerThread = pthread_self()
             return true
         }
