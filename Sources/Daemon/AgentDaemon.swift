@@ -73,7 +73,7 @@ public final class AgentDaemon: Sendable {
         // An unchanged health is stored again every 10 checks (5 min by default).
         coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
                                         healthRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
-        storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, logger: Logger(label: "ariata.storage"))
+        storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(label: "ariata.storage"))
         storageKick = StorageGuardKick(storageGuard)
         clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
         power = PowerGovernor(queue: queue, logger: Logger(label: "ariata.power"))

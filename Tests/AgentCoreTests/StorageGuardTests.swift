@@ -73,59 +73,82 @@ final class StorageGuardTests: XCTestCase {
         }
     }
 
-    // MARK: A full disk
+    // MARK: A full disk: the backlog is kept, new captures replace the oldest
 
-    func testDiskFilledToZeroByTheAgentsOwnBacklogEvictsAudioAndCaptureResumes() throws {
+    /// Each of `rounds` rounds writes an audio chunk, a location fix and a health sample,
+    /// as capture does while the disk stays full; every write must succeed.
+    func captureWhileFull(_ queue: SQLiteQueue, rounds: Int) throws {
+        for round in 0..<rounds {
+            for stream in [StreamName.microphone, .location, .health] {
+                do {
+                    try queue.enqueue(record(stream))
+                } catch {
+                    XCTFail("round \(round): a \(stream) capture was refused on the full disk: \(error)")
+                    throw error
+                }
+            }
+        }
+    }
+
+    func microphoneIDs(_ queue: SQLiteQueue) throws -> [UUID] {
+        try queue.records(stream: .microphone).map(\.id)
+    }
+
+    func testTheAgentsOwnBacklogFillingTheDiskKeepsItAndNewCapturesReplaceTheOldest() throws {
         let fs = try mount()
         let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         storageGuard.pass()
         XCTAssertTrue(storageGuard.reserve.isHeld, "the first pass makes the reserve while there is room")
 
-        // The server is down: nothing is uploaded, the backlog grows until the disk is full.
-        var written = try writeBacklog(queue, audio: nil)
-        fillTheLastBytes(queue, into: &written)
-        XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full")
-        XCTAssertThrowsError(try queue.enqueue(record(.location))) { XCTAssertTrue(self.isStorageFull($0), "\($0)") }
-        XCTAssertThrowsError(try queue.enqueue(record(.microphone)))
+        // The server is down: nothing is uploaded, the backlog grows until the disk is
+        // below the floor; from then on it is a ring of that size.
+        var written = try writeBacklog(queue, audio: 1_000)
+        XCTAssertLessThan(fs.freeBytes, floor + storageGuard.reserve.size, "the backlog reached the floor")
+        XCTAssertTrue(storageGuard.isBelowFloor)
+        let stored = try queue.storedPayloadBytes()
         let before = try pending(queue)
-        XCTAssertEqual(before[.location], written[.location])
+        XCTAssertEqual(before[.location], written[.location], "no location went while there was audio")
+        XCTAssertEqual(before[.health], written[.health])
+        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
+                       "every chunk that went is counted")
 
         let report = storageGuard.pass()
         XCTAssertNil(report.error)
-        XCTAssertTrue(report.reserveReleased, "the reserve gave SQLite room to delete")
         XCTAssertTrue(report.reasons.contains("free disk below the floor"), "\(report.reasons)")
-        let after = try pending(queue)
-        XCTAssertEqual(after[.location], before[.location], "location survives while there is audio")
-        XCTAssertEqual(after[.health], before[.health], "health survives while there is audio")
-        XCTAssertGreaterThan(after[.microphone] ?? 0, 0, "only as much audio as needed goes")
-        XCTAssertEqual(report.evicted[.microphone], (before[.microphone] ?? 0) - (after[.microphone] ?? 0))
-        XCTAssertEqual(report.evicted[.location] ?? 0, 0)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64(report.evicted[.microphone] ?? -1))
-        XCTAssertGreaterThanOrEqual(fs.freeBytes, floor, "back above the floor")
-        XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
-        XCTAssertLessThan(report.peakOwnWriteBytes, storageGuard.reserve.size, "the guard's own writes fit in the reserve")
+        XCTAssertEqual(report.evictedPending, 0, "the pass deletes no pending record for the floor")
+        XCTAssertEqual(try pending(queue), before)
 
-        // Capture works again.
-        try queue.enqueue(record(.microphone))
-        try queue.enqueue(record(.location))
-        try queue.enqueue(record(.health))
+        // Capture goes on: each new chunk takes the place of the oldest one.
+        let oldest = try microphoneIDs(queue)
+        try captureWhileFull(queue, rounds: 20)
+        written[.location, default: 0] += 20
+        let after = try pending(queue)
+        XCTAssertEqual(after[.location], written[.location], "location survives while there is audio")
+        XCTAssertEqual(after[.health], (written[.health] ?? 0) + 20, "health survives while there is audio")
+        let left = try microphoneIDs(queue)
+        let gone = oldest.filter { !left.contains($0) }
+        XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order")
+        XCTAssertGreaterThanOrEqual(gone.count, 20)
+        XCTAssertLessThanOrEqual(gone.count, 22, "only as much as the new captures needed")
+        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")
+        XCTAssertGreaterThan(fs.freeBytes, 0)
         XCTAssertEqual(try queue.integrityCheck(), "ok")
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
-        XCTAssertTrue(event.message.contains("location 0, microphone \(report.evicted[.microphone] ?? -1), health 0"), event.message)
-        print("measured: own backlog on a 40 MB tmpfs: wrote \(describe(written)), evicted \(describe(report.evicted)), "
-              + "free \(report.freeBytesBefore ?? -1) -> \(report.freeBytesAfter ?? -1) bytes, "
-              + "peak own write \(report.peakOwnWriteBytes) bytes, reserve \(storageGuard.reserve.size)")
+        print("measured: own backlog on a 40 MB tmpfs: wrote \(describe(written)), kept \(describe(after)); "
+              + "20 rounds below the floor replaced \(gone.count) chunks; free \(fs.freeBytes) bytes")
     }
 
-    func testDiskFilledToZeroByAnotherProgramOnTmpfs() throws {
+    func testAnotherProgramFillingTheDiskDeletesNoPendingRecordOnTmpfs() throws {
         try diskFilledByAnotherProgram(.tmpfs)
     }
 
-    func testDiskFilledToZeroByAnotherProgramOnExt4() throws {
+    func testAnotherProgramFillingTheDiskDeletesNoPendingRecordOnExt4() throws {
         try diskFilledByAnotherProgram(.ext4)
     }
 
+    /// Another program takes the last byte and holds it while capture goes on for long:
+    /// nothing pending is deleted for its sake; each new capture replaces the oldest
+    /// records as it arrives, so the queue keeps its size and holds the newest data.
     func diskFilledByAnotherProgram(_ kind: SmallFilesystem.Kind) throws {
         let fs = try mount(kind)
         let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
@@ -133,30 +156,145 @@ final class StorageGuardTests: XCTestCase {
         let written = try writeBacklog(queue, audio: 150)          // 12 MB of audio
         XCTAssertFalse(storageGuard.pass().deletedAny, "plenty of room: nothing to do")
         XCTAssertTrue(storageGuard.reserve.isHeld)
+        let stored = try queue.storedPayloadBytes()
 
         let filler = try fs.fillWithAnotherProgram()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024)
-        var refused = 0
-        for _ in 0..<20 {
-            do { try queue.enqueue(record(.microphone)) } catch { refused += 1 }
+        for _ in 0..<3 {
+            let report = storageGuard.pass()
+            XCTAssertNil(report.error)
+            XCTAssertEqual(report.evictedPending, 0, "a pass deletes no pending record when the disk was filled by something else")
         }
-        XCTAssertGreaterThan(refused, 0, "audio is refused on the full disk")
+        XCTAssertTrue(storageGuard.isBelowFloor)
+        XCTAssertEqual(try pending(queue), written, "the whole backlog is kept")
+        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
+        XCTAssertTrue(event.message.contains("The backlog is kept (450 pending records)"), event.message)
 
+        // The other program holds the disk while 100 chunks' worth of capture arrives.
+        let oldest = try microphoneIDs(queue)
+        try captureWhileFull(queue, rounds: 100)
+        for _ in 0..<3 { XCTAssertEqual(storageGuard.pass().evictedPending, 0) }
+        let after = try pending(queue)
+        XCTAssertEqual(after[.location], (written[.location] ?? 0) + 100, "location survives")
+        XCTAssertEqual(after[.health], (written[.health] ?? 0) + 100, "health survives")
+        let left = try microphoneIDs(queue)
+        let gone = oldest.filter { !left.contains($0) }
+        XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order")
+        XCTAssertGreaterThanOrEqual(gone.count, 100)
+        XCTAssertLessThanOrEqual(gone.count, 102, "a chunk for a chunk, and a little for the fixes and samples")
+        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64(gone.count))
+        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fs.file("filler")), "the other program's file is not ours to touch")
+        XCTAssertEqual(try queue.integrityCheck(), "ok")
+
+        // The other program lets go: the queue may grow again, and nothing more goes.
+        XCTAssertEqual(unlink(fs.file("filler")), 0)
+        storageGuard.pass()
+        XCTAssertFalse(storageGuard.isBelowFloor)
+        XCTAssertNil(try queue.state(AgentStateKey.storageBelowFloorSince))
+        XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
+        let evicted = try queue.evictedTotals()[.microphone]
+        try captureWhileFull(queue, rounds: 10)
+        XCTAssertEqual(try queue.evictedTotals()[.microphone], evicted)
+        XCTAssertGreaterThan(try queue.storedPayloadBytes(), stored, "above the floor the queue grows")
+        print("measured: another program (\(filler) bytes) on a 40 MB \(kind): backlog \(describe(written)) kept; "
+              + "100 rounds at 0 bytes free replaced \(gone.count) chunks, nothing else")
+    }
+
+    /// Below the floor, what the server already has goes before any pending record: new
+    /// captures replace uploaded and failed records first, and the pass deletes the rest
+    /// of them to give the floor back; pending records stay.
+    func testBelowTheFloorUploadedAndFailedRecordsGoFirstAndPendingStay() throws {
+        let fs = try mount()
+        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        try writeBacklog(queue, audio: 150)
+        let audio = try queue.records(stream: .microphone).map(\.seq)
+        try queue.markUploaded(Array(audio.prefix(60)))
+        try queue.markFailed([audio[60]], error: "refused")
+        let pendingBefore = try pending(queue)
+        storageGuard.pass()
+        // The marks' WAL goes into the database first: emptying it alone would give the
+        // floor back.
+        try queue.checkpointWAL()
+        try fs.fillWithAnotherProgram()
+
+        // The ring: uploaded records make room for new captures, no pending record does.
+        try captureWhileFull(queue, rounds: 5)
+        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0)
+        let uploadedLeft = try queue.count(stream: .microphone, status: .uploaded)
+        XCTAssertLessThan(uploadedLeft, 60)
+        XCTAssertGreaterThanOrEqual(uploadedLeft, 60 - 7, "a chunk's worth for each round, and a little more")
+        XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
+
+        // The pass: the settled records left go to give the floor back; pending stay.
         let report = storageGuard.pass()
         XCTAssertNil(report.error)
-        let after = try pending(queue)
-        XCTAssertEqual(after[.location], written[.location], "location survives")
-        XCTAssertEqual(after[.health], written[.health], "health survives")
+        XCTAssertGreaterThan(report.deletedUploaded, 0, "\(report)")
+        XCTAssertEqual(report.deletedFailed, 1)
+        XCTAssertEqual(report.evictedPending, 0)
+        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0)
+        XCTAssertEqual(try pending(queue)[.location], (pendingBefore[.location] ?? 0) + 5, "no pending record goes")
+        XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
+    }
+
+    /// Both at once: another program filled the disk and the queue is above a lowered
+    /// cap. The cap takes the oldest audio down to it, and no further.
+    func testBelowTheFloorAndAboveTheCapTheCapTakesTheOldestAudioAndNoMore() throws {
+        let fs = try mount()
+        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        let written = try writeBacklog(queue, audio: 150)
+        storageGuard.pass()
+        try fs.fillWithAnotherProgram()
+        XCTAssertEqual(storageGuard.pass().evictedPending, 0)
+
+        let cap = 6 * StorageLimits.mebibyte
+        storageGuard.update(StorageLimits(minFreeBytes: floor, maxQueueBytes: cap))
+        let report = storageGuard.pass()
+        XCTAssertNil(report.error)
+        XCTAssertEqual(report.reasons, ["free disk below the floor", "queue above its cap"])
+        XCTAssertLessThanOrEqual(queue.fileBytes(), cap)
+        XCTAssertGreaterThan(queue.fileBytes(), cap - 2 * StorageLimits.mebibyte, "only down to the cap")
+        XCTAssertEqual(try queue.count(stream: .location, status: .pending), written[.location])
+        XCTAssertEqual(try queue.count(stream: .health, status: .pending), written[.health])
         XCTAssertGreaterThan(report.evicted[.microphone] ?? 0, 0)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: fs.file("filler")), "the other program's file is not ours to touch")
-        XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
-        XCTAssertGreaterThanOrEqual(fs.freeBytes, floor)
-        try queue.enqueue(record(.microphone))
-        try queue.enqueue(record(.location))
-        XCTAssertEqual(try queue.integrityCheck(), "ok")
-        print("measured: another program (\(filler) bytes) on a 40 MB \(kind): evicted \(describe(report.evicted)), "
-              + "free \(report.freeBytesBefore ?? -1) -> \(report.freeBytesAfter ?? -1) bytes, "
-              + "peak own write \(report.peakOwnWriteBytes) bytes")
+        XCTAssertTrue(storageGuard.isBelowFloor || fs.freeBytes >= floor)
+        // Capture goes on inside the cap.
+        try captureWhileFull(queue, rounds: 5)
+        storageGuard.pass()
+        XCTAssertLessThanOrEqual(queue.fileBytes(), cap)
+        XCTAssertEqual(try queue.count(stream: .location, status: .pending), (written[.location] ?? 0) + 5)
+    }
+
+    /// status --json, its text and the metrics say when the disk is below the floor.
+    func testStatusSaysTheDiskWasFilledBySomethingElse() throws {
+        let fs = try mount()
+        let database = fs.file("agent.sqlite")
+        let queue = try SQLiteQueue(path: database)
+        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        try writeBacklog(queue, audio: 20)
+        storageGuard.pass()
+        try fs.fillWithAnotherProgram()
+        storageGuard.pass()
+
+        var config = AgentConfig()
+        config.storage.database = database
+        config.storage.minFreeMB = 4
+        let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
+        let json = try status.json()
+        try assertMatchesSchema(json)
+        XCTAssertNotNil(try StatusReport.decode(json).database.belowFloorSince)
+        XCTAssertTrue(PrometheusText.render(status).contains("ariata_agent_storage_below_floor 1"))
+        XCTAssertTrue(StatusText(colour: false).render(status).contains("the disk was filled by something else"))
+
+        XCTAssertEqual(unlink(fs.file("filler")), 0)
+        storageGuard.pass()
+        let cleared = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
+        XCTAssertNil(cleared.database.belowFloorSince)
+        XCTAssertTrue(PrometheusText.render(cleared).contains("ariata_agent_storage_below_floor 0"))
     }
 
     /// Without the reserve, a disk its own backlog filled wedges the queue: copying the

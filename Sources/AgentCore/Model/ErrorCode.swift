@@ -36,7 +36,7 @@ public enum AgentErrorCode: String, CaseIterable, Codable, Sendable {
         case .serverError:
             return "the server failed; the agent retries with backoff, nothing is dropped"
         case .storageFull:
-            return "the storage guard makes room by itself (oldest audio first; 'ariata-agent status' counts what went); if E004 keeps coming back, free disk space under the database directory, or lower [storage] max_queue_mb or raise min_free_mb so it acts earlier"
+            return "free disk space under the database directory: below [storage] min_free_mb the agent keeps its backlog, stops the queue growing and has new captures replace the oldest records ('ariata-agent status' counts what went); above [storage] max_queue_mb it deletes the oldest records, audio first (docs/storage.md)"
         case .permissionDenied:
             return "add the service user to the group that owns the device (audio, dialout) or fix the file's permissions"
         case .notIngestEndpoint:

@@ -16,6 +16,10 @@ public enum AgentStateKey {
     /// the same transaction as the deletion, so the count and the loss always agree.
     public static func evicted(_ stream: StreamName) -> String { "storage.evicted.\(stream.rawValue)" }
 
+    /// RFC 3339 time since which the free disk has been below the floor, so that the queue
+    /// does not grow and new captures replace the oldest records (absent when not).
+    public static let storageBelowFloorSince = "storage.below_floor_since"
+
     /// JSON of the daemon's latest power decision (`StoredPowerState`), absent without one.
     public static let powerState = "power.state"
 

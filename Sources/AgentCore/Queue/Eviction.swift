@@ -107,8 +107,9 @@ extension SQLiteQueue {
     /// WAL frame), then a TRUNCATE checkpoint copies them in, cuts the database file and
     /// empties the WAL. Steps keep the WAL of one step small enough for the reserve.
     /// Returns the largest WAL a step wrote (bytes), for the reserve's sizing.
+    /// `keepingWAL`: the checkpoints leave the WAL file its blocks (see `checkpointWAL`).
     @discardableResult
-    public func compact(stepPages: Int) throws -> Int64 {
+    public func compact(stepPages: Int, keepingWAL: Bool = false) throws -> Int64 {
         let step = max(1, stepPages)
         var walPeak: Int64 = 0
         try writing {
@@ -117,7 +118,7 @@ extension SQLiteQueue {
                 while left > 0 {
                     try db.execute(sql: "PRAGMA incremental_vacuum(\(step))")
                     walPeak = max(walPeak, walBytes())
-                    try Self.checkpointTruncate(db)
+                    try Self.checkpoint(db, keepingFile: keepingWAL)
                     let now = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                     if now >= left { break }   // nothing moved (a reader holds the pages): try next pass
                     left = now
@@ -133,11 +134,16 @@ extension SQLiteQueue {
     /// back. A reader still on the old WAL makes it give up (SQLITE_BUSY), which is not
     /// an error here: the next pass tries again.
     /// Returns how much the database file grew (bytes).
+    ///
+    /// `keepingFile`: copies without truncating (a PASSIVE checkpoint), so the WAL keeps
+    /// its blocks and the next transactions are written over them from its start. Below
+    /// the floor, when another program may take every byte the file gives back, that is
+    /// what lets the guard still write the deletions that make room for new captures.
     @discardableResult
-    public func checkpointWAL() throws -> Int64 {
+    public func checkpointWAL(keepingFile: Bool = false) throws -> Int64 {
         let before = Self.size(of: path)
         try writing {
-            try connection.writeWithoutTransaction { db in try Self.checkpointTruncate(db) }
+            try connection.writeWithoutTransaction { db in try Self.checkpoint(db, keepingFile: keepingFile) }
         }
         return max(0, Self.size(of: path) - before)
     }
@@ -150,9 +156,9 @@ extension SQLiteQueue {
         return stat(file, &info) == 0 ? Int64(info.st_size) : 0
     }
 
-    static func checkpointTruncate(_ db: Database) throws {
+    static func checkpoint(_ db: Database, keepingFile: Bool) throws {
         do {
-            _ = try db.checkpoint(.truncate)
+            _ = try db.checkpoint(keepingFile ? .passive : .truncate)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
             return
         }

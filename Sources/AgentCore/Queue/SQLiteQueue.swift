@@ -20,6 +20,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     let logger: Logger
     /// Raised when a write fails because the disk is full; the storage guard listens.
     public let storagePressure = StoragePressure()
+    /// Asked before each capture is written (the storage guard, once it is made).
+    let captureRoom = CaptureRoomLink()
     /// The files of records' attachments (a chunk's audio), beside the database.
     let attachments: AttachmentStore
     /// Whether the file has schema 4's attachment tables (a read-only queue may be older).
@@ -145,6 +147,31 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     }
 
     public func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
+        let room = captureRoom.room
+        let bytes = records.reduce(Int64(0)) { $0 + Int64(Self.wireBytes(of: $1)) }
+        room?.makeRoom(forCaptureBytes: bytes, refused: false)
+        do {
+            try write(records, anchor: anchor)
+        } catch where QueueError.isStorageFull(error) {
+            // The disk had less room than it showed (or another program took the last of
+            // it): one more try once the guard has made room for this capture.
+            guard let room, room.makeRoom(forCaptureBytes: bytes, refused: true) else { throw error }
+            try write(records, anchor: anchor)
+        }
+    }
+
+    /// Lets `room` make space before each capture is written (held weakly).
+    public func makeRoom(through room: any CaptureRoom) {
+        captureRoom.room = room
+    }
+
+    /// What a record weighs in a request body, its attachment's base64 included: its
+    /// `payload_bytes`, the measure of the storage guard's ring.
+    static func wireBytes(of record: NewRecord) -> Int {
+        record.payload.count + (record.attachment.map { AttachmentStore.wireBytes(field: $0.field, bytes: $0.data.count) } ?? 0)
+    }
+
+    private func write(_ records: [NewRecord], anchor: SourceAnchor?) throws {
         let now = clock.now().timeIntervalSince1970
         // Attachments are durable files before the transaction that names them commits
         // (AttachmentStore); should the commit fail, they go again.
@@ -171,13 +198,9 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """)
                 for (index, record) in records.enumerated() {
-                    // payload_bytes is what the record weighs in a request body, attachment included.
-                    let wireBytes = record.payload.count + (record.attachment.map {
-                        AttachmentStore.wireBytes(field: $0.field, bytes: $0.data.count)
-                    } ?? 0)
                     try insert.execute(arguments: [
                         record.stream.rawValue, record.id, record.capturedAt.timeIntervalSince1970,
-                        now, record.payload, wireBytes, now,
+                        now, record.payload, Self.wireBytes(of: record), now,
                     ])
                     let seq = db.lastInsertedRowID
                     if let attachment = record.attachment, let name = attachmentNames[index] {
@@ -363,6 +386,11 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
     public func integrityCheck() throws -> String {
         try connection.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+    }
+
+    /// Payload bytes of every record in the queue, whatever its status (kept by triggers).
+    public func storedPayloadBytes() throws -> Int64 {
+        try connection.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(sum(bytes), 0) FROM stream_counts") ?? 0 }
     }
 
     /// Bytes the queue takes on disk: the database, its WAL and the attachment files.

@@ -41,6 +41,8 @@ public enum PrometheusText {
         out.gauge("ariata_agent_queue_size_bytes", "Bytes of the queue database on disk (with its WAL).", [([:], Double(r.database.sizeBytes))])
         out.gauge("ariata_agent_disk_free_bytes", "Free bytes on the file system of the queue.",
                   r.database.freeDiskBytes.map { [([:], Double($0))] } ?? [])
+        out.gauge("ariata_agent_storage_below_floor", "1 while the free disk is below the floor: the queue does not grow and new captures replace the oldest records (E004).",
+                  [([:], r.database.belowFloorSince == nil ? 0 : 1)])
         out.gauge("ariata_agent_queue_max_bytes", "The queue's cap.", r.database.maxQueueBytes.map { [([:], Double($0))] } ?? [])
         out.gauge("ariata_agent_warnings", "Warnings status shows (0 when all is well).", [([:], Double(r.warnings.count))])
         return out.text

@@ -134,6 +134,7 @@ public struct StatusReader: Sendable {
             if let event = try queue.latestEvent(code: .storageFull) {
                 report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
             }
+            report.database.belowFloorSince = try queue.state(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
         } catch {
             report.database.error = "\(error)"
         }
@@ -174,8 +175,12 @@ public struct StatusReader: Sendable {
         if let until = report.uploader.authPausedUntil {
             warnings.append("uploads paused until \(RFC3339.string(from: until)): the server refused the device token (E002); run 'ariata-agent onboard' with a new token")
         }
+        if let since = report.database.belowFloorSince {
+            warnings.append("E004 the disk was filled by something else: free disk below the floor since \(RFC3339.string(from: since)); "
+                            + "the backlog is kept, the queue does not grow, and new captures replace the oldest records; free disk space under \(config.storage.database)")
+        }
         if let guardEvent = report.database.lastStorageGuard, now.timeIntervalSince(guardEvent.at) < 86_400 {
-            warnings.append("E004 storage guard deleted records at \(RFC3339.string(from: guardEvent.at)): \(guardEvent.message)")
+            warnings.append("E004 storage guard at \(RFC3339.string(from: guardEvent.at)): \(guardEvent.message)")
         }
         for stream in report.streams where stream.health == "unhealthy" {
             warnings.append("\(stream.name) unhealthy: \(stream.reason ?? "no reason given")")

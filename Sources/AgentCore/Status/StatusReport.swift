@@ -62,6 +62,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var reserveBytes: Int64?
         /// The latest `ariata-agent purge`: when, and what it deleted.
         public var lastPurge: Event? = nil
+        /// Since when the free disk has been below the floor: the queue does not grow, and
+        /// new captures replace the oldest records (nil when it is above).
+        public var belowFloorSince: Date? = nil
     }
 
     public struct Event: Codable, Sendable, Equatable {
