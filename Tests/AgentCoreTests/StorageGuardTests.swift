@@ -131,7 +131,8 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order")
         XCTAssertGreaterThanOrEqual(gone.count, 20)
         XCTAssertLessThanOrEqual(gone.count, 22, "only as much as the new captures needed")
-        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")
+        // What the last chunk that went left unused (less than a chunk) may be filled.
+        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored + Int64(Self.audioBytes), "the queue did not grow")
         XCTAssertGreaterThan(fs.freeBytes, 0)
         XCTAssertEqual(try queue.integrityCheck(), "ok")
         print("measured: own backlog on a 40 MB tmpfs: wrote \(describe(written)), kept \(describe(after)); "

@@ -4,92 +4,109 @@ import TestRigs
 import XCTest
 
 /// `ariata-agent run` with its queue on a 40 MB tmpfs that another program fills to
-/// 0 bytes: the daemon's storage guard evicts the oldest audio by itself, keeps location,
-/// makes its reserve again, and capture goes on; `status` says what was evicted.
+/// 0 bytes and holds: the daemon keeps its whole backlog, says so (log, status, metrics),
+/// and captures on, each new record taking the place of the oldest audio as it arrives;
+/// when the other program lets go, the queue grows again and the reserve is made again.
 final class DaemonFullDiskTests: XCTestCase {
-    func testAnotherProgramFillsTheDiskAndCaptureResumesWithinAHealthTick() throws {
+    func testAnotherProgramFillsTheDiskAndTheBacklogIsKeptWhileCaptureGoesOn() throws {
         let fs = try mount()
         let database = fs.file("agent.sqlite")
 
         let backlog = try writeAudioBacklog(database)
 
-        let healthInterval = 2
-        let rig = try DaemonRig(healthInterval: healthInterval, databasePath: database, storageConfig: "min_free_mb = 4")
+        // The cap well above the queue (a quarter of the 40 MB would be the backlog's size):
+        // this is the floor's test.
+        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
         rig.receiver.stop()   // the server is down: nothing leaves the queue
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
         defer { _ = rig.stopAgent() }
         let queue = try rig.openQueue()
-        let reserve = database + ".reserve"
+        let reserve = StorageReserve(databasePath: database, size: StorageLimits.defaultReserveBytes)
         try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
-            try FileManager.default.fileExists(atPath: reserve) && queue.records(stream: .location).count >= 1
+            try reserve.isHeld && queue.records(stream: .location).count >= 1
         }
 
         _ = rig.notifySocket.drain()
         try fs.fillWithAnotherProgram()
         let filledAt = Date()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full")
-        let before = Set(try StreamName.allCases.flatMap { try queue.records(stream: $0) }.map(\.id))
-        let locationBefore = try queue.records(stream: .location).count
+        let storedAtFill = try queue.storedPayloadBytes()
+        let before = try StreamName.allCases.flatMap { try queue.records(stream: $0) }
+        let beforeIDs = Set(before.map(\.id))
 
-        // Capture resumes: new audio and new location records after the guard's pass.
+        // The other program holds the disk while capture goes on for a while: new audio
+        // and location records keep arriving.
         var resumed: [StreamName: Date] = [:]
         try waitUntil("new audio and location records after the disk filled", timeout: 90, interval: 0.1) {
-            guard try queue.latestEvent(code: .storageFull) != nil else { return false }
             for stream in [StreamName.microphone, .location] where resumed[stream] == nil {
-                if try queue.records(stream: stream).contains(where: { !before.contains($0.id) }) { resumed[stream] = Date() }
+                if try queue.records(stream: stream).contains(where: { !beforeIDs.contains($0.id) }) { resumed[stream] = Date() }
             }
             return resumed.count == 2
         }
-        // The health checks went on through it: the coordinator stored health after the
-        // disk filled and kept telling systemd the daemon is alive.
+        Thread.sleep(forTimeInterval: 30)
+        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
+        // The health checks went on through it and kept telling systemd the daemon is alive.
         try waitUntil("a health check after the disk filled", timeout: 30) {
             try queue.storedHealth().contains { $0.component == "location" && $0.checkedAt > filledAt }
         }
         try waitUntil("WATCHDOG=1 after the disk filled", timeout: 30) { rig.notifySocket.drain().contains("WATCHDOG=1") }
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
-        XCTAssertTrue(event.message.contains("storage guard"), event.message)
-        try waitUntil("the reserve made again", timeout: 30) {
-            var info = stat()
-            return stat(reserve, &info) == 0 && Int64(info.st_blocks) * 512 >= StorageLimits.defaultReserveBytes
-        }
 
-        // Only old audio went; every location record is still there.
-        let left = Set(try queue.records(stream: .microphone).map(\.id))
-        let evictedBacklog = backlog.filter { !left.contains($0) }.count
-        XCTAssertGreaterThan(evictedBacklog, 0)
-        XCTAssertGreaterThanOrEqual(try queue.records(stream: .location).count, locationBefore, "no location record was evicted")
+        // Every record from before is there but the oldest audio that new captures
+        // replaced, one for one as they arrived; no location or health record went.
+        let now = try StreamName.allCases.flatMap { try queue.records(stream: $0) }
+        let nowIDs = Set(now.map(\.id))
+        let gone = before.filter { !nowIDs.contains($0.id) }
+        XCTAssertTrue(gone.allSatisfy { $0.stream == .microphone }, "only audio went: \(gone.map(\.stream))")
+        let goneBacklog = backlog.filter { !nowIDs.contains($0) }
+        XCTAssertEqual(goneBacklog.count, gone.count, "what went is the old backlog")
+        XCTAssertEqual(Array(backlog.prefix(goneBacklog.count)), goneBacklog, "the oldest went first")
+        let newRecords = now.filter { !beforeIDs.contains($0.id) }
+        let newBytes = newRecords.reduce(0) { $0 + $1.payload.count }
+        XCTAssertGreaterThan(newRecords.filter { $0.stream == .microphone }.count, 0)
+        XCTAssertLessThanOrEqual(goneBacklog.count, newBytes / 80_000 + 2, "only as much as the new captures needed")
+        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), storedAtFill + 80_000, "the queue did not grow")
         let totals = try queue.evictedTotals()
         XCTAssertEqual(totals[.location], 0)
         XCTAssertEqual(totals[.health], 0)
-        XCTAssertEqual(totals[.microphone], Int64(evictedBacklog), "the oldest audio, the backlog, went first")
+        XCTAssertEqual(totals[.microphone], Int64(goneBacklog.count))
 
-        // status --json and the text show it.
+        // status --json, the text and the metrics show it.
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         let json = try cli.run(["status", "--json"])
         let report = try StatusReport.decode(Data(json.stdout.utf8))
-        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, Int64(evictedBacklog))
+        XCTAssertNotNil(report.database.belowFloorSince)
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, Int64(goneBacklog.count))
         XCTAssertEqual(report.streams.first { $0.name == "location" }?.evicted, 0)
         XCTAssertEqual(report.database.lastStorageGuard?.code, "E004")
-        XCTAssertEqual(report.database.reserveBytes, StorageLimits.defaultReserveBytes)
         let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
-        XCTAssertTrue(text.stdout.contains("evicted    location 0, microphone \(evictedBacklog), health 0"), text.stdout)
-        XCTAssertTrue(text.stdout.contains("E004 storage guard"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("the disk was filled by something else"), text.stdout)
+        let metrics = try cli.run(["status", "--prometheus"])
+        XCTAssertTrue(metrics.stdout.contains("ariata_agent_storage_below_floor 1"), metrics.stdout)
 
+        // The other program lets go: the queue may grow again and the reserve comes back.
+        XCTAssertEqual(unlink(fs.file("filler")), 0)
+        try waitUntil("the floor given back and the reserve made again", timeout: 30) {
+            try reserve.isHeld && queue.state(AgentStateKey.storageBelowFloorSince) == nil
+        }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         // What happened, in the daemon's words (the journal's view).
-        for line in rig.agentLog.split(separator: "\n") where line.contains("E004") { print("agent log: \(line)") }
+        for line in rig.agentLog.split(separator: "\n") where line.contains("storage guard") { print("agent log: \(line)") }
+        XCTAssertEqual(rig.agentLog.components(separatedBy: "the disk was filled by something else").count - 1, 1,
+                       "said once for the episode")
         func after(_ stream: StreamName) -> String {
             String(format: "%.1f s", (resumed[stream] ?? Date()).timeIntervalSince(filledAt))
         }
-        print("measured: disk full to the guard's pass \(String(format: "%.1f s", event.at.timeIntervalSince(filledAt))), "
-              + "to the first new record: location \(after(.location)), audio \(after(.microphone)) "
-              + "(health_interval \(healthInterval) s, location interval 2 s, 6 s audio chunks); evicted \(evictedBacklog) backlog chunks")
+        print("measured: disk full to the first new record: location \(after(.location)), audio \(after(.microphone)); "
+              + "over \(Int(Date().timeIntervalSince(filledAt))) s at 0 bytes free, \(newRecords.count) new records "
+              + "(\(newBytes) bytes) replaced \(goneBacklog.count) of \(backlog.count) backlog chunks; nothing else went")
     }
 
     /// The daemon started on a disk that is already at 0 bytes (a reboot after the disk
-    /// filled): it starts, its first health check makes room, and it captures.
-    func testTheDaemonStartsOnAFullDiskAndMakesRoomByItself() throws {
+    /// filled): it opens its queue with the reserve's space and captures, new records
+    /// taking the place of the oldest audio; the backlog is otherwise kept.
+    func testTheDaemonStartsOnAFullDiskAndCapturesInPlaceOfTheOldest() throws {
         let fs = try mount()
         let database = fs.file("agent.sqlite")
         let backlog = try writeAudioBacklog(database)
@@ -103,7 +120,7 @@ final class DaemonFullDiskTests: XCTestCase {
         try fs.fillWithAnotherProgram()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full before the daemon starts")
 
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
+        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
         rig.receiver.stop()
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
@@ -124,11 +141,14 @@ final class DaemonFullDiskTests: XCTestCase {
             XCTFail("the daemon said:\n\(rig.agentLog)")
             throw error
         }
-        try waitUntil("the reserve made again", timeout: 30) {
-            StorageReserve(databasePath: database, size: StorageLimits.defaultReserveBytes).isHeld
-        }
+        let left = Set(try queue.records(stream: .microphone).map(\.id))
+        let gone = backlog.filter { !left.contains($0) }
+        let newAudio = try queue.records(stream: .microphone).filter { !backlog.contains($0.id) }
+        XCTAssertEqual(Array(backlog.prefix(gone.count)), gone, "the oldest went first")
+        XCTAssertLessThanOrEqual(gone.count, newAudio.reduce(0) { $0 + $1.payload.count } / 80_000 + 3,
+                                 "only as much as the new captures needed")
         XCTAssertEqual(try queue.evictedTotals()[.location], 0)
-        XCTAssertGreaterThan(try queue.evictedTotals()[.microphone] ?? 0, 0)
+        XCTAssertNotNil(try queue.state(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(rig.agent?.isRunning ?? false)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }

@@ -276,10 +276,12 @@ public final class StorageGuard: CaptureRoom {
         }
         let stillBelow = freeBytes().map { $0 < wantedFree() } ?? false
         if stillBelow || writeFailed, let stored = try? queue.storedPayloadBytes() {
-            // What this pass deleted went back to the disk: the ring is that much smaller.
             var breach = beginBreach(stored: stored, free: freeBytes(), floor: floor)
-            breach.ceiling = min(breach.ceiling, stored)
-            self.breach.withLock { $0 = breach }
+            if report.deletedAny {
+                // What this pass deleted went back to the disk: the ring is that much smaller.
+                breach.ceiling = min(breach.ceiling, stored)
+                self.breach.withLock { $0 = breach }
+            }
         } else {
             endBreach(free: freeBytes(), floor: floor)
         }
