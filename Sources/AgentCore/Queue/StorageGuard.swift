@@ -218,7 +218,11 @@ public final class StorageGuard: CaptureRoom {
 
         func wantedFree() -> Int64 { self.wantedFree(floor) }
         func belowFloor() -> Bool { free.map { $0 < wantedFree() } ?? false }
-        func overCap() -> Bool { queue.fileBytes() > cap }
+        // A WAL kept below the floor (see the checkpoint below) holds no records once
+        // copied in: its blocks are room for the next writes, not queue to cap.
+        var walKept = false
+        func queueBytes() -> Int64 { queue.fileBytes() - (walKept ? queue.walBytes() : 0) }
+        func overCap() -> Bool { queueBytes() > cap }
 
         if free.map({ $0 < floor }) ?? false { report.reasons.append("free disk below the floor") }
         if overCap() { report.reasons.append("queue above its cap") }
@@ -249,6 +253,7 @@ public final class StorageGuard: CaptureRoom {
             // for captures can still be written when another program takes every free byte.
             let keepWAL = belowFloor()
             report.peakOwnWriteBytes = try queue.checkpointWAL(keepingFile: keepWAL)
+            walKept = keepWAL
             free = freeBytes()
             let pageSize = Int64(try queue.pageSize())
             tiers: for tier in EvictionTier.allCases {
@@ -257,7 +262,7 @@ public final class StorageGuard: CaptureRoom {
                 while tier.losesData ? overCap() : (belowFloor() || overCap()) {
                     // As much as is missing in one go (a cap lowered by 1 GB must not take
                     // a thousand rounds at start-up), at least a slice, at most 64 MiB.
-                    let missing = max(tier.losesData ? 0 : free.map { wantedFree() - $0 } ?? 0, queue.fileBytes() - cap)
+                    let missing = max(tier.losesData ? 0 : free.map { wantedFree() - $0 } ?? 0, queueBytes() - cap)
                     let slice = try queue.evictSlice(tier, maxBytes: min(max(sliceBytes, missing), 64 * StorageLimits.mebibyte))
                     if slice.records == 0 { continue tiers }
                     count(slice, tier: tier, into: &report)
@@ -276,7 +281,7 @@ public final class StorageGuard: CaptureRoom {
         }
         let stillBelow = freeBytes().map { $0 < wantedFree() } ?? false
         if stillBelow || writeFailed, let stored = try? queue.storedPayloadBytes() {
-            var breach = beginBreach(stored: stored, free: freeBytes(), floor: floor)
+            var breach = beginBreach(stored: stored, free: report.freeBytesBefore, floor: floor)
             if report.deletedAny {
                 // What this pass deleted went back to the disk: the ring is that much smaller.
                 breach.ceiling = min(breach.ceiling, stored)
@@ -290,7 +295,7 @@ public final class StorageGuard: CaptureRoom {
         let reserveRoom = reserve.size + (stillBelow ? 0 : floor)
         report.reserveHeldAfter = (freeBytes().map { $0 >= reserveRoom } ?? false) ? reserve.make() : reserve.isHeld
         report.freeBytesAfter = freeBytes()
-        report.queueBytesAfter = queue.fileBytes()
+        report.queueBytesAfter = queueBytes()
         if report.deletedAny || report.error != nil || report.queueBytesAfter > cap {
             announce(report, floor: floor, cap: cap)
         } else {
