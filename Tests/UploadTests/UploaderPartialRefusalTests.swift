@@ -54,6 +54,28 @@ final class UploaderPartialRefusalTests: XCTestCase {
         try assertStoredOnce(f, good: good, bad: bad, report: report, serverBuffered: 19)
     }
 
+    /// A server that keeps the prefix and names nothing (the answer the contract shows
+    /// has no names): the batch is split in halves as before. Nothing is lost and the
+    /// server's table keeps each record once; records it stored from its buffer can come
+    /// again in a later half (its raw archive holds them twice), which no resend order
+    /// can avoid without knowing where the bad record is.
+    func testAServerThatKeptAPrefixWithoutNamesLosesNothing() throws {
+        let f = try UploadFixture(receiverArguments: ["--on-bad-record", "buffer-prefix", "--unnamed-errors"])
+        f.upload.batchMaxRecords = 100
+        let (good, bad) = try enqueueHealth(f, count: 100, badAt: [30, 31, 70])
+
+        let report = f.makeUploader().syncNow()
+
+        XCTAssertTrue(report.drainedAll, "\(report)")
+        let stored = try f.receiver.storedIDs(.health)
+        XCTAssertEqual(stored.count, good.count, "the table keeps each record once")
+        XCTAssertEqual(Set(stored), good)
+        XCTAssertEqual(Set(try f.queue.records(stream: .health, status: .failed).map { $0.id.uuidString.lowercased() }), bad)
+        XCTAssertEqual(try f.queue.count(stream: .health, status: .uploaded), good.count)
+        let stats = try f.receiver.stats()
+        print("partial-refusals unnamed prefix: requests=\(stats.requests) resent-after-stored=\(stats.duplicates) buffer-copies=\(stats.buffered_duplicates)")
+    }
+
     /// A partial answer that does not say which records it refused proves no record
     /// stored: every record of the batch is sent again alone (nothing lost, nothing bad
     /// in a batch with good ones again); the ones the server had stored arrive a second
