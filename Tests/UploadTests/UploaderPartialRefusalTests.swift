@@ -114,6 +114,9 @@ final class UploaderPartialRefusalTests: XCTestCase {
             XCTAssertEqual(try f.queue.count(stream: .health, status: .failed), bad.count, mode)
             let requests = try f.receiver.requests()
             let refused = requests.filter { ($0.rejected ?? 0) > 0 || $0.status != 200 }.count
+            // Each batch: itself, its bad records alone, the rest together.
+            let batches = (count + f.upload.batchMaxRecords - 1) / f.upload.batchMaxRecords
+            XCTAssertLessThanOrEqual(requests.count, 2 * batches + bad.count, mode)
             print("partial-refusals measure: mode=\(mode) records=\(count) bad=\(bad.count) requests=\(requests.count) "
                 + "refused=\(refused) buffered_duplicates=\(try f.receiver.stats().buffered_duplicates)")
         }
