@@ -6,9 +6,13 @@ public enum IngestVerdict: Sendable, Equatable {
     /// 2xx with the ingest answer, nothing rejected and every record sent accepted: the
     /// only verdict that marks records uploaded.
     case accepted
-    /// 400, 413, 422, or a 200 that rejected records: this batch as sent will never be
-    /// accepted. Split it to isolate the bad records.
-    case rejected(reason: String)
+    /// 400, 413, 422, or a 200 that accepted none and rejected records: this batch as
+    /// sent will never be accepted, and the answer proves none of it stored. `named`: the
+    /// records the answer names as refused (often none).
+    case rejected(reason: String, named: Set<UUID>)
+    /// A 200 that accepted some records and rejected others: `accepted` of them are stored,
+    /// which ones only `named` (the refused ones) can tell.
+    case partlyAccepted(accepted: Int, rejected: Int, reason: String, named: Set<UUID>)
     /// 408, 429, 5xx, no answer, or an endpoint that is not an ingest endpoint (3xx,
     /// 404, 405, a 2xx without the ingest answer or with fewer accepted than sent):
     /// nothing is wrong with the records; try later. Costs no attempt.
@@ -49,7 +53,13 @@ public enum IngestVerdict: Sendable, Equatable {
                 return .retryLater(reason: IngestAnswer.describeNonAnswer(response), code: .notIngestEndpoint, retryAfter: retryAfter)
             }
             if answer.rejected > 0 {
-                return .rejected(reason: "HTTP \(status) with \(answer.rejected) rejected: \(serverMessage(response))")
+                let named = RefusedRecordIDs.named(in: response.body)
+                guard answer.accepted > 0 else {
+                    return .rejected(reason: "HTTP \(status) with \(answer.rejected) rejected: \(serverMessage(response))", named: named)
+                }
+                return .partlyAccepted(accepted: answer.accepted, rejected: answer.rejected,
+                                       reason: "HTTP \(status) with \(answer.accepted) accepted and \(answer.rejected) rejected: \(serverMessage(response))",
+                                       named: named)
             }
             guard answer.accepted == sent else {
                 return .retryLater(reason: "the server answered \(status) with accepted \(answer.accepted) and rejected 0 for \(sent) records sent: not proven stored",
@@ -57,7 +67,7 @@ public enum IngestVerdict: Sendable, Equatable {
             }
             return .accepted
         case 400, 413, 422:
-            return .rejected(reason: "HTTP \(status): \(serverMessage(response))")
+            return .rejected(reason: "HTTP \(status): \(serverMessage(response))", named: RefusedRecordIDs.named(in: response.body))
         case 401, 403:
             return .unauthorized(reason: "HTTP \(status): the server refused the device token: \(AgentErrorCode.invalidToken.hint)")
         case 408:

@@ -73,7 +73,7 @@ struct UploadCycle {
                 self.init(kind: .unauthorized, reason: reason, code: .invalidToken)
             case .blamed(let reason):
                 self.init(kind: .blamed, reason: reason)
-            case .accepted, .rejected, .cancelled:
+            case .accepted, .rejected, .partlyAccepted, .cancelled:
                 preconditionFailure("not a failure: \(verdict)")
             }
         }
@@ -192,15 +192,15 @@ struct UploadCycle {
         }
     }
 
-    /// Sends `records` as one request and acts on the answer; a batch the server will
-    /// never take is split in halves until the refused records stand alone.
+    /// Sends `records` as one request and acts on the answer; the records of a batch the
+    /// server refused, in part or whole, are sent again as `RefusalPlan` says, until the
+    /// refused records stand alone.
     private mutating func send(_ records: ArraySlice<QueuedRecord>, stream: StreamName,
                                result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> Sent {
         let batch = Array(records)
         let batchID = BatchID.make(stream: stream, recordIDs: batch.map(\.id))
         let body = IngestBody.build(stream: stream, deviceID: settings.deviceID, records: batch,
                                     batchID: batchID, timestamp: clock.now())
-        let payloadBytes = Int64(batch.reduce(0) { $0 + $1.payload.count })
         let request: HTTPRequest
         do {
             request = try IngestBody.request(settings: settings, body: body, batchID: batchID)
@@ -223,44 +223,90 @@ struct UploadCycle {
 
         switch verdict {
         case .accepted:
-            do {
-                try store.markDelivered(batch.map(\.seq), stream: stream, result: "delivered \(batch.count) records",
-                                        bytes: request.body.count)
-            } catch {
-                // The server has them; left pending they are sent again and the server
-                // keeps each record once by its id.
-                logger.error("delivered \(batch.count) \(stream.rawValue) records but cannot mark them: \(error)")
-                return .storeError("\(error)")
+            if let problem = delivered(batch, stream: stream, requestBytes: request.body.count, result: &result, progress: &progress) {
+                return .storeError(problem)
             }
             endpointAnswered(stream: stream, tookRecords: true)
-            result.recordsSent += batch.count
-            result.bytesSent += payloadBytes
-            result.wireBytes += Int64(request.body.count)
-            progress.recordsSent += batch.count
-            progress.bytesSent += payloadBytes
-            self.progress?(progress)
             return .answered(accepted: batch.count, refused: [])
 
-        case .rejected(let reason):
+        case .rejected(let reason, let named):
             endpointAnswered(stream: stream, tookRecords: false)
             guard batch.count > 1 else { return .answered(accepted: 0, refused: [(batch[0], reason)]) }
-            let middle = records.startIndex + records.count / 2
-            logger.notice("the server refused a batch of \(batch.count) \(stream.rawValue) records (\(reason)): splitting it to find the bad records")
-            var accepted = 0
-            var refused: [(record: QueuedRecord, reason: String)] = []
-            for half in [records[..<middle], records[middle...]] {
-                let outcome = send(half, stream: stream, result: &result, progress: &progress)
-                guard case .answered(let a, let r) = outcome else { return outcome }
-                accepted += a
-                refused += r
-            }
-            return .answered(accepted: accepted, refused: refused)
+            return resend(records, as: .refused(batch, named: named), reason: reason, stream: stream,
+                          requestBytes: request.body.count, result: &result, progress: &progress)
+
+        case .partlyAccepted(let accepted, let rejected, let reason, let named):
+            endpointAnswered(stream: stream, tookRecords: true)
+            // One record both accepted and rejected proves nothing: it was refused alone.
+            guard batch.count > 1 else { return .answered(accepted: 0, refused: [(batch[0], reason)]) }
+            return resend(records, as: .partlyAccepted(batch, accepted: accepted, rejected: rejected, named: named),
+                          reason: reason, stream: stream, requestBytes: request.body.count, result: &result, progress: &progress)
 
         case .cancelled:
             return .cancelled
         case .retryLater, .unauthorized, .blamed:
             return .failed(Failure(verdict))
         }
+    }
+
+    /// Sends the records of a refused batch again as `plan` says (after marking what the
+    /// answer proved stored) and adds up what became of them.
+    private mutating func resend(_ records: ArraySlice<QueuedRecord>, as plan: RefusalPlan, reason: String, stream: StreamName,
+                                 requestBytes: Int, result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> Sent {
+        let what = "the server refused a batch of \(records.count) \(stream.rawValue) records (\(reason))"
+        var accepted = 0
+        let groups: [ArraySlice<QueuedRecord>]
+        switch plan {
+        case .halves:
+            logger.notice("\(what): splitting it to find the bad records")
+            let middle = records.startIndex + records.count / 2
+            groups = [records[..<middle], records[middle...]]
+        case .namedAloneFirst(let named, let others):
+            logger.notice("\(what): sending the \(named.count) it names alone, then the other \(others.count)")
+            groups = named.map { [$0][...] } + (others.isEmpty ? [] : [others[...]])
+        case .storedExceptNamed(let stored, let named):
+            logger.notice("\(what): the other \(stored.count) are stored; sending the \(named.count) it names alone")
+            if let problem = delivered(stored, stream: stream, requestBytes: requestBytes, result: &result, progress: &progress) {
+                return .storeError(problem)
+            }
+            accepted = stored.count
+            groups = named.map { [$0][...] }
+        case .eachAlone:
+            logger.notice("\(what) without naming them: sending each record alone (the server may get those it stored again; it keeps each record once by id)")
+            groups = records.map { [$0][...] }
+        }
+        var refused: [(record: QueuedRecord, reason: String)] = []
+        for group in groups {
+            let outcome = send(group, stream: stream, result: &result, progress: &progress)
+            guard case .answered(let a, let r) = outcome else { return outcome }
+            accepted += a
+            refused += r
+        }
+        return .answered(accepted: accepted, refused: refused)
+    }
+
+    /// The server proved `records` stored: marked delivered, counted. Returns a problem
+    /// when the queue cannot mark them.
+    private func delivered(_ records: [QueuedRecord], stream: StreamName, requestBytes: Int,
+                           result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> String? {
+        guard !records.isEmpty else { return nil }
+        do {
+            try store.markDelivered(records.map(\.seq), stream: stream, result: "delivered \(records.count) records",
+                                    bytes: requestBytes)
+        } catch {
+            // The server has them; left pending they are sent again and the server
+            // keeps each record once by its id.
+            logger.error("delivered \(records.count) \(stream.rawValue) records but cannot mark them: \(error)")
+            return "\(error)"
+        }
+        let payloadBytes = Int64(records.reduce(0) { $0 + $1.payload.count })
+        result.recordsSent += records.count
+        result.bytesSent += payloadBytes
+        result.wireBytes += Int64(requestBytes)
+        progress.recordsSent += records.count
+        progress.bytesSent += payloadBytes
+        self.progress?(progress)
+        return nil
     }
 
     /// Every record of a batch was refused, one by one. Bad records, or a stream the

@@ -18,7 +18,13 @@ public final class ReceiverRig: @unchecked Sendable {
         public var in_flight: Int
         public var statuses: [String: Int]
         public var records: [String: Int]
+        /// Records the client sent again after they were stored.
         public var duplicates: Int
+        /// Copies of records already stored that the receiver's own prefix buffer stored
+        /// (`--on-bad-record buffer-prefix`: Ariata's raw archive holds those twice).
+        public var buffered_duplicates: Int
+        /// Records waiting in the prefix buffer, per stream (wire names).
+        public var buffered: [String: Int]
         public var repeated_batch_ids: Int
         public var faults_pending: [String]
 
@@ -42,11 +48,14 @@ public final class ReceiverRig: @unchecked Sendable {
         /// The client's TCP port: equal ports mean one reused connection.
         public var client_port: Int
         public var fault: String?
+        /// The answer's counts, when it was the ingest answer.
+        public var accepted: Int?
+        public var rejected: Int?
         public var statusText: String
 
         enum CodingKeys: String, CodingKey {
             case at, stream, batch_id, records, record_ids, body_bytes, wire_bytes, encoding, user_agent,
-                 content_type, client_port, fault, status
+                 content_type, client_port, fault, status, accepted, rejected
         }
 
         public init(from decoder: any Decoder) throws {
@@ -63,6 +72,8 @@ public final class ReceiverRig: @unchecked Sendable {
             content_type = try c.decodeIfPresent(String.self, forKey: .content_type)
             client_port = try c.decode(Int.self, forKey: .client_port)
             fault = try c.decodeIfPresent(String.self, forKey: .fault)
+            accepted = try c.decodeIfPresent(Int.self, forKey: .accepted)
+            rejected = try c.decodeIfPresent(Int.self, forKey: .rejected)
             // A number for an HTTP answer, a word ("reset", "hang") for a fault without one.
             if let number = try? c.decode(Int.self, forKey: .status) {
                 statusText = String(number)
@@ -173,9 +184,13 @@ public final class ReceiverRig: @unchecked Sendable {
     /// Changes the accepted token, the answer to a bad record (200 or 422), the body limit,
     /// the device connection's push streams (wire names; a stream not among them has every
     /// record refused, like the Ariata server).
+    /// `onBadRecord`: `refuse`, `store-good` or `buffer-prefix` (see the receiver's help);
+    /// `nameErrors` false leaves the refused records' ids out of its answers.
     public func configure(token: String? = nil, rejectStatus: Int? = nil, maxBodyBytes: Int? = nil,
-                          streams: [String]? = nil) throws {
+                          streams: [String]? = nil, onBadRecord: String? = nil, nameErrors: Bool? = nil) throws {
         var body: [String: Any] = [:]
+        if let onBadRecord { body["on_bad_record"] = onBadRecord }
+        if let nameErrors { body["name_errors"] = nameErrors }
         if let streams { body["streams"] = streams }
         if let token { body["token"] = token }
         if let rejectStatus { body["reject_status"] = rejectStatus }
@@ -220,6 +235,12 @@ public final class ReceiverRig: @unchecked Sendable {
     public func storedIDs(_ stream: StreamName) throws -> [String] {
         struct IDs: Decodable { var ids: [String] }
         return try JSONDecoder().decode(IDs.self, from: get("/_control/records?stream=\(stream.wireName)")).ids
+    }
+
+    /// How often each id of `stream` was stored, for the ids stored more than once.
+    public func storedCopies(_ stream: StreamName) throws -> [String: Int] {
+        struct Copies: Decodable { var copies: [String: Int] }
+        return try JSONDecoder().decode(Copies.self, from: get("/_control/records?stream=\(stream.wireName)")).copies
     }
 
     private func get(_ path: String) throws -> Data {

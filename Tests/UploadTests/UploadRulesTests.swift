@@ -120,10 +120,20 @@ final class UploadRulesTests: XCTestCase {
         }
         XCTAssertEqual(verdict(200, #"{"accepted":3,"rejected":0,"next_checkpoint":null,"activity_id":"a"}"#), .accepted)
         XCTAssertEqual(verdict(201, #"{"accepted":0,"rejected":0}"#, sent: 0), .accepted, "an empty batch proves itself")
-        guard case .rejected(let reason) = verdict(200, #"{"accepted":0,"rejected":3,"errors":[{"id":"x","error":"bad time"}]}"#) else {
+        guard case .rejected(let reason, let named) = verdict(200, #"{"accepted":0,"rejected":3,"errors":[{"id":"x","error":"bad time"}]}"#) else {
             return XCTFail("200 with rejected > 0 is not a success")
         }
         XCTAssertTrue(reason.contains("x: bad time"), reason)
+        XCTAssertEqual(named, [], "an id that is not a UUID names nothing")
+        let id = UUID()
+        let naming = #"{"accepted":2,"rejected":1,"errors":[{"id":"\#(id.uuidString.lowercased())","error":"bad time"},{"error":"no id"}]}"#
+        guard case .partlyAccepted(2, 1, _, let partNamed) = verdict(200, naming) else {
+            return XCTFail("200 with accepted and rejected > 0 stored part of the batch")
+        }
+        XCTAssertEqual(partNamed, [id])
+        guard case .rejected(_, [id]) = verdict(422, #"{"errors":[{"id":"\#(id.uuidString)","error":"bad"}]}"#) else {
+            return XCTFail("a 422 that names its record")
+        }
         for status in [400, 413, 422] {
             guard case .rejected = verdict(status) else { return XCTFail("\(status) splits") }
         }
@@ -138,6 +148,28 @@ final class UploadRulesTests: XCTestCase {
         guard case .blamed = verdict(409) else { return XCTFail("409 blames the batch") }
         let timeout = IngestVerdict.of(.failure(TransportFailure(kind: .timedOut, detail: "t")), sent: 1, now: now)
         XCTAssertEqual(timeout, .retryLater(reason: "time-out: t", code: .networkTimeout, retryAfter: nil))
+    }
+
+    /// The table in README "Upload": what each refusal proves stored and how the rest goes again.
+    func testRefusalPlansFollowWhatTheAnswerProves() {
+        let batch = (0..<6).map { index in
+            QueuedRecord(seq: Int64(index), id: UUID(), stream: .health, capturedAt: Date(), payload: Data("{}".utf8),
+                         status: .pending, uploadAttempts: 0, lastAttemptAt: nil, lastError: nil)
+        }
+        let bad: Set<UUID> = [batch[1].id, batch[4].id]
+        let good = [batch[0], batch[2], batch[3], batch[5]]
+        // Accepted 0: nothing stored; the named ones alone first, then the others together.
+        XCTAssertEqual(RefusalPlan.refused(batch, named: bad), .namedAloneFirst(named: [batch[1], batch[4]], others: good))
+        XCTAssertEqual(RefusalPlan.refused(batch, named: []), .halves)
+        XCTAssertEqual(RefusalPlan.refused(batch, named: [UUID()]), .halves, "a name outside the batch")
+        // Accepted 4 of 6 naming the 2 refused: the other 4 are proven stored.
+        XCTAssertEqual(RefusalPlan.partlyAccepted(batch, accepted: 4, rejected: 2, named: bad),
+                       .storedExceptNamed(stored: good, named: [batch[1], batch[4]]))
+        // Anything less leaves unknown which were stored.
+        XCTAssertEqual(RefusalPlan.partlyAccepted(batch, accepted: 4, rejected: 2, named: []), .eachAlone)
+        XCTAssertEqual(RefusalPlan.partlyAccepted(batch, accepted: 4, rejected: 2, named: [batch[1].id]), .eachAlone)
+        XCTAssertEqual(RefusalPlan.partlyAccepted(batch, accepted: 3, rejected: 2, named: bad), .eachAlone, "counts short of the batch")
+        XCTAssertEqual(RefusalPlan.partlyAccepted(batch, accepted: 4, rejected: 2, named: [batch[1].id, UUID()]), .eachAlone)
     }
 
     /// A 2xx proves delivery only with the ingest answer accounting for every record sent.

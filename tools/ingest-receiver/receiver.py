@@ -7,6 +7,23 @@ Ariata server does (including its 200 with accepted 0 / rejected N when one reco
 a batch is bad), and stores what it accepted, one row per record id, in SQLite, so a
 test can count lost and duplicated records.
 
+What it does with a batch that holds a bad record (--on-bad-record, or
+/_control/config {"on_bad_record": ...}) plays the servers in use:
+
+  refuse         (default) nothing of the batch is stored; 200 with accepted 0 and
+                 rejected equal to the batch size (or --reject-status)
+  store-good     the good records are stored; 200 with accepted = the good ones and
+                 rejected = the bad ones
+  buffer-prefix  like the Ariata server: refused as with `refuse`, but the records before
+                 the first bad one are kept in a buffer that is stored with the stream's
+                 next good batch
+
+In every case the answer names the bad records under "errors" ([{"id", "error"}]),
+unless --unnamed-errors (or {"name_errors": false}) leaves the ids out.
+"duplicates" counts records a client sent again after they were stored;
+"buffered_duplicates" counts the copies the server's own prefix buffer stored of
+records already stored (Ariata's raw archive holds those twice, its tables once).
+
 Streams are routed like the Ariata server routes them: not by `source`, but by name
 among the push streams of the device connection the token belongs to (a phone-kind
 connection: location, microphone, healthkit). A batch for any other stream name is
@@ -26,12 +43,15 @@ small control API under /_control/ on the same port:
   GET    /_control/health             {"ok": true}
   GET    /_control/stats              request counts (finished and in flight), records stored
                                       per stream, duplicate records, repeated batch ids
-  GET    /_control/requests           one entry per ingest request (no payloads)
+  GET    /_control/requests           one entry per ingest request (no payloads; the
+                                      answer's accepted and rejected counts)
   GET    /_control/records?stream=S   ids stored for stream S, in the order stored
+                                      (with "copies": how often each id was stored)
   POST   /_control/faults             {"faults": ["status=503,times=2", ...]} appends faults
   DELETE /_control/faults             clears the faults
   POST   /_control/config             {"token": "...", "reject_status": 422, "max_body_bytes": N,
-                                       "streams": ["location", "microphone", "healthkit"]}
+                                       "streams": ["location", "microphone", "healthkit"],
+                                       "on_bad_record": "refuse", "name_errors": true}
   POST   /_control/reset              forgets everything stored and seen
   POST   /_control/pairing            {"code": "A1B2C3", "ttl": 600} makes a one-time pairing code
   GET    /_control/pairings           the devices that paired, with the device_info they sent
@@ -78,6 +98,7 @@ from urllib.parse import parse_qs, urlparse
 # The push streams of a phone-kind device connection on the Ariata server: the wire names.
 STREAMS = ("location", "microphone", "healthkit")
 LIES = ("html", "json", "short")
+BAD_RECORD_MODES = ("refuse", "store-good", "buffer-prefix")
 PAIRING_PATH = "/api/devices/pairing/complete"
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
                   "active_energy", "distance", "oxygen_saturation", "sleep")
@@ -150,6 +171,8 @@ class Receiver:
         self.max_body_bytes = args.max_body_bytes
         self.keep_payloads = not args.discard_payloads
         self.streams = parse_streams(args.streams)
+        self.on_bad_record = parse_bad_record_mode(args.on_bad_record)
+        self.name_errors = not args.unnamed_errors
         # code -> expiry (time.time()); a code works once.
         self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
         self.paired = []
@@ -159,7 +182,9 @@ class Receiver:
         self.db.execute("PRAGMA synchronous = NORMAL")
         self.db.execute("""CREATE TABLE IF NOT EXISTS records (
             id TEXT PRIMARY KEY, stream TEXT NOT NULL, batch_id TEXT NOT NULL,
-            received_at TEXT NOT NULL, record TEXT)""")
+            received_at TEXT NOT NULL, record TEXT, copies INTEGER NOT NULL DEFAULT 1)""")
+        if "copies" not in [row[1] for row in self.db.execute("PRAGMA table_info(records)")]:
+            self.db.execute("ALTER TABLE records ADD COLUMN copies INTEGER NOT NULL DEFAULT 1")  # an older --store file
         self.in_flight = 0  # not reset: requests running now still finish
         self.reset_counters()
 
@@ -167,6 +192,8 @@ class Receiver:
         self.requests = []
         self.statuses = {}
         self.duplicates = 0
+        self.buffered_duplicates = 0
+        self.prefix_buffers = {}  # stream -> records kept from refused batches (buffer-prefix)
         self.batch_ids = set()
         self.repeated_batch_ids = 0
 
@@ -206,25 +233,43 @@ class Receiver:
                     return fault
         return None
 
-    def store(self, stream, batch_id, records):
-        """Stores records by id; returns how many were new."""
+    def store(self, stream, batch_id, records, flush_buffer=True):
+        """Stores records by id (then, in buffer-prefix mode, the stream's buffered
+        records, as the Ariata server sends its buffer out with the next good batch);
+        returns how many of `records` were new."""
         now = datetime.datetime.now(datetime.timezone.utc).isoformat()
         with self.lock:
             repeated = batch_id in self.batch_ids
             self.batch_ids.add(batch_id)
             if repeated:
                 self.repeated_batch_ids += 1
-            new = 0
+            buffered = self.prefix_buffers.pop(stream, []) if flush_buffer else []
             self.db.execute("BEGIN")
-            for record in records:
-                text = json.dumps(record, separators=(",", ":")) if self.keep_payloads else None
-                cursor = self.db.execute(
-                    "INSERT OR IGNORE INTO records (id, stream, batch_id, received_at, record) VALUES (?, ?, ?, ?, ?)",
-                    (record["id"].lower(), stream, batch_id, now, text))
-                new += cursor.rowcount
+            new = self._insert(stream, batch_id, now, records)
+            buffered_new = self._insert(stream, batch_id, now, buffered)
             self.db.execute("COMMIT")
             self.duplicates += len(records) - new
+            self.buffered_duplicates += len(buffered) - buffered_new
             return new
+
+    def _insert(self, stream, batch_id, now, records):
+        new = 0
+        for record in records:
+            text = json.dumps(record, separators=(",", ":")) if self.keep_payloads else None
+            rid = record["id"].lower()
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO records (id, stream, batch_id, received_at, record) VALUES (?, ?, ?, ?, ?)",
+                (rid, stream, batch_id, now, text))
+            if cursor.rowcount == 0:
+                self.db.execute("UPDATE records SET copies = copies + 1 WHERE id = ?", (rid,))
+            new += cursor.rowcount
+        return new
+
+    def keep_prefix(self, stream, records):
+        """Buffer-prefix mode: the records before a refused batch's first bad one wait
+        for the stream's next good batch."""
+        with self.lock:
+            self.prefix_buffers.setdefault(stream, []).extend(records)
 
     def note(self, entry):
         with self.lock:
@@ -241,14 +286,18 @@ class Receiver:
                 "statuses": dict(self.statuses),
                 "records": {s: per_stream.get(s, 0) for s in STREAMS},
                 "duplicates": self.duplicates,
+                "buffered_duplicates": self.buffered_duplicates,
+                "buffered": {s: len(b) for s, b in self.prefix_buffers.items() if b},
                 "repeated_batch_ids": self.repeated_batch_ids,
                 "faults_pending": [f.spec for f in self.faults],
             }
 
     def stored_ids(self, stream):
+        """The ids stored for `stream` in order, and how often each id that was stored
+        more than once was stored."""
         with self.lock:
-            rows = self.db.execute("SELECT id FROM records WHERE stream = ? ORDER BY rowid", (stream,)).fetchall()
-            return [row[0] for row in rows]
+            rows = self.db.execute("SELECT id, copies FROM records WHERE stream = ? ORDER BY rowid", (stream,)).fetchall()
+            return [row[0] for row in rows], {row[0]: row[1] for row in rows if row[1] != 1}
 
 
 # ---------------------------------------------------------------- validation
@@ -261,6 +310,12 @@ def parse_streams(value):
         if name not in STREAMS:
             raise ValueError(f"unknown stream {name!r}: the Ariata server's push streams are {', '.join(STREAMS)}")
     return tuple(names)
+
+
+def parse_bad_record_mode(value):
+    if value not in BAD_RECORD_MODES:
+        raise ValueError(f"unknown on_bad_record {value!r}: use one of {', '.join(BAD_RECORD_MODES)}")
+    return value
 
 
 def parse_time(value, field, now, check_range=True):
@@ -347,6 +402,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "ariata-ingest-receiver/1"
     receiver = None  # set by main
     verbose = False
+    _entry = None  # the ingest request being answered: the answer's counts go into its log entry
 
     def log_message(self, format, *args):
         if self.verbose:
@@ -361,6 +417,10 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing
 
     def answer(self, status, payload, headers=None):
+        if self._entry is not None and isinstance(payload, dict):
+            for key in ("accepted", "rejected"):
+                if isinstance(payload.get(key), int):
+                    self._entry[key] = payload[key]
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -401,7 +461,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer(200, {"paired": list(r.paired)})
         elif url.path == "/_control/records":
             stream = parse_qs(url.query).get("stream", [""])[0]
-            self.answer(200, {"stream": stream, "ids": r.stored_ids(stream)})
+            ids, copies = r.stored_ids(stream)
+            self.answer(200, {"stream": stream, "ids": ids, "copies": copies})
         else:
             self.answer(404 if url.path != r.path else 405, {"error": f"no GET {url.path} here"})
 
@@ -433,6 +494,10 @@ class Handler(BaseHTTPRequestHandler):
                         r.max_body_bytes = int(request["max_body_bytes"])
                     if "streams" in request:
                         r.streams = parse_streams(request["streams"])
+                    if "on_bad_record" in request:
+                        r.on_bad_record = parse_bad_record_mode(request["on_bad_record"])
+                    if "name_errors" in request:
+                        r.name_errors = bool(request["name_errors"])
                 self.answer(200, {"ok": True})
             elif path == "/_control/reset":
                 r.reset()
@@ -461,14 +526,16 @@ class Handler(BaseHTTPRequestHandler):
                  "wire_bytes": int(self.headers.get("Content-Length") or 0),
                  "encoding": self.headers.get("Content-Encoding"), "user_agent": self.headers.get("User-Agent"),
                  "content_type": self.headers.get("Content-Type"), "client_port": self.client_address[1],
-                 "fault": None, "status": None}
+                 "fault": None, "status": None, "accepted": None, "rejected": None}
         with self.receiver.lock:
             self.receiver.in_flight += 1
+        self._entry = entry
         try:
             status = self.ingest(path, entry)
         except (BrokenPipeError, ConnectionResetError):
             status = "client went away"
         finally:
+            self._entry = None
             with self.receiver.lock:
                 self.receiver.in_flight -= 1
         entry["status"] = status
@@ -583,13 +650,28 @@ class Handler(BaseHTTPRequestHandler):
                               "activity_id": None, "error": f"stream {stream!r} is not a push stream of this device"})
             return 200
         errors = []
-        for record in records:
+        good = []
+        first_bad = None
+        for index, record in enumerate(records):
             try:
                 check_record(stream, record, now)
+                good.append(record)
             except ValueError as error:
                 rid = record.get("id") if isinstance(record, dict) else None
                 errors.append({"id": rid, "error": str(error)})
+                first_bad = index if first_bad is None else first_bad
         if errors:
+            with r.lock:
+                mode, named = r.on_bad_record, r.name_errors
+            if not named:
+                errors = [{"error": e["error"]} for e in errors]
+            if mode == "store-good" and good:
+                new = r.store(stream, batch_id.lower(), good, flush_buffer=False)
+                self.answer(200, {"accepted": len(good), "rejected": len(errors), "next_checkpoint": None,
+                                  "activity_id": str(uuid.uuid4()), "new": new, "errors": errors})
+                return 200
+            if mode == "buffer-prefix":
+                r.keep_prefix(stream, records[:first_bad])
             # The Ariata server refuses the whole batch for one bad record.
             status = r.reject_status
             self.answer(status, {"accepted": 0, "rejected": len(records), "next_checkpoint": None,
@@ -670,6 +752,13 @@ def main(argv=None):
     parser.add_argument("--streams", default=",".join(STREAMS),
                         help="the device connection's push streams, comma-separated (default: %(default)s); "
                              "a batch for another stream gets 200 with every record rejected, like the Ariata server")
+    parser.add_argument("--on-bad-record", default="refuse", choices=BAD_RECORD_MODES,
+                        help="what a batch with a bad record does: refuse it whole and store nothing (default); "
+                             "store-good: store its good records and answer accepted/rejected counts; "
+                             "buffer-prefix: refuse it whole but keep the records before the first bad one "
+                             "for the stream's next good batch, like the Ariata server")
+    parser.add_argument("--unnamed-errors", action="store_true",
+                        help="leave the record ids out of the errors of an answer that refuses records")
     parser.add_argument("--pairing-code", action="append", metavar="CODE",
                         help="a one-time pairing code a device may exchange for the token (repeatable)")
     parser.add_argument("--pairing-ttl", type=float, default=600, metavar="SECONDS",
