@@ -100,4 +100,64 @@ final class ConfigRoundTripTests: XCTestCase {
         XCTAssertEqual(try AgentConfig.load(path: config.file, environment: [:]), config)
         XCTAssertFalse(try String(contentsOfFile: config.file, encoding: .utf8).contains("tok-from-file"))
     }
+
+    /// The test above would miss a key it does not set: every key the reader knows is
+    /// written for `everyKeyChanged`, with a value other than its default.
+    func testEveryKeyChangedLeavesNoKeyAtItsDefault() {
+        let changed = TOMLKeyLines(ConfigWriter.render(Self.everyKeyChanged())).values
+        let defaults = TOMLKeyLines(ConfigWriter.render(AgentConfig())).values
+        for key in AgentConfig.keyNames where key != "server.token_file" {
+            guard let values = changed[key] else { XCTFail("\(key) is not written"); continue }
+            XCTAssertFalse(values.contains { defaults[key]?.contains($0) ?? false }, "\(key) is at its default")
+        }
+    }
+
+    /// The shipped file is the one reference of every key: it sets or shows (commented)
+    /// every key the reader knows, and no other.
+    func testTheReferenceFileShowsEveryKeyTheReaderKnows() throws {
+        let reference = TOMLKeyLines(try String(contentsOfFile: Self.examplePath, encoding: .utf8), commentedToo: true)
+        let known = Set(AgentConfig.keyNames)
+        XCTAssertEqual(known.subtracting(reference.values.keys).sorted(), [], "keys missing from etc/agent.toml")
+        XCTAssertEqual(Set(reference.values.keys).subtracting(known).sorted(), [], "keys in etc/agent.toml the reader does not know")
+    }
+
+    /// Turning the metrics file off removes its key from the file being edited.
+    func testAnUnsetOptionalIsRemovedFromAnEditedFile() throws {
+        let dir = try TemporaryDirectory("config-roundtrip")
+        let path = dir.file("agent.toml")
+        try "[metrics]\ntextfile = \"/var/lib/node/a.prom\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        var config = try AgentConfig.load(path: path, environment: [:])
+        config.metrics.textfile = nil
+        try ConfigWriter.write(config, to: path)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "[metrics]\n")
+        XCTAssertEqual(try AgentConfig.load(path: path, environment: [:]), config)
+    }
+}
+
+/// The `key = value` lines of a TOML text by dotted key (`location.exclude.radius`), read
+/// line by line so that commented-out examples (`# ca_file = ...`) can count too.
+struct TOMLKeyLines {
+    private(set) var values: [String: [String]] = [:]
+
+    init(_ text: String, commentedToo: Bool = false) {
+        var table = ""
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("#") {
+                guard commentedToo else { continue }
+                line = String(line.drop { $0 == "#" }).trimmingCharacters(in: .whitespaces)
+            }
+            if line.hasPrefix("[") {
+                let name = line.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                // Prose in brackets ("[location] keys") is not a header.
+                if name.allSatisfy({ $0.isLetter || $0 == "_" || $0 == "." }) { table = name }
+                continue
+            }
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty, key.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "_" }) else { continue }
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            values[table.isEmpty ? key : "\(table).\(key)", default: []].append(value)
+        }
+    }
 }
