@@ -71,22 +71,15 @@ public enum ConfigWriter {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o750])
         }
-        let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw ConfigError(file: path, key: nil, message: "cannot write: \(String(cString: strerror(errno))); run as root (sudo) or pass --config")
-        }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        fchmod(fd, 0o600)
+        var fileOwner: FileWrites.Owner?
         if let owner, getuid() == 0, let user = getpwnam(owner) {
-            fchown(fd, user.pointee.pw_uid, user.pointee.pw_gid)
+            fileOwner = FileWrites.Owner(user: user.pointee.pw_uid, group: user.pointee.pw_gid)
         }
-        fsync(fd)
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw ConfigError(file: path, key: nil, message: "cannot write: \(String(cString: strerror(errno)))")
+        do {
+            try FileWrites.replace(path, with: Data(text.utf8), mode: 0o600, owner: fileOwner, durable: true)
+        } catch let error as FileWriteError {
+            let hint = error.step == .create ? "; run as root (sudo) or pass --config" : ""
+            throw ConfigError(file: path, key: nil, message: "cannot write: \(error.reason)\(hint)")
         }
     }
 }
