@@ -29,34 +29,10 @@ public final class MetricsTextfile: Sendable {
     }
 
     /// The temporary name starts with a dot and does not end in .prom, so the collector
-    /// never picks it up; mode 0644, as node_exporter runs as another user.
+    /// never picks it up; mode 0644, as node_exporter runs as another user. Not fsynced:
+    /// the file is rewritten at every health check, and a power cut can at worst lose the
+    /// last one, where a sync each time would cost card writes.
     static func replace(_ path: String, with text: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw POSIXFailure("open \(temporary)", errno) }
-        let data = Data(text.utf8)
-        let written = data.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        let writeErrno = errno
-        close(fd)
-        guard written == data.count else {
-            unlink(temporary)
-            throw POSIXFailure("write \(temporary)", written < 0 ? writeErrno : ENOSPC)
-        }
-        guard rename(temporary, path) == 0 else {
-            let renameErrno = errno
-            unlink(temporary)
-            throw POSIXFailure("rename to \(path)", renameErrno)
-        }
+        try FileWrites.replace(path, with: Data(text.utf8), mode: 0o644, durable: false)
     }
-}
-
-struct POSIXFailure: Error, CustomStringConvertible {
-    let what: String
-    let code: Int32
-    init(_ what: String, _ code: Int32) {
-        self.what = what
-        self.code = code
-    }
-    var description: String { "\(what): \(String(cString: strerror(code)))" }
 }

@@ -24,7 +24,7 @@ final class ConfigWriterTests: XCTestCase {
         XCTAssertEqual(back, config)
         let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)
         XCTAssertEqual(mode.intValue & 0o777, 0o600)
-        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: dir.file("etc")).contains { $0.contains(".tmp-") })
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.file("etc")), ["agent.toml"])
     }
 
     /// Editing a file changes the lines of the keys that change and nothing else.

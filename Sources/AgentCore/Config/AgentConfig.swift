@@ -16,10 +16,19 @@ public struct AgentConfig: Sendable, Equatable {
     public var daemon = DaemonConfig()
     public var metrics = MetricsConfig()
     public var power = PowerConfig()
+    public var log = LogConfig()
+
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
-    public var logLevel: String = "info"
+    public var logLevel: String {
+        get { log.level }
+        set { log.level = newValue }
+    }
 
     public init() {}
+
+    /// Every key the file may hold, dotted (`server.endpoint`, `location.exclude.radius`):
+    /// what the reader knows and the writer writes.
+    public static var keyNames: [String] { leafNames(prefix: "") }
 
     /// Parses TOML text; `file` names it in errors.
     public init(toml text: String, file: String) throws {
@@ -30,22 +39,8 @@ public struct AgentConfig: Sendable, Equatable {
             throw ConfigError(file: file, key: nil,
                               message: "line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
         }
-        let root = ConfigSection(file: file, path: "", table: table)
+        self = try AgentConfig(reading: ConfigSection(file: file, path: "", table: table))
         self.file = file
-        server = try ServerConfig(root.section("server"))
-        storage = try StorageConfig(root.section("storage"))
-        upload = try UploadConfig(root.section("upload"))
-        location = try LocationConfig(root.section("location"))
-        microphone = try MicrophoneConfig(root.section("microphone"))
-        health = try HealthConfig(root.section("health"))
-        daemon = try DaemonConfig(root.section("daemon"))
-        metrics = try MetricsConfig(root.section("metrics"))
-        power = try PowerConfig(root.section("power"))
-        let log = try root.section("log")
-        logLevel = try log.choice("level", default: logLevel,
-                                  allowed: ["trace", "debug", "info", "notice", "warning", "error", "critical"])
-        try log.finish()
-        try root.finish()
     }
 
     /// Reads the file at `path` (a missing file gives the defaults when `missingOK`),
@@ -93,5 +88,23 @@ public struct AgentConfig: Sendable, Equatable {
         if let endpoint = environment["ARIATA_ENDPOINT"], !endpoint.isEmpty { server.endpoint = endpoint }
         if let token = environment["ARIATA_TOKEN"], !token.isEmpty { server.token = Secret(token) }
         if let database = environment["ARIATA_DATABASE"], !database.isEmpty { storage.database = database }
+    }
+}
+
+/// The file's top level: one key per section.
+extension AgentConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.section("server", \.server),
+         .section("storage", \.storage),
+         .section("upload", \.upload),
+         .section("location", \.location),
+         .section("microphone", \.microphone),
+         .section("health", \.health),
+         .section("daemon", \.daemon),
+         .section("metrics", \.metrics),
+         // A file that never mentioned [power] keeps not mentioning it.
+         .section("power", \.power, omittedAtDefaults: true),
+         .section("log", \.log)]
     }
 }

@@ -34,9 +34,10 @@ public enum ConfigWriter {
     static func edits(from original: AgentConfig, to config: AgentConfig) -> [ConfigEditor.Edit]? {
         let before = table(original), after = table(config)
         var edits: [ConfigEditor.Edit] = []
-        for section in after.keys {
-            guard let new = after[section]?.table else { continue }
-            let old = before[section]?.table ?? TOMLTable()
+        // A section written before but not now (the metrics file turned off) loses its keys.
+        let sections = after.keys + before.keys.filter { after[$0] == nil }
+        for section in sections {
+            let old = before[section]?.table ?? TOMLTable(), new = after[section]?.table ?? TOMLTable()
             for key in Array(Set(old.keys).union(new.keys)).sorted() {
                 let was = old[key].map(ConfigEditor.render), will = new[key].map(ConfigEditor.render)
                 guard was != will else { continue }
@@ -47,71 +48,9 @@ public enum ConfigWriter {
         return edits
     }
 
-    /// Every key of `config` with its value, by section, as TOMLKit tables.
-    static func table(_ config: AgentConfig) -> TOMLTable {
-        let root = TOMLTable()
-        let s = config.server
-        var server: [String: any TOMLValueConvertible] = [
-            "endpoint": s.endpoint, "ingest_path": s.ingestPath, "device_id": s.deviceID,
-            "device_name": s.deviceName, "gzip": s.gzip, "connect_timeout": s.connectTimeout,
-            "request_timeout": s.requestTimeout,
-        ]
-        if let tokenFile = s.tokenFile { server["token_file"] = tokenFile } else { server["token"] = s.token.value }
-        if let ca = s.caFile { server["ca_file"] = ca }
-        root["server"] = TOMLTable(server)
-        root["storage"] = TOMLTable([
-            "database": config.storage.database, "retention_days": config.storage.retentionDays,
-            "min_free_mb": config.storage.minFreeMB, "max_queue_mb": config.storage.maxQueueMB,
-            "sync_seconds": config.storage.syncSeconds,
-        ])
-        root["upload"] = TOMLTable([
-            "interval": config.upload.interval, "batch_max_records": config.upload.batchMaxRecords,
-            "batch_max_bytes": config.upload.batchMaxBytes,
-        ])
-        let location = TOMLTable([
-            "enabled": config.location.enabled, "gpsd_host": config.location.gpsdHost,
-            "gpsd_port": config.location.gpsdPort, "interval": config.location.interval,
-        ])
-        if !config.location.exclude.isEmpty {
-            location["exclude"] = TOMLArray(config.location.exclude.map { zone -> any TOMLValueConvertible in
-                let table = TOMLTable([
-                    "latitude": zone.latitude, "longitude": zone.longitude, "radius": zone.radius,
-                    "action": zone.action.rawValue,
-                ])
-                if let name = zone.name { table["name"] = name }
-                return table
-            })
-        }
-        root["location"] = location
-        root["microphone"] = TOMLTable([
-            "enabled": config.microphone.enabled, "device": config.microphone.device,
-            "bitrate": config.microphone.bitrate, "chunk_seconds": config.microphone.chunkSeconds,
-            "overlap_seconds": config.microphone.overlapSeconds,
-        ])
-        let health = TOMLTable([
-            "enabled": config.health.enabled, "commit_interval": config.health.commitInterval,
-        ])
-        if !config.health.sources.isEmpty {
-            health["source"] = TOMLArray(config.health.sources.map { source -> any TOMLValueConvertible in
-                TOMLTable([
-                    "kind": source.kind.rawValue, "path": source.path, "format": source.format.rawValue,
-                    "name": source.name, "baud": source.baud, "backfill_days": source.backfillDays,
-                ])
-            })
-        }
-        root["health"] = health
-        root["daemon"] = TOMLTable(["health_interval": config.daemon.healthInterval,
-                                    "trust_system_clock": config.daemon.trustSystemClock])
-        if let textfile = config.metrics.textfile { root["metrics"] = TOMLTable(["textfile": textfile]) }
-        let p = config.power
-        // Only when set: a file that never mentioned [power] keeps not mentioning it.
-        if p != PowerConfig() {
-            root["power"] = TOMLTable(["enabled": p.enabled, "sysfs_path": p.sysfsPath, "battery_upload_factor": p.batteryUploadFactor,
-                                   "low_battery_percent": p.lowBatteryPercent, "queue_near_limit_percent": p.queueNearLimitPercent])
-        }
-        root["log"] = TOMLTable(["level": config.logLevel])
-        return root
-    }
+    /// Every key of `config` with its value, by section, as TOMLKit tables: what each
+    /// section's key list (`ConfigTable.keys`) writes.
+    static func table(_ config: AgentConfig) -> TOMLTable { config.tomlTable }
 
     /// Writes `config` to `path` with mode 0600, editing the file already there in place
     /// (see `text(for:editing:path:)`); when `owner` (a user name) is given and we are
@@ -132,22 +71,15 @@ public enum ConfigWriter {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o750])
         }
-        let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw ConfigError(file: path, key: nil, message: "cannot write: \(String(cString: strerror(errno))); run as root (sudo) or pass --config")
-        }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        fchmod(fd, 0o600)
+        var fileOwner: FileWrites.Owner?
         if let owner, getuid() == 0, let user = getpwnam(owner) {
-            fchown(fd, user.pointee.pw_uid, user.pointee.pw_gid)
+            fileOwner = FileWrites.Owner(user: user.pointee.pw_uid, group: user.pointee.pw_gid)
         }
-        fsync(fd)
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw ConfigError(file: path, key: nil, message: "cannot write: \(String(cString: strerror(errno)))")
+        do {
+            try FileWrites.replace(path, with: Data(text.utf8), mode: 0o600, owner: fileOwner, durable: true)
+        } catch let error as FileWriteError {
+            let hint = error.step == .create ? "; run as root (sudo) or pass --config" : ""
+            throw ConfigError(file: path, key: nil, message: "cannot write: \(error.reason)\(hint)")
         }
     }
 }

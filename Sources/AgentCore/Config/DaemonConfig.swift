@@ -10,9 +10,12 @@ public struct DaemonConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        healthInterval = try s.int("health_interval", default: healthInterval, range: 1...60, unit: "seconds")
-        trustSystemClock = try s.bool("trust_system_clock", default: trustSystemClock)
-        try s.finish()
+}
+
+extension DaemonConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.int("health_interval", \.healthInterval, range: 1...60, unit: "seconds"),
+         .bool("trust_system_clock", \.trustSystemClock)]
     }
 }

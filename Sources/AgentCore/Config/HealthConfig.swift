@@ -7,14 +7,19 @@ public struct HealthConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        enabled = try s.bool("enabled", default: enabled)
-        commitInterval = try s.int("commit_interval", default: commitInterval, range: 1...3_600, unit: "seconds")
-        sources = try s.tables("source").map(HealthSourceConfig.init)
-        try s.finish()
+}
+
+extension HealthConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.bool("enabled", \.enabled),
+         .int("commit_interval", \.commitInterval, range: 1...3_600, unit: "seconds"),
+         .tables("source", \.sources)]
+    }
+
+    func validate(_ s: ConfigSection) throws {
         if enabled && sources.isEmpty {
-            throw ConfigError(file: s.file, key: s.keyPath("source"),
-                              message: "health is enabled but no [[health.source]] is configured: add one or set enabled = false")
+            throw s.error("source", "health is enabled but no [[health.source]] is configured: add one or set enabled = false")
         }
     }
 }
@@ -22,7 +27,7 @@ public struct HealthConfig: Sendable, Equatable {
 /// One health source: a file that grows, or a serial port.
 public struct HealthSourceConfig: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable { case file, serial }
-    public enum Format: String, Sendable { case jsonl, csv, keyvalue }
+    public enum Format: String, Sendable, CaseIterable { case jsonl, csv, keyvalue }
 
     public var kind: Kind
     public var path: String
@@ -41,22 +46,18 @@ public struct HealthSourceConfig: Sendable, Equatable {
         self.name = name ?? path
     }
 
-    init(_ s: ConfigSection) throws {
-        guard let kind = Kind(rawValue: try s.choice("kind", default: Kind.file.rawValue, allowed: Kind.allCases.map(\.rawValue))) else {
-            throw s.error("kind", "unknown kind")
-        }
-        self.kind = kind
-        guard let path = try s.optionalString("path") else {
-            throw s.error("path", "missing: give the file or serial device to read, e.g. path = \"/var/log/hr.jsonl\"")
-        }
-        self.path = path
-        guard let format = Format(rawValue: try s.choice("format", default: "jsonl", allowed: ["jsonl", "csv", "keyvalue"])) else {
-            throw s.error("format", "unknown format")
-        }
-        self.format = format
-        baud = try s.int("baud", default: baud, range: 50...4_000_000)
-        name = try s.optionalString("name") ?? path
-        backfillDays = try s.int("backfill_days", default: backfillDays, range: 0...3_650, unit: "days")
-        try s.finish()
+}
+
+extension HealthSourceConfig: ConfigTable {
+    /// `path` has no default: reading it fails when it is not given.
+    static var defaults: Self { Self(kind: .file, path: "", format: .jsonl) }
+    static var keys: [ConfigKey<Self>] {
+        [.choice("kind", \.kind, allowed: Kind.allCases),
+         .requiredString("path", \.path, missing: "missing: give the file or serial device to read, e.g. path = \"/var/log/hr.jsonl\""),
+         .choice("format", \.format, allowed: Format.allCases),
+         .int("baud", \.baud, range: 50...4_000_000),
+         // Read after `path`, its default.
+         ConfigKey("name", read: { s, t in t.name = try s.optionalString("name") ?? t.path }, write: { $0.name }),
+         .int("backfill_days", \.backfillDays, range: 0...3_650, unit: "days")]
     }
 }

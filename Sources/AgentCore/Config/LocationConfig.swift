@@ -10,12 +10,28 @@ public struct LocationConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        enabled = try s.bool("enabled", default: enabled)
-        gpsdHost = try s.string("gpsd_host", default: gpsdHost)
-        gpsdPort = try s.int("gpsd_port", default: gpsdPort, range: 1...65_535)
-        interval = try s.int("interval", default: interval, range: 1...3_600, unit: "seconds")
-        exclude = try s.tables("exclude").map(PrivacyZone.init)
-        try s.finish()
+}
+
+extension LocationConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.bool("enabled", \.enabled),
+         .string("gpsd_host", \.gpsdHost),
+         .int("gpsd_port", \.gpsdPort, range: 1...65_535),
+         .int("interval", \.interval, range: 1...3_600, unit: "seconds"),
+         .tables("exclude", \.exclude)]
+    }
+}
+
+/// `[[location.exclude]]`.
+extension PrivacyZone: ConfigTable {
+    /// The centre and radius have no default: reading them fails when they are not given.
+    static var defaults: Self { Self(latitude: 0, longitude: 0, radius: radiusRange.lowerBound) }
+    static var keys: [ConfigKey<Self>] {
+        [.requiredDouble("latitude", \.latitude, range: -90...90, unit: "degrees"),
+         .requiredDouble("longitude", \.longitude, range: -180...180, unit: "degrees"),
+         .requiredDouble("radius", \.radius, range: radiusRange, unit: "metres"),
+         .optionalString("name", \.name),
+         .choice("action", \.action, allowed: [.skip, .coarsen])]
     }
 }

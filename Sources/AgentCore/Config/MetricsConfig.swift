@@ -5,17 +5,20 @@ public struct MetricsConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        textfile = try s.optionalString("textfile")
-        if let textfile {
+}
+
+extension MetricsConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.optionalString("textfile", \.textfile) { textfile in
             guard textfile.hasPrefix("/") else {
-                throw s.error("textfile", "\"\(textfile)\" is not an absolute path: give one such as /var/lib/prometheus/node-exporter/ariata-agent.prom")
+                return "\"\(textfile)\" is not an absolute path: give one such as /var/lib/prometheus/node-exporter/ariata-agent.prom"
             }
             // node_exporter's textfile collector reads only *.prom files.
             guard textfile.hasSuffix(".prom") else {
-                throw s.error("textfile", "\"\(textfile)\" does not end in .prom: node_exporter's textfile collector reads only *.prom files")
+                return "\"\(textfile)\" does not end in .prom: node_exporter's textfile collector reads only *.prom files"
             }
-        }
-        try s.finish()
+            return nil
+        }]
     }
 }

@@ -17,17 +17,23 @@ public struct MicrophoneConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        enabled = try s.bool("enabled", default: enabled)
-        device = try s.string("device", default: device)
-        bitrate = try s.int("bitrate", default: bitrate, range: 6_000...128_000, unit: "bits per second")
-        chunkSeconds = try s.int("chunk_seconds", default: chunkSeconds, range: 5...600, unit: "seconds")
-        overlapSeconds = try s.int("overlap_seconds", default: overlapSeconds, range: 0...60, unit: "seconds")
-        complexity = try s.int("complexity", default: complexity, range: 0...10, unit: "")
-        journalSyncSeconds = try s.int("journal_sync_seconds", default: journalSyncSeconds, range: 1...60, unit: "seconds")
+}
+
+extension MicrophoneConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.bool("enabled", \.enabled),
+         .string("device", \.device),
+         .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
+         .int("chunk_seconds", \.chunkSeconds, range: 5...600, unit: "seconds"),
+         .int("overlap_seconds", \.overlapSeconds, range: 0...60, unit: "seconds"),
+         .int("complexity", \.complexity, range: 0...10),
+         .int("journal_sync_seconds", \.journalSyncSeconds, range: 1...60, unit: "seconds")]
+    }
+
+    func validate(_ s: ConfigSection) throws {
         guard overlapSeconds < chunkSeconds else {
             throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
         }
-        try s.finish()
     }
 }

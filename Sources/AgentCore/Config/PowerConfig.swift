@@ -14,15 +14,17 @@ public struct PowerConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        enabled = try s.bool("enabled", default: enabled)
-        sysfsPath = try s.string("sysfs_path", default: sysfsPath)
-        guard sysfsPath.hasPrefix("/") else {
-            throw s.error("sysfs_path", "\"\(sysfsPath)\" is not an absolute path: leave it out for /sys/class/power_supply")
-        }
-        batteryUploadFactor = try s.int("battery_upload_factor", default: batteryUploadFactor, range: 1...20)
-        lowBatteryPercent = try s.int("low_battery_percent", default: lowBatteryPercent, range: 0...99, unit: "percent")
-        queueNearLimitPercent = try s.int("queue_near_limit_percent", default: queueNearLimitPercent, range: 10...100, unit: "percent")
-        try s.finish()
+}
+
+extension PowerConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.bool("enabled", \.enabled),
+         .string("sysfs_path", \.sysfsPath) { path in
+             path.hasPrefix("/") ? nil : "\"\(path)\" is not an absolute path: leave it out for /sys/class/power_supply"
+         },
+         .int("battery_upload_factor", \.batteryUploadFactor, range: 1...20),
+         .int("low_battery_percent", \.lowBatteryPercent, range: 0...99, unit: "percent"),
+         .int("queue_near_limit_percent", \.queueNearLimitPercent, range: 10...100, unit: "percent")]
     }
 }

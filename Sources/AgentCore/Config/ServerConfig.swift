@@ -31,29 +31,38 @@ public struct ServerConfig: Sendable, Equatable {
         return base + path
     }
 
-    init(_ s: ConfigSection) throws {
-        endpoint = try s.string("endpoint", default: endpoint)
-        if !endpoint.isEmpty {
+}
+
+extension ServerConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.string("endpoint", \.endpoint) { endpoint in
+            guard !endpoint.isEmpty else { return nil }
             guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(),
                   ["http", "https"].contains(scheme), url.host != nil else {
-                throw s.error("endpoint", "\"\(endpoint)\" is not an http:// or https:// URL")
+                return "\"\(endpoint)\" is not an http:// or https:// URL"
             }
-        }
-        ingestPath = try s.string("ingest_path", default: ingestPath)
-        tokenFile = try s.optionalString("token_file")
-        token = Secret(try s.string("token", default: ""))
+            return nil
+        },
+         .string("ingest_path", \.ingestPath),
+         .optionalString("token_file", \.tokenFile),
+         // With a token_file the token stays in that file, out of this one.
+         ConfigKey("token", read: { s, t in t.token = Secret(try s.string("token", default: t.token.value)) },
+                   write: { $0.tokenFile == nil ? $0.token.value : nil }),
+         .string("device_id", \.deviceID),
+         .string("device_name", \.deviceName),
+         .optionalString("ca_file", \.caFile),
+         .bool("gzip", \.gzip),
+         .int("connect_timeout", \.connectTimeout, range: 1...120, unit: "seconds"),
+         .int("request_timeout", \.requestTimeout, range: 1...600, unit: "seconds")]
+    }
+
+    mutating func validate(_ s: ConfigSection) throws {
         if token.isEmpty, let tokenFile {
             guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
                 throw s.error("token_file", "cannot read \(tokenFile): check that it exists and the service user may read it")
             }
             token = Secret(text.trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        deviceID = try s.string("device_id", default: deviceID)
-        deviceName = try s.string("device_name", default: deviceName)
-        caFile = try s.optionalString("ca_file")
-        gzip = try s.bool("gzip", default: gzip)
-        connectTimeout = try s.int("connect_timeout", default: connectTimeout, range: 1...120, unit: "seconds")
-        requestTimeout = try s.int("request_timeout", default: requestTimeout, range: 1...600, unit: "seconds")
-        try s.finish()
     }
 }

@@ -25,14 +25,16 @@ public struct StorageConfig: Sendable, Equatable {
                       maxQueueBytes: maxQueueMB == 0 ? nil : Int64(maxQueueMB) * StorageLimits.mebibyte)
     }
 
-    init(_ s: ConfigSection) throws {
-        database = try s.string("database", default: database)
-        retentionDays = try s.int("retention_days", default: retentionDays, range: 1...365, unit: "days")
-        minFreeMB = try s.int("min_free_mb", default: minFreeMB, range: 0...1_000_000, unit: "MB")
-        maxQueueMB = try s.int("max_queue_mb", default: maxQueueMB, range: 0...1_000_000,
-                               unit: "MB (0 means automatic: 2048 MB or a quarter of the file system, whichever is smaller)")
-        syncSeconds = try s.int("sync_seconds", default: syncSeconds, range: 0...300,
-                                unit: "seconds (0 fsyncs every commit)")
-        try s.finish()
+}
+
+extension StorageConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.string("database", \.database),
+         .int("retention_days", \.retentionDays, range: 1...365, unit: "days"),
+         .int("min_free_mb", \.minFreeMB, range: 0...1_000_000, unit: "MB"),
+         .int("max_queue_mb", \.maxQueueMB, range: 0...1_000_000,
+              unit: "MB (0 means automatic: 2048 MB or a quarter of the file system, whichever is smaller)"),
+         .int("sync_seconds", \.syncSeconds, range: 0...300, unit: "seconds (0 fsyncs every commit)")]
     }
 }

@@ -8,10 +8,13 @@ public struct UploadConfig: Sendable, Equatable {
 
     public init() {}
 
-    init(_ s: ConfigSection) throws {
-        interval = try s.int("interval", default: interval, range: 5...86_400, unit: "seconds")
-        batchMaxRecords = try s.int("batch_max_records", default: batchMaxRecords, range: 1...100_000)
-        batchMaxBytes = try s.int("batch_max_bytes", default: batchMaxBytes, range: 1_000...100_000_000, unit: "bytes")
-        try s.finish()
+}
+
+extension UploadConfig: ConfigTable {
+    static var defaults: Self { Self() }
+    static var keys: [ConfigKey<Self>] {
+        [.int("interval", \.interval, range: 5...86_400, unit: "seconds"),
+         .int("batch_max_records", \.batchMaxRecords, range: 1...100_000),
+         .int("batch_max_bytes", \.batchMaxBytes, range: 1_000...100_000_000, unit: "bytes")]
     }
 }

@@ -28,16 +28,6 @@ public struct PrivacyZone: Sendable, Equatable {
         self.action = action
     }
 
-    init(_ s: ConfigSection) throws {
-        latitude = try s.requiredDouble("latitude", range: -90...90, unit: "degrees")
-        longitude = try s.requiredDouble("longitude", range: -180...180, unit: "degrees")
-        radius = try s.requiredDouble("radius", range: Self.radiusRange, unit: "metres")
-        name = try s.optionalString("name")
-        action = Action(rawValue: try s.choice("action", default: Action.skip.rawValue,
-                                               allowed: [Action.skip.rawValue, Action.coarsen.rawValue])) ?? .skip
-        try s.finish()
-    }
-
     /// Whether a position lies in the zone (on its edge counts as inside).
     public func contains(latitude: Double, longitude: Double) -> Bool {
         Geodesy.distance(fromLatitude: self.latitude, longitude: self.longitude,
