@@ -206,6 +206,12 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertTrue(held.allSatisfy { $0.capturedAt < CaptureTimeRule.earliest }, "held with their 1970 times")
 
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        // status, read-only, says where this boot's true time is known from.
+        let status = try cli.run(["status", "--json"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
+        let clock = try XCTUnwrap(try StatusReport.decode(Data(status.stdout.utf8)).clock, status.stdout)
+        XCTAssertEqual(clock.trueTimeFrom, "gpsd 3D fix")
+        XCTAssertEqual(clock.heldRecords, held.count)
+
         let sync = try cli.run(["sync"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile], timeout: 120)
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
         XCTAssertTrue(sync.stdout.contains("corrected the times of \(held.count) held records (true time from gpsd 3D fix)"), sync.stdout)
