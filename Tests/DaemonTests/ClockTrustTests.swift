@@ -229,6 +229,49 @@ final class ClockTrustTests: XCTestCase {
         }
     }
 
+    /// A restart in the same boot with gpsd gone (no fix, no NTP): the new daemon takes the
+    /// fix the last one kept in the database and corrects and sends what it captures.
+    func testTheNextStartOfTheSameBootCorrectsFromTheFixTheLastOneKept() throws {
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        let queue: SQLiteQueue
+        do {
+            queue = try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+        let bootID = try XCTUnwrap(BootClock.bootID)
+        try waitUntil("the fix's true time kept in the database", timeout: 60) {
+            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+        }
+        let firstPID = rig.agent?.pid
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        Self.removeFaketimeSharedMemory(pid: firstPID)
+        rig.feeder.stop()
+        rig.gps.killGPSD()
+        let lastBefore = try queue.records(stream: .microphone).map(\.seq).max() ?? 0
+
+        let restartedAt = Date()
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
+        try waitUntil("chunks of the second run corrected and delivered", timeout: 90) {
+            try queue.records(stream: .microphone, status: .uploaded).filter { $0.seq > lastBefore }.count >= 2
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let stoppedAt = Date()
+        XCTAssertTrue(rig.agentLog.contains("true time of this boot from gpsd 3D fix, kept in the database"), rig.agentLog)
+        XCTAssertEqual(try queue.heldCounts(currentBootID: bootID).total, 0)
+        let received = Set(try rig.receiver.storedIDs(.microphone))
+        let second = try queue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
+        for chunk in second {
+            XCTAssertTrue(received.contains(chunk.id.uuidString.lowercased()), "chunk \(chunk.seq) at the receiver")
+            let times = try Self.chunkTimes(chunk)
+            XCTAssertGreaterThanOrEqual(times.start, restartedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
+            XCTAssertLessThanOrEqual(times.end, stoppedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+        }
+    }
+
     struct Sample {
         var value: Int
         var writtenAt: Date

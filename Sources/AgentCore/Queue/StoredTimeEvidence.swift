@@ -18,15 +18,25 @@ extension SQLiteQueue {
 
     /// Keeps `sample` as its boot's evidence, in place of what was there. Other boots' rows
     /// go: nothing of an earlier boot is ever corrected with them.
+    ///
+    /// Committed without an fsync of its own: the evidence is of use only in this boot, and
+    /// a commit in the page cache outlives the process (a kill, a restart, `sync`); a power
+    /// cut ends the boot, and the evidence's use with it.
     public func storeTimeEvidence(_ sample: TimeEvidence.Sample) throws {
         try writing {
-            try fsyncedWrite { db in
-                try db.execute(sql: "DELETE FROM time_evidence WHERE boot_id <> ?", arguments: [sample.boot.bootID])
-                try db.execute(sql: """
-                    INSERT INTO time_evidence (boot_id, boot_time, true_time, source) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (boot_id) DO UPDATE SET boot_time = excluded.boot_time,
-                        true_time = excluded.true_time, source = excluded.source
-                    """, arguments: [sample.boot.bootID, sample.boot.seconds, sample.trueTime.timeIntervalSince1970, sample.source])
+            try connection.writeWithoutTransaction { db in
+                try Self.withoutFsync(db) {
+                    try db.inTransaction {
+                        try db.execute(sql: "DELETE FROM time_evidence WHERE boot_id <> ?", arguments: [sample.boot.bootID])
+                        try db.execute(sql: """
+                            INSERT INTO time_evidence (boot_id, boot_time, true_time, source) VALUES (?, ?, ?, ?)
+                            ON CONFLICT (boot_id) DO UPDATE SET boot_time = excluded.boot_time,
+                                true_time = excluded.true_time, source = excluded.source
+                            """, arguments: [sample.boot.bootID, sample.boot.seconds,
+                                             sample.trueTime.timeIntervalSince1970, sample.source])
+                        return .commit
+                    }
+                }
             }
         }
     }
