@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Synchronization
 import TestRigs
 import XCTest
 
@@ -235,6 +236,29 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
         XCTAssertTrue(try store.keep(sample(10, bootID: "boot-after")), "a new boot")
         XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
+    }
+
+    /// A synchronised clock is evidence too, kept once; the passes of the health checks
+    /// after it (every 30 s, ten minutes of them) write nothing while it stays where it was.
+    func testQuietPassesKeepTheEvidenceOnceAndWriteNothingMore() throws {
+        try setSynchronised(true)
+        let bootSeconds = Mutex<Double>(5_000)
+        let correction = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock,
+                                         bootClock: { BootInstant(bootID: "boot-now", seconds: bootSeconds.withLock { $0 }) },
+                                         evidence: TimeEvidence(), logger: logger)
+        correction.pass(trustSystemClock: false)
+        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"),
+                       TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "the system clock while NTP kept it"))
+        func walBytes() -> Int64 {
+            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        let first = walBytes()
+        for _ in 0..<20 {
+            bootSeconds.withLock { $0 += 30 }
+            clock.advance(by: 30)
+            correction.pass(trustSystemClock: false)
+        }
+        XCTAssertEqual(walBytes(), first, "twenty quiet passes wrote nothing")
     }
 
     /// A queue of schema 4 (before time evidence) is migrated forward, and `status`'s
