@@ -95,6 +95,9 @@ public final class AgentDaemon: Sendable {
             logger.error("cannot sweep the attachment directory: \(error)")
         }
         storageGuard.pass()
+        // What an earlier process of this boot learnt of the true time, before any capture
+        // checks a time against it.
+        clockCorrection.loadEvidence()
         let config = state.withLock { $0.config }
         let switches = PauseSwitches(queue: queue)
         let now = clock.now()
@@ -142,7 +145,9 @@ public final class AgentDaemon: Sendable {
     }
 
     /// Stops capture (the audio chunk in progress is finished and written), then the
-    /// uploader (a request in flight is aborted; its records stay pending).
+    /// uploader (a request in flight is aborted; its records stay pending), then corrects
+    /// what it can of the records held meanwhile (the streams' last ones), so they need
+    /// no other process to go out.
     public func stop() {
         notifier.stopping()
         maintenance.withLock { $0 }?.stop()
@@ -162,6 +167,7 @@ public final class AgentDaemon: Sendable {
         let (supervisors, uploader) = state.withLock { ($0.supervisors, $0.uploader) }
         for supervisor in supervisors.values { supervisor.stop() }
         uploader?.stop()
+        clockCorrection.pass(trustSystemClock: state.withLock { $0.config.daemon.trustSystemClock })
         // Captures that wait for their fsync do not outlive the daemon unsynced.
         queue.syncWaitingCaptures()
         logger.info("stopped: streams and uploader are down, the queue is closed cleanly")

@@ -17,6 +17,11 @@ struct SyncCommand: ParsableCommand {
             Only one upload runs at a time: when the daemon is uploading, sync waits for it \
             to finish (up to --wait seconds) and then sends what is left.
 
+            Records held with provisional times (captured before the clock could be \
+            believed) are corrected first when this boot's true time is known: from the \
+            synchronised clock, or from what the daemon kept of it (a gpsd 3D fix). Records \
+            held in an earlier boot stay held.
+
             Exit status: 0 when everything pending was delivered; 1 when something could not \
             be delivered (the reason is printed; the records stay queued and the daemon retries); \
             75 when another upload held the lock for longer than --wait.
@@ -52,6 +57,13 @@ struct SyncCommand: ParsableCommand {
             throw ExitCode(75)
         }
         defer { held.release() }
+
+        // Held records of this boot whose true time is known go out with this sync.
+        let correction = ClockCorrection(queue: queue, evidence: TimeEvidence(), logger: Logger(label: "ariata.time"))
+        let corrected = correction.pass(trustSystemClock: config.daemon.trustSystemClock)
+        if corrected.corrected > 0 {
+            print("corrected the times of \(corrected.corrected) held records (true time from \(corrected.source ?? "?"))")
+        }
 
         let uploader = Uploader(server: config.server, upload: config.upload, store: queue,
                                 logger: Logger(label: "ariata.sync"))

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Synchronization
 import TestRigs
 import XCTest
 
@@ -28,9 +29,12 @@ final class HeldRecordsTests: XCTestCase {
         try (synchronised ? "synchronised" : "unsynchronised").write(toFile: syncFile, atomically: true, encoding: .utf8)
     }
 
+    /// A process's correction: what it learns of the true time is its own (a synchronised
+    /// clock is evidence too), so tests do not share it through `TimeEvidence.shared`.
     func correction() -> ClockCorrection {
         let boot = bootNow
-        return ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot }, logger: logger)
+        return ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+                               evidence: TimeEvidence(), logger: logger)
     }
 
     /// A health sample dated `capturedAt` by the clock, held at `bootTime` of boot `bootID`.
@@ -161,6 +165,122 @@ final class HeldRecordsTests: XCTestCase {
         let sent = try XCTUnwrap(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
+    }
+
+    /// The daemon learnt the true time from a gpsd 3D fix and exited; `sync`, a new process
+    /// of the same boot that knows nothing in memory, corrects the records held at the
+    /// daemon's stop from what it kept in the database. After a reboot, nothing is
+    /// corrected with it.
+    func testEvidenceKeptByOneProcessCorrectsHeldRecordsOfTheSameBootInTheNext() throws {
+        clock.set(Date(timeIntervalSince1970: 2_000))
+        let path = dir.file("agent.sqlite")
+        let boot = bootNow
+        let fix = TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "gpsd 3D fix")
+        do {
+            let daemonEvidence = TimeEvidence()
+            daemonEvidence.record(trueTime: fix.trueTime, at: fix.boot, source: fix.source)
+            ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+                            evidence: daemonEvidence, logger: logger).pass(trustSystemClock: false)
+        }
+        // Written after the daemon's last pass, and one of an earlier boot.
+        let last = try heldHealth(at: Date(timeIntervalSince1970: 1_000.123), bootTime: 4_000.5)
+        let earlier = try heldHealth(at: t0.addingTimeInterval(-86_400), bootID: "boot-before", bootTime: 4_000.5)
+        try queue.enqueue([last, earlier], anchor: nil)
+        queue = nil
+
+        let reopened = try SQLiteQueue(path: path, clock: clock)
+        XCTAssertEqual(try reopened.storedTimeEvidence(bootID: "boot-now"), fix)
+        let syncEvidence = TimeEvidence()
+        let outcome = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+                                      evidence: syncEvidence, logger: logger).pass(trustSystemClock: false)
+        XCTAssertEqual(outcome.corrected, 1)
+        XCTAssertEqual(outcome.source, "gpsd 3D fix")
+        XCTAssertEqual(outcome.stillHeld.thisBoot, 0)
+        XCTAssertEqual(outcome.stillHeld.earlierBoots, 1, "another boot's record is never corrected with this boot's fix")
+        let sent = try reopened.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        XCTAssertEqual(sent.map(\.id), [last.id])
+        XCTAssertEqual(try payloadObject(try XCTUnwrap(sent.first).payload)["timestamp"] as? String,
+                       RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
+        XCTAssertEqual(syncEvidence.latest(bootID: "boot-now"), fix, "taken in, for captures to check times against")
+
+        // The next boot: this boot's records are an earlier boot's now, and its fix says
+        // nothing about them.
+        var straggler = try heldHealth(at: Date(timeIntervalSince1970: 1_500), bootTime: 4_500)
+        straggler.id = UUID()
+        try reopened.enqueue(straggler)
+        let nextBoot = BootInstant(bootID: "boot-after", seconds: 6_000)
+        let afterReboot = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock,
+                                          bootClock: { nextBoot }, evidence: TimeEvidence(), logger: logger)
+            .pass(trustSystemClock: false)
+        XCTAssertEqual(afterReboot.corrected, 0)
+        XCTAssertEqual(afterReboot.stillHeld.earlierBoots, 2)
+        XCTAssertEqual(try reopened.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [last.id])
+    }
+
+    /// A fix comes every second: the evidence is written when it is new (a boot's first,
+    /// another source) and then only when it has moved, at most every five minutes.
+    func testEvidenceIsWrittenWhenNewOrMovedNotOnEveryFix() throws {
+        func sample(_ bootSeconds: Double, offsetMs: Double = 0, source: String = "gpsd 3D fix", bootID: String = "boot-now") -> TimeEvidence.Sample {
+            TimeEvidence.Sample(trueTime: t0.addingTimeInterval(bootSeconds - 5_000 + offsetMs / 1_000),
+                                boot: BootInstant(bootID: bootID, seconds: bootSeconds), source: source)
+        }
+        let store = TimeEvidenceStore(queue: queue)
+        XCTAssertTrue(try store.keep(sample(5_000)), "the boot's first")
+        XCTAssertFalse(try store.keep(sample(5_001, offsetMs: 40)), "the next fix")
+        XCTAssertFalse(try store.keep(sample(5_299, offsetMs: 500)), "moved, but within five minutes")
+        XCTAssertFalse(try store.keep(sample(5_400, offsetMs: 20)), "five minutes on, but not moved")
+        XCTAssertFalse(try TimeEvidenceStore(queue: queue).keep(sample(5_002)), "a new process compares with what is stored")
+        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
+        XCTAssertTrue(try store.keep(sample(5_400, offsetMs: 150)), "five minutes on and moved")
+        XCTAssertTrue(try store.keep(sample(5_401, offsetMs: 150, source: "the system clock while NTP kept it")), "another source")
+        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
+        XCTAssertTrue(try store.keep(sample(10, bootID: "boot-after")), "a new boot")
+        XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
+    }
+
+    /// A synchronised clock is evidence too, kept once; the passes of the health checks
+    /// after it (every 30 s, ten minutes of them) write nothing while it stays where it was.
+    func testQuietPassesKeepTheEvidenceOnceAndWriteNothingMore() throws {
+        try setSynchronised(true)
+        let bootSeconds = Mutex<Double>(5_000)
+        let correction = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock,
+                                         bootClock: { BootInstant(bootID: "boot-now", seconds: bootSeconds.withLock { $0 }) },
+                                         evidence: TimeEvidence(), logger: logger)
+        correction.pass(trustSystemClock: false)
+        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"),
+                       TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "the system clock while NTP kept it"))
+        func walBytes() -> Int64 {
+            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        let first = walBytes()
+        for _ in 0..<20 {
+            bootSeconds.withLock { $0 += 30 }
+            clock.advance(by: 30)
+            correction.pass(trustSystemClock: false)
+        }
+        XCTAssertEqual(walBytes(), first, "twenty quiet passes wrote nothing")
+    }
+
+    /// A queue of schema 4 (before time evidence) is migrated forward, and `status`'s
+    /// read-only open of one that is not finds no evidence rather than failing.
+    func testASchemaFourQueueIsReadWithoutEvidenceAndMigratedToKeepIt() throws {
+        let path = dir.file("four.sqlite")
+        let old = try location(at: t0)
+        do {
+            let writer = try SQLiteQueue(path: path, clock: clock)
+            try writer.enqueue(old)
+        }
+        try OlderQueue.downgrade(path, to: 4, logDirectory: dir.path)
+
+        let readOnly = try SQLiteQueue(readOnlyPath: path, clock: clock)
+        XCTAssertNil(try readOnly.storedTimeEvidence(bootID: "boot-now"))
+        XCTAssertEqual(try readOnly.heldCounts(currentBootID: "boot-now").total, 0)
+
+        let migrated = try SQLiteQueue(path: path, clock: clock)
+        XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
+        let fix = TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "gpsd 3D fix")
+        try migrated.storeTimeEvidence(fix)
+        XCTAssertEqual(try SQLiteQueue(readOnlyPath: path, clock: clock).storedTimeEvidence(bootID: "boot-now"), fix)
     }
 
     func testRecordsHeldInAnEarlierBootStayHeldUnlessTheUserTrustsTheClock() throws {

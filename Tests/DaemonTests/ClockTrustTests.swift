@@ -102,6 +102,176 @@ final class ClockTrustTests: XCTestCase {
         }
     }
 
+    /// The times of a chunk's payload.
+    static func chunkTimes(_ record: QueuedRecord) throws -> (start: Date, end: Date) {
+        let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
+        let start = try XCTUnwrap((fields["timestamp_start"] as? String).flatMap(RFC3339.date(from:)))
+        let end = try XCTUnwrap((fields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
+        return (start, end)
+    }
+
+    /// `systemctl stop` then `ariata-agent sync` on a board with a GPS and no NTP: the last
+    /// chunks, written as the daemon stops, are held like the others, and corrected from the
+    /// fix before it exits; sync (a process that never saw a fix, its clock still not
+    /// synchronised) sends every record, none held. Health lines dated in the future of the
+    /// fix's true time are refused when read, counted, and never sent.
+    func testAfterAStopWithoutNTPSyncDeliversEveryRecordAndFutureLinesAreRefusedAtCapture() throws {
+        // No scheduled upload: what reaches the receiver is what sync sends.
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, healthInterval: 2)
+        let startedAt = Date()
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
+        let queue: SQLiteQueue
+        do {
+            queue = try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+        let bootID = try XCTUnwrap(BootClock.bootID)
+        try waitUntil("the fix's true time kept in the database", timeout: 60) {
+            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+        }
+        // Two lines the server would refuse (an hour and a day ahead), two it takes.
+        try rig.appendHeartRates([181], at: Date().addingTimeInterval(3_600))
+        try rig.appendHeartRates([182], at: Date().addingTimeInterval(86_400))
+        try rig.appendHeartRates([71, 72], at: Date().addingTimeInterval(-30))
+        let refusedKey = StreamCounter.key(StreamName.health.rawValue, StreamCounter.refusedSamples)
+        try waitUntil("the future lines refused and counted, and chunks written", timeout: 60) {
+            try queue.state(refusedKey) == "2" && queue.records(stream: .health).count == 2
+                && queue.records(stream: .microphone).count >= 2
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let stoppedAt = Date()
+        XCTAssertTrue(rig.agentLog.contains("true time") && rig.agentLog.contains("ahead of"),
+                      "the refusals are in the log: \(rig.agentLog)")
+        XCTAssertEqual(try queue.heldCounts(currentBootID: bootID).total, 0,
+                       "the daemon corrected what its streams wrote as it stopped")
+
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        let sync = try cli.run(["sync"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile], timeout: 120)
+        XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
+
+        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0, "none held")
+        for stream in [StreamName.microphone, .location, .health] {
+            let records = try final.records(stream: stream)
+            let received = Set(try rig.receiver.storedIDs(stream))
+            XCTAssertFalse(records.isEmpty, "\(stream)")
+            for record in records {
+                XCTAssertEqual(record.status, .uploaded, "\(stream) record \(record.seq)")
+                XCTAssertTrue(received.contains(record.id.uuidString.lowercased()), "\(stream) record \(record.seq) at the receiver")
+            }
+        }
+        let values = try final.records(stream: .health).compactMap {
+            (try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["value"] as? Int
+        }
+        XCTAssertEqual(values.sorted(), [71, 72], "the future lines were never queued")
+        XCTAssertEqual(try rig.receiver.stats().stored(.health), 2)
+        XCTAssertEqual(try final.state(refusedKey), "2")
+        for chunk in try final.records(stream: .microphone) {
+            let times = try Self.chunkTimes(chunk)
+            // Early by the fraction of a second between a fix and its arrival.
+            XCTAssertGreaterThanOrEqual(times.start, startedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
+            XCTAssertLessThanOrEqual(times.end, stoppedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+        }
+    }
+
+    /// The daemon killed (no clean stop) with chunks held and no NTP: `sync`, which never
+    /// saw a fix, corrects them from the fix the daemon kept in the database and sends them.
+    func testSyncCorrectsWhatAKilledDaemonHeldFromTheFixItKept() throws {
+        // One health check at 5 s (when the fix is kept), the next a minute later: the
+        // chunks written meanwhile stay held.
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, healthInterval: 60)
+        let startedAt = Date()
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
+        let queue: SQLiteQueue
+        do {
+            queue = try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+        let bootID = try XCTUnwrap(BootClock.bootID)
+        try waitUntil("the fix kept and chunks held", timeout: 60) {
+            try queue.storedTimeEvidence(bootID: bootID) != nil
+                && (queue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
+        }
+        rig.agent?.signal(SIGKILL)
+        _ = rig.agent?.wait(timeout: 10)
+        let killedAt = Date()
+        let held = try queue.heldRecords(bootID: bootID, limit: 1_000)
+        XCTAssertGreaterThanOrEqual(held.count, 1, "the killed daemon left held records")
+        XCTAssertTrue(held.allSatisfy { $0.capturedAt < CaptureTimeRule.earliest }, "held with their 1970 times")
+
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        // status, read-only, says where this boot's true time is known from.
+        let status = try cli.run(["status", "--json"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
+        let clock = try XCTUnwrap(try StatusReport.decode(Data(status.stdout.utf8)).clock, status.stdout)
+        XCTAssertEqual(clock.trueTimeFrom, "gpsd 3D fix")
+        XCTAssertEqual(clock.heldRecords, held.count)
+
+        let sync = try cli.run(["sync"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile], timeout: 120)
+        XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
+        XCTAssertTrue(sync.stdout.contains("corrected the times of \(held.count) held records (true time from gpsd 3D fix)"), sync.stdout)
+
+        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0)
+        let received = Set(try rig.receiver.storedIDs(.microphone))
+        for record in held {
+            let chunk = try XCTUnwrap(try final.records(stream: .microphone).first { $0.seq == record.seq })
+            XCTAssertEqual(chunk.status, .uploaded, "chunk \(chunk.seq)")
+            XCTAssertTrue(received.contains(chunk.id.uuidString.lowercased()), "chunk \(chunk.seq) at the receiver")
+            let times = try Self.chunkTimes(chunk)
+            XCTAssertGreaterThanOrEqual(times.start, startedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
+            XCTAssertLessThanOrEqual(times.end, killedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+        }
+    }
+
+    /// A restart in the same boot with gpsd gone (no fix, no NTP): the new daemon takes the
+    /// fix the last one kept in the database and corrects and sends what it captures.
+    func testTheNextStartOfTheSameBootCorrectsFromTheFixTheLastOneKept() throws {
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        let queue: SQLiteQueue
+        do {
+            queue = try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+        let bootID = try XCTUnwrap(BootClock.bootID)
+        try waitUntil("the fix's true time kept in the database", timeout: 60) {
+            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+        }
+        let firstPID = rig.agent?.pid
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        Self.removeFaketimeSharedMemory(pid: firstPID)
+        rig.feeder.stop()
+        rig.gps.killGPSD()
+        let lastBefore = try queue.records(stream: .microphone).map(\.seq).max() ?? 0
+
+        let restartedAt = Date()
+        _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
+        defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
+        try waitUntil("chunks of the second run corrected and delivered", timeout: 90) {
+            try queue.records(stream: .microphone, status: .uploaded).filter { $0.seq > lastBefore }.count >= 2
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let stoppedAt = Date()
+        XCTAssertTrue(rig.agentLog.contains("true time of this boot from gpsd 3D fix, kept in the database"), rig.agentLog)
+        XCTAssertEqual(try queue.heldCounts(currentBootID: bootID).total, 0)
+        let received = Set(try rig.receiver.storedIDs(.microphone))
+        let second = try queue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
+        for chunk in second {
+            XCTAssertTrue(received.contains(chunk.id.uuidString.lowercased()), "chunk \(chunk.seq) at the receiver")
+            let times = try Self.chunkTimes(chunk)
+            XCTAssertGreaterThanOrEqual(times.start, restartedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
+            XCTAssertLessThanOrEqual(times.end, stoppedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+        }
+    }
+
     struct Sample {
         var value: Int
         var writtenAt: Date

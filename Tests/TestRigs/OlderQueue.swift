@@ -1,16 +1,19 @@
 import Foundation
 
 /// Rewrites a queue written by this agent into the layout an earlier agent left, to test
-/// the migrations forward: schema 3 (payloads in their own table, no attachments), 2
-/// (payloads in the rows) or 1 (no held records either). Needs python3's sqlite3.
+/// the migrations forward: schema 4 (no time evidence), 3 (payloads in their own table,
+/// no attachments), 2 (payloads in the rows) or 1 (no held records either). Needs
+/// python3's sqlite3.
 public enum OlderQueue {
     public static func downgrade(_ path: String, to version: Int, logDirectory: String) throws {
-        precondition((1...3).contains(version), "schemas 1 to 3 only")
+        precondition((1...4).contains(version), "schemas 1 to 4 only")
         let script = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             version = int(sys.argv[2])
-            c.executescript('''
+            c.executescript("DROP TABLE time_evidence;")
+            if version <= 3:
+              c.executescript('''
                 DROP TRIGGER records_attachment_delete; DROP TABLE attachments; DROP TABLE attachment_trash;
                 DROP INDEX records_by_status_changed;
                 CREATE INDEX records_by_status_changed ON records (status, status_changed_at);

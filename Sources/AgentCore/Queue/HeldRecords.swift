@@ -68,7 +68,8 @@ extension SQLiteQueue {
     /// Puts the corrected times in place and lets the records go to the uploader, all in
     /// one transaction. The stored payload (without its attachment) keeps its length (a
     /// time is always 24 characters), so the byte counts kept by triggers stay right; a
-    /// payload that would not is refused.
+    /// payload that would not is refused. A record another process (`sync` beside the
+    /// daemon) released meanwhile is left as that one wrote it.
     public func release(_ records: [ReleasedRecord]) throws {
         guard !records.isEmpty else { return }
         try writing {
@@ -76,6 +77,7 @@ extension SQLiteQueue {
                 let changed = try db.cachedStatement(sql: """
                     UPDATE records SET captured_at = ? WHERE seq = ?
                         AND length(coalesce((SELECT data FROM payloads WHERE payloads.seq = records.seq), payload)) = ?
+                        AND EXISTS (SELECT 1 FROM provisional_times p WHERE p.seq = records.seq)
                     """)
                 let payload = try db.cachedStatement(sql: "UPDATE payloads SET data = ? WHERE seq = ?")
                 // A row written before schema 3 keeps its payload in the row.

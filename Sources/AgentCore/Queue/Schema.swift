@@ -5,7 +5,7 @@ import GRDB
 /// build knows is refused rather than guessed at.
 enum Schema {
     /// Migration N (1-based) is `migrations[N-1]`. Append only; never edit a released one.
-    static let migrations: [String] = [v1, v2, v3, v4]
+    static let migrations: [String] = [v1, v2, v3, v4, v5]
 
     static var currentVersion: Int { migrations.count }
 
@@ -162,6 +162,20 @@ enum Schema {
     -- per insert. Rows of schema 3 keep theirs in `payloads`, read as before.
     DROP INDEX records_by_status_changed;
     CREATE INDEX records_by_status_changed ON records (status, status_changed_at) WHERE status <> 'pending';
+    """
+
+    static let v5 = """
+    -- What ties this boot's clock (CLOCK_BOOTTIME) to true time: a gpsd 3D fix, or the
+    -- system clock while NTP kept it (TimeEvidenceStore). Kept so that the processes that
+    -- come after the daemon in the same boot (`sync`, the next start) can correct the
+    -- records it held. One row per boot, and only the running boot's is ever used: a
+    -- record is never corrected from another boot's evidence.
+    CREATE TABLE time_evidence (
+        boot_id    TEXT PRIMARY KEY,                 -- /proc/sys/kernel/random/boot_id
+        boot_time  REAL NOT NULL,                    -- CLOCK_BOOTTIME seconds when true_time was seen
+        true_time  REAL NOT NULL,                    -- unix seconds
+        source     TEXT NOT NULL                     -- e.g. gpsd 3D fix
+    ) WITHOUT ROWID;
     """
 
     /// Brings the database to `currentVersion`.

@@ -145,10 +145,12 @@ public struct StatusReader: Sendable {
         let sync = ClockSync.live()
         let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
         let held = (try? queue?.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
+        let evidence = BootClock.bootID.flatMap { boot in try? queue?.storedTimeEvidence(bootID: boot) }
         return StatusReport.Clock(synchronised: sync.unsynchronisedReason() == nil,
                                   trustSystemClock: config.daemon.trustSystemClock,
                                   trusted: trust.isTrusted(now: now), reason: trust.distrust(now: now),
-                                  heldRecords: held.thisBoot, heldEarlierBoots: held.earlierBoots)
+                                  heldRecords: held.thisBoot, heldEarlierBoots: held.earlierBoots,
+                                  trueTimeFrom: evidence?.source)
     }
 
     private func emptyStream(_ name: StreamName, enabled: Bool) -> StatusReport.Stream {
@@ -188,7 +190,9 @@ public struct StatusReader: Sendable {
         if report.daemon.running, report.uploader.health == "unhealthy", report.uploader.authPausedUntil == nil {
             warnings.append("uploads: \(report.uploader.reason ?? "failing")")
         }
-        if let clock = report.clock, clock.heldRecords > 0 {
+        if let clock = report.clock, clock.heldRecords > 0, !clock.trusted, let source = clock.trueTimeFrom {
+            warnings.append("clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times; this boot's true time is known from \(source), so the daemon corrects and releases them at its next health check ('ariata-agent sync' does it now)")
+        } else if let clock = report.clock, clock.heldRecords > 0 {
             warnings.append(clock.trusted
                 ? "\(clock.heldRecords) records held with provisional times: the clock can be believed now, so the daemon corrects and releases them at its next health check"
                 : "clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times and are corrected and sent once it is; enable NTP (timedatectl set-ntp true), or set [daemon] trust_system_clock = true if this clock is right")

@@ -125,6 +125,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var heldRecords: Int
         /// Records held from earlier boots: their true time is unknown; they are kept, not sent.
         public var heldEarlierBoots: Int
+        /// What this boot's true time is known from, kept in the database (a gpsd 3D fix), when anything.
+        public var trueTimeFrom: String? = nil
     }
 
     public struct Uploader: Codable, Sendable, Equatable {

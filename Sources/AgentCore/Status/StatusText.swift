@@ -89,7 +89,8 @@ public struct StatusText: Sendable {
         if let clock = r.clock {
             let state = clock.synchronised ? "synchronised" : clock.trusted ? "not synchronised, trusted ([daemon] trust_system_clock)" : paint("not synchronised", .yellow)
             let held = clock.heldRecords + clock.heldEarlierBoots
-            out.append("clock      \(state)" + (held > 0 ? ", \(held) records held with provisional times" : ""))
+            out.append("clock      \(state)" + (clock.trusted ? "" : clock.trueTimeFrom.map { ", true time from \($0)" } ?? "")
+                + (held > 0 ? ", \(held) records held with provisional times" : ""))
         }
         if !r.warnings.isEmpty {
             out.append("")

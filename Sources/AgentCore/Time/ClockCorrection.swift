@@ -12,7 +12,10 @@ import Synchronization
 ///
 /// Before the clock can be believed, a gpsd 3D fix received in this boot (TimeEvidence)
 /// gives the same: wall = boot + (fix time - boot clock when it arrived), early by the
-/// fraction of a second between the fix and its arrival.
+/// fraction of a second between the fix and its arrival. So does the clock of an earlier
+/// moment of this boot when NTP kept it. Each pass keeps that evidence in the database
+/// (TimeEvidenceStore), and a process that has none of its own takes what an earlier
+/// process of the same boot kept: `sync` after the daemon stopped, or the next start.
 ///
 /// A record held in an earlier boot cannot be corrected: that boot's clock is gone and
 /// nothing ties it to true time. Sending it with its provisional time could send a time
@@ -25,6 +28,7 @@ public final class ClockCorrection: Sendable {
     private let clock: any WallClock
     private let bootClock: @Sendable () -> BootInstant?
     private let evidence: TimeEvidence
+    private let store: TimeEvidenceStore
     private let logger: Logger
     /// The last thing said about records that stay held, so it is logged on change only.
     private let lastNote = Mutex<String?>(nil)
@@ -56,7 +60,18 @@ public final class ClockCorrection: Sendable {
         self.clock = clock
         self.bootClock = bootClock
         self.evidence = evidence
+        store = TimeEvidenceStore(queue: queue)
         self.logger = logger
+    }
+
+    /// What the evidence says the system clock is when NTP keeps it.
+    static let synchronisedClockSource = "the system clock while NTP kept it"
+
+    /// Takes this boot's stored evidence into `evidence` when this process has none yet
+    /// (the daemon's start: captures check times against it before the first pass).
+    public func loadEvidence() {
+        guard let boot = bootClock() else { return }
+        _ = keepEvidence(boot: boot, now: clock.now())
     }
 
     /// One pass. Never throws: a failing disk leaves the records held until the next tick.
@@ -64,13 +79,14 @@ public final class ClockCorrection: Sendable {
     public func pass(trustSystemClock: Bool) -> Outcome {
         var outcome = Outcome()
         let boot = bootClock()
+        let now = clock.now()
+        let sample = boot.flatMap { keepEvidence(boot: $0, now: now) }
         do {
             let held = try queue.heldCounts(currentBootID: boot?.bootID)
             guard held.total > 0 else { return outcome }
-            let now = clock.now()
             let distrust = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now)
             if let why = distrust {
-                guard let boot, held.thisBoot > 0, let sample = evidence.latest(bootID: boot.bootID) else {
+                guard let boot, held.thisBoot > 0, let sample else {
                     outcome.waitingFor = why
                     outcome.stillHeld = held
                     note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
@@ -93,6 +109,29 @@ public final class ClockCorrection: Sendable {
         }
         report(outcome, trustSystemClock: trustSystemClock)
         return outcome
+    }
+
+    /// This boot's evidence: what the clock says when NTP keeps it, else the latest this
+    /// process learnt, else what an earlier process of this boot stored; kept in the
+    /// database when new or moved. Without the database it is this process's alone.
+    private func keepEvidence(boot: BootInstant, now: Date) -> TimeEvidence.Sample? {
+        if sync.unsynchronisedReason() == nil, !CaptureTimeRule.clockLooksUnset(now) {
+            evidence.record(trueTime: now, at: boot, source: Self.synchronisedClockSource)
+        }
+        do {
+            if evidence.latest(bootID: boot.bootID) == nil, let stored = try store.load(bootID: boot.bootID) {
+                evidence.adopt(stored)
+                logger.info("true time of this boot from \(stored.source), kept in the database by an earlier process of this boot")
+            }
+            guard let sample = evidence.latest(bootID: boot.bootID) else { return nil }
+            if try store.keep(sample) {
+                logger.debug("kept this boot's true time (\(sample.source)) in the database")
+            }
+            return sample
+        } catch {
+            logger.error("cannot keep this boot's true time in the database: \(error); a later process of this boot may not be able to correct held records")
+            return evidence.latest(bootID: boot.bootID)
+        }
     }
 
     /// Wall time of boot-clock instant t is t + `offset`, for every t of this boot.

@@ -7,19 +7,31 @@ import Foundation
 /// The clock is believed when the kernel says it is synchronised (NTP), or when the user
 /// said so with `[daemon] trust_system_clock = true` (a machine without NTP whose clock
 /// is set by hand). A clock before 2000 is never believed.
+///
+/// While it is not believed, this boot's evidence of the true time (a gpsd 3D fix) may
+/// still tell what time it really is: `trueNow` is what a capture's own time is checked
+/// against.
 public struct ClockTrust: Sendable {
     public let sync: any ClockSyncSource
     public let trustSystemClock: Bool
+    public let evidence: TimeEvidence
 
-    public init(sync: any ClockSyncSource, trustSystemClock: Bool) {
+    public init(sync: any ClockSyncSource, trustSystemClock: Bool, evidence: TimeEvidence = .shared) {
         self.sync = sync
         self.trustSystemClock = trustSystemClock
+        self.evidence = evidence
     }
 
     /// The kernel's flag (or the test file named by `ARIATA_CLOCK_SYNC_FILE`).
     public static func live(trustSystemClock: Bool,
                             environment: [String: String] = ProcessInfo.processInfo.environment) -> ClockTrust {
         ClockTrust(sync: ClockSync.live(environment: environment), trustSystemClock: trustSystemClock)
+    }
+
+    /// The true time now: the clock reading `now` when it is believed (`trusted`), else what
+    /// this boot's evidence says; nil when neither is known.
+    public func trueNow(now: Date, trusted: Bool) -> Date? {
+        trusted ? now : evidence.trueNow()
     }
 
     /// nil when the wall clock reading `now` can be believed; otherwise why not.

@@ -55,8 +55,9 @@ struct HealthLineProcessor {
             log.warning("skipping malformed line at \(place()): \(reason)")
         case .samples(let samples):
             let trusted = clockTrusted(now: now)
+            let trueNow = clockTrust.trueNow(now: now, trusted: trusted)
             for raw in samples {
-                switch normaliser.normalise(raw, now: now, clockTrusted: trusted) {
+                switch normaliser.normalise(raw, now: now, clockTrusted: trusted, trueNow: trueNow) {
                 case .rejected(let reason):
                     rejected += 1
                     log.warning("skipping sample at \(place()): \(reason)")

@@ -196,7 +196,9 @@ final class MicrophoneStreamTests: XCTestCase {
         clock.set(t0) // NTP answered
         let syncFile = directory.file("clock-sync")
         try "synchronised".write(toFile: syncFile, atomically: true, encoding: .utf8)
-        let outcome = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, logger: logger)
+        // Evidence of its own: the set clock (t0) is not this machine's true time.
+        let outcome = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, evidence: TimeEvidence(),
+                                      logger: logger)
             .pass(trustSystemClock: false)
         let bootAfter = try XCTUnwrap(BootClock.now())
         XCTAssertEqual(outcome.corrected, 1)

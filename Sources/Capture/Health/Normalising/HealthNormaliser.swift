@@ -33,14 +33,18 @@ public struct HealthNormaliser: Sendable {
     public init() {}
 
     /// `now` dates a sample that carried no time and bounds how far ahead a time may be.
-    /// With `clockTrusted` false the clock cannot be believed: a sample's own time is only
-    /// held to "after 2000" (a wrong clock must not refuse right times), and a sample dated
-    /// from the clock is not checked at all (it is held and checked once corrected).
-    public func normalise(_ raw: RawHealthSample, now: Date, clockTrusted: Bool = true) -> Outcome {
+    /// With `clockTrusted` false the clock cannot be believed: a sample's own time is
+    /// checked against `trueNow` (the true time from this boot's evidence) when it is
+    /// known, and otherwise only held to "after 2000" (a wrong clock must not refuse right
+    /// times); a sample dated from the clock is not checked at all (it is held and checked
+    /// once corrected).
+    public func normalise(_ raw: RawHealthSample, now: Date, clockTrusted: Bool = true, trueNow: Date? = nil) -> Outcome {
         let timestamp = raw.timestamp ?? now
-        if clockTrusted {
-            guard CaptureTimeRule.isAcceptable(timestamp, now: now) else {
-                return .rejected("timestamp \(RFC3339.string(from: timestamp)) is before 2000 or more than 5 minutes ahead of the clock")
+        let reference = clockTrusted ? now : raw.timestamp == nil ? nil : trueNow
+        if let reference {
+            guard CaptureTimeRule.isAcceptable(timestamp, now: reference) else {
+                return .rejected("timestamp \(RFC3339.string(from: timestamp)) is before 2000 or more than 5 minutes ahead of "
+                    + (clockTrusted ? "the clock" : "the true time (\(RFC3339.string(from: reference)), known from this boot's evidence)"))
             }
         } else if let own = raw.timestamp, own < CaptureTimeRule.earliest {
             return .rejected("timestamp \(RFC3339.string(from: own)) is before 2000")
