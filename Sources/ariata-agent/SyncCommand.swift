@@ -20,7 +20,8 @@ struct SyncCommand: ParsableCommand {
             Records held with provisional times (captured before the clock could be \
             believed) are corrected first when this boot's true time is known: from the \
             synchronised clock, or from what the daemon kept of it (a gpsd 3D fix). Records \
-            held in an earlier boot stay held.
+            held in an earlier boot are corrected from what that boot kept; those of a boot \
+            that never knew its true time stay held.
 
             Exit status: 0 when everything pending was delivered; 1 when something could not \
             be delivered (the reason is printed; the records stay queued and the daemon retries); \

@@ -203,8 +203,9 @@ final class HeldRecordsTests: XCTestCase {
                        RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
         XCTAssertEqual(syncEvidence.latest(bootID: "boot-now"), fix, "taken in, for captures to check times against")
 
-        // The next boot: this boot's records are an earlier boot's now, and its fix says
-        // nothing about them.
+        // The next boot, with no true time of its own yet: a record this boot held is an
+        // earlier boot's now, and is corrected from the fix this boot kept; the record of
+        // the boot before, which kept none, stays held.
         var straggler = try heldHealth(at: Date(timeIntervalSince1970: 1_500), bootTime: 4_500)
         straggler.id = UUID()
         try reopened.enqueue(straggler)
@@ -212,9 +213,40 @@ final class HeldRecordsTests: XCTestCase {
         let afterReboot = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock,
                                           bootClock: { nextBoot }, evidence: TimeEvidence(), logger: logger)
             .pass(trustSystemClock: false)
-        XCTAssertEqual(afterReboot.corrected, 0)
-        XCTAssertEqual(afterReboot.stillHeld.earlierBoots, 2)
-        XCTAssertEqual(try reopened.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [last.id])
+        XCTAssertEqual(afterReboot.corrected, 1)
+        XCTAssertEqual(afterReboot.source, "gpsd 3D fix of an earlier boot")
+        XCTAssertEqual(afterReboot.stillHeld.earlierBoots, 1, "the boot that kept no true time")
+        let afterRebootSent = try reopened.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        XCTAssertEqual(afterRebootSent.map(\.id), [last.id, straggler.id])
+        XCTAssertEqual(try payloadObject(try XCTUnwrap(afterRebootSent.last).payload)["timestamp"] as? String,
+                       RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 500_000),
+                       "boot time 4,500 s of a boot whose 5,000 s was the fix's time: exact")
+    }
+
+    /// A boot's evidence stays in the database while that boot still holds records, and
+    /// goes with its last one; a record of a boot that never knew its true time stays held.
+    func testAnEarlierBootsEvidenceStaysWhileItHoldsRecords() throws {
+        let fix = TimeEvidence.Sample(trueTime: t0, boot: BootInstant(bootID: "boot-before", seconds: 5_000), source: "gpsd 3D fix")
+        try queue.storeTimeEvidence(fix)
+        let held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-before", bootTime: 4_990)
+        try queue.enqueue(held)
+        let nextFix = TimeEvidence.Sample(trueTime: t0.addingTimeInterval(3_600), boot: bootNow, source: "gpsd 3D fix")
+        try queue.storeTimeEvidence(nextFix)
+        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
+        XCTAssertEqual(try queue.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
+
+        let boot = bootNow
+        let evidence = TimeEvidence()
+        evidence.record(trueTime: nextFix.trueTime, at: nextFix.boot, source: nextFix.source)
+        let outcome = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+                                      evidence: evidence, logger: logger).pass(trustSystemClock: false)
+        XCTAssertEqual(outcome.corrected, 1)
+        XCTAssertEqual(outcome.stillHeld.total, 0)
+        let sent = try XCTUnwrap(queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
+                       RFC3339.string(milliseconds: Int64(t0.timeIntervalSince1970 * 1_000) - 10_000))
+        try queue.storeTimeEvidence(nextFix)
+        XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
     }
 
     /// A fix comes every second: the evidence is written when it is new (a boot's first,

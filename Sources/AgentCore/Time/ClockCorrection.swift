@@ -17,8 +17,9 @@ import Synchronization
 /// (TimeEvidenceStore), and a process that has none of its own takes what an earlier
 /// process of the same boot kept: `sync` after the daemon stopped, or the next start.
 ///
-/// A record held in an earlier boot cannot be corrected: that boot's clock is gone and
-/// nothing ties it to true time. Sending it with its provisional time could send a time
+/// A record held in an earlier boot is corrected the same way from the evidence that boot
+/// kept, which stays in the database while the boot has held records. Without it, the
+/// record cannot be corrected: that boot's clock is gone and nothing ties it to true time. Sending it with its provisional time could send a time
 /// that is wrong by days without anyone noticing, so it stays held (never sent) and
 /// `status` reports it. With `[daemon] trust_system_clock = true` the user vouches that
 /// the clock was right: such records whose time passes the server's rule then go as they are.
@@ -86,18 +87,28 @@ public final class ClockCorrection: Sendable {
             guard held.total > 0 else { return outcome }
             let distrust = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now)
             if let why = distrust {
-                guard let boot, held.thisBoot > 0, let sample else {
+                if let boot, held.thisBoot > 0, let sample {
+                    outcome.source = sample.source
+                    try correct(bootID: boot.bootID, offset: sample.offset, now: boot.seconds + sample.offset, into: &outcome)
+                } else {
                     outcome.waitingFor = why
-                    outcome.stillHeld = held
-                    note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
-                    return outcome
                 }
-                outcome.source = sample.source
-                try correct(boot: boot, offset: sample.offset, into: &outcome)
             } else if let boot, held.thisBoot > 0 {
                 outcome.source = sync.unsynchronisedReason() == nil
                     ? "the synchronised system clock" : "the system clock, trusted by [daemon] trust_system_clock"
-                try correct(boot: boot, offset: now.timeIntervalSince1970 - boot.seconds, into: &outcome)
+                try correct(bootID: boot.bootID, offset: now.timeIntervalSince1970 - boot.seconds,
+                            now: now.timeIntervalSince1970, into: &outcome)
+            }
+            if held.earlierBoots > 0 {
+                // The true time now, when known, bounds the earlier boots' times; their own
+                // evidence makes them exact either way.
+                let trueNow = distrust == nil ? now.timeIntervalSince1970 : sample.map { $0.boot.seconds + $0.offset }
+                for earlier in try queue.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
+                    let before = outcome.corrected
+                    try correct(bootID: earlier.boot.bootID, offset: earlier.offset,
+                                now: trueNow ?? Date.distantFuture.timeIntervalSince1970, into: &outcome)
+                    if outcome.corrected > before { outcome.source = outcome.source ?? "\(earlier.source) of an earlier boot" }
+                }
             }
             if distrust == nil, trustSystemClock, held.earlierBoots > 0 {
                 try releaseEarlierBoots(than: boot?.bootID ?? ProvisionalTime.unknownBoot, now: now, into: &outcome)
@@ -134,12 +145,13 @@ public final class ClockCorrection: Sendable {
         }
     }
 
-    /// Wall time of boot-clock instant t is t + `offset`, for every t of this boot.
-    private func correct(boot: BootInstant, offset: Double, into outcome: inout Outcome) throws {
-        let now = Date(timeIntervalSince1970: boot.seconds + offset)
+    /// Wall time of boot-clock instant t is t + `offset`, for every t of boot `bootID`;
+    /// `now` (true time, Unix seconds) bounds how far ahead a corrected time may be.
+    private func correct(bootID: String, offset: Double, now nowSeconds: Double, into outcome: inout Outcome) throws {
+        let now = Date(timeIntervalSince1970: nowSeconds)
         var after: Int64 = 0
         while true {
-            let batch = try queue.heldRecords(bootID: boot.bootID, afterSeq: after, limit: Self.batchSize)
+            let batch = try queue.heldRecords(bootID: bootID, afterSeq: after, limit: Self.batchSize)
             guard let last = batch.last else { return }
             after = last.seq
             var released: [ReleasedRecord] = []
@@ -184,9 +196,11 @@ public final class ClockCorrection: Sendable {
         if outcome.releasedAsIs > 0 {
             logger.notice("trust_system_clock is on: released \(outcome.releasedAsIs) records held in an earlier boot with the times they were captured with")
         }
-        if outcome.stillHeld.earlierBoots > 0 {
-            note("\(outcome.stillHeld.earlierBoots) records held from an earlier boot whose clock was never synchronised: their true time is unknown, so they are kept and not sent (see README, Time)")
-        } else {
+        if outcome.stillHeld.thisBoot > 0, let why = outcome.waitingFor {
+            note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
+        } else if outcome.stillHeld.earlierBoots > 0 {
+            note("\(outcome.stillHeld.earlierBoots) records held from an earlier boot whose true time was never known (no NTP, no gpsd 3D fix kept): they are kept and not sent (see README, Time)")
+        } else if outcome.stillHeld.total == 0 {
             lastNote.withLock { $0 = nil }
         }
     }
