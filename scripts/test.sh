@@ -1,9 +1,68 @@
 #!/usr/bin/env bash
 # Builds everything (the agent, the benchmark tool the crash tests use as a child, the
-# tests) and runs the whole test suite against real components: SQLite files, gpsd,
-# ALSA's file plugin, socat ptys and an HTTP receiver on 127.0.0.1.
+# tests) and runs the test suite against real components: SQLite files, gpsd, ALSA's file
+# plugin, socat ptys and an HTTP receiver on 127.0.0.1.
+#
+# usage: scripts/test.sh [--fast | --soak] [--filter REGEX] [--workers N]
+#   (default)  the whole suite, what CI runs: the tests in parallel worker processes, then
+#              the few that must run alone (they measure the process's own memory)
+#   --fast     the everyday tier: the same without the long whole-daemon tests
+#   --soak     the whole suite with the soaks at full size (a 25-kill storm instead of 10)
+#   --filter   only the tests whose "Target.Class/testName" matches REGEX
+#   --workers  parallel worker processes (default: twice the cores: most tests wait)
+# Tiers, timings and how to run one test: docs/development.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+tier=whole
+filter=()
+workers=$(( $(nproc) * 2 ))
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fast) tier=fast ;;
+    --soak) tier=soak ;;
+    --filter) filter=(--filter "$2"); shift ;;
+    --workers) workers=$2; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# Tests that must run alone: they read their own process's resident set, which the other
+# workers' mappings of the same libraries would change.
+alone='MemoryFootprintTests'
+# The long whole-daemon tests the everyday tier leaves out (each runs the real binary for
+# half a minute or more; the whole suite and CI run them).
+long='KillStormTests|PrivacyZoneDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests'
+
+case "$tier" in
+  soak) export KILL_STORM_KILLS=${KILL_STORM_KILLS:-25} ;;
+  *) export KILL_STORM_KILLS=${KILL_STORM_KILLS:-10} ;;
+esac
+skip=("--skip" "$alone")
+if [ "$tier" = fast ]; then skip+=("--skip" "$long"); fi
+
 bash scripts/install-deps.sh
 swift build --build-tests
-swift test --skip-build "$@"
+
+results=$(mktemp -d "${TMPDIR:-/tmp}/ariata-tests.XXXXXX")
+trap 'rm -rf "$results"' EXIT
+status=0
+echo "== tests in $workers parallel worker processes ($tier tier)"
+swift test --skip-build --parallel --num-workers "$workers" "${skip[@]}" "${filter[@]}" \
+  --xunit-output "$results/parallel.xml" || status=$?
+# One worker: each of these runs with no other test process beside it.
+if [ ${#filter[@]} -eq 0 ] || grep -Eq -- "${filter[1]}" <<<"$alone"; then
+  echo "== tests that run alone"
+  swift test --skip-build --parallel --num-workers 1 --filter "$alone" \
+    --xunit-output "$results/alone.xml" || status=$?
+fi
+summaries=()
+for file in "$results"/*.xml; do [ -s "$file" ] && summaries+=("$file"); done
+if [ ${#summaries[@]} -eq 0 ]; then
+  echo "test.sh: no test results were written" >&2
+  exit 1
+fi
+python3 scripts/xunit-summary.py "${summaries[@]}" --slowest 15 || status=1
+exit "$status"
