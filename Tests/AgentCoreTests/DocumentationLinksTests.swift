@@ -113,15 +113,15 @@ enum DocumentationLinks {
         return broken
     }
 
-    /// Each `docs/….md` named in Sources/, Tests/, scripts/, packaging/ or Package.swift
-    /// that does not exist, as "file: page".
+    /// Each `docs/….md` named in Sources/, Tests/, scripts/, packaging/, systemd/, etc/ or
+    /// Package.swift that does not exist, as "file: page".
     static func missingCitedPages(root: String, cited: inout Int) throws -> [String] {
         let pattern = try NSRegularExpression(pattern: #"docs/[A-Za-z0-9_./-]+?\.md"#)
         var files = ["Package.swift"]
-        for top in ["Sources", "Tests", "scripts", "packaging"] {
+        for top in ["Sources", "Tests", "scripts", "packaging", "systemd", "etc"] {
             guard let walker = FileManager.default.enumerator(atPath: "\(root)/\(top)") else { continue }
             for case let path as String in walker
-            where [".swift", ".sh", ".c", ".h", ".py"].contains(where: path.hasSuffix) || !path.contains(".") {
+            where [".swift", ".sh", ".c", ".h", ".py", ".toml", ".service"].contains(where: path.hasSuffix) || !path.contains(".") {
                 files.append("\(top)/\(path)")
             }
         }
