@@ -80,7 +80,7 @@ let package = Package(
                           "-Xlinker", "--no-warn-symbol-ordering"], .when(platforms: [.linux], configuration: .release)),
         ]),
 
-        // Measurements quoted in the README and closing notes: `swift run -c release ariata-bench <name>`.
+        // Measurements in docs/performance.md: `swift run -c release ariata-bench <name>`.
         .executableTarget(name: "ariata-bench", dependencies: [
             "AgentCore", "Capture", "Upload", "Daemon", "TestRigs",
             .product(name: "Logging", package: "swift-log"),

@@ -135,7 +135,7 @@ backfill_days = 1
 [daemon]
 # The demo may run in a container or VM whose kernel is not disciplined by NTP (its clock
 # is the host's): without this, audio would be held until the kernel says the clock is
-# synchronised (README, "Time"). A real device leaves it false.
+# synchronised (docs/time.md). A real device leaves it false.
 trust_system_clock = true
 CONF
 # Pairs with the code (the server hands over the device token), verifies the ingest

@@ -230,7 +230,7 @@ public final class AgentDaemon: Sendable {
     /// while the microphone runs, a chunk's commit (every 28 s, always fsynced) takes the
     /// waiting captures first, and the deadline finds nothing left to sync. Syncing at the
     /// check instead cost an fsync every check, each rewriting the WAL's last page
-    /// (README, "Footprint"). A capture committed after this check is the next check's.
+    /// (docs/decisions/0004-fsync-window.md). A capture committed after this check is the next check's.
     private func armCommitSync() {
         guard let waited = queue.commitSync.oldestWait else { return }
         let left = queue.commitSync.window - waited
@@ -255,7 +255,7 @@ public final class AgentDaemon: Sendable {
     /// the second check (35 s in: the streams capturing, the first chunk written) the
     /// program's and libraries' pages are dropped once more, as at the start: what only
     /// the start ran (configuration, the queue's opening, the streams' set-up) leaves the
-    /// resident set, and what the daemon runs from then on comes back (README, "Memory").
+    /// resident set, and what the daemon runs from then on comes back (docs/decisions/0005-start-up-page-drop.md).
     private func trimMemory(round: Int) {
         MemoryFootprint.releaseFreedMemory()
         if round == 2 { MemoryFootprint.dropMappedFilePages() }

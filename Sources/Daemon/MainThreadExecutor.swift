@@ -2,7 +2,7 @@ import CConcurrencyHooks
 import Foundation
 
 /// Runs Swift concurrency's jobs on the program's main thread instead of libdispatch's
-/// worker pool (README, "Wake-ups").
+/// worker pool (docs/decisions/0006-main-thread-executor.md).
 ///
 /// Why: on Linux, libdispatch watches the workers of its default global queues with a
 /// timer that fires every second, without leeway, from the moment the first such worker

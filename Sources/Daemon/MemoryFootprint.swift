@@ -1,6 +1,6 @@
 import Foundation
 
-/// The daemon's anonymous memory (issue 14; README, "Memory"): glibc keeps to one malloc
+/// The daemon's anonymous memory (docs/architecture.md, Memory): glibc keeps to one malloc
 /// arena instead of eight per core (the threads allocate little and seldom, so they share
 /// the main heap; a second arena held 0.4-1.1 MB), so memory freed by one thread is reused
 /// by the others, and memory freed after a burst (an upload's bodies) is handed back at
@@ -17,7 +17,7 @@ public enum MemoryFootprint {
     }
 
     /// Drops the pages that the process has mapped from the program's and its libraries'
-    /// files so far (README, "Memory"): as the daemon starts, and again once its streams
+    /// files so far (docs/decisions/0005-start-up-page-drop.md): as the daemon starts, and again once its streams
     /// run (`AgentDaemon`, the second maintenance round). They are read-only
     /// (code, constants): clean page cache that the kernel reads again when it is next
     /// used, so what stays resident is what the daemon runs, not what the loader and the

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where TLS verification finds the certificates it trusts (README, "Upload"). Verification
+/// Where TLS verification finds the certificates it trusts (docs/upload.md). Verification
 /// is always on; this only says where the CAs come from.
 ///
 /// A CA bundle is parsed whole into memory for every upload cycle (the system's 139 CAs:

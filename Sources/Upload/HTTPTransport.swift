@@ -20,8 +20,8 @@ public struct HTTPRequest: Sendable {
 
 /// A request body as pieces sent one after the other. An ingest body is its envelope
 /// around the stored records' own bytes (`IngestBody`), so the records are sent from
-/// where they are and never copied into one buffer as large as the batch (README,
-/// "Memory").
+/// where they are and never copied into one buffer as large as the batch
+/// (docs/upload.md).
 public struct RequestBody: Sendable, Equatable {
     public private(set) var pieces: [Data] = []
     /// Bytes in all the pieces.

@@ -5,7 +5,7 @@ import Foundation
 /// from what its answer proves stored and which records it names. The aim: no record
 /// the answer proves stored is sent again, and once a refusal is seen no good record
 /// goes into a batch that is refused again (a server that keeps the records before the
-/// bad one, as Ariata does, then keeps nothing more). README "Upload" has the table.
+/// bad one, as Ariata does, then keeps nothing more). docs/upload.md has the table.
 enum RefusalPlan: Equatable {
     /// Nothing named: halves, until the refused records stand alone.
     case halves

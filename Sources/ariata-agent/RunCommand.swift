@@ -36,7 +36,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         // A peer that resets a socket (gpsd, the server) must be an error, not a signal.
         signal(SIGPIPE, SIG_IGN)
-        // Before any thread: one malloc arena (README, "Memory").
+        // Before any thread: one malloc arena (docs/architecture.md, Memory).
         MemoryFootprint.limitMallocArenas()
         // The program pages the loader and the start read so far leave the resident set.
         MemoryFootprint.dropMappedFilePages()

@@ -34,7 +34,7 @@ struct SyncCommand: ParsableCommand {
     var wait: Int = 120
 
     func run() throws {
-        // A long drain keeps one malloc arena and only the program pages it runs (README, "Memory").
+        // A long drain keeps one malloc arena and only the program pages it runs (docs/architecture.md, Memory).
         MemoryFootprint.limitMallocArenas()
         MemoryFootprint.dropMappedFilePages()
         let config = try AgentConfig.load(path: options.config)

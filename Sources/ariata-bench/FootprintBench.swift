@@ -4,7 +4,7 @@ import Foundation
 import TestRigs
 import Upload
 
-/// The whole daemon's footprint on a small board (issue 14), measured on the real thing:
+/// The whole daemon's footprint on a small board (docs/performance.md), measured on the real thing:
 ///
 ///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
 ///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15]

@@ -1,8 +1,8 @@
 import Daemon
 import Foundation
 
-/// Keeps the rig's own processes out of the daemon's resident set (issue 14; README,
-/// "Memory").
+/// Keeps the rig's own processes out of the daemon's resident set (docs/development.md,
+/// Benchmarks).
 ///
 /// The daemon drops the library pages it mapped while starting (`MADV_PAGEOUT`), but the
 /// kernel leaves a page that another process maps too. On this machine the benchmark

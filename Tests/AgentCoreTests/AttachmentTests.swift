@@ -3,7 +3,7 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// Attachments (schema 4, issue 14): a chunk's audio is a file of its own in
+/// Attachments (schema 4, docs/decisions/0003-attachments-as-files.md): a chunk's audio is a file of its own in
 /// `<database>.attachments/`, written once (or linked from the journal), read back into the
 /// payload as base64, and removed with its record, whatever deletes it.
 final class AttachmentTests: XCTestCase {

@@ -4,7 +4,7 @@ import Synchronization
 import TestRigs
 import XCTest
 
-/// When a capture is on disk (README, "Durability"): every commit fsyncs the WAL before it
+/// When a capture is on disk (docs/queue.md, Durability): every commit fsyncs the WAL before it
 /// returns, except a capture without a file, which waits at most `[storage] sync_seconds`
 /// for a later fsync. GRDB turns its connection to synchronous=NORMAL when it
 /// switches on WAL, which silently made every commit wait for a checkpoint; the first

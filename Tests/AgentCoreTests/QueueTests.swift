@@ -135,7 +135,7 @@ final class QueueTests: XCTestCase {
     func testSchemaVersionIsRecordedAndANewerDatabaseIsRefused() throws {
         let path = dir.file("agent.sqlite")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "5")
-        XCTAssertEqual(try sqlite3Output(path, "PRAGMA page_size;"), "1024", "a new queue has 1 KiB pages (issue 14)")
+        XCTAssertEqual(try sqlite3Output(path, "PRAGMA page_size;"), "1024", "a new queue has 1 KiB pages")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA journal_mode;"), "wal")
         // Reopening an up-to-date database migrates nothing and keeps the data.
         try queue.enqueue(record(.location))

@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// Record ids are version 7 UUIDs: ordered by time (so the queue's unique index grows at its
-/// end, issue 14), unique from their random part whatever the clock says.
+/// end, docs/queue.md), unique from their random part whatever the clock says.
 final class RecordIDTests: XCTestCase {
     func testAVersionSevenIdCarriesItsMillisecondsAndTheRightBits() {
         let time = Date(timeIntervalSince1970: 1_800_000_000.123)

@@ -109,7 +109,7 @@ final class SyncCommandTests: XCTestCase {
         held.release()
     }
 
-    /// A delivered batch costs the card one fsync (issue 14): the probe before sending
+    /// A delivered batch costs the card one fsync: the probe before sending
     /// commits without one, and the records' marks and the stream's stats are one
     /// transaction. Counted with strace on the real command: 6 batches of location records.
     /// It was three per batch (the probe rewrote and fsynced the batch's records; the marks

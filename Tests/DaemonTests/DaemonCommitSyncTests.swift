@@ -5,7 +5,7 @@ import Logging
 import TestRigs
 import XCTest
 
-/// The daemon's part in `[storage] sync_seconds` (README, "Durability"): the window comes
+/// The daemon's part in `[storage] sync_seconds` (docs/queue.md, Durability): the window comes
 /// from the configuration (and a reload), the health check arms a deadline for what would
 /// otherwise wait past the window before the next check, and a clean stop leaves nothing
 /// waiting.

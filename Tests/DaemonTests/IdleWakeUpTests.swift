@@ -3,7 +3,7 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// `ariata-agent run` with nothing to capture sleeps (README, "Wake-ups"): no thread of
+/// `ariata-agent run` with nothing to capture sleeps (docs/decisions/0006-main-thread-executor.md): no thread of
 /// it wakes on a timer of its own between two health checks. Before `MainThreadExecutor`
 /// libdispatch's watch of its worker pool woke it every second, from the service
 /// lifecycle's first `await` on: at least 15 voluntary switches in the 15 s counted here.

@@ -3,7 +3,7 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// The daemon drops the program pages its start read (README, "Memory"): here on this test
+/// The daemon drops the program pages its start read (docs/decisions/0005-start-up-page-drop.md): here on this test
 /// process, whose libraries (Foundation, libcurl's) no other process maps (its own program,
 /// just linked, may still be dirty page cache, which the kernel cannot drop yet).
 final class MemoryFootprintTests: XCTestCase {
@@ -79,7 +79,7 @@ final class MemoryFootprintTests: XCTestCase {
 
     /// The daemon drops its pages twice: as it starts, and at its second maintenance round
     /// once the streams run, so that what only the start ran leaves the resident set
-    /// (README, "Memory"). Seen with strace on the real daemon: the program's first mapping
+    /// (docs/decisions/0005-start-up-page-drop.md). Seen with strace on the real daemon: the program's first mapping
     /// is advised MADV_PAGEOUT once per drop.
     func testTheDaemonDropsItsPagesAgainOnceItsStreamsRun() throws {
         let rig = try DaemonRig(healthInterval: 2)

@@ -69,7 +69,7 @@ final class HealthCoordinatorTests: XCTestCase {
     }
 
     /// A health check is one commit at most, and none when nothing changed: a quiet daemon
-    /// must not append to the WAL (and fsync) every 30 s for the same rows (issue 14).
+    /// must not append to the WAL (and fsync) every 30 s for the same rows.
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
         let dir = try TemporaryDirectory("coordinator-writes")
         let wall = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))

@@ -65,7 +65,7 @@ final class UploadRulesTests: XCTestCase {
         }
         let batchID = UUID()
         let built = IngestBody.build(stream: .health, deviceID: "dev \"1\"\t", records: records, batchID: batchID, timestamp: clock)
-        // The payloads are pieces of the body as stored, not copies (README, "Memory").
+        // The payloads are pieces of the body as stored, not copies (docs/upload.md).
         for record in records {
             let stored = record.payload.withUnsafeBytes { $0.baseAddress }
             XCTAssertTrue(built.pieces.contains { piece in piece.withUnsafeBytes { $0.baseAddress } == stored }, "payload copied")
@@ -150,7 +150,7 @@ final class UploadRulesTests: XCTestCase {
         XCTAssertEqual(timeout, .retryLater(reason: "time-out: t", code: .networkTimeout, retryAfter: nil))
     }
 
-    /// The table in README "Upload": what each refusal proves stored and how the rest goes again.
+    /// The table in docs/upload.md, Refused batches: what each refusal proves stored and how the rest goes again.
     func testRefusalPlansFollowWhatTheAnswerProves() {
         let batch = (0..<6).map { index in
             QueuedRecord(seq: Int64(index), id: UUID(), stream: .health, capturedAt: Date(), payload: Data("{}".utf8),

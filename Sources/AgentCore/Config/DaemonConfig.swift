@@ -5,7 +5,7 @@ public struct DaemonConfig: Sendable, Equatable {
     public var healthInterval: Int = 30
     /// Believe the system clock whenever it reads after 2000, even when the kernel says it
     /// is not synchronised: for a machine without NTP whose clock the user knows is right.
-    /// Off, records stamped from an unsynchronised clock are held until it is (README, Time).
+    /// Off, records stamped from an unsynchronised clock are held until it is (docs/time.md).
     public var trustSystemClock = false
 
     public init() {}

@@ -8,7 +8,7 @@ public struct MicrophoneConfig: Sendable, Equatable {
     public var chunkSeconds: Int = 30
     public var overlapSeconds: Int = 2
     /// libopus encoder complexity, 0 (least CPU) to 10 (libopus's and opusenc's default):
-    /// see the README's Measurements for what each level costs and saves.
+    /// docs/performance.md has what each level costs and saves.
     public var complexity: Int = 10
     /// How long encoded audio may wait in the audio journal before it is fdatasync'ed: what
     /// a power cut can cost at most (a kill costs nothing: the pages are written at once).

@@ -1,4 +1,4 @@
-/// `[power]`: battery-aware behaviour on laptops (README, "Power").
+/// `[power]`: battery-aware behaviour on laptops (docs/operations.md, Power).
 public struct PowerConfig: Sendable, Equatable {
     public var enabled = true
     /// Where the kernel lists power supplies; a key so tests can point it at a fake tree.

@@ -6,7 +6,7 @@ import Foundation
 /// The queue keeps a unique index on record ids. With random (version 4) ids every insert
 /// lands on a random page of that index, and the WAL checkpoint then writes one more page
 /// to the card per record; ids that grow with time all land on the index's last page
-/// (issue 14). The time part only orders: a clock that is wrong makes ids no less unique
+/// (docs/queue.md). The time part only orders: a clock that is wrong makes ids no less unique
 /// (74 random bits), and the ingest contract asks only for a UUID.
 public enum RecordID {
     public static func make(at time: Date = Date()) -> UUID {

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// When the queue's commits reach the disk (issue 14; README, "The queue", Durability).
+/// When the queue's commits reach the disk (docs/queue.md, Durability; docs/decisions/0004-fsync-window.md).
 ///
 /// A commit is in the WAL, in the kernel's page cache, when it returns: a kill cannot undo
 /// it, only a power cut (or a kernel panic) can, until the WAL is fsynced. Every commit is

@@ -10,7 +10,7 @@ import Logging
 /// out its readers through concurrent Dispatch queues, and two threads meeting there (an
 /// upload reading while a health check reads) put the waiting one on Dispatch's default
 /// global queue, whose workers libdispatch then watches with a timer every second for the
-/// life of the process (README, "Wake-ups"). One connection also holds one page cache.
+/// life of the process (docs/decisions/0001-one-sqlite-connection.md). One connection also holds one page cache.
 public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     // @unchecked: the only stored state is GRDB's DatabaseQueue (thread-safe) and
     // immutable values.
@@ -56,12 +56,12 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             // WAL, which GRDB does right after this. The one connection does it rather
             // than one of its own: closing a connection hands its clean-up to Dispatch's
             // global queue, whose workers libdispatch then watches with a timer every
-            // second for the life of the process (README, "Wake-ups").
+            // second for the life of the process (docs/decisions/0001-one-sqlite-connection.md).
             if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
                 try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
                 try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             }
-            // Memory (README, "Memory"): the page cache is held to 1 MiB (SQLite's default
+            // Memory (docs/architecture.md): the page cache is held to 1 MiB (SQLite's default
             // is 2 MiB).
             try db.execute(sql: "PRAGMA cache_size = -1024")
             // Durability (set again once WAL is on, see below):
@@ -86,8 +86,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
             StorageReserve.releaseIfDiskFull(databasePath: path)
             connection = try DatabaseQueue(path: path, configuration: config)
             // GRDB switches the connection to synchronous=NORMAL when it turns WAL on,
-            // after prepareDatabase has run: set FULL again (issue 14 found the override;
-            // `durability()` and a test keep it from coming back).
+            // after prepareDatabase has run: set FULL again (missed once, commits were then
+            // fsynced only at checkpoints; `durability()` and a test keep it from coming back).
             try connection.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Schema.migrate(connection)
         } catch let error as QueueError {
@@ -102,7 +102,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         }
     }
 
-    /// Page size of a new queue (issue 14). Each commit appends every page it changed to
+    /// Page size of a new queue (docs/queue.md). Each commit appends every page it changed to
     /// the WAL, and a capture changes about five (its row, two index pages, the counts,
     /// the page-1 header): with SQLite's default 4 KiB pages a location fix cost about 30 KB
     /// written to the card; with 1 KiB pages, about 13 KB (rows are a few hundred bytes now
@@ -377,7 +377,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     }
 
     /// The writer's `PRAGMA synchronous`: "full" when every commit fsyncs the WAL before
-    /// it returns (what the README promises), "normal" when a power cut may undo commits.
+    /// it returns (what docs/queue.md promises), "normal" when a power cut may undo commits.
     public func durability() throws -> String {
         let level = try connection.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
         return ["off", "normal", "full", "extra"].indices.contains(level) ? ["off", "normal", "full", "extra"][level] : "\(level)"
@@ -436,8 +436,8 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// One transaction, fsynced before it returns (the writer's synchronous=FULL), which
     /// takes every capture that waited for an fsync to the disk with it: `commitSync` hears
-    /// so, and the next health check finds nothing to sync (issue 14: an upload cycle's
-    /// marks were followed by a sync of their own).
+    /// so, and the next health check finds nothing to sync (an upload cycle's marks
+    /// followed by a sync of their own would cost a second fsync).
     func fsyncedWrite(_ body: (Database) throws -> Void) throws {
         try connection.writeWithoutTransaction { db in
             try db.inTransaction { try body(db); return .commit }
@@ -474,7 +474,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
     }
 
     /// fsyncs the WAL when a capture has waited for it at least `age` seconds (0: any): the
-    /// health check, a clean stop and the uploader's reads (README, "The queue"). On the
+    /// health check, a clean stop and the uploader's reads (docs/queue.md, Durability). On the
     /// writer, in order with the commits. False when a sync was due and failed.
     @discardableResult
     public func syncWaitingCaptures(waitedAtLeast age: TimeInterval = 0) -> Bool {

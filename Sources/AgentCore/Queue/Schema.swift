@@ -121,7 +121,7 @@ enum Schema {
     """
 
     static let v3 = """
-    -- Each record's payload in a table of its own (issue 14): marking a record (its last
+    -- Each record's payload in a table of its own: marking a record (its last
     -- attempt, uploaded, failed) then rewrites a small row, not the 80 KB of an audio
     -- chunk's overflow pages, twice per upload. Rows written before this version keep their
     -- payload in records.payload; new rows leave it empty (X'').
@@ -132,7 +132,7 @@ enum Schema {
     """
 
     static let v4 = """
-    -- A record's attachment (issue 14): the bytes whose base64 goes under `field` in the
+    -- A record's attachment: the bytes whose base64 goes under `field` in the
     -- record's JSON object when a request is built (a chunk's Ogg Opus audio). They stay a
     -- file of their own in `<database>.attachments/`, written once (the microphone's
     -- finished journal file is linked in, not copied), instead of going through the WAL and
@@ -154,7 +154,7 @@ enum Schema {
         DELETE FROM attachments WHERE seq = OLD.seq;
     END;
 
-    -- Fewer pages per capture (issue 14): every record is inserted pending, and the index
+    -- Fewer pages per capture: every record is inserted pending, and the index
     -- of retention and the storage guard is only ever asked about settled records, so it
     -- leaves pending ones out (queries on it say `status <> 'pending'`, which is how SQLite
     -- knows it may use it). A new record's payload goes back into its row: with the audio

@@ -28,8 +28,8 @@ extension SQLiteQueue {
     }
 
     /// The server stored `seqs` (a batch of `stream`, `bytes` on the wire): they become
-    /// `uploaded` and the stream's stats say so, in one transaction, one fsync (issue 14:
-    /// it was two).
+    /// `uploaded` and the stream's stats say so, in one transaction, one fsync (two
+    /// commits would cost two fsyncs per delivered batch).
     public func markDelivered(_ seqs: [Int64], stream: StreamName, result: String, bytes: Int) throws {
         let now = clock.now().timeIntervalSince1970
         try writing {

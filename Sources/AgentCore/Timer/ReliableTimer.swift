@@ -44,7 +44,7 @@ public final class ReliableTimer: Sendable {
     // No queue-specific value marks this queue (the handler's thread is kept instead):
     // releasing a queue that has one hands the value's clean-up to Dispatch's default
     // global queue, whose workers libdispatch then watches with a timer every second for
-    // the life of the process (README, "Wake-ups"); a reload replaces the daemon's timers.
+    // the life of the process (docs/decisions/0006-main-thread-executor.md); a reload replaces the daemon's timers.
     private let queue: DispatchQueue
     private let handler: @Sendable () -> Void
     private let leeway: DispatchTimeInterval

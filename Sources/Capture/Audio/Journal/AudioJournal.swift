@@ -14,7 +14,7 @@ public final class AudioJournal: Sendable {
     public let directory: String
     /// Pages are fdatasync'ed on the capture thread between two reads (one every 2 s) once
     /// the oldest of them has waited this long: every second read, so a page waits at most
-    /// about 2 s for its sync (see the README for the measured figure).
+    /// about 2 s for its sync (docs/streams/microphone.md; the measured wait is in docs/performance.md).
     let syncInterval: Duration
     let logger: Logger
     /// The directory's fsync after a chunk's file is made runs here, off the capture thread

@@ -5,7 +5,7 @@ import Foundation
 /// chunk's journal file (`<id>_2_s<start>_o<overlap>_r<rate>_b<bitrate>[_k<boot id>_t<boot
 /// time>].ogg`), so a chunk's journal is one file: its name is on disk with the file's
 /// directory entry, before any of its pages is synced, and costs no data block and no fsync
-/// of its own (a header file of its own did, every 28 s; README, "Footprint").
+/// of its own (a header file of its own did, every 28 s; docs/decisions/0002-one-file-audio-journal.md).
 ///
 /// Journals of version 1 (0.1.x) kept it in a `<id>.json` beside `<id>.ogg`; those are
 /// still read (`legacy(json:)`), so a journal a crash left before an upgrade is recovered.

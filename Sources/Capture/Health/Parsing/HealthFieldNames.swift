@@ -1,4 +1,4 @@
-/// The field names and aliases the parsers understand (documented in the README).
+/// The field names and aliases the parsers understand (documented in docs/streams/health.md).
 /// Keys are compared after `normalise`: lower case, `-` and spaces read as `_`.
 enum HealthFieldNames {
     static let timestamp: Set<String> = ["timestamp", "time", "ts", "t", "date", "datetime", "start", "start_time", "startdate"]
