@@ -6,7 +6,8 @@
 # usage: scripts/test.sh [--fast | --soak] [--filter REGEX] [--workers N]
 #   (default)  the whole suite, what CI runs: the tests in parallel worker processes, then
 #              the few that must run alone (they measure the process's own memory)
-#   --fast     the everyday tier: the same without the long whole-daemon tests
+#   --fast     the everyday tier: the same without the long whole-daemon tests and
+#              without the memory tests that run alone
 #   --soak     the whole suite with the soaks at full size (a 25-kill storm instead of 10)
 #   --filter   only the tests whose "Target.Class/testName" matches REGEX
 #   --workers  parallel worker processes (default: twice the cores: most tests wait)
@@ -52,8 +53,9 @@ status=0
 echo "== tests in $workers parallel worker processes ($tier tier)"
 swift test --skip-build --parallel --num-workers "$workers" "${skip[@]}" "${filter[@]}" \
   --xunit-output "$results/parallel.xml" || status=$?
-# One worker: each of these runs with no other test process beside it.
-if [ ${#filter[@]} -eq 0 ] || grep -Eq -- "${filter[1]}" <<<"$alone"; then
+# One worker: each of these runs with no other test process beside it (not in the
+# everyday tier: they are about the daemon's memory, not what one usually changes).
+if [ "$tier" != fast ] && { [ ${#filter[@]} -eq 0 ] || grep -Eq -- "${filter[1]}" <<<"$alone"; }; then
   echo "== tests that run alone"
   swift test --skip-build --parallel --num-workers 1 --filter "$alone" \
     --xunit-output "$results/alone.xml" || status=$?

@@ -14,7 +14,7 @@ struct StatusCommand: ParsableCommand {
             record and its last capture; the last upload attempt and success with the last \
             error code (E001-E005); the queue's size and the free disk; and warnings.
 
-            --json prints the same as JSON with a stable schema (see the README, "status --json").
+            --json prints the same as JSON with a stable schema (docs/operations.md, "status --json"; the schema is docs/status.schema.json).
 
             --prometheus prints the same numbers in the Prometheus text format (the file \
             [metrics] textfile has the daemon write at every health check, for \
@@ -23,7 +23,7 @@ struct StatusCommand: ParsableCommand {
             ..._last_upload_success_timestamp_seconds, ..._sent_records_total, \
             ..._sent_bytes_total, ..._upload_errors_total{code=...}, ..._stream_healthy, \
             ..._stream_paused, ..._storage_evicted_records_total, ..._queue_size_bytes, \
-            ..._disk_free_bytes and more (README, "Metrics").
+            ..._disk_free_bytes and more (docs/operations.md, "Metrics").
 
             Exit status, for scripts: 0 when everything is healthy; 1 when there are warnings \
             (a stream unhealthy or paused, uploads failing, storage low, not set up); 3 when \

@@ -168,8 +168,9 @@ enum Schema {
     -- What ties this boot's clock (CLOCK_BOOTTIME) to true time: a gpsd 3D fix, or the
     -- system clock while NTP kept it (TimeEvidenceStore). Kept so that the processes that
     -- come after the daemon in the same boot (`sync`, the next start) can correct the
-    -- records it held. One row per boot, and only the running boot's is ever used: a
-    -- record is never corrected from another boot's evidence.
+    -- records it held, and, after a reboot, the records that boot still holds. One row per
+    -- boot, kept while the boot has held records: a record is corrected only from the
+    -- evidence of the boot it was captured in.
     CREATE TABLE time_evidence (
         boot_id    TEXT PRIMARY KEY,                 -- /proc/sys/kernel/random/boot_id
         boot_time  REAL NOT NULL,                    -- CLOCK_BOOTTIME seconds when true_time was seen

@@ -27,7 +27,7 @@ public enum PrometheusText {
                   perStream { $0.lastUploadSuccessAt?.timeIntervalSince1970 })
         out.counter("ariata_agent_sent_records_total", "Records the server confirmed.", perStream { Double($0.recordsSent) })
         out.counter("ariata_agent_sent_bytes_total", "Payload bytes of the records the server confirmed.", perStream { Double($0.bytesSent) })
-        out.counter("ariata_agent_upload_errors_total", "Failed upload attempts by error code (README, Error codes).",
+        out.counter("ariata_agent_upload_errors_total", "Failed upload attempts by error code (docs/operations.md, Error codes).",
                     (r.uploader.errors ?? []).map { (["code": $0.code], Double($0.count)) })
         out.gauge("ariata_agent_stream_healthy", "1 when the stream is healthy (0 when unhealthy, paused, disabled or unknown).",
                   perStream { $0.health == "healthy" ? 1 : 0 })

@@ -199,7 +199,7 @@ public final class ClockCorrection: Sendable {
         if outcome.stillHeld.thisBoot > 0, let why = outcome.waitingFor {
             note("records are held with provisional times (not sent) until the clock can be believed: \(why)")
         } else if outcome.stillHeld.earlierBoots > 0 {
-            note("\(outcome.stillHeld.earlierBoots) records held from an earlier boot whose true time was never known (no NTP, no gpsd 3D fix kept): they are kept and not sent (see README, Time)")
+            note("\(outcome.stillHeld.earlierBoots) records held from an earlier boot whose true time was never known (no NTP, no gpsd 3D fix kept): they are kept and not sent (docs/time.md)")
         } else if outcome.stillHeld.total == 0 {
             lastNote.withLock { $0 = nil }
         }

@@ -13,8 +13,9 @@ import Synchronization
 public final class AudioJournal: Sendable {
     public let directory: String
     /// Pages are fdatasync'ed on the capture thread between two reads (one every 2 s) once
-    /// the oldest of them has waited this long: every second read, so a page waits at most
-    /// about 2 s for its sync (docs/streams/microphone.md; the measured wait is in docs/performance.md).
+    /// the oldest of them has waited this long (the daemon passes `[microphone]
+    /// journal_sync_seconds`, 10 s by default), so a page waits at most this plus one read
+    /// for its sync (docs/streams/microphone.md; the measured cost is in docs/performance.md).
     let syncInterval: Duration
     let logger: Logger
     /// The directory's fsync after a chunk's file is made runs here, off the capture thread
