@@ -94,6 +94,18 @@ final class StorageGuardTests: XCTestCase {
         try queue.records(stream: .microphone).map(\.id)
     }
 
+    /// The chunks of `oldest` that are gone after `rounds` rounds of capture: its oldest,
+    /// in order, a chunk for each new chunk and at most two more for the fixes and samples.
+    func assertOldestReplaced(_ oldest: [UUID], in queue: SQLiteQueue, rounds: Int,
+                              file: StaticString = #filePath, line: UInt = #line) throws -> [UUID] {
+        let left = Set(try microphoneIDs(queue))
+        let gone = oldest.filter { !left.contains($0) }
+        XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(gone.count, rounds, file: file, line: line)
+        XCTAssertLessThanOrEqual(gone.count, rounds + 2, "only as much as the new captures needed", file: file, line: line)
+        return gone
+    }
+
     func testTheAgentsOwnBacklogFillingTheDiskKeepsItAndNewCapturesReplaceTheOldest() throws {
         let fs = try mount()
         let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
@@ -126,11 +138,7 @@ final class StorageGuardTests: XCTestCase {
         let after = try pending(queue)
         XCTAssertEqual(after[.location], written[.location], "location survives while there is audio")
         XCTAssertEqual(after[.health], (written[.health] ?? 0) + 20, "health survives while there is audio")
-        let left = try microphoneIDs(queue)
-        let gone = oldest.filter { !left.contains($0) }
-        XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order")
-        XCTAssertGreaterThanOrEqual(gone.count, 20)
-        XCTAssertLessThanOrEqual(gone.count, 22, "only as much as the new captures needed")
+        let gone = try assertOldestReplaced(oldest, in: queue, rounds: 20)
         // What the last chunk that went left unused (less than a chunk) may be filled.
         XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored + Int64(Self.audioBytes), "the queue did not grow")
         XCTAssertGreaterThan(fs.freeBytes, 0)
@@ -179,11 +187,7 @@ final class StorageGuardTests: XCTestCase {
         let after = try pending(queue)
         XCTAssertEqual(after[.location], (written[.location] ?? 0) + 100, "location survives")
         XCTAssertEqual(after[.health], (written[.health] ?? 0) + 100, "health survives")
-        let left = try microphoneIDs(queue)
-        let gone = oldest.filter { !left.contains($0) }
-        XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order")
-        XCTAssertGreaterThanOrEqual(gone.count, 100)
-        XCTAssertLessThanOrEqual(gone.count, 102, "a chunk for a chunk, and a little for the fixes and samples")
+        let gone = try assertOldestReplaced(oldest, in: queue, rounds: 100)
         XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64(gone.count))
         XCTAssertEqual(try queue.evictedTotals()[.location], 0)
         XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")

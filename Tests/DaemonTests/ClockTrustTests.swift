@@ -50,6 +50,26 @@ final class ClockTrustTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: "/dev/shm/sem.faketime_sem_\(pid)")
     }
 
+    /// The rig's queue, or a failure that says what the agent said (it may have exited).
+    func openQueue(_ rig: DaemonRig) throws -> SQLiteQueue {
+        do {
+            return try rig.openQueue()
+        } catch {
+            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
+            throw error
+        }
+    }
+
+    /// A chunk the receiver stored, timed inside the run: from `start` (early by up to the
+    /// fraction of a second between a fix and its arrival, and a chunk's length) to `end`.
+    func assertDelivered(_ chunk: QueuedRecord, received: Set<String>, between start: Date, and end: Date,
+                         file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertTrue(received.contains(chunk.id.uuidString.lowercased()), "chunk \(chunk.seq) at the receiver", file: file, line: line)
+        let times = try Self.chunkTimes(chunk)
+        XCTAssertGreaterThanOrEqual(times.start, start.addingTimeInterval(-6), "chunk \(chunk.seq)", file: file, line: line)
+        XCTAssertLessThanOrEqual(times.end, end.addingTimeInterval(1), "chunk \(chunk.seq)", file: file, line: line)
+    }
+
     /// Starts the rig's agent with its wall clock at `fakeTime` and the sync hook saying
     /// "unsynchronised"; returns the file that sets libfaketime's clock.
     func startUnderFaketime(_ rig: DaemonRig, fakeTime: String) throws -> String {
@@ -74,13 +94,7 @@ final class ClockTrustTests: XCTestCase {
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue: SQLiteQueue
-        do {
-            queue = try rig.openQueue()
-        } catch {
-            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
-            throw error
-        }
+        let queue = try openQueue(rig)
         try waitUntil("audio corrected from gpsd's time and delivered", timeout: 90) {
             try rig.receiver.stats().stored(.microphone) >= 2 && rig.receiver.stats().stored(.location) >= 2
         }
@@ -121,13 +135,7 @@ final class ClockTrustTests: XCTestCase {
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue: SQLiteQueue
-        do {
-            queue = try rig.openQueue()
-        } catch {
-            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
-            throw error
-        }
+        let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
             try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
@@ -186,13 +194,7 @@ final class ClockTrustTests: XCTestCase {
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue: SQLiteQueue
-        do {
-            queue = try rig.openQueue()
-        } catch {
-            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
-            throw error
-        }
+        let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix kept and chunks held", timeout: 60) {
             try queue.storedTimeEvidence(bootID: bootID) != nil
@@ -222,10 +224,7 @@ final class ClockTrustTests: XCTestCase {
         for record in held {
             let chunk = try XCTUnwrap(try final.records(stream: .microphone).first { $0.seq == record.seq })
             XCTAssertEqual(chunk.status, .uploaded, "chunk \(chunk.seq)")
-            XCTAssertTrue(received.contains(chunk.id.uuidString.lowercased()), "chunk \(chunk.seq) at the receiver")
-            let times = try Self.chunkTimes(chunk)
-            XCTAssertGreaterThanOrEqual(times.start, startedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
-            XCTAssertLessThanOrEqual(times.end, killedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+            try assertDelivered(chunk, received: received, between: startedAt, and: killedAt)
         }
     }
 
@@ -234,13 +233,7 @@ final class ClockTrustTests: XCTestCase {
     func testTheNextStartOfTheSameBootCorrectsFromTheFixTheLastOneKept() throws {
         let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
-        let queue: SQLiteQueue
-        do {
-            queue = try rig.openQueue()
-        } catch {
-            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
-            throw error
-        }
+        let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
             try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
@@ -265,10 +258,7 @@ final class ClockTrustTests: XCTestCase {
         let received = Set(try rig.receiver.storedIDs(.microphone))
         let second = try queue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
         for chunk in second {
-            XCTAssertTrue(received.contains(chunk.id.uuidString.lowercased()), "chunk \(chunk.seq) at the receiver")
-            let times = try Self.chunkTimes(chunk)
-            XCTAssertGreaterThanOrEqual(times.start, restartedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
-            XCTAssertLessThanOrEqual(times.end, stoppedAt.addingTimeInterval(1), "chunk \(chunk.seq)")
+            try assertDelivered(chunk, received: received, between: restartedAt, and: stoppedAt)
         }
     }
 
@@ -284,13 +274,7 @@ final class ClockTrustTests: XCTestCase {
         let fakeFile = try startUnderFaketime(rig, fakeTime: fakeTime)
         let startedAt = Date()
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue: SQLiteQueue
-        do {
-            queue = try rig.openQueue()
-        } catch {
-            XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
-            throw error
-        }
+        let queue = try openQueue(rig)
 
         // Health samples without a time of their own: dated by the daemon when it reads them.
         var samples: [Sample] = []
