@@ -375,7 +375,10 @@ def check_record(stream, record, now):
         parse_time(record.get("timestamp"), "timestamp", now)
         if record.get("metric_type") not in HEALTH_METRICS:
             raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
-        number(record, "value")
+        if record.get("metric_type") == "sleep" and isinstance(record.get("value"), str):
+            pass  # the contract's sleep record carries its stage's name as the value
+        else:
+            number(record, "value")
         metadata = record.get("metadata")
         if not isinstance(metadata, dict) or not isinstance(metadata.get("source"), str):
             raise ValueError("metadata must be an object with a source")

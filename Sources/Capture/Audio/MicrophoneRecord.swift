@@ -15,6 +15,8 @@ public enum MicrophoneRecord {
             "timestamp_start": RFC3339.string(from: chunk.start),
             "timestamp_end": RFC3339.string(from: chunk.end),
             "duration": chunk.duration,
+            // What both servers' transforms read for a chunk's length (transcription uses it).
+            "duration_seconds": chunk.duration,
             "overlap_duration": chunk.overlapDuration,
             "audio_format": "ogg",
             "sample_rate": chunk.sampleRate,

@@ -120,7 +120,9 @@ final class HealthNormaliserTests: XCTestCase {
         let text = String(decoding: record.payload, as: UTF8.self)
         XCTAssertTrue(text.contains(#""value":72}"#), text) // a whole number, not 72.0
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
-        XCTAssertEqual(Set(object.keys), ["id", "timestamp", "metric_type", "value", "unit", "metadata"])
+        XCTAssertEqual(Set(object.keys), ["id", "timestamp", "metric_type", "value", "unit", "metadata", "heart_rate"],
+                       "the contract's fields, and the top-level field the Ariata server reads")
+        XCTAssertEqual(object["heart_rate"] as? Int, 72)
         XCTAssertEqual(object["id"] as? String, record.id.uuidString.lowercased())
         XCTAssertEqual(object["metric_type"] as? String, "heart_rate")
         XCTAssertEqual(object["unit"] as? String, "bpm")
@@ -131,11 +133,14 @@ final class HealthNormaliserTests: XCTestCase {
         let distText = String(decoding: try normaliser.record(dist, source: "x").payload, as: UTF8.self)
         XCTAssertTrue(distText.contains(#""value":1500"#) && distText.contains(#""unit":"m""#), distText)
 
+        // The contract's sleep record: the stage's name as the value and at the top level,
+        // the duration in whole minutes at the top level and in metadata.
         let sleepObject = try XCTUnwrap(JSONSerialization.jsonObject(with: try normaliser.record(sleep, source: "ring").payload) as? [String: Any])
         let metadata = try XCTUnwrap(sleepObject["metadata"] as? [String: Any])
-        XCTAssertEqual(sleepObject["value"] as? Int, 4)
-        XCTAssertEqual(metadata["sleep_stage"] as? String, "deep")
-        XCTAssertEqual(metadata["sleep_duration"] as? Int, 600)
+        XCTAssertEqual(sleepObject["value"] as? String, "deep")
+        XCTAssertEqual(sleepObject["sleep_stage"] as? String, "deep")
+        XCTAssertEqual(sleepObject["sleep_duration"] as? Int, 10)
+        XCTAssertEqual(metadata["duration_minutes"] as? Int, 10)
         XCTAssertEqual(metadata["source"] as? String, "ring")
     }
 
@@ -147,7 +152,8 @@ final class HealthNormaliserTests: XCTestCase {
             sample(.activeEnergy, 10, "kJ"), sample(.activeEnergy, 0), sample(.heartRateVariability, 45.67),
             sample(.oxygenSaturation, 0.97), sample(.steps, 123_456_789),
             RawHealthSample(metric: .sleep, value: .text("deep"), timestamp: now, duration: 1800),
-            RawHealthSample(metric: .sleep, value: .number(2), timestamp: now),
+            RawHealthSample(metric: .sleep, value: .text("rem"), timestamp: now, duration: 20),
+            RawHealthSample(metric: .sleep, value: .number(2), timestamp: now), sample(.restingHeartRate, 48),
         ]
         for raw in raws {
             guard case .accepted(let s) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected \(raw)") }

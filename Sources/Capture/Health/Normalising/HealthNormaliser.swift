@@ -13,8 +13,15 @@ public struct HealthSample: Sendable, Equatable {
 
     public var unit: String { metric.canonicalUnit }
 
-    /// The value as it goes into JSON: a whole number where the contract says whole.
+    /// A sleep sample's duration in whole minutes, at least 1, as both servers read it.
+    public var sleepMinutes: Int? {
+        sleepDuration.map { max(1, Int(($0 / 60).rounded())) }
+    }
+
+    /// The value as it goes into JSON: a whole number where the contract says whole; a
+    /// sleep sample's is its stage's name.
     public var jsonValue: any Sendable {
+        if let sleepStage { return sleepStage }
         switch metric {
         case .heartRate, .restingHeartRate, .steps, .oxygenSaturation, .sleep: return Int(value)
         case .distance, .activeEnergy, .heartRateVariability: return value
@@ -122,14 +129,24 @@ public struct HealthNormaliser: Sendable {
     /// hand-written encoder is tested against.
     func referenceFields(_ sample: HealthSample, source: String) -> [String: any Sendable] {
         var metadata: [String: any Sendable] = ["source": source]
-        if let stage = sample.sleepStage { metadata["sleep_stage"] = stage }
-        if let duration = sample.sleepDuration { metadata["sleep_duration"] = Int(duration) }
-        return [
+        var fields: [String: any Sendable] = [
             "timestamp": RFC3339.string(from: sample.timestamp),
             "metric_type": sample.metric.rawValue,
             "value": sample.jsonValue,
             "unit": sample.unit,
-            "metadata": metadata,
         ]
+        switch sample.metric {
+        case .heartRate, .restingHeartRate: fields["heart_rate"] = sample.jsonValue
+        case .heartRateVariability: fields["hrv"] = sample.jsonValue
+        case .steps: fields["steps"] = sample.jsonValue
+        default: break
+        }
+        if let stage = sample.sleepStage { fields["sleep_stage"] = stage }
+        if let minutes = sample.sleepMinutes {
+            fields["sleep_duration"] = minutes
+            metadata["duration_minutes"] = minutes
+        }
+        fields["metadata"] = metadata
+        return fields
     }
 }

@@ -4,26 +4,49 @@ import Foundation
 /// Writes a health record's JSON straight from the sample: the same bytes
 /// `NewRecord(fields:)` makes (`RecordJSON`'s keys in its order, its strings and numbers),
 /// without building a dictionary of boxed values for each line.
+///
+/// Both server generations must be able to read it (docs/upload.md, "What the servers
+/// read"): Virtues reads `metric_type` and `value`, Ariata only the top-level field of the
+/// kind (`heart_rate`, `hrv`, `steps`, `sleep_duration` with `sleep_stage`), so a record
+/// carries both shapes.
 enum HealthRecordEncoder {
     static func payload(id: UUID, sample: HealthSample, source: String) -> Data {
-        var out = "{\"id\":\""
-        out.reserveCapacity(220)
+        let minutes = sample.sleepMinutes
+        var out = "{"
+        out.reserveCapacity(260)
+        switch sample.metric {
+        case .heartRate, .restingHeartRate: out += "\"heart_rate\":" + RecordJSON.number(sample.value) + ","
+        case .heartRateVariability: out += "\"hrv\":" + RecordJSON.number(sample.value) + ","
+        default: break
+        }
+        out += "\"id\":\""
         out += id.uuidString.lowercased()
         out += "\",\"metadata\":{"
-        if let duration = sample.sleepDuration {
-            out += "\"sleep_duration\":\(Int(duration)),"
+        if let minutes {
+            out += "\"duration_minutes\":\(minutes),"
+        }
+        out += "\"source\":"
+        RecordJSON.appendString(source, to: &out)
+        out += "},\"metric_type\":\"\(sample.metric.rawValue)\","
+        if let minutes {
+            out += "\"sleep_duration\":\(minutes),"
         }
         if let stage = sample.sleepStage {
             out += "\"sleep_stage\":"
             RecordJSON.appendString(stage, to: &out)
             out += ","
         }
-        out += "\"source\":"
-        RecordJSON.appendString(source, to: &out)
-        out += "},\"metric_type\":\"\(sample.metric.rawValue)\",\"timestamp\":\""
+        if sample.metric == .steps {
+            out += "\"steps\":" + RecordJSON.number(sample.value) + ","
+        }
+        out += "\"timestamp\":\""
         out += RFC3339.string(from: sample.timestamp)
         out += "\",\"unit\":\"\(sample.unit)\",\"value\":"
-        out += RecordJSON.number(sample.value)
+        if let stage = sample.sleepStage {
+            RecordJSON.appendString(stage, to: &out)
+        } else {
+            out += RecordJSON.number(sample.value)
+        }
         out += "}"
         return Data(out.utf8)
     }

@@ -1,0 +1,147 @@
+import AgentCore
+@testable import Capture
+import Foundation
+import XCTest
+
+/// Every record kind, as the agent's own encoders write it, traced to what each server
+/// generation's transforms read (../shared/contract/ingest.md, "What the servers make of
+/// the records"; docs/upload.md): a record a server accepts but no transform reads is lost
+/// to its owner all the same, so a kind a server reads must pass that server's rule.
+final class ServerReadRulesTests: XCTestCase {
+    enum Server: String, CaseIterable { case virtues, ariata }
+
+    /// What a server's transform needs of a record of `stream` to read it; nil when it
+    /// reads it. `text` is the record's JSON as sent (an integer literal is checked there).
+    static func unread(by server: Server, stream: StreamName, _ record: [String: Any], text: String) -> String? {
+        func number(_ key: String) -> Bool { record[key] is NSNumber }
+        func string(_ key: String) -> Bool { record[key] is String }
+        /// `"key":12`, never `12.0` (the servers' serde reads the literal as i64).
+        func integerLiteral(_ key: String) -> Bool {
+            text.range(of: "\"\(key)\":-?[0-9]+[,}]", options: .regularExpression) != nil
+        }
+        let metadata = record["metadata"] as? [String: Any] ?? [:]
+        switch stream {
+        case .location:
+            return number("latitude") && number("longitude") && string("timestamp") ? nil : "latitude, longitude, timestamp"
+        case .microphone:
+            let start = string("timestamp_start") || (server == .virtues && string("timestamp"))
+            return start && string("timestamp_end") && number("duration_seconds") && record["audio_format"] as? String == "ogg"
+                ? nil : "timestamp_start, timestamp_end, duration_seconds, audio_format"
+        case .health:
+            let metric = record["metric_type"] as? String ?? ""
+            switch (server, metric) {
+            case (.virtues, "heart_rate"), (.virtues, "resting_heart_rate"), (.virtues, "heart_rate_variability"):
+                return number("value") ? nil : "a numeric value"
+            case (.virtues, "steps"):
+                return integerLiteral("value") ? nil : "value as an integer literal"
+            case (.virtues, "sleep"):
+                let minutes = metadata["duration_minutes"] != nil ? integerLiteral("duration_minutes") : integerLiteral("sleep_duration")
+                return minutes && string("sleep_stage") ? nil : "metadata.duration_minutes or sleep_duration (whole minutes) and sleep_stage"
+            case (.ariata, "heart_rate"), (.ariata, "resting_heart_rate"):
+                return number("heart_rate") ? nil : "a top-level heart_rate"
+            case (.ariata, "heart_rate_variability"):
+                return number("hrv") ? nil : "a top-level hrv"
+            case (.ariata, "steps"):
+                return integerLiteral("steps") ? nil : "a top-level steps integer"
+            case (.ariata, "sleep"):
+                return integerLiteral("sleep_duration") && string("sleep_stage") ? nil : "top-level sleep_duration (whole minutes) and sleep_stage"
+            default:
+                return "no transform reads \(metric)"
+            }
+        }
+    }
+
+    /// The health kinds each server archives raw and no transform reads (sent all the same:
+    /// a later server may read them).
+    static let archivedOnly: Set<HealthMetric> = [.activeEnergy, .distance, .oxygenSaturation]
+
+    func object(_ record: NewRecord) throws -> (fields: [String: Any], text: String) {
+        var text = String(decoding: record.payload, as: UTF8.self)
+        if let attachment = record.attachment, text.hasSuffix("}") {
+            // The queue adds the audio's base64 when it sends the record; its bytes do not
+            // matter to the read rules.
+            text.removeLast()
+            text += ",\"\(attachment.field)\":\"T2dnUw==\"}"
+        }
+        let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        return (fields, text)
+    }
+
+    func testEveryHealthKindTheServersReadIsReadByBothGenerations() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let normaliser = HealthNormaliser()
+        let inputs: [HealthMetric: [RawHealthSample]] = [
+            .heartRate: [RawHealthSample(metric: .heartRate, value: .number(71.6), timestamp: now)],
+            .restingHeartRate: [RawHealthSample(metric: .restingHeartRate, value: .number(48), timestamp: now)],
+            .heartRateVariability: [RawHealthSample(metric: .heartRateVariability, value: .number(45.67), timestamp: now)],
+            .steps: [RawHealthSample(metric: .steps, value: .number(508), timestamp: now),
+                     RawHealthSample(metric: .steps, value: .number(12.0), timestamp: now)],
+            .sleep: [RawHealthSample(metric: .sleep, value: .text("deep"), timestamp: now, duration: 2_520),
+                     RawHealthSample(metric: .sleep, value: .number(5), timestamp: now, duration: 20)],
+            .activeEnergy: [RawHealthSample(metric: .activeEnergy, value: .number(10), unit: "kJ", timestamp: now)],
+            .distance: [RawHealthSample(metric: .distance, value: .number(1.5), unit: "km", timestamp: now)],
+            .oxygenSaturation: [RawHealthSample(metric: .oxygenSaturation, value: .number(0.97), timestamp: now)],
+        ]
+        XCTAssertEqual(Set(inputs.keys), Set(HealthMetric.allCases), "every kind the agent sends is traced")
+        for metric in HealthMetric.allCases {
+            for raw in inputs[metric] ?? [] {
+                guard case .accepted(let sample) = normaliser.normalise(raw, now: now) else { return XCTFail("\(raw) rejected") }
+                let (fields, text) = try object(try normaliser.record(sample, source: "watch"))
+                for server in Server.allCases {
+                    let why = Self.unread(by: server, stream: .health, fields, text: text)
+                    if Self.archivedOnly.contains(metric) {
+                        XCTAssertNotNil(why, "\(metric) is read by \(server) now: update the contract's table and this test")
+                    } else {
+                        XCTAssertNil(why, "\(server) cannot read \(metric): needs \(why ?? ""): \(text)")
+                    }
+                }
+            }
+        }
+    }
+
+    func testSleepDurationsAreWholeMinutesAndAtLeastOne() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let normaliser = HealthNormaliser()
+        for (seconds, minutes) in [(20.0, 1), (89.0, 1), (90.0, 2), (2_520.0, 42), (28_800.4, 480)] {
+            let raw = RawHealthSample(metric: .sleep, value: .text("core"), timestamp: now, duration: seconds)
+            guard case .accepted(let sample) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected") }
+            let (fields, _) = try object(try normaliser.record(sample, source: "ring"))
+            XCTAssertEqual(fields["sleep_duration"] as? Int, minutes, "\(seconds) s")
+            XCTAssertEqual((fields["metadata"] as? [String: Any])?["duration_minutes"] as? Int, minutes, "\(seconds) s")
+        }
+    }
+
+    func testLocationAndMicrophoneRecordsAreReadByBothGenerations() throws {
+        let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
+                         latitude: 52.52, longitude: 13.405, altitude: 34)
+        let location = try LocationRecord.make(from: fix, now: Date(timeIntervalSince1970: 1_790_000_000))
+        let chunk = AudioChunk(start: Date(timeIntervalSince1970: 1_790_000_000), frames: 480_000, overlapFrames: 32_000,
+                               sampleRate: 16_000, data: Data("OggS".utf8))
+        let microphone = try MicrophoneRecord.make(chunk, bitrate: 16_000)
+        for (stream, record) in [(StreamName.location, location), (.microphone, microphone)] {
+            let (fields, text) = try object(record)
+            for server in Server.allCases {
+                let why = Self.unread(by: server, stream: stream, fields, text: text)
+                XCTAssertNil(why, "\(server) cannot read \(stream): needs \(why ?? ""): \(text)")
+            }
+        }
+        let (fields, _) = try object(microphone)
+        XCTAssertEqual(fields["duration_seconds"] as? Double, 30)
+        XCTAssertEqual(fields["duration"] as? Double, 30, "the contract's own field stays")
+    }
+
+    /// The rules can fail: records as the agent wrote them before both shapes were sent.
+    func testTheRulesRefuseRecordsNoTransformReads() {
+        let heartRate: [String: Any] = ["metric_type": "heart_rate", "value": 72, "metadata": ["source": "x"]]
+        XCTAssertNil(Self.unread(by: .virtues, stream: .health, heartRate, text: #"{"metric_type":"heart_rate","value":72}"#))
+        XCTAssertNotNil(Self.unread(by: .ariata, stream: .health, heartRate, text: #"{"metric_type":"heart_rate","value":72}"#))
+        let sleepInSeconds: [String: Any] = ["metric_type": "sleep", "value": 4, "metadata": ["sleep_duration": 600, "sleep_stage": "deep"]]
+        let text = #"{"metadata":{"sleep_duration":600,"sleep_stage":"deep"},"metric_type":"sleep","value":4}"#
+        XCTAssertNotNil(Self.unread(by: .virtues, stream: .health, sleepInSeconds, text: text))
+        XCTAssertNotNil(Self.unread(by: .ariata, stream: .health, sleepInSeconds, text: text))
+        let steps: [String: Any] = ["metric_type": "steps", "value": 12.5, "steps": 12.5]
+        XCTAssertNotNil(Self.unread(by: .virtues, stream: .health, steps, text: #"{"metric_type":"steps","steps":12.5,"value":12.5}"#))
+        let chunk: [String: Any] = ["timestamp_start": "t", "timestamp_end": "t", "duration": 30.0, "audio_format": "ogg"]
+        XCTAssertNotNil(Self.unread(by: .virtues, stream: .microphone, chunk, text: ""), "duration is not duration_seconds")
+    }
+}
