@@ -80,20 +80,37 @@ let package = Package(
                           "-Xlinker", "--no-warn-symbol-ordering"], .when(platforms: [.linux], configuration: .release)),
         ]),
 
-        // Measurements in docs/performance.md: `swift run -c release ariata-bench <name>`.
+        // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,
+        // Benchmarks). Depends on nothing under Tests/.
         .executableTarget(name: "ariata-bench", dependencies: [
-            "AgentCore", "Capture", "Upload", "Daemon", "TestRigs",
+            "AgentCore", "Capture", "Upload", "Daemon", "Rigs",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The real-component rigs the benchmarks and the tests share: child processes, free
+        // ports, gpsd + pty, ALSA file plugin, the reference receiver, the whole daemon,
+        // /proc/PID/status. Not in any product: the package installs only ariata-agent.
+        .target(name: "Rigs", dependencies: ["AgentCore"]),
 
-        // Real-component rigs shared by the tests: child processes, free ports,
-        // gpsd + pty, ALSA file plugin, the reference receiver.
-        .target(name: "TestRigs", dependencies: ["AgentCore"], path: "Tests/TestRigs"),
+        // The rigs only the tests use (network namespaces, small file systems, pexpect,
+        // older queues), and Rigs re-exported.
+        .target(name: "TestRigs", dependencies: ["AgentCore", "Rigs"], path: "Tests/TestRigs"),
+        // The tests' child processes (a queue writer to kill, health sources), found beside
+        // the test bundle: built with the tests, not installed.
+        .executableTarget(name: "ariata-test-helper", dependencies: [
+            "AgentCore", "Capture",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/TestHelper"),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
         .testTarget(name: "CLITests", dependencies: ["AgentCore", "Setup", "TestRigs"]),
+        // `ariata-bench` run as a user would (its options, help and errors), the rigs'
+        // /proc reader, and the hot-code order against the built program's symbols.
+        .testTarget(name: "BenchTests", dependencies: ["ariata-bench", "TestRigs",
+                                                   .product(name: "ArgumentParser", package: "swift-argument-parser")]),
     ]
 )

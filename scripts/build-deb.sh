@@ -76,21 +76,8 @@ say "checking that the functions the daemon runs lie together at the start of it
 # (scripts/hot-code.sh): the objects that hold the functions the daemon runs come first
 # (about the first half of the code; without the list they spread over all of it, and
 # ~8 MB more of the program stays resident).
-ORDER=Sources/ariata-agent/hot-code.order
-TEXT=$(readelf -SW "$BIN_DIR/$PACKAGE" | sed -n 's/^ *\[ *[0-9]*\] *//p' | awk '$1 == ".text" { print $3, $5 }')
-read -r TEXT_START TEXT_SIZE <<<"$TEXT"
-[ -n "${TEXT_SIZE:-}" ] || die "no .text section in $BIN_DIR/$PACKAGE"
-HOT=$(nm --defined-only "$BIN_DIR/$PACKAGE" | awk -v order="$ORDER" -v start="$TEXT_START" -v size="$TEXT_SIZE" '
-  function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
-  BEGIN { while ((getline line < order) > 0) if (line !~ /^#/ && line != "") { want[line] = 1; listed++ } }
-  ($2 ~ /^[tTwW]$/) && ($3 in want) && !($3 in seen) { seen[$3] = 1; found++; a = hex($1) - hex(start); if (a > last) last = a }
-  END { printf "%d %d %d %d\n", listed, found, last, hex(size) }')
-read -r LISTED FOUND SPAN TEXT_BYTES <<<"$HOT"
-[ "$FOUND" -ge $(( LISTED * 9 / 10 )) ] ||
-  die "only $FOUND of the $LISTED functions of $ORDER are in the program: regenerate it (scripts/hot-code.sh)"
-[ "$SPAN" -le $(( TEXT_BYTES * 6 / 10 )) ] ||
-  die "the functions of $ORDER reach $SPAN bytes into the program's $TEXT_BYTES bytes of code: the release link did not use the ordering (lld and --symbol-ordering-file in Package.swift)"
-echo "   ok: $FOUND of $LISTED listed functions lie in the first $SPAN of $TEXT_BYTES bytes of code"
+# The same check the test suite runs on its debug build (--unoptimized): scripts/check-hot-code.sh.
+bash scripts/check-hot-code.sh "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

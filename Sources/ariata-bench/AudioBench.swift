@@ -2,7 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
-import TestRigs
+import Rigs
 
 /// `ariata-bench audio [--seconds N] [--complexity C] [--dir D]`: CPU time to capture and
 /// encode N seconds (default one hour) of speech through the ALSA file plugin into 30 s
@@ -11,11 +11,8 @@ import TestRigs
 ///
 /// The file plugin reads as fast as the reader asks, so an hour takes well under an hour.
 enum AudioBench {
-    static func run(_ arguments: [String]) throws {
-        let options = try BenchOptions(arguments, numbers: ["--seconds": 3_600, "--complexity": 10],
-                                       usage: "usage: ariata-bench audio [--seconds N] [--complexity C] [--dir D]")
-        let seconds = options["--seconds"], complexity = options["--complexity"]
-        let work = try options.workDirectory("audio")
+    static func run(seconds: Int, complexity: Int, work directory: WorkDirectoryOption) throws {
+        let work = try directory.workDirectory("audio")
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         resetPeakRSS()
@@ -57,7 +54,7 @@ enum AudioBench {
     /// The process's resident-set high-water mark (VmHWM). `swift run` execs the benchmark
     /// in its own process, and the kernel keeps getrusage's ru_maxrss across exec, so the
     /// mark is reset first (clear_refs 5, Linux 4.0+) to count only this program.
-    static func peakRSSKiB() -> Int { ProcStatus.ownKiB("VmHWM") }
+    static func peakRSSKiB() -> Int { ProcStatus.own()?.highWaterMark?.value ?? 0 }
 
     static func resetPeakRSS() {
         let fd = open("/proc/self/clear_refs", O_WRONLY)
@@ -122,11 +119,11 @@ enum AudioBench {
         try runTool("espeak-ng", ["-s", "165", "-f", text, "-w", "\(work)/passage.wav"])
         try runTool("sox", ["\(work)/passage.wav", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", "\(work)/passage.raw"])
         let once = try Data(contentsOf: URL(fileURLWithPath: "\(work)/passage.raw"))
-        guard !once.isEmpty else { throw BenchUsage(text: "espeak-ng and sox produced no audio") }
+        guard !once.isEmpty else { throw BenchFailure("espeak-ng and sox produced no audio") }
         let path = "\(work)/speech.raw"
         // Plain write(2) in a loop: nothing of the hour stays in this process's memory.
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw BenchUsage(text: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw BenchFailure("cannot create \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         // A little more than asked: the file plugin must not run out before the stream stops reading.
         let wanted = (seconds + 5) * 16_000 * 2
@@ -134,7 +131,7 @@ enum AudioBench {
         try once.withUnsafeBytes { bytes in
             while written < wanted {
                 guard write(fd, bytes.baseAddress, bytes.count) == bytes.count else {
-                    throw BenchUsage(text: "cannot write \(path): \(String(cString: strerror(errno)))")
+                    throw BenchFailure("cannot write \(path): \(String(cString: strerror(errno)))")
                 }
                 written += bytes.count
             }
@@ -150,7 +147,7 @@ enum AudioBench {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw BenchUsage(text: "\(tool) failed (\(process.terminationStatus)); is it installed? run scripts/install-deps.sh")
+            throw BenchFailure("\(tool) failed (\(process.terminationStatus)); is it installed? run scripts/install-deps.sh")
         }
     }
 

@@ -2,7 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
-import TestRigs
+import Rigs
 
 /// `ariata-bench journal [--seconds N] [--encode-seconds M] [--dir D]`: what the audio
 /// journal costs and what it saves.
@@ -15,11 +15,8 @@ import TestRigs
 /// 2. The stream with the journal on, fed at real-time pace for N seconds (default 60)
 ///    through the ALSA file plugin: journal bytes and fsyncs per minute.
 enum AudioJournalBench {
-    static func run(_ arguments: [String]) throws {
-        let options = try BenchOptions(arguments, numbers: ["--seconds": 60, "--encode-seconds": 300],
-                                       usage: "usage: ariata-bench journal [--seconds N] [--encode-seconds M] [--dir D]")
-        let seconds = options["--seconds"], encodeSeconds = options["--encode-seconds"]
-        let work = try options.workDirectory("journal")
+    static func run(seconds: Int, encodeSeconds: Int, work directory: WorkDirectoryOption) throws {
+        let work = try directory.workDirectory("journal")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let pcm = try AudioBench.makeSpeech(seconds: max(seconds, encodeSeconds), in: work)
 

@@ -1,7 +1,7 @@
 import AgentCore
 import Capture
 import Foundation
-import TestRigs
+import Rigs
 
 /// Time to export a day of data: `swift run -c release ariata-bench export [--fixes 8600]
 /// [--chunks 2900] [--chunk-bytes 56000] [--samples 1500]`.
@@ -11,21 +11,7 @@ import TestRigs
 /// then each export runs as `ariata-agent export` runs it, to files in a temporary
 /// directory. Wall time and CPU time (getrusage) per export.
 enum ExportBench {
-    static func run(_ arguments: [String]) throws {
-        var fixes = 8_600, chunks = 2_900, chunkBytes = 56_000, samples = 1_500
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            guard let text = rest.popFirst(), let value = Int(text), value > 0 else {
-                throw ExportError("\(flag) needs a positive whole number")
-            }
-            switch flag {
-            case "--fixes": fixes = value
-            case "--chunks": chunks = value
-            case "--chunk-bytes": chunkBytes = value
-            case "--samples": samples = value
-            default: throw ExportError("unknown option \(flag): use --fixes, --chunks, --chunk-bytes, --samples")
-            }
-        }
+    static func run(fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
         let dir = try TemporaryDirectory("export-bench")
         let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
         let start = Date().addingTimeInterval(-86_400)

@@ -1,12 +1,12 @@
 import AgentCore
 import Capture
 import Foundation
-import TestRigs
+import Rigs
 import Upload
 
 /// The whole daemon's footprint on a small board (docs/performance.md), measured on the real thing:
 ///
-///     swift build -c release && .build/release/ariata-bench footprint [--minutes 10]
+///     scripts/static-build.sh ariata-agent ariata-bench && .build-static/release/ariata-bench footprint [--minutes 10]
 ///         [--warm-up 0] [--upload-interval 300] [--complexity N] [--health-every 15]
 ///         [--sync-seconds 30] [--dir D] [--shared-libraries] [--tls]
 ///
@@ -37,40 +37,34 @@ import Upload
 /// with a public certificate; `--ca-bundle` makes it one PEM file of them all instead
 /// (what a `ca_file` bundle costs).
 ///
-///     .build/release/ariata-bench footprint drain [--records 20000] [--shared-libraries]
+///     .build-static/release/ariata-bench footprint drain [--records 20000] [--shared-libraries]
 ///
 /// fills a queue with a backlog of 30 s audio chunks, then runs `ariata-agent sync` to
 /// drain it to the receiver and prints that process's peak RSS and its time.
 enum FootprintBench {
-    static func run(_ arguments: [String]) throws {
-        if arguments.first == "drain" { return try Drain.run(Array(arguments.dropFirst())) }
-        let options = try BenchOptions(arguments, numbers: [
-            "--minutes": 10, "--upload-interval": 300, "--complexity": MicrophoneConfig().complexity, "--health-every": 15,
-            "--warm-up": 0, "--sync-seconds": StorageConfig().syncSeconds,
-        ], flags: ["--shared-libraries", "--tls", "--ca-bundle"],
-           usage: "usage: ariata-bench footprint [--minutes M] [--warm-up M] [--upload-interval S] [--complexity N] [--health-every S] [--sync-seconds S] [--dir D] [--shared-libraries] [--tls [--ca-bundle]] | drain [--records N] [--shared-libraries]")
-        let minutes = Double(options["--minutes"])
-        let uploadInterval = options["--upload-interval"]
-        let complexity = options["--complexity"]
-        let healthEvery = Double(options["--health-every"])
-        let libraries = try options.has("--shared-libraries") ? nil
+    static func run(_ options: FootprintCommand) throws {
+        let minutes = Double(options.minutes)
+        let uploadInterval = options.uploadInterval
+        let complexity = options.complexity
+        let healthEvery = Double(options.healthEvery)
+        let libraries = try options.sharedLibraries ? nil
             : RigLibraries.separate(agent: try BuildProducts.executable("ariata-agent"))
         defer { libraries?.remove() }
         // The queue (database, audio journal, attachments) in a directory of its own under
         // --dir, so the device under it can be measured apart from the rig's own files.
-        let queueDirectory = try options.workDirectory("footprint")
+        let queueDirectory = try options.work.workDirectory("footprint")
         defer { try? FileManager.default.removeItem(atPath: queueDirectory) }
         let device = BlockDeviceWrites(directory: queueDirectory)
-        let tlsDirectory = try options.has("--tls") ? TemporaryDirectory("ariata-footprint-tls") : nil
-        let tls = try tlsDirectory.map { try certificateAndTrust(in: $0.path, bundle: options.has("--ca-bundle")) }
+        let tlsDirectory = try options.tls ? TemporaryDirectory("ariata-footprint-tls") : nil
+        let tls = try tlsDirectory.map { try certificateAndTrust(in: $0.path, bundle: options.caBundle) }
         let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
-                                storageConfig: "sync_seconds = \(options["--sync-seconds"])",
+                                storageConfig: "sync_seconds = \(options.syncSeconds)",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
-                                driveSeconds: Int((minutes + Double(options["--warm-up"])) * 60) + 120,
+                                driveSeconds: Int((minutes + Double(options.warmUp)) * 60) + 120,
                                 tls: tls?.certificate.pair, caFile: tls?.caFile)
         try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment)
-        guard let agent = rig.agent else { throw BenchUsage(text: "the agent did not start") }
+        guard let agent = rig.agent else { throw BenchFailure("the agent did not start") }
         let pid = agent.pid
         print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, uploads every %d s to %@", pid, minutes,
                      uploadInterval, rig.receiver.endpoint as NSString))
@@ -93,9 +87,9 @@ enum FootprintBench {
         // Start-up (onboarding checks, journal recovery) left out, and --warm-up minutes more:
         // a new queue's WAL grows to its size (1 MiB) in its first quarter of an hour, and
         // while it grows each commit's fsync is also a commit of the file system's journal.
-        Thread.sleep(forTimeInterval: 10 + Double(options["--warm-up"]) * 60)
+        Thread.sleep(forTimeInterval: 10 + Double(options.warmUp) * 60)
         let deviceFirst = device?.bytesWritten()
-        guard let first = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited early:\n\(rig.agentLog)") }
+        guard let first = ProcessReading(pid: pid) else { throw BenchFailure("the agent exited early:\n\(rig.agentLog)") }
         var threads = ThreadLedger()
         threads.add(first)
         let windowStart = Date()
@@ -109,7 +103,7 @@ enum FootprintBench {
             if let sample = ResidentMemory(pid: pid) { memory.add(sample) }
             guard Date() >= nextReading else { continue }
             nextReading = nextReading.addingTimeInterval(1)
-            guard let reading = ProcessReading(pid: pid) else { throw BenchUsage(text: "the agent exited:\n\(rig.agentLog)") }
+            guard let reading = ProcessReading(pid: pid) else { throw BenchFailure("the agent exited:\n\(rig.agentLog)") }
             threads.add(reading)
             last = reading
             memory.add(reading.memory)
@@ -252,16 +246,17 @@ struct ProcessReading {
     init?(pid: Int32) {
         guard let stat = Self.statFields("/proc/\(pid)/stat"),
               let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
-              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+              let status = ProcStatus(pid: pid) else { return nil }
         cpuTicks = stat.ticks
-        writeBytes = ProcStatus.kib("write_bytes:", in: io) ?? 0
-        memory = ResidentMemory(status: status)
+        // /proc/PID/io: "write_bytes: N", in bytes.
+        writeBytes = io.split(separator: "\n").first { $0.hasPrefix("write_bytes:") }
+            .flatMap { Int($0.dropFirst("write_bytes:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        memory = ResidentMemory(status)
         tasks = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
             guard let tid = Int(name), let taskStat = Self.statFields("/proc/\(pid)/task/\(tid)/stat"),
-                  let taskStatus = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { continue }
-            tasks[tid] = Task(name: taskStat.comm, ticks: taskStat.ticks,
-                              voluntary: ProcStatus.kib("voluntary_ctxt_switches:", in: taskStatus) ?? 0)
+                  let taskStatus = ProcStatus(path: "/proc/\(pid)/task/\(tid)/status") else { continue }
+            tasks[tid] = Task(name: taskStat.comm, ticks: taskStat.ticks, voluntary: taskStatus.voluntaryContextSwitches ?? 0)
         }
     }
 
@@ -320,10 +315,8 @@ extension FootprintBench {
     /// draining a backlog of audio chunks (60 KB of Opus-sized noise each) to the reference
     /// receiver on loopback.
     enum Drain {
-        static func run(_ arguments: [String]) throws {
-            var options = try UploadBench.Options(arguments.filter { $0 != "--shared-libraries" })
-            options.curl = false
-            let libraries = arguments.contains("--shared-libraries") ? nil
+        static func run(_ options: BacklogOptions, sharedLibraries: Bool) throws {
+            let libraries = sharedLibraries ? nil
                 : try RigLibraries.separate(agent: try BuildProducts.executable("ariata-agent"))
             defer { libraries?.remove() }
             let directory = try TemporaryDirectory("ariata-drain-bench")
@@ -367,7 +360,7 @@ extension FootprintBench {
             let status = sync.wait(timeout: 10)
             let stats = try receiver.stats()
             guard status == 0, stats.stored == options.records else {
-                throw BenchUsage(text: "sync exited \(status.map(String.init) ?? "?") with \(stats.stored) of \(options.records) stored:\n\(sync.stderr())")
+                throw BenchFailure("sync exited \(status.map(String.init) ?? "?") with \(stats.stored) of \(options.records) stored:\n\(sync.stderr())")
             }
             print(String(format: "ariata-agent sync drained %d records in %.1f s (%.0f records/s); peak RSS %.1f MB (MiB: the larger of VmHWM and VmRSS sampled every 0.05 s), resident %.1f–%.1f MB while draining",
                          options.records, seconds, Double(options.records) / seconds, peak.peakMiB,
@@ -377,7 +370,7 @@ extension FootprintBench {
     }
 }
 
-/// The resident-memory fields of /proc/PID/status, in KiB.
+/// The resident-memory fields of /proc/PID/status (`ProcStatus`), in KiB.
 struct ResidentMemory {
     /// VmHWM: the kernel's high-water mark. The kernel raises it only when pages leave the
     /// process through an unmap or a zap (`free`, `malloc_trim`), so a rise that ends
@@ -389,16 +382,16 @@ struct ResidentMemory {
     var anonKiB: Int
     var fileKiB: Int
 
-    init(status: String) {
-        highWaterKiB = ProcStatus.kib("VmHWM:", in: status) ?? 0
-        rssKiB = ProcStatus.kib("VmRSS:", in: status) ?? 0
-        anonKiB = ProcStatus.kib("RssAnon:", in: status) ?? 0
-        fileKiB = ProcStatus.kib("RssFile:", in: status) ?? 0
+    init(_ status: ProcStatus) {
+        highWaterKiB = status.highWaterMark?.value ?? 0
+        rssKiB = status.residentSet?.value ?? 0
+        anonKiB = status.residentAnonymous?.value ?? 0
+        fileKiB = status.residentFile?.value ?? 0
     }
 
     init?(pid: Int32) {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        self.init(status: status)
+        guard let status = ProcStatus(pid: pid) else { return nil }
+        self.init(status)
     }
 }
 
@@ -423,18 +416,4 @@ struct MemoryPeak {
 
     var peakKiB: Int { max(highWaterKiB, sampledKiB) }
     var peakMiB: Double { Double(peakKiB) / 1024 }
-}
-
-/// Fields of /proc/PID/status given in kB (VmHWM, VmRSS, RssAnon, voluntary_ctxt_switches…).
-enum ProcStatus {
-    static func kib(_ key: String, in text: String) -> Int? {
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return nil }
-        return Int(line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
-    }
-
-    /// A field of this process's own status, 0 when it cannot be read.
-    static func ownKiB(_ field: String) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        return kib(field + ":", in: text) ?? 0
-    }
 }

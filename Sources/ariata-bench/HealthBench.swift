@@ -2,30 +2,11 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Rigs
 
 /// `ariata-bench health [throughput [lines] | idle [seconds]]`: how fast a file source
 /// ingests (parse, normalise, queue writes with anchors) and what an idle source costs.
-///
-/// Also two helper modes the tests run as child processes:
-/// - `health ingest <db> <file> [jsonl|csv|keyvalue]` runs a health stream on one file
-///   until SIGTERM (the crash test kills it with SIGKILL instead);
-/// - `health probe <db> <file|serial> <path>` starts one source and prints its health
-///   once it has tried to open the path (the permission test runs it as another user).
 enum HealthBench {
-    static func run(_ arguments: [String]) throws {
-        switch arguments.first {
-        case "ingest": try ingest(Array(arguments.dropFirst()))
-        case "probe": try probe(Array(arguments.dropFirst()))
-        case "throughput": try throughput(lines: arguments.dropFirst().first.flatMap { Int($0) } ?? 200_000)
-        case "idle": try idle(seconds: arguments.dropFirst().first.flatMap { Double($0) } ?? 60)
-        case nil:
-            try throughput(lines: 200_000)
-            try idle(seconds: 60)
-        default:
-            throw HealthBenchUsage(text: "health [throughput [lines] | idle [seconds] | ingest <db> <file> [format] | probe <db> <kind> <path>]")
-        }
-    }
-
     static func quietLogger() -> Logger {
         var logger = Logger(label: "ariata.health")
         logger.logLevel = .error
@@ -95,53 +76,10 @@ enum HealthBench {
     static func threadContextSwitches(named name: String) -> Int? {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         for task in tasks {
-            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            guard comm == String(name.prefix(15)),
-                  let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8) else { continue }
-            return status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
-                .compactMap { $0.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
-                .reduce(0, +)
+            guard let status = ProcStatus(path: "/proc/self/task/\(task)/status"), status.name == String(name.prefix(15)) else { continue }
+            return (status.voluntaryContextSwitches ?? 0) + (status.involuntaryContextSwitches ?? 0)
         }
         return nil
-    }
-
-    // MARK: Child modes for tests
-
-    static func ingest(_ arguments: [String]) throws {
-        guard arguments.count >= 2 else { throw HealthBenchUsage(text: "health ingest <db> <file> [format]") }
-        let format = arguments.count > 2 ? HealthSourceConfig.Format(rawValue: arguments[2]) ?? .jsonl : .jsonl
-        let queue = try SQLiteQueue(path: arguments[0])
-        let stream = HealthStream(config: fileConfig(arguments[1], format: format, name: "ingest"), queue: queue,
-                                  logger: Logger(label: "ariata.health"))
-        signal(SIGTERM, SIG_IGN)
-        let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
-        term.setEventHandler {
-            stream.stop()
-            exit(0)
-        }
-        term.resume()
-        stream.start()
-        FileHandle.standardOutput.write(Data("ready\n".utf8))
-        while true { Thread.sleep(forTimeInterval: 3600) }
-    }
-
-    static func probe(_ arguments: [String]) throws {
-        guard arguments.count == 3, let kind = HealthSourceConfig.Kind(rawValue: arguments[1]) else {
-            throw HealthBenchUsage(text: "health probe <db> <file|serial> <path>")
-        }
-        let queue = try SQLiteQueue(path: arguments[0])
-        var config = HealthConfig()
-        config.enabled = true
-        config.sources = [HealthSourceConfig(kind: kind, path: arguments[2], format: .jsonl, name: "probe")]
-        let stream = HealthStream(config: config, queue: queue, logger: quietLogger())
-        stream.start()
-        let deadline = Date().addingTimeInterval(10)
-        while stream.health().reason == "probe: starting", Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        print(stream.health())
-        stream.stop()
     }
 
     static func temporaryDirectory() throws -> String {
@@ -149,9 +87,4 @@ enum HealthBench {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
-}
-
-struct HealthBenchUsage: Error, CustomStringConvertible {
-    let text: String
-    var description: String { "usage: ariata-bench \(text)" }
 }

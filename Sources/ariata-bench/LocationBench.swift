@@ -2,7 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
-import TestRigs
+import Rigs
 
 /// CPU time and wakeups of the location stream per minute while gpsd delivers a fix every
 /// second: `swift run -c release ariata-bench location [--seconds 60] [--interval 10]`.
@@ -13,9 +13,7 @@ import TestRigs
 /// (the whole process, threads that came and went included) and from
 /// /proc/self/task/<tid> for the location thread alone.
 enum LocationBench {
-    static func run(_ arguments: [String]) throws {
-        var options = Options()
-        try options.parse(arguments)
+    static func run(_ options: Options) throws {
         if let feedPath = options.feedPath {
             try feed(path: feedPath, seconds: options.seconds)
             return
@@ -23,30 +21,13 @@ enum LocationBench {
         try measure(options)
     }
 
+    /// `ariata-bench location`'s options (AriataBench.swift); `feedPath` is set in the
+    /// feeder child the benchmark runs itself as.
     struct Options {
-        var seconds = 60
-        var interval = 10
-        var warmup = 5
+        var seconds: Int
+        var interval: Int
+        var warmup: Int
         var feedPath: String?
-
-        mutating func parse(_ arguments: [String]) throws {
-            var rest = arguments[...]
-            while let flag = rest.popFirst() {
-                guard let value = rest.popFirst() else { throw LocationBenchError("\(flag) needs a value") }
-                switch flag {
-                case "--seconds": seconds = try Self.positive(value, flag)
-                case "--interval": interval = try Self.positive(value, flag)
-                case "--warmup": warmup = try Self.positive(value, flag)
-                case "--feed": feedPath = value
-                default: throw LocationBenchError("unknown option \(flag); use --seconds N, --interval N, --warmup N")
-                }
-            }
-        }
-
-        static func positive(_ text: String, _ flag: String) throws -> Int {
-            guard let value = Int(text), value > 0 else { throw LocationBenchError("\(flag) wants a positive whole number, not '\(text)'") }
-            return value
-        }
     }
 
     private static func measure(_ options: Options) throws {
@@ -115,7 +96,7 @@ enum LocationBench {
     /// The feeder child: one epoch per wall-clock second, times equal to the wall clock.
     private static func feed(path: String, seconds: Int) throws {
         guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw LocationBenchError("cannot open \(path) for writing")
+            throw BenchFailure("cannot open \(path) for writing")
         }
         let start = Date().timeIntervalSince1970.rounded(.down)
         let drive = NMEADrive.synthetic(epochs: seconds, start: Date(timeIntervalSince1970: start))
@@ -125,11 +106,6 @@ enum LocationBench {
             Thread.sleep(until: next)
         }
     }
-}
-
-private struct LocationBenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// CPU and context switches of the whole process, from getrusage.
@@ -173,13 +149,9 @@ private struct ThreadUsage {
     static func read(_ directory: String) -> ThreadUsage? {
         guard let schedstat = try? String(contentsOfFile: "\(directory)/schedstat", encoding: .utf8),
               let runNanoseconds = schedstat.split(separator: " ").first.flatMap({ Double($0) }),
-              let status = try? String(contentsOfFile: "\(directory)/status", encoding: .utf8)
+              let status = ProcStatus(path: "\(directory)/status")
         else { return nil }
-        let voluntary = status.split(separator: "\n")
-            .first { $0.hasPrefix("voluntary_ctxt_switches:") }
-            .flatMap { $0.split(separator: ":").last }
-            .flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
-        return ThreadUsage(cpuMilliseconds: runNanoseconds / 1e6, voluntarySwitches: voluntary)
+        return ThreadUsage(cpuMilliseconds: runNanoseconds / 1e6, voluntarySwitches: Double(status.voluntaryContextSwitches ?? 0))
     }
 
     static func readProcess(_ pid: Int32) -> ThreadUsage? {

@@ -2,16 +2,14 @@ import AgentCore
 import Daemon
 import Foundation
 import Logging
-import TestRigs
+import Rigs
 
 /// Cost of one `[metrics] textfile` write, the work the daemon adds to each health check:
 /// `swift run -c release ariata-bench metrics [--ticks 200]`. The queue holds a day of
 /// data (ExportBench's), the file goes to a temporary directory. The write happens inside
 /// the health check's existing wake-up, so it adds no wake-ups of its own.
 enum MetricsBench {
-    static func run(_ arguments: [String]) throws {
-        var ticks = 200
-        if arguments.count == 2, arguments[0] == "--ticks", let n = Int(arguments[1]), n > 0 { ticks = n }
+    static func run(ticks: Int) throws {
         let dir = try TemporaryDirectory("metrics-bench")
         let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
         try ExportBench.fill(queue, start: Date().addingTimeInterval(-86_400), fixes: 8_600, chunks: 2_900, chunkBytes: 2_000, samples: 1_500)

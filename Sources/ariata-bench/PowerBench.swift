@@ -1,6 +1,6 @@
 import AgentCore
 import Foundation
-import TestRigs
+import Rigs
 
 /// Cost of the power policy's read, the work `[power]` adds to each health check:
 /// `swift run -c release ariata-bench power [--reads 2000] [--sysfs PATH]`. Without
@@ -8,18 +8,7 @@ import TestRigs
 /// with it, the machine's own /sys/class/power_supply. The read happens inside the health
 /// check's existing wake-up, so it adds no wake-ups of its own.
 enum PowerBench {
-    static func run(_ arguments: [String]) throws {
-        var reads = 2_000
-        var sysfs: String?
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            guard let value = rest.popFirst() else { throw ExportError("\(flag) needs a value") }
-            switch flag {
-            case "--reads": reads = Int(value) ?? reads
-            case "--sysfs": sysfs = value
-            default: throw ExportError("unknown option \(flag): use --reads, --sysfs")
-            }
-        }
+    static func run(reads: Int, sysfs: String?) throws {
         let dir = try TemporaryDirectory("power-bench")
         let path = sysfs ?? dir.file("power_supply")
         if sysfs == nil {

@@ -1,25 +1,11 @@
 import AgentCore
 import Foundation
 
-struct BenchNotWritten: Error, CustomStringConvertible {
-    let name: String
-    var description: String { "the \(name) benchmark is not written yet" }
-}
-
 /// `ariata-bench queue [--records N] [--dir D]`: enqueue throughput and latency, batch and
 /// count times on a large table, bytes per record.
-/// `ariata-bench queue crash-writer <db>`: the child of the crash-safety test; enqueues
-/// forever and prints each record id after its enqueue returned.
 enum QueueBench {
-    static func run(_ arguments: [String]) throws {
-        if arguments.first == "crash-writer", arguments.count == 2 {
-            try crashWriter(path: arguments[1])
-            return
-        }
-        let options = try BenchOptions(arguments, numbers: ["--records": 1_000_000],
-                                       usage: "usage: ariata-bench queue [--records N] [--dir D] | crash-writer <db>")
-        let big = options["--records"]
-        let work = try options.workDirectory("queue")
+    static func run(records big: Int, work directory: WorkDirectoryOption) throws {
+        let work = try directory.workDirectory("queue")
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         let location = try locationPayload()
@@ -99,21 +85,5 @@ enum QueueBench {
         print(String(format: "database %.1f MB for %d records: %.0f bytes per record (payload %d B, so %.0f B overhead)",
                      Double(bytes) / 1e6, records, Double(bytes) / Double(records), payload.count,
                      Double(bytes) / Double(records) - Double(payload.count)))
-    }
-
-    static func crashWriter(path: String) throws {
-        // The daemon's default `[storage] sync_seconds`: commits wait for their fsync, and a
-        // kill must not cost any of them (they are in the page cache when enqueue returns).
-        let queue = try SQLiteQueue(path: path, syncWindow: 30)
-        var i = 0
-        while true {
-            let record = NewRecord(stream: i % 3 == 0 ? .microphone : .location, capturedAt: Date(),
-                                   payload: Data("{\"i\":\(i),\"pad\":\"\(String(repeating: "p", count: i % 3 == 0 ? 20_000 : 200))\"}".utf8))
-            try queue.enqueue(record)
-            // Unbuffered write: once it returns the line is the kernel's, whatever kills us next.
-            let line = Array("\(record.id.uuidString)\n".utf8)
-            _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-            i += 1
-        }
     }
 }

@@ -38,7 +38,7 @@ struct RigLibraries {
             let copy = (directory as NSString).appendingPathComponent((path as NSString).lastPathComponent)
             try? FileManager.default.removeItem(atPath: copy)
             // The file the soname's link points to: the copy is a file of its own.
-            guard let resolved = realpath(path, nil) else { throw BenchUsage(text: "cannot resolve \(path)") }
+            guard let resolved = realpath(path, nil) else { throw BenchFailure("cannot resolve \(path)") }
             defer { free(resolved) }
             try FileManager.default.copyItem(atPath: String(cString: resolved), toPath: copy)
             copied += 1
@@ -49,7 +49,7 @@ struct RigLibraries {
         setenv("LD_LIBRARY_PATH", directory, 1)
         let arguments = CommandLine.arguments.map { strdup($0) } + [nil]
         execv("/proc/self/exe", arguments)
-        throw BenchUsage(text: "could not execute the benchmark again: \(String(cString: strerror(errno)))")
+        throw BenchFailure("could not execute the benchmark again: \(String(cString: strerror(errno)))")
     }
 
     /// What the daemon is started with: glibc's loader ignores an empty LD_LIBRARY_PATH,
@@ -61,7 +61,7 @@ struct RigLibraries {
     func checkAgent(pid: Int32) throws {
         guard let maps = MapsLine.read(String(pid)) else { return }
         if maps.contains(where: { $0.path.hasPrefix(directory) }) {
-            throw BenchUsage(text: "the agent (pid \(pid)) loaded the rig's copies in \(directory): LD_LIBRARY_PATH reached it")
+            throw BenchFailure("the agent (pid \(pid)) loaded the rig's copies in \(directory): LD_LIBRARY_PATH reached it")
         }
     }
 
@@ -80,7 +80,7 @@ struct RigLibraries {
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchUsage(text: "ldd \(binary) failed") }
+        guard process.terminationStatus == 0 else { throw BenchFailure("ldd \(binary) failed") }
         // "libcurl.so.4 => /lib/x86_64-linux-gnu/libcurl.so.4 (0x...)"
         return String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { line in
             guard let arrow = line.range(of: "=> /") else { return nil }

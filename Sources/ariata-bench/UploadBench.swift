@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Rigs
 import Synchronization
 import Upload
 
@@ -9,44 +10,11 @@ import Upload
 /// compares with `curl` posting the same bodies in one run; samples the process's RSS
 /// while draining.
 ///
-///     swift run -c release ariata-bench upload [--records 20000] [--audio-bytes 60000] [--no-curl]
+///     ariata-bench upload [--records 20000] [--audio-bytes 60000] [--batch-max-bytes N] [--no-curl]
 enum UploadBench {
-    struct Options {
-        var records = 20_000
-        /// Raw audio bytes per record; base64 makes the record about 4/3 of this (80 KB).
-        var audioBytes = 60_000
-        var curl = true
-        var batchMaxBytes = UploadConfig().batchMaxBytes
-        var batchMaxRecords = UploadConfig().batchMaxRecords
-
-        init(_ arguments: [String]) throws {
-            var rest = arguments[...]
-            while let argument = rest.popFirst() {
-                switch argument {
-                case "--records": records = try Self.int(rest.popFirst(), argument)
-                case "--audio-bytes": audioBytes = try Self.int(rest.popFirst(), argument)
-                case "--batch-max-bytes": batchMaxBytes = try Self.int(rest.popFirst(), argument)
-                case "--no-curl": curl = false
-                default: throw BenchError("unknown option \(argument): use --records N, --audio-bytes N, --batch-max-bytes N, --no-curl")
-                }
-            }
-        }
-
-        static func int(_ value: String?, _ option: String) throws -> Int {
-            guard let value, let number = Int(value), number > 0 else { throw BenchError("\(option) needs a positive number") }
-            return number
-        }
-    }
-
-    struct BenchError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
-
     static let token = "bench-token"
 
-    static func run(_ arguments: [String]) throws {
-        let options = try Options(arguments)
+    static func run(_ options: BacklogOptions, curl: Bool) throws {
         let directory = NSTemporaryDirectory() + "ariata-upload-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -58,8 +26,8 @@ enum UploadBench {
         // bodies curl posts.
         let queue = try SQLiteQueue(path: directory + "/queue.sqlite")
         let fill = Date()
-        let payloadBytes = try enqueueBacklog(options, queue: queue, bodiesDirectory: options.curl ? directory : nil)
-        let bodyCount = options.curl ? (try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("body-") }.count) : 0
+        let payloadBytes = try enqueueBacklog(options, queue: queue, bodiesDirectory: curl ? directory : nil)
+        let bodyCount = curl ? (try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("body-") }.count) : 0
         print(String(format: "backlog: %d microphone records, %.1f KB each, %.2f GB of payload (written in %.1f s)",
                      options.records, Double(payloadBytes) / Double(options.records) / 1_000,
                      Double(payloadBytes) / 1e9, Date().timeIntervalSince(fill)))
@@ -78,19 +46,19 @@ enum UploadBench {
 
         let sampler = RSSSampler()
         sampler.resetPeak()
-        let rssBefore = RSSSampler.current(field: "VmRSS")
+        let rssBefore = RSSSampler.resident()
         sampler.start()
         let began = Date()
         var quartiles: [Int: Double] = [:]
         let report = uploader.syncNow { progress in
             let quarter = progress.recordsSent * 4 / max(progress.recordsTotal, 1)
-            if quartiles[quarter] == nil { quartiles[quarter] = RSSSampler.current(field: "VmRSS") }
+            if quartiles[quarter] == nil { quartiles[quarter] = RSSSampler.resident() }
         }
         let agentSeconds = Date().timeIntervalSince(began)
         sampler.stop()
-        let peak = RSSSampler.current(field: "VmHWM")
+        let peak = RSSSampler.highWaterMark()
         guard report.drainedAll, report.recordsSent == options.records else {
-            throw BenchError("the agent did not drain the backlog: \(report)")
+            throw BenchFailure("the agent did not drain the backlog: \(report)")
         }
         let stats = try receiver.stats()
         let wire = report.streams.values.reduce(Int64(0)) { $0 + $1.wireBytes }
@@ -103,12 +71,12 @@ enum UploadBench {
         print(String(format: "agent RSS sampled every 50 ms while draining: min %.1f MB, max %.1f MB",
                      sampler.minimum / 1e6, sampler.maximum / 1e6))
 
-        guard options.curl else { return }
+        guard curl else { return }
         try receiver.reset()
         let curlSeconds = try postWithCurl(bodies: bodyCount, directory: directory, port: receiver.port)
         let curlStats = try receiver.stats()
         guard curlStats.stored == options.records else {
-            throw BenchError("curl's run stored \(curlStats.stored) of \(options.records) records")
+            throw BenchFailure("curl's run stored \(curlStats.stored) of \(options.records) records")
         }
         print(String(format: "curl : %d requests of the same bodies in one curl run in %.2f s = %.0f records/s, %.1f MB/s",
                      bodyCount, curlSeconds, Double(options.records) / curlSeconds, Double(wire) / curlSeconds / 1e6))
@@ -118,7 +86,7 @@ enum UploadBench {
 
     /// Writes the backlog into the queue in transactions of 200, and (when asked) the
     /// bodies the agent will send, cut by the same bounds, as files for curl.
-    static func enqueueBacklog(_ options: Options, queue: SQLiteQueue, bodiesDirectory: String?) throws -> Int {
+    static func enqueueBacklog(_ options: BacklogOptions, queue: SQLiteQueue, bodiesDirectory: String?) throws -> Int {
         var noise = Data("OggS".utf8)
         var state: UInt64 = 0x2545_F491_4F6C_DD1D
         while noise.count < options.audioBytes {
@@ -215,7 +183,7 @@ enum UploadBench {
         let seconds = Date().timeIntervalSince(began)
         let ok = codes.split(separator: "\n").filter { $0 == "200" }.count
         guard process.terminationStatus == 0, ok == bodies else {
-            throw BenchError("curl exited \(process.terminationStatus) with \(ok) of \(bodies) answers 200")
+            throw BenchFailure("curl exited \(process.terminationStatus) with \(ok) of \(bodies) answers 200")
         }
         return seconds
     }
@@ -246,7 +214,7 @@ final class Receiver {
             found = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             if found == nil { Thread.sleep(forTimeInterval: 0.05) }
         }
-        guard let found else { throw UploadBench.BenchError("the receiver did not start: is python3 installed? run scripts/install-deps.sh") }
+        guard let found else { throw BenchFailure("the receiver did not start: is python3 installed? run scripts/install-deps.sh") }
         port = found
     }
 
@@ -281,8 +249,10 @@ private final class RSSSampler: Sendable {
     private let samples = Mutex<[Double]>([])
     private let thread = Mutex<NamedThread?>(nil)
 
-    /// Bytes of a `/proc/self/status` field given in kB (VmRSS, VmHWM).
-    static func current(field: String) -> Double { Double(ProcStatus.ownKiB(field)) * 1_024 }
+    /// This process's resident set now (VmRSS), in bytes.
+    static func resident() -> Double { Double(ProcStatus.own()?.residentSet?.bytes ?? 0) }
+    /// Its high-water mark (VmHWM), in bytes.
+    static func highWaterMark() -> Double { Double(ProcStatus.own()?.highWaterMark?.bytes ?? 0) }
 
     /// Writing 5 to clear_refs resets VmHWM, so the peak covers the drain alone.
     func resetPeak() {
@@ -293,7 +263,7 @@ private final class RSSSampler: Sendable {
         thread.withLock { running in
             running = try? NamedThread(name: "ariata-rss") { [self] waker in
                 repeat {
-                    let rss = Self.current(field: "VmRSS")
+                    let rss = Self.resident()
                     samples.withLock { $0.append(rss) }
                 } while waker.wait(for: nil, timeout: 0.05) != .woken
             }

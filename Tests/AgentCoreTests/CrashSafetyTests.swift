@@ -10,12 +10,12 @@ final class CrashSafetyTests: XCTestCase {
     func testEveryAcknowledgedEnqueueSurvivesSIGKILL() throws {
         let dir = try TemporaryDirectory("crash")
         let db = dir.file("agent.sqlite")
-        let writer = try BuildProducts.executable("ariata-bench")
+        let writer = try BuildProducts.executable("ariata-test-helper")
         var generator = SystemRandomNumberGenerator()
         var acknowledged = Set<UUID>()
 
         for round in 1...20 {
-            let child = try ChildProcess(writer, ["queue", "crash-writer", db], name: "writer\(round)", logDirectory: dir.path)
+            let child = try ChildProcess(writer, ["crash-writer", db], name: "writer\(round)", logDirectory: dir.path)
             // Let it get going, then kill it somewhere in the middle of its work.
             try waitUntil("round \(round) to enqueue something", timeout: 30) { child.stdout().count > 37 * 3 }
             usleep(UInt32.random(in: 0...150_000, using: &generator))

@@ -100,8 +100,8 @@ final class StatusCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("status-busy")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
         // A real writer process keeps inserting (the same code path the daemon's captures use).
-        let writer = try ChildProcess(try BuildProducts.executable("ariata-bench"),
-                                      ["queue", "crash-writer", dir.file("agent.sqlite")], name: "writer", logDirectory: dir.path)
+        let writer = try ChildProcess(try BuildProducts.executable("ariata-test-helper"),
+                                      ["crash-writer", dir.file("agent.sqlite")], name: "writer", logDirectory: dir.path)
         defer { writer.stop() }
         try waitUntil("the writer to get going") { writer.stdout().count > 37 * 20 }
         var last = 0

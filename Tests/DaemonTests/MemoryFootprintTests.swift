@@ -8,9 +8,7 @@ import XCTest
 /// just linked, may still be dirty page cache, which the kernel cannot drop yet).
 final class MemoryFootprintTests: XCTestCase {
     func residentFileKiB() throws -> Int {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("RssFile:") })
-        return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        try XCTUnwrap(ProcStatus.own()?.residentFile, "RssFile in /proc/self/status").value
     }
 
     func testDroppingTheMappedFilePagesShrinksTheResidentSet() throws {

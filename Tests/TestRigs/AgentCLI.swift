@@ -1,4 +1,5 @@
 import Foundation
+import Rigs
 
 /// Runs the built `ariata-agent` binary as a user would, with a config in a temp dir.
 public struct AgentCLI {

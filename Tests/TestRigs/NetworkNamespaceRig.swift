@@ -1,4 +1,5 @@
 import Foundation
+import Rigs
 
 /// A test host of our own: a network namespace joined to this one by a veth pair, with
 /// nothing but a default route out of it, so that removing that route cuts the host off

@@ -1,4 +1,5 @@
 import Foundation
+import Rigs
 
 /// Rewrites a queue written by this agent into the layout an earlier agent left, to test
 /// the migrations forward: schema 4 (no time evidence), 3 (payloads in their own table,

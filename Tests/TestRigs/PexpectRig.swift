@@ -1,4 +1,5 @@
 import Foundation
+import Rigs
 
 /// Drives an interactive command through a real pseudo-terminal with Python's pexpect
 /// (Debian's python3-pexpect): the test writes the dialogue as a short pexpect script,

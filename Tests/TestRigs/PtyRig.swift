@@ -1,4 +1,5 @@
 import Foundation
+import Rigs
 
 /// A virtual serial cable: socat joins two ptys and links them as `a` and `b` in a
 /// directory. The test writes to `a` (the "device"); the source under test reads `b`.

@@ -1,4 +1,5 @@
 import Foundation
+import Rigs
 
 /// A real, small file system mounted for one test: tmpfs, or ext4 on a loop-mounted image
 /// file. Needs root (mount); `make` throws `CannotMount`, saying why, where mounting is

@@ -11,12 +11,12 @@ final class HealthCrashTests: XCTestCase {
         let path = bed.file("big.jsonl")
         let total = 60_000
         try FileManager.default.append(SampleLines.jsonl(0..<total), to: path)
-        let bench = try HealthChild.benchExecutable()
+        let helper = try HealthChild.helperExecutable()
         let database = bed.queue.path
 
         var killedAt: [Int] = []
         for threshold in [8_000, 25_000] {
-            let child = try ChildProcess(bench, ["health", "ingest", database, path], name: "ingest", logDirectory: bed.directory.path)
+            let child = try ChildProcess(helper, ["health-ingest", database, path], name: "ingest", logDirectory: bed.directory.path)
             try waitUntil("the child to ingest \(threshold) samples", timeout: 120) {
                 guard child.isRunning else { throw HealthChild.ProbeFailed(output: child.stderr()) }
                 return try bed.count() >= threshold
@@ -27,7 +27,7 @@ final class HealthCrashTests: XCTestCase {
         }
         XCTAssertLessThan(killedAt.last ?? total, total, "killed before the end, or the test proves nothing")
 
-        let child = try ChildProcess(bench, ["health", "ingest", database, path], name: "ingest", logDirectory: bed.directory.path)
+        let child = try ChildProcess(helper, ["health-ingest", database, path], name: "ingest", logDirectory: bed.directory.path)
         try bed.waitForCount(total, timeout: 180)
         child.stop()
         XCTAssertEqual(child.wait(timeout: 10), 0)

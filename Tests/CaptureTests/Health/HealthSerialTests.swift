@@ -74,30 +74,24 @@ final class HealthSerialTests: XCTestCase {
     }
 }
 
-/// The bench executable in its helper modes, as a real child process.
+/// The test helper's health modes (`ariata-test-helper`), as a real child process.
 enum HealthChild {
-    /// `.build/<triple>/debug/ariata-bench`, next to the test bundle.
-    static func benchExecutable() throws -> String {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("ariata-bench").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw HealthChild.ProbeFailed(output: "ariata-bench is not built next to the tests: run 'swift build --build-tests' first")
+    /// `ariata-test-helper`, beside the test bundle.
+    static func helperExecutable() throws -> String {
+        try BuildProducts.executable("ariata-test-helper")
     }
 
-    /// Runs `ariata-bench health probe` and returns what it printed; as `nobody` when
+    /// Runs `ariata-test-helper health-probe` and returns what it printed; as `nobody` when
     /// the tests run as root, so permissions apply.
     static func probe(kind: String, path: String, bed: HealthTestBed) throws -> String {
-        let bench = try benchExecutable()
+        let helper = try helperExecutable()
         let database = bed.file("probe-\(kind).sqlite")
-        var arguments = ["health", "probe", database, kind, path]
-        var executable = bench
+        var arguments = ["health-probe", database, kind, path]
+        var executable = helper
         if getuid() == 0 {
             XCTAssertEqual(chmod(bed.directory.path, 0o777), 0)
             executable = try ChildProcess.locate("setpriv")
-            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", bench] + arguments
+            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", helper] + arguments
         }
         let child = try ChildProcess(executable, arguments, name: "probe", logDirectory: bed.directory.path)
         guard child.wait(timeout: 30) == 0 else {

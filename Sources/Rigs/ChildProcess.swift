@@ -68,5 +68,6 @@ public final class ChildProcess: @unchecked Sendable {
 
 public struct NotInstalled: Error, CustomStringConvertible {
     public let program: String
+    public init(program: String) { self.program = program }
     public var description: String { "\(program) is not installed: run scripts/install-deps.sh" }
 }

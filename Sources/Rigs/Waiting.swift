@@ -2,6 +2,7 @@ import Foundation
 
 public struct TimedOut: Error, CustomStringConvertible {
     public let what: String
+    public init(what: String) { self.what = what }
     public var description: String { "timed out waiting for \(what)" }
 }
 

@@ -1,0 +1,257 @@
+import AgentCore
+import ArgumentParser
+import Capture
+import Foundation
+
+/// The benchmarks (docs/development.md, Benchmarks; figures in docs/performance.md): one
+/// subcommand each, its options declared here, its measurement in its own file. Build
+/// them as the package is built (scripts/static-build.sh), so what is measured is what is
+/// shipped.
+@main
+struct AriataBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ariata-bench",
+        abstract: "Measure ariata-agent against real components (docs/performance.md).",
+        discussion: "Build as the package is built: scripts/static-build.sh ariata-agent ariata-bench.",
+        subcommands: [QueueCommand.self, UploadCommand.self, LocationCommand.self, AudioCommand.self,
+                      JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
+                      PowerCommand.self, FootprintCommand.self])
+}
+
+struct QueueCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "Enqueue throughput and latency; batch and count times on a large table; bytes per record.")
+
+    @Option(help: "Records in the large table.")
+    var records = 1_000_000
+    @OptionGroup var work: WorkDirectoryOption
+
+    func validate() throws { try requirePositive(records, "--records") }
+    func run() throws { try QueueBench.run(records: records, work: work) }
+}
+
+struct UploadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Drain a backlog of audio records to the reference receiver on loopback, against curl posting the same bodies.",
+        discussion: "Prints throughput, the resident set while draining, and the agent/curl ratio.")
+
+    @OptionGroup var backlog: BacklogOptions
+    @Flag(name: .customLong("no-curl"), help: "Leave out curl's run of the same bodies.")
+    var noCurl = false
+
+    func run() throws { try UploadBench.run(backlog, curl: !noCurl) }
+}
+
+struct LocationCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "location",
+        abstract: "CPU time and wake-ups of the location stream per minute while a real gpsd delivers a fix every second.")
+
+    @Option(help: "How long to measure.")
+    var seconds = 60
+    @Option(help: "The stream's [location] interval: a record every N seconds.")
+    var interval = 10
+    @Option(help: "Seconds of fixes before measuring.")
+    var warmup = 5
+    /// The benchmark's own feeder child (it runs itself with `--feed PATH`).
+    @Option(help: .hidden)
+    var feed: String?
+
+    func validate() throws {
+        try requirePositive(seconds, "--seconds")
+        try requirePositive(interval, "--interval")
+        try requirePositive(warmup, "--warmup")
+    }
+
+    func run() throws {
+        try LocationBench.run(.init(seconds: seconds, interval: interval, warmup: warmup, feedPath: feed))
+    }
+}
+
+struct AudioCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audio",
+        abstract: "CPU time to capture and encode speech through the ALSA file plugin into 30 s Ogg Opus chunks, against opusenc; peak RSS.")
+
+    @Option(help: "Seconds of speech (the file plugin reads faster than real time).")
+    var seconds = 3_600
+    @Option(help: "The Opus encoder's complexity, 0 to 10.")
+    var complexity = 10
+    @OptionGroup var work: WorkDirectoryOption
+
+    func validate() throws {
+        try requirePositive(seconds, "--seconds")
+        guard (0...10).contains(complexity) else { throw ValidationError("--complexity takes 0 to 10, not \(complexity)") }
+    }
+
+    func run() throws { try AudioBench.run(seconds: seconds, complexity: complexity, work: work) }
+}
+
+struct JournalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "journal",
+        abstract: "What the audio journal costs and saves: libopusenc's delays, and the stream with the journal at real-time pace.")
+
+    @Option(help: "Seconds of the stream with the journal, at real-time pace.")
+    var seconds = 60
+    @Option(help: "Seconds of speech encoded with each of libopusenc's delay settings.")
+    var encodeSeconds = 300
+    @OptionGroup var work: WorkDirectoryOption
+
+    func validate() throws {
+        try requirePositive(seconds, "--seconds")
+        try requirePositive(encodeSeconds, "--encode-seconds")
+    }
+
+    func run() throws { try AudioJournalBench.run(seconds: seconds, encodeSeconds: encodeSeconds, work: work) }
+}
+
+struct HealthCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "How fast a health file source ingests, and what an idle one costs (both, without a subcommand).",
+        usage: "ariata-bench health [throughput [<lines>] | idle [<seconds>]]",
+        subcommands: [Throughput.self, Idle.self])
+
+    func run() throws {
+        try HealthBench.throughput(lines: Throughput.defaultLines)
+        try HealthBench.idle(seconds: Idle.defaultSeconds)
+    }
+
+    struct Throughput: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lines per second a file source parses, normalises and queues.")
+        static let defaultLines = 200_000
+
+        @Argument(help: "JSON Lines to ingest.")
+        var lines = Throughput.defaultLines
+
+        func validate() throws { try requirePositive(lines, "lines") }
+        func run() throws { try HealthBench.throughput(lines: lines) }
+    }
+
+    struct Idle: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Wake-ups and context switches of a file source with nothing to read.")
+        static let defaultSeconds = 60.0
+
+        @Argument(help: "Seconds to watch it.")
+        var seconds = Idle.defaultSeconds
+
+        func validate() throws {
+            guard seconds > 0 else { throw ValidationError("seconds takes a positive number, not \(seconds)") }
+        }
+        func run() throws { try HealthBench.idle(seconds: seconds) }
+    }
+}
+
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Time to export a day of data, each format as `ariata-agent export` writes it.")
+
+    @Option(help: "Location fixes in the day.")
+    var fixes = 8_600
+    @Option(help: "30 s audio chunks in the day.")
+    var chunks = 2_900
+    @Option(help: "Bytes of audio per chunk.")
+    var chunkBytes = 56_000
+    @Option(help: "Health samples in the day.")
+    var samples = 1_500
+
+    func validate() throws {
+        try requirePositive(fixes, "--fixes")
+        try requirePositive(chunks, "--chunks")
+        try requirePositive(chunkBytes, "--chunk-bytes")
+        try requirePositive(samples, "--samples")
+    }
+
+    func run() throws { try ExportBench.run(fixes: fixes, chunks: chunks, chunkBytes: chunkBytes, samples: samples) }
+}
+
+struct MetricsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "metrics",
+        abstract: "Cost of one [metrics] textfile write, the work the daemon adds to each health check.")
+
+    @Option(help: "Writes to time.")
+    var ticks = 200
+
+    func validate() throws { try requirePositive(ticks, "--ticks") }
+    func run() throws { try MetricsBench.run(ticks: ticks) }
+}
+
+struct PowerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "power",
+        abstract: "Cost of the power policy's read, the work [power] adds to each health check.")
+
+    @Option(help: "Reads to time.")
+    var reads = 2_000
+    @Option(help: ArgumentHelp("A power_supply directory to read (default: a laptop-like fake tree).", valueName: "path"))
+    var sysfs: String?
+
+    func validate() throws { try requirePositive(reads, "--reads") }
+    func run() throws { try PowerBench.run(reads: reads, sysfs: sysfs) }
+}
+
+struct FootprintCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "footprint",
+        abstract: "The whole daemon's peak RSS, CPU, context switches and writes, all three streams live against the real rigs.",
+        usage: """
+            ariata-bench footprint [--minutes <minutes>] [--warm-up <warm-up>] [--upload-interval <upload-interval>] [--complexity <complexity>] [--health-every <health-every>] [--sync-seconds <sync-seconds>] [--dir <directory>] [--shared-libraries] [--tls [--ca-bundle]]
+            ariata-bench footprint drain [--records <records>] [--audio-bytes <audio-bytes>] [--batch-max-bytes <batch-max-bytes>] [--shared-libraries]
+            """,
+        discussion: """
+            Runs `ariata-agent run` (beside this program) as a device would and reads /proc/PID from \
+            10 s after the start to the end. For the steady state of a new queue: --warm-up 14 --minutes 8. \
+            docs/development.md (Benchmarks) explains each figure.
+            """,
+        subcommands: [Drain.self])
+
+    @Option(help: "Minutes measured.")
+    var minutes = 10
+    @Option(help: "Minutes run before measuring (a new queue's WAL grows to its size first).")
+    var warmUp = 0
+    @Option(help: "The daemon's [upload] interval, in seconds.")
+    var uploadInterval = 300
+    @Option(help: "The Opus encoder's complexity, 0 to 10.")
+    var complexity = MicrophoneConfig().complexity
+    @Option(help: "Seconds between the health samples the rig appends.")
+    var healthEvery = 15
+    @Option(help: "The daemon's [storage] sync_seconds.")
+    var syncSeconds = StorageConfig().syncSeconds
+    @OptionGroup var work: WorkDirectoryOption
+    @Flag(help: "Run the rig on the system's libraries, not private copies.")
+    var sharedLibraries = false
+    @Flag(help: "The receiver serves HTTPS with a self-signed certificate.")
+    var tls = false
+    @Flag(help: "With --tls: the agent's ca_file is one PEM bundle, not a directory by hash.")
+    var caBundle = false
+
+    func validate() throws {
+        try requirePositive(minutes, "--minutes")
+        try requireAtLeastZero(warmUp, "--warm-up")
+        try requirePositive(uploadInterval, "--upload-interval")
+        try requirePositive(healthEvery, "--health-every")
+        try requireAtLeastZero(syncSeconds, "--sync-seconds")
+        guard (0...10).contains(complexity) else { throw ValidationError("--complexity takes 0 to 10, not \(complexity)") }
+        if caBundle && !tls { throw ValidationError("--ca-bundle goes with --tls") }
+    }
+
+    func run() throws { try FootprintBench.run(self) }
+
+    struct Drain: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The peak RSS of `ariata-agent sync` draining a backlog of audio chunks to the reference receiver.")
+
+        @OptionGroup var backlog: BacklogOptions
+        @Flag(help: "Run the rig on the system's libraries, not private copies.")
+        var sharedLibraries = false
+
+        func run() throws { try FootprintBench.Drain.run(backlog, sharedLibraries: sharedLibraries) }
+    }
+}

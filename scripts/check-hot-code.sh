@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Checks Sources/ariata-agent/hot-code.order (made by scripts/hot-code.sh) against a built
+# ariata-agent: fails when fewer than 90 % of its names are functions of the program (the
+# list has gone stale: regenerate it) and, for a release build, when the listed functions
+# reach past 60 % of the code (the release link did not use the ordering). See
+# docs/development.md, "The hot-code order".
+#
+#   scripts/check-hot-code.sh [--order FILE] PROGRAM                 (a release build: the package's)
+#   scripts/check-hot-code.sh [--order FILE] --unoptimized PROGRAM   (a debug build: the test suite's)
+#
+# A debug build holds neither the toolchain's code (Swift.o, Foundation: linked
+# dynamically) nor the functions only the optimiser makes (specialisations, merged and
+# outlined functions, clones); with --unoptimized the check counts only the names of the
+# package's own modules that a debug build has too. Those are the names a rename in the
+# agent's code makes stale.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ORDER=Sources/ariata-agent/hot-code.order
+UNOPTIMIZED=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --order) ORDER=$2; shift 2 ;;
+    --unoptimized) UNOPTIMIZED=true; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "check-hot-code.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 1 ] || { echo "check-hot-code.sh: name the program (see --help)" >&2; exit 2; }
+PROGRAM=$1
+die() { printf 'check-hot-code: %s\n' "$*" >&2; exit 1; }
+[ -f "$ORDER" ] || die "no $ORDER"
+[ -x "$PROGRAM" ] || die "no program at $PROGRAM"
+
+WANT=$(mktemp)
+trap 'rm -f "$WANT"' EXIT
+if $UNOPTIMIZED; then
+  # The package's own modules (Sources/*/ with Swift files; the benchmarks and rigs are not
+  # in the program): their mangled prefix is $s, the name's length, the name.
+  PREFIXES=()
+  for dir in Sources/*/; do
+    module=$(basename "$dir" | tr - _)
+    case "$module" in ariata_bench|Rigs) continue ;; esac
+    [ -n "$(find "$dir" -name '*.swift' -print -quit)" ] || continue
+    PREFIXES+=("\$s${#module}${module}")
+  done
+  grep -v '^#' "$ORDER" | grep -F "${PREFIXES[@]/#/-e}" |
+    grep -vE "Tf[0-9]|Tgq?5|Tt[0-9]*g5|Tm$|WO[a-z]$|[.']" > "$WANT" || true
+else
+  grep -v '^#' "$ORDER" | grep -v '^$' > "$WANT" || true
+fi
+
+TEXT=$(readelf -SW "$PROGRAM" | sed -n 's/^ *\[ *[0-9]*\] *//p' | awk '$1 == ".text" { print $3, $5 }')
+read -r TEXT_START TEXT_SIZE <<<"$TEXT"
+[ -n "${TEXT_SIZE:-}" ] || die "no .text section in $PROGRAM"
+HOT=$(nm --defined-only "$PROGRAM" | awk -v order="$WANT" -v start="$TEXT_START" -v size="$TEXT_SIZE" '
+  function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
+  BEGIN { while ((getline line < order) > 0) if (line != "") { want[line] = 1; listed++ } }
+  ($2 ~ /^[tTwW]$/) && ($3 in want) && !($3 in seen) { seen[$3] = 1; found++; a = hex($1) - hex(start); if (a > last) last = a }
+  END { printf "%d %d %d %d\n", listed, found, last, hex(size) }')
+read -r LISTED FOUND SPAN TEXT_BYTES <<<"$HOT"
+[ "$LISTED" -gt 0 ] || die "$ORDER lists no functions$($UNOPTIMIZED && echo " of the package's own modules")"
+[ "$FOUND" -ge $(( (LISTED * 9 + 9) / 10 )) ] ||
+  die "only $FOUND of the $LISTED functions of $ORDER$($UNOPTIMIZED && echo " (the package's own, unoptimised)") are in $PROGRAM: regenerate it (scripts/hot-code.sh)"
+if $UNOPTIMIZED; then
+  echo "ok: $FOUND of the $LISTED functions of the package's own modules in $ORDER are in $PROGRAM"
+  exit 0
+fi
+[ "$SPAN" -le $(( TEXT_BYTES * 6 / 10 )) ] ||
+  die "the functions of $ORDER reach $SPAN bytes into the program's $TEXT_BYTES bytes of code: the release link did not use the ordering (lld and --symbol-ordering-file in Package.swift)"
+echo "ok: $FOUND of $LISTED listed functions lie in the first $SPAN of $TEXT_BYTES bytes of code"
