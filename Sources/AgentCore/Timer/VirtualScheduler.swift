@@ -71,6 +71,9 @@ public final class VirtualScheduler: TimerScheduling, WallClock {
         return runDue(until: state.withLock { $0.monotonic })
     }
 
+    /// More runs than this at one moment is a timer re-armed for now by its own handler.
+    private static let runsPerMoment = 10_000
+
     /// Runs what is due by `end` (monotonic), then leaves both clocks at `end`.
     private func runDue(until end: TimeInterval) -> Int {
         let nested = state.withLock { s -> Bool in
@@ -79,9 +82,14 @@ public final class VirtualScheduler: TimerScheduling, WallClock {
         }
         precondition(!nested, "VirtualScheduler: advance(by:) or setWallClock(to:) called from a timer's handler")
         defer { state.withLock { $0.advancing = false } }
-        var ran = 0
+        var ran = 0, atThisMoment = 0
         while let next = nextDue(by: end) {
             let (timer, at) = next
+            // A handler that keeps re-arming its timer for the moment it runs at would
+            // spin here for ever (and busy-spin a real timer): stop with its name instead.
+            atThisMoment = at == monotonicSeconds() ? atThisMoment + 1 : 0
+            precondition(atThisMoment < Self.runsPerMoment,
+                         "VirtualScheduler: '\(timer.label)' ran \(Self.runsPerMoment) times without time moving")
             state.withLock { s in
                 s.wall = s.wall.addingTimeInterval(at - s.monotonic)
                 s.monotonic = at
