@@ -105,7 +105,7 @@ let package = Package(
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "TestRigs"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Upload", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
         .testTarget(name: "CLITests", dependencies: ["AgentCore", "Setup", "TestRigs"]),
         // `ariata-bench` run as a user would (its options, help and errors), the rigs'

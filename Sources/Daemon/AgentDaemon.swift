@@ -35,13 +35,15 @@ public final class AgentDaemon: Sendable {
     private let state: Mutex<State>
     private let coordinator: HealthCoordinator
     private let tickInterval: TimeInterval
-    private let maintenance: Mutex<ReliableTimer?> = Mutex(nil)
+    /// Makes the daemon's timers: Dispatch's (`ReliableTimer`) unless a test drives time.
+    private let scheduler: any TimerScheduling
+    private let maintenance: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     /// Fires when the earliest timed pause ends, so capture resumes on time rather than
     /// at the next health check (a wall-clock deadline: it fires on waking from suspend).
-    private let pauseEnd: Mutex<ReliableTimer?> = Mutex(nil)
+    private let pauseEnd: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     /// Fires when the oldest capture waiting for its fsync reaches `[storage] sync_seconds`
     /// before the next health check would (armed by the check; see `armCommitSync`).
-    private let commitSyncDeadline: Mutex<ReliableTimer?> = Mutex(nil)
+    private let commitSyncDeadline: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
@@ -58,11 +60,16 @@ public final class AgentDaemon: Sendable {
         var ticks = 0
     }
 
-    /// - Parameter tickInterval: the health coordinator's period (30 s; tests use less).
+    /// - Parameters:
+    ///   - tickInterval: the health coordinator's period (30 s; tests use less).
+    ///   - scheduler: makes the maintenance, pause-end and commit-sync timers; a test
+    ///     passes a `VirtualScheduler` (also as `clock`) and moves time itself.
     public init(config: AgentConfig, queue: SQLiteQueue, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
+                scheduler: any TimerScheduling = DispatchScheduler(),
                 tickInterval: TimeInterval = 30, logger: Logger) {
         self.queue = queue
+        self.scheduler = scheduler
         self.factory = factory
         self.notifier = notifier
         self.clock = clock
@@ -133,11 +140,11 @@ public final class AgentDaemon: Sendable {
         watcher.start()
         coordinator.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
 
-        let timer = ReliableTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
+        let timer = scheduler.makeTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
         maintenance.withLock { $0 = timer }
-        pauseEnd.withLock { $0 = ReliableTimer(label: "ariata.pause-end") { [weak self] in self?.applyPauseSwitches() } }
+        pauseEnd.withLock { $0 = scheduler.makeTimer(label: "ariata.pause-end") { [weak self] in self?.applyPauseSwitches() } }
         commitSyncDeadline.withLock {
-            $0 = ReliableTimer(label: "ariata.commit-sync") { [weak self] in self?.commitSyncDeadlineReached() }
+            $0 = scheduler.makeTimer(label: "ariata.commit-sync") { [weak self] in self?.commitSyncDeadlineReached() }
         }
         armPauseEnd()
         timer.start(interval: tickInterval, firstAfter: min(tickInterval, 5))
@@ -151,11 +158,11 @@ public final class AgentDaemon: Sendable {
     public func stop() {
         notifier.stopping()
         maintenance.withLock { $0 }?.stop()
-        pauseEnd.withLock { current -> ReliableTimer? in
+        pauseEnd.withLock { current -> (any ScheduledTimer)? in
             defer { current = nil }
             return current
         }?.stop()
-        commitSyncDeadline.withLock { current -> ReliableTimer? in
+        commitSyncDeadline.withLock { current -> (any ScheduledTimer)? in
             defer { current = nil }
             return current
         }?.stop()

@@ -7,7 +7,8 @@ import Synchronization
 /// Sends the queue to the ingest endpoint: a cycle every `[upload] interval` seconds (and
 /// at start, and on `syncNow`), retrying by the contract's rules.
 ///
-/// Concurrency is Dispatch only: a `ReliableTimer` triggers cycles, and every cycle (the
+/// Concurrency is Dispatch only: a timer (a `ReliableTimer` unless a test hands it a
+/// `VirtualScheduler`, docs/architecture.md) triggers cycles, and every cycle (the
 /// timer's and `syncNow`'s) runs through one serial queue, so two cycles never overlap
 /// and never send the same batch twice at once. The state between cycles (backoff,
 /// breaker, token pause) sits behind a lock that is never held across a request.
@@ -21,7 +22,8 @@ public final class Uploader: Sendable {
     private let stopping: StopFlag
     private let context: UploadContext
     private let cycles = DispatchQueue(label: "ariata.upload.cycles")
-    private let timer = Mutex<ReliableTimer?>(nil)
+    private let scheduler: any TimerScheduling
+    private let timer = Mutex<(any ScheduledTimer)?>(nil)
     /// The power policy's say ([power]): the interval multiplied on battery, scheduled
     /// cycles held on a low battery. `sync` (the user asking) is never held.
     private let power = Mutex((factor: 1, held: false))
@@ -47,13 +49,16 @@ public final class Uploader: Sendable {
     ///   - random: jitter source, values in [0, 1).
     ///   - uploadLock: held during each scheduled cycle (the daemon passes
     ///     `FileLock.upload(databasePath:)`; `sync` takes that lock itself).
+    ///   - scheduler: makes the cycle timer; a test passes a `VirtualScheduler` (also as
+    ///     `clock`) to run intervals and backoff without waiting.
     public init(server: ServerConfig, upload: UploadConfig, store: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.upload"),
                 policy: UploadPolicy = UploadPolicy(),
                 makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-                uploadLock: FileLock? = nil) {
+                uploadLock: FileLock? = nil, scheduler: any TimerScheduling = DispatchScheduler()) {
         self.uploadLock = uploadLock
+        self.scheduler = scheduler
         self.upload = upload
         self.policy = policy
         self.store = store
@@ -94,8 +99,8 @@ public final class Uploader: Sendable {
     /// earlier when a retry falls due. Returns at once.
     public func start() {
         stopping.set(false)
-        let fresh = ReliableTimer(label: "ariata.upload.timer") { [weak self] in self?.timerFired() }
-        let old = timer.withLock { current -> ReliableTimer? in
+        let fresh = scheduler.makeTimer(label: "ariata.upload.timer") { [weak self] in self?.timerFired() }
+        let old = timer.withLock { current -> (any ScheduledTimer)? in
             defer { current = fresh }
             return current
         }
@@ -126,7 +131,7 @@ public final class Uploader: Sendable {
     /// Not to be called from a progress callback.
     public func stop() {
         stopping.set(true)
-        let old = timer.withLock { current -> ReliableTimer? in
+        let old = timer.withLock { current -> (any ScheduledTimer)? in
             defer { current = nil }
             return current
         }

@@ -41,6 +41,14 @@ final class UploadFixture {
                         logger: logger, policy: policy)
     }
 
+    /// An uploader whose timer and clock are `scheduler`'s, with no jitter (full steps).
+    func makeUploader(scheduler: VirtualScheduler) -> Uploader {
+        var logger = Logger(label: "ariata.upload")
+        logger.logLevel = .debug
+        return Uploader(server: server, upload: upload, store: queue, clock: scheduler, logger: logger, policy: policy,
+                        random: { 0 }, scheduler: scheduler)
+    }
+
     // MARK: Records
 
     /// Enqueues `count` valid records of `stream`; returns their ids (lowercased).

@@ -32,12 +32,17 @@ public final class CommitSync: Sendable {
 
     /// `now`: seconds on a clock that never jumps (CLOCK_BOOTTIME: suspend counts, since a
     /// power cut can come during it); `syncLog`: fsyncs the WAL, true when it did.
-    public init(window: TimeInterval,
-                now: @escaping @Sendable () -> Double = { SuspendDetector.bootTime() ?? ProcessInfo.processInfo.systemUptime },
+    public init(window: TimeInterval, now: @escaping @Sendable () -> Double = CommitSync.bootSeconds,
                 syncLog: @escaping @Sendable () -> Bool) {
         state = Mutex(State(window: max(0, window)))
         self.now = now
         self.syncLog = syncLog
+    }
+
+    /// CLOCK_BOOTTIME in seconds (the uptime where it cannot be read): the clock `now` reads
+    /// unless a test hands it a virtual one.
+    @Sendable public static func bootSeconds() -> Double {
+        SuspendDetector.bootTime() ?? ProcessInfo.processInfo.systemUptime
     }
 
     /// The longest a capture without a file waits for its fsync, in seconds (0: none waits).

@@ -31,8 +31,11 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
 
     /// Opens (creating when needed) the queue at `path` for writing, migrating it forward.
     /// `syncWindow`: how long a capture without a file may wait for its fsync (`[storage]
-    /// sync_seconds`, see `CommitSync`); 0, the default, fsyncs every commit.
+    /// sync_seconds`, see `CommitSync`); 0, the default, fsyncs every commit. `syncClock`:
+    /// the never-jumping clock that window is measured on (the boot clock; a test's
+    /// `VirtualScheduler.monotonicSeconds`).
     public init(path: String, syncWindow: TimeInterval = 0, clock: any WallClock = SystemClock(),
+                syncClock: @escaping @Sendable () -> Double = CommitSync.bootSeconds,
                 logger: Logger = Logger(label: "ariata.queue")) throws {
         self.path = path
         self.clock = clock
@@ -40,7 +43,7 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
         attachments = AttachmentStore(databasePath: path)
         hasAttachmentTables = true
         let directory = (path as NSString).deletingLastPathComponent
-        commitSync = CommitSync(window: syncWindow) { [directory] in
+        commitSync = CommitSync(window: syncWindow, now: syncClock) { [directory] in
             Self.syncLog(path + "-wal", directory: directory.isEmpty ? "." : directory)
         }
         if !directory.isEmpty {
