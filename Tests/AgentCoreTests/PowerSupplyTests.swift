@@ -6,9 +6,7 @@ import XCTest
 /// Reading /sys/class/power_supply from fake trees laid out as the kernel lays them out.
 final class PowerSupplyTests: XCTestCase {
     func supply(_ root: TemporaryDirectory, _ name: String, _ attributes: [String: String]) throws {
-        let dir = root.file(name)
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        for (key, value) in attributes { try "\(value)\n".write(toFile: "\(dir)/\(key)", atomically: true, encoding: .utf8) }
+        try FakePowerSupply(path: root.path).set(name, attributes)
     }
 
     func testNoBatteryIsMains() throws {

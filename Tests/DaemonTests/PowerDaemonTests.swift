@@ -10,14 +10,7 @@ final class PowerDaemonTests: XCTestCase {
         let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, uploadInterval: 5, healthInterval: 1)
         let sysfs = rig.directory.file("power_supply")
         func set(ac online: Bool, battery: Int) throws {
-            for (name, values) in [("AC", ["type": "Mains", "online": online ? "1" : "0"]),
-                                   ("BAT0", ["type": "Battery", "present": "1", "capacity": "\(battery)",
-                                             "status": online ? "Charging" : "Discharging"])] {
-                try FileManager.default.createDirectory(atPath: "\(sysfs)/\(name)", withIntermediateDirectories: true)
-                for (key, value) in values {
-                    try "\(value)\n".write(toFile: "\(sysfs)/\(name)/\(key)", atomically: true, encoding: .utf8)
-                }
-            }
+            try FakePowerSupply(path: sysfs).laptop(onMains: online, battery: battery)
         }
         try set(ac: true, battery: 90)
         try (try String(contentsOfFile: rig.configPath, encoding: .utf8)

@@ -43,15 +43,6 @@ final class VirtualTimeDaemonTests: XCTestCase {
         func running(_ stream: StreamName) -> Bool { starts(stream) > stops(stream) }
     }
 
-    final class IdleUploader: UploadComponent, Sendable {
-        func start() {}
-        func stop() {}
-        func health() -> StreamHealth { .healthy }
-        func updateServer(_ server: ServerConfig) {}
-        func networkReturned(_ why: String) {}
-        func setPower(factor: Int, held: Bool) {}
-    }
-
     /// Counting streams, and the real uploader on the virtual scheduler (or an idle one).
     struct VirtualComponents: ComponentFactory {
         let counts: Counts
@@ -63,7 +54,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         }
 
         func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent {
-            guard uploads else { return IdleUploader() }
+            guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
             return Uploader(server: config.server, upload: config.upload, store: queue, clock: scheduler,
                             logger: logger, scheduler: scheduler)
         }
@@ -190,14 +181,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let directory = try TemporaryDirectory("virtual-power-sysfs")
         let sysfs = directory.file("power_supply")
         func set(ac online: Bool, battery: Int) throws {
-            for (name, values) in [("AC", ["type": "Mains", "online": online ? "1" : "0"]),
-                                   ("BAT0", ["type": "Battery", "present": "1", "capacity": "\(battery)",
-                                             "status": online ? "Charging" : "Discharging"])] {
-                try FileManager.default.createDirectory(atPath: "\(sysfs)/\(name)", withIntermediateDirectories: true)
-                for (key, value) in values {
-                    try "\(value)\n".write(toFile: "\(sysfs)/\(name)/\(key)", atomically: true, encoding: .utf8)
-                }
-            }
+            try FakePowerSupply(path: sysfs).laptop(onMains: online, battery: battery)
         }
         try set(ac: true, battery: 90)
         var rig = try Rig("virtual-power", streams: [.microphone], toml: """
