@@ -52,7 +52,7 @@ struct HealthIngest: ParsableCommand {
     @Argument(help: "The health file.")
     var file: String
     @Argument(help: "Its format: jsonl, csv or keyvalue.")
-    var format: String = "jsonl"
+    var format: HealthSourceConfig.Format = .jsonl
 
     func run() throws {
         let queue = try SQLiteQueue(path: database)
@@ -60,7 +60,7 @@ struct HealthIngest: ParsableCommand {
         config.enabled = true
         config.commitInterval = 1
         config.sources = [HealthSourceConfig(kind: .file, path: file,
-                                             format: HealthSourceConfig.Format(rawValue: format) ?? .jsonl, name: "ingest")]
+                                             format: format, name: "ingest")]
         let stream = HealthStream(config: config, queue: queue, logger: Logger(label: "ariata.health"))
         signal(SIGTERM, SIG_IGN)
         let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
@@ -108,3 +108,4 @@ struct HealthProbe: ParsableCommand {
 }
 
 extension HealthSourceConfig.Kind: ExpressibleByArgument {}
+extension HealthSourceConfig.Format: ExpressibleByArgument {}
