@@ -5,7 +5,8 @@
 #
 # usage: scripts/test.sh [--fast | --soak] [--filter REGEX] [--workers N]
 #   (default)  the whole suite, what CI runs: the tests in parallel worker processes, then
-#              the few that must run alone (they measure the process's own memory)
+#              the few that must run alone (they measure the process's own memory or
+#              count its wake-ups)
 #   --fast     the everyday tier: the same without the long whole-daemon tests and
 #              without the memory tests that run alone
 #   --soak     the whole suite with the soaks at full size (a 25-kill storm instead of 10)
@@ -30,9 +31,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# Tests that must run alone: they read their own process's resident set, which the other
-# workers' mappings of the same libraries would change.
-alone='MemoryFootprintTests'
+# Tests that must run alone: the memory tests read their own process's resident set,
+# which the other workers' mappings of the same libraries would change; the idle wake-up
+# count sees the network changes other tests make (their veth pairs wake the daemon's
+# netlink watch).
+alone='MemoryFootprintTests|IdleWakeUpTests'
 # The long whole-daemon tests the everyday tier leaves out (each runs the real binary for
 # half a minute or more; the whole suite and CI run them).
 long='KillStormTests|PrivacyZoneDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests'
