@@ -1,7 +1,7 @@
 import AgentCore
-import Capture
 import Foundation
 import Logging
+import Platform
 import ServiceLifecycle
 import UnixSignals
 

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Something whose health the coordinator asks for and may restart: each capture stream
@@ -42,7 +43,7 @@ public final class HealthCoordinator: Sendable {
 
     public init(components: [any SupervisedComponent], store: SQLiteQueue, notifier: SystemdNotifier,
                 restartAfterStrikes: Int = 2, healthRewrite: TimeInterval = 300,
-                clock: @escaping @Sendable () -> TimeInterval = HealthCoordinator.monotonicSeconds, logger: Logger) {
+                clock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds, logger: Logger) {
         self.healthRewrite = healthRewrite
         self.clock = clock
         self.components = Mutex(components)
@@ -55,12 +56,6 @@ public final class HealthCoordinator: Sendable {
     public func replaceComponents(_ new: [any SupervisedComponent]) {
         components.withLock { $0 = new }
         strikes.withLock { $0 = [:] }
-    }
-
-    public static func monotonicSeconds() -> TimeInterval {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
     }
 
     /// One round of checks. Returns the health of each component, by name.

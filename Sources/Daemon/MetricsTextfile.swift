@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Writes `[metrics] textfile` at every health check: the status report in Prometheus

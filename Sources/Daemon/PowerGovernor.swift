@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Applies `[power]` at every health check: reads /sys/class/power_supply (a handful of

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// What every upload cycle works with: built once by the `Uploader`, handed to each cycle.
 struct UploadContext: Sendable {

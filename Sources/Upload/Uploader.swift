@@ -2,6 +2,7 @@ import AgentCore
 import Dispatch
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Sends the queue to the ingest endpoint: a cycle every `[upload] interval` seconds (and

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 
 /// `ariata-bench audio [--seconds N] [--complexity C] [--dir D]`: CPU time to capture and

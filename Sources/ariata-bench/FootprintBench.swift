@@ -1,6 +1,7 @@
 import AgentCore
 import Capture
 import Foundation
+import Platform
 import Rigs
 import Upload
 

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 
 /// `ariata-bench health [throughput [lines] | idle [seconds]]`: how fast a file source

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 
 /// CPU time and wakeups of the location stream per minute while gpsd delivers a fix every

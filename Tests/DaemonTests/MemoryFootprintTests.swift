@@ -1,5 +1,6 @@
 @testable import Daemon
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 

@@ -1,5 +1,6 @@
 import AgentCore
 import Daemon
+import Platform
 import TestRigs
 import Synchronization
 import XCTest

@@ -2,6 +2,7 @@ import AgentCore
 import Daemon
 import Foundation
 import Logging
+import Platform
 import Synchronization
 import TestRigs
 import Upload

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import TOMLKit
 
 /// Writes a configuration back to TOML (what `onboard` saves). TOMLKit renders the

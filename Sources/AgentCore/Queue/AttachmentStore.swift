@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Platform
 
 /// The files of records' attachments (schema 4): `<database>.attachments/<record id>-<n>.<ext>`,
 /// one per record that has one (a chunk's Ogg Opus audio), owned by the queue.

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import Synchronization
 
 /// When the queue's commits reach the disk (docs/queue.md, Durability; docs/decisions/0004-fsync-window.md).

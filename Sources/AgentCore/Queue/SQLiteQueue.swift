@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Platform
 
 /// The queue: one SQLite file in WAL mode, written by one process (the daemon) and read
 /// by any number of others (`status`) at the same time.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// What one pass of the storage guard found and did.

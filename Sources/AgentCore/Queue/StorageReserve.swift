@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// A file of a few MiB beside the database that holds disk space for the storage guard.
 /// When the disk is full, whoever filled it, SQLite cannot even delete (a deletion is

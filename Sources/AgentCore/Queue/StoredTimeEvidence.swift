@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Platform
 
 /// The `time_evidence` table (schema 5): a boot's link between the boot clock and true
 /// time, for the processes that come after the one that learnt it, in the same boot or,

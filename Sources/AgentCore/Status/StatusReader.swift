@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// Builds a `StatusReport` from the config and the database, opening the database
 /// read-only so it works beside a running daemon and leaves no trace.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Puts true times on held records once the system clock can be believed, and lets them

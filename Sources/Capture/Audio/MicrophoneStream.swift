@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The `microphone` stream: captures from ALSA on its own thread, encodes 30 s Ogg Opus

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// Parse, normalise, count, log: one line in, the records it makes out. Shared by every
 /// source kind so bad input is treated the same wherever it comes from.

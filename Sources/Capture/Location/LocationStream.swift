@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The `location` stream: gpsd fixes in, one record per interval out, straight to the

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// One complete line the follower read, and where it ends.
 struct FollowedLine {

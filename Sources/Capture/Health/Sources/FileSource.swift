@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// Follows a file another program appends samples to, like `tail -F`, exactly once:
 /// a `FileFollower` hands on its complete lines with their byte position, the line

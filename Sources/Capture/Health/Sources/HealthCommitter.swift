@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// Writes what a health source has read to the queue: its records and, for a file, the
 /// anchor (where it has read to) in one transaction, so a line is never committed twice

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 import Synchronization
 
 /// One place health samples come from. A new kind of source is one new type conforming

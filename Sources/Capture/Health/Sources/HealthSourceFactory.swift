@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// Makes the source a `[[health.source]]` entry asks for.
 public enum HealthSourceFactory {

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// Reads samples a device sends line by line over a serial port (JSON Lines, CSV or
 /// `key=value`). A serial line is a stream, not a file: there is nothing to anchor and

@@ -1,4 +1,4 @@
-@testable import Capture
+@testable import Platform
 import Foundation
 import Synchronization
 import TestRigs

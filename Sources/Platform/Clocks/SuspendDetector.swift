@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// Tells how long the machine was suspended since the last check: CLOCK_BOOTTIME counts
 /// the time spent in suspend, CLOCK_MONOTONIC does not, so their difference grows by
@@ -22,16 +20,10 @@ public struct SuspendDetector: Sendable {
     }
 
     /// Seconds of CLOCK_BOOTTIME since boot.
-    public static func bootTime() -> Double? { seconds(CLOCK_BOOTTIME) }
+    public static func bootTime() -> Double? { Monotonic.seconds(of: CLOCK_BOOTTIME) }
 
     private static func gap() -> Double? {
-        guard let boot = seconds(CLOCK_BOOTTIME), let monotonic = seconds(CLOCK_MONOTONIC) else { return nil }
+        guard let boot = Monotonic.seconds(of: CLOCK_BOOTTIME), let monotonic = Monotonic.seconds(of: CLOCK_MONOTONIC) else { return nil }
         return boot - monotonic
-    }
-
-    private static func seconds(_ clock: clockid_t) -> Double? {
-        var spec = timespec()
-        guard clock_gettime(clock, &spec) == 0 else { return nil }
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 
-/// The one reader of /proc/PID/status (Sources/Rigs/ProcStatus.swift): sizes are kB,
+/// The one reader of /proc/PID/status (Sources/Platform/Proc/ProcStatus.swift): sizes are kB,
 /// counts are counts, and a line of the wrong kind is not taken for the other.
 final class ProcStatusTests: XCTestCase {
     func testSizesAreKiBAndCountsAreCounts() {

@@ -1,5 +1,5 @@
-import AgentCore
 import Foundation
+import Platform
 import Synchronization
 import XCTest
 
