@@ -20,15 +20,15 @@ public protocol UploadComponent: AnyObject, Sendable {
 /// tests may wire the same real parts differently (another gpsd port, say).
 public protocol ComponentFactory: Sendable {
     /// A new capture stream for `stream` (the daemon asks only for enabled streams).
-    func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream
-    func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent
+    func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream
+    func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent
 }
 
 /// The running agent: the enabled streams, the uploader, and the one maintenance timer
 /// (health coordinator, pause switches, retention and the storage guard). Data moves one
 /// way: streams write to the queue, the uploader reads from it; they never meet.
 public final class AgentDaemon: Sendable {
-    public let queue: SQLiteQueue
+    public let queue: AgentDatabase
     private let factory: any ComponentFactory
     private let notifier: SystemdNotifier
     private let logger: Logger
@@ -65,7 +65,7 @@ public final class AgentDaemon: Sendable {
     ///   - tickInterval: the health coordinator's period (30 s; tests use less).
     ///   - scheduler: makes the maintenance, pause-end and commit-sync timers; a test
     ///     passes a `VirtualScheduler` (also as `clock`) and moves time itself.
-    public init(config: AgentConfig, queue: SQLiteQueue, factory: any ComponentFactory,
+    public init(config: AgentConfig, queue: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
                 tickInterval: TimeInterval = 30, logger: Logger) {
@@ -98,7 +98,7 @@ public final class AgentDaemon: Sendable {
         // Attachment files a crash left without a record go first (no capture is running
         // yet, so no file is between its placing and its record's commit).
         do {
-            try queue.sweepAttachments()
+            try queue.housekeeping.sweepAttachments()
         } catch {
             logger.error("cannot sweep the attachment directory: \(error)")
         }
@@ -293,7 +293,7 @@ public final class AgentDaemon: Sendable {
         }
         if due {
             do {
-                let deleted = try queue.applyRetention(config.storage.retention)
+                let deleted = try queue.housekeeping.applyRetention(config.storage.retention)
                 if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
             } catch {
                 logger.error("retention failed: \(error); it runs again at the next health check")

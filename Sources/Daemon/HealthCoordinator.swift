@@ -24,7 +24,7 @@ extension SupervisedComponent {
 /// that stayed unhealthy for two ticks in a row, and tells systemd all is alive.
 public final class HealthCoordinator: Sendable {
     private let components: Mutex<[any SupervisedComponent]>
-    private let store: SQLiteQueue
+    private let store: AgentDatabase
     private let notifier: SystemdNotifier
     private let logger: Logger
     /// Consecutive unhealthy ticks per component. A component gets one tick to recover by
@@ -41,7 +41,7 @@ public final class HealthCoordinator: Sendable {
     private let healthRewrite: TimeInterval
     private let clock: @Sendable () -> TimeInterval
 
-    public init(components: [any SupervisedComponent], store: SQLiteQueue, notifier: SystemdNotifier,
+    public init(components: [any SupervisedComponent], store: AgentDatabase, notifier: SystemdNotifier,
                 restartAfterStrikes: Int = 2, healthRewrite: TimeInterval = 300,
                 clock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds, logger: Logger) {
         self.healthRewrite = healthRewrite

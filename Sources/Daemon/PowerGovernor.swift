@@ -8,11 +8,11 @@ import Synchronization
 /// small files), decides what the power state changes (PowerPolicy), tells the uploader,
 /// and keeps the decision where the daemon's pause switches and `status` read it.
 final class PowerGovernor: Sendable {
-    private let queue: SQLiteQueue
+    private let queue: AgentDatabase
     private let logger: Logger
     private let current = Mutex<PowerPolicy?>(nil)
 
-    init(queue: SQLiteQueue, logger: Logger) {
+    init(queue: AgentDatabase, logger: Logger) {
         self.queue = queue
         self.logger = logger
     }

@@ -167,11 +167,11 @@ public final class DaemonRig: @unchecked Sendable {
 
     /// The agent's queue, read-only, once the daemon has created it and run its first
     /// health check.
-    public func openQueue(timeout: TimeInterval = 30) throws -> SQLiteQueue {
-        var queue: SQLiteQueue?
+    public func openQueue(timeout: TimeInterval = 30) throws -> AgentDatabase {
+        var queue: AgentDatabase?
         do {
             try waitUntil("the daemon's first health check", timeout: timeout) {
-                if queue == nil { queue = try? SQLiteQueue(readOnlyPath: databasePath) }
+                if queue == nil { queue = try? AgentDatabase(readOnlyPath: databasePath) }
                 return (try? queue?.storedHealth().isEmpty == false) ?? false
             }
         } catch {

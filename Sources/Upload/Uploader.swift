@@ -41,7 +41,7 @@ public final class Uploader: Sendable {
     }
 
     /// - Parameters:
-    ///   - store: the queue (`SQLiteQueue`). What decides the next attempt (backoff,
+    ///   - store: the queue (`AgentDatabase`). What decides the next attempt (backoff,
     ///     breaker, token pause, 429 hold, refused streams) is read back from it, so a
     ///     restart does not hammer a failing server.
     ///   - clock: the time used for backoff, pauses and the body's `timestamp`;

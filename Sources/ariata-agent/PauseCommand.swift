@@ -21,9 +21,9 @@ struct StreamSelection: ParsableArguments {
 /// `until` ends the pause by itself (nil: until `resume`).
 func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, options: ConfigOptions) throws {
     let config = try AgentConfig.load(path: options.config, missingOK: true)
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
     do {
-        queue = try SQLiteQueue(path: config.storage.database)
+        queue = try AgentDatabase(path: config.storage.database)
     } catch {
         throw CleanExit.message("cannot open \(config.storage.database): \(error)\nrun as the service user or root, e.g. sudo ariata-agent \(paused ? "pause" : "resume")")
     }

@@ -54,9 +54,9 @@ struct RunCommand: AsyncParsableCommand {
             logger.critical("\(DaemonError.notOnboarded(file: config.file))")
             throw ExitCode(78)
         }
-        let queue: SQLiteQueue
+        let queue: AgentDatabase
         do {
-            queue = try SQLiteQueue(path: config.storage.database, logger: Logger(label: "ariata.queue"))
+            queue = try AgentDatabase(path: config.storage.database, logger: Logger(label: "ariata.queue"))
         } catch {
             logger.critical("\(error)")
             throw ExitCode(73)   // EX_CANTCREAT

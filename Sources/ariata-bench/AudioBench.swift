@@ -66,7 +66,7 @@ enum AudioBench {
 
     static func streamRun(seconds: Int, device: String, complexity: Int, in work: String)
         throws -> (cpu: CPU, wall: Double, chunks: Int, averageBytes: Double, overruns: Int, peakRSSKiB: Int) {
-        let queue = try SQLiteQueue(path: "\(work)/queue.sqlite")
+        let queue = try AgentDatabase(path: "\(work)/queue.sqlite")
         var config = MicrophoneConfig()
         config.device = device
         config.complexity = complexity

@@ -117,7 +117,7 @@ enum FootprintBench {
         feeding.set()
 
         // What was captured in the window, read back from the queue.
-        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
         var captured = (opus: 0, records: 0, audioSeconds: 0.0, chunks: 0, fixes: 0, samples: 0)
         for stream in StreamName.allCases {
             for record in try queue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
@@ -325,7 +325,7 @@ extension FootprintBench {
             defer { receiver.stop() }
             let database = directory.file("queue.sqlite")
             let fill = Date()
-            let payload = try UploadBench.enqueueBacklog(options, queue: try SQLiteQueue(path: database), bodiesDirectory: nil)
+            let payload = try UploadBench.enqueueBacklog(options, queue: try AgentDatabase(path: database), bodiesDirectory: nil)
             print(String(format: "backlog: %d audio chunks, %.2f GB of payload (written in %.1f s)",
                          options.records, Double(payload) / 1e9, Date().timeIntervalSince(fill)))
             let config = directory.file("agent.toml")

@@ -11,7 +11,7 @@ import Rigs
 enum MetricsBench {
     static func run(ticks: Int) throws {
         let dir = try TemporaryDirectory("metrics-bench")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         try ExportBench.fill(queue, start: Date().addingTimeInterval(-86_400), fixes: 8_600, chunks: 2_900, chunkBytes: 2_000, samples: 1_500)
         var config = AgentConfig()
         config.file = dir.file("agent.toml")

@@ -26,7 +26,7 @@ enum QueueBench {
 
     static func enqueueLatency(label: String, payload: Data, count: Int, in dir: String) throws {
         let path = "\(dir)/latency-\(UUID().uuidString).sqlite"
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         var latencies: [Double] = []
         latencies.reserveCapacity(count)
         let start = DispatchTime.now().uptimeNanoseconds
@@ -44,7 +44,7 @@ enum QueueBench {
 
     static func largeTable(records: Int, payload: Data, in dir: String) throws {
         let path = "\(dir)/large.sqlite"
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         let t0 = Date()
         let streams: [StreamName] = [.location, .health, .microphone]
         var made = 0

@@ -10,13 +10,13 @@ import XCTest
 final class AttachmentTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: SQLiteQueue!
+    var queue: AgentDatabase!
     var path: String { dir.file("agent.sqlite") }
 
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("attachments")
         clock = ManualClock()
-        queue = try SQLiteQueue(path: path, clock: clock)
+        queue = try AgentDatabase(path: path, clock: clock)
     }
 
     /// 60 KB of bytes that do not compress, as an Opus chunk.
@@ -103,18 +103,18 @@ final class AttachmentTests: XCTestCase {
         let first = try XCTUnwrap(queue.records(stream: .microphone).first).seq
         try queue.markUploaded([first])
         clock.advance(by: 4 * 86_400)
-        XCTAssertEqual(try queue.applyRetention(RetentionPolicy()), 1)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(RetentionPolicy()), 1)
         XCTAssertEqual(storeFiles(), [])
 
         // The storage guard's eviction (pending audio goes first).
         try queue.enqueue(try chunk(2))
-        let slice = try queue.evictSlice(.pendingAudio, maxBytes: 1)
+        let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
         XCTAssertEqual(storeFiles(), [])
 
         // Purge.
         try queue.enqueue(try chunk(3))
-        XCTAssertEqual(try queue.purge(PurgeSelection(streams: [.microphone])).records, 1)
+        XCTAssertEqual(try queue.housekeeping.purge(PurgeSelection(streams: [.microphone])).records, 1)
         XCTAssertEqual(storeFiles(), [])
         XCTAssertEqual(queue.fileBytes(), Int64(FileManager.default.contents(atPath: path)?.count ?? 0) + walBytes())
     }
@@ -141,7 +141,7 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(sqlite.wait(), 0, sqlite.stderr())
         XCTAssertEqual(storeFiles().count, 4)
 
-        XCTAssertEqual(try queue.sweepAttachments(), 2, "the two files no record names")
+        XCTAssertEqual(try queue.housekeeping.sweepAttachments(), 2, "the two files no record names")
         XCTAssertEqual(storeFiles(), [kept], "the trash was emptied and the strays removed, the queued audio kept")
         XCTAssertEqual(try object(try XCTUnwrap(queue.records(stream: .microphone).first).payload)["audio_data"] as? String,
                        audio(1).base64EncodedString())
@@ -220,7 +220,7 @@ final class AttachmentTests: XCTestCase {
     /// guard is called for, and no part-written file stays behind.
     func testAFullDiskRefusesTheAudioAsStorageFullAndLeavesNothing() throws {
         let filesystem = try SmallFilesystem.make(.tmpfs, megabytes: 8)
-        let full = try SQLiteQueue(path: filesystem.file("agent.sqlite"), clock: clock)
+        let full = try AgentDatabase(path: filesystem.file("agent.sqlite"), clock: clock)
         try full.enqueue(try NewRecord(stream: .location, capturedAt: clock.now(), fields: ["latitude": 1.0]))
         _ = full.storagePressure.take()
         _ = try filesystem.fillWithAnotherProgram()

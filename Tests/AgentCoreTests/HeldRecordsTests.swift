@@ -11,7 +11,7 @@ import XCTest
 final class HeldRecordsTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: SQLiteQueue!
+    var queue: AgentDatabase!
     var syncFile: String!
     let logger = Logger(label: "ariata.time.test")
     /// The wall clock once it is right, and the boot clock at that moment.
@@ -21,7 +21,7 @@ final class HeldRecordsTests: XCTestCase {
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("held")
         clock = ManualClock(t0)
-        queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         syncFile = dir.file("clock-sync")
         try setSynchronised(false)
     }
@@ -189,7 +189,7 @@ final class HeldRecordsTests: XCTestCase {
         try queue.enqueue([last, earlier], anchor: nil)
         queue = nil
 
-        let reopened = try SQLiteQueue(path: path, clock: clock)
+        let reopened = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try reopened.storedTimeEvidence(bootID: "boot-now"), fix)
         let syncEvidence = TimeEvidence()
         let outcome = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
@@ -300,20 +300,20 @@ final class HeldRecordsTests: XCTestCase {
         let path = dir.file("four.sqlite")
         let old = try location(at: t0)
         do {
-            let writer = try SQLiteQueue(path: path, clock: clock)
+            let writer = try AgentDatabase(path: path, clock: clock)
             try writer.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 4, logDirectory: dir.path)
 
-        let readOnly = try SQLiteQueue(readOnlyPath: path, clock: clock)
+        let readOnly = try AgentDatabase(readOnlyPath: path, clock: clock)
         XCTAssertNil(try readOnly.storedTimeEvidence(bootID: "boot-now"))
         XCTAssertEqual(try readOnly.heldCounts(currentBootID: "boot-now").total, 0)
 
-        let migrated = try SQLiteQueue(path: path, clock: clock)
+        let migrated = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
         let fix = TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "gpsd 3D fix")
         try migrated.storeTimeEvidence(fix)
-        XCTAssertEqual(try SQLiteQueue(readOnlyPath: path, clock: clock).storedTimeEvidence(bootID: "boot-now"), fix)
+        XCTAssertEqual(try AgentDatabase(readOnlyPath: path, clock: clock).storedTimeEvidence(bootID: "boot-now"), fix)
     }
 
     func testRecordsHeldInAnEarlierBootStayHeldUnlessTheUserTrustsTheClock() throws {
@@ -345,7 +345,7 @@ final class HeldRecordsTests: XCTestCase {
     func testDeletingAHeldRecordForgetsItsProvisionalTime() throws {
         try queue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
         XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 1)
-        let slice = try queue.evictSlice(.pendingAudio, maxBytes: 1)
+        let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
         XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 0)
     }
@@ -356,12 +356,12 @@ final class HeldRecordsTests: XCTestCase {
         let path = dir.file("old.sqlite")
         let old = try location(at: t0)
         do {
-            let writer = try SQLiteQueue(path: path, clock: clock)
+            let writer = try AgentDatabase(path: path, clock: clock)
             try writer.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 1, logDirectory: dir.path)
 
-        let migrated = try SQLiteQueue(path: path, clock: clock)
+        let migrated = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
         XCTAssertEqual(try migrated.heldCounts(currentBootID: "boot-now").total, 0)
         var held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 1)

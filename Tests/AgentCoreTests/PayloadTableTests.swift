@@ -47,7 +47,7 @@ final class PayloadTableTests: XCTestCase {
 
     func testMarkingAnUploadWritesAFewPagesNotTheAudio() throws {
         let path = dir.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         let record = try chunk(at: Date())
         try queue.enqueue(record)
         try checkpoint(path)
@@ -72,12 +72,12 @@ final class PayloadTableTests: XCTestCase {
         let path = dir.file("old.sqlite")
         let old = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_000))
         do {
-            let writer = try SQLiteQueue(path: path)
+            let writer = try AgentDatabase(path: path)
             try writer.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 2, logDirectory: dir.path)
 
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         let new = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_030))
         try queue.enqueue(new)
         let batch = try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000)
@@ -97,17 +97,17 @@ final class PayloadTableTests: XCTestCase {
         let path = dir.file("agent.sqlite")
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         do {
-            let writer = try SQLiteQueue(path: path, clock: clock)
+            let writer = try AgentDatabase(path: path, clock: clock)
             try writer.enqueue(try audioRecord(at: clock.now()))
         }
         try OlderQueue.downgrade(path, to: 3, logDirectory: dir.path)
-        let queue = try SQLiteQueue(path: path, clock: clock)
+        let queue = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try queue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
                        "the schema 3 row reads its payload from the payload table")
         let seq = try XCTUnwrap(queue.records(stream: .microphone).first).seq
         try queue.markUploaded([seq])
         clock.advance(by: 30 * 86_400)
-        XCTAssertEqual(try queue.applyRetention(RetentionPolicy()), 1)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(RetentionPolicy()), 1)
         let py = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])

@@ -13,8 +13,8 @@ final class QueueDurabilityTests: XCTestCase {
     func testTheWriterCommitsWithSynchronousFull() throws {
         let dir = try TemporaryDirectory("durability")
         let path = dir.file("agent.sqlite")
-        XCTAssertEqual(try SQLiteQueue(path: path).durability(), "full", "a new queue")
-        XCTAssertEqual(try SQLiteQueue(path: path).durability(), "full", "an existing queue opened again")
+        XCTAssertEqual(try AgentDatabase(path: path).durability(), "full", "a new queue")
+        XCTAssertEqual(try AgentDatabase(path: path).durability(), "full", "an existing queue opened again")
     }
 
     func fix(_ index: Int) throws -> NewRecord {
@@ -33,7 +33,7 @@ final class QueueDurabilityTests: XCTestCase {
     /// read syncs before it reads, and the health check's sync leaves nothing waiting.
     func testAFixWaitsAChunkDoesNotAndNothingIsReadForUploadBeforeItsSync() throws {
         let dir = try TemporaryDirectory("durability")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), syncWindow: 30)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), syncWindow: 30)
         XCTAssertFalse(queue.commitSync.isWaiting)
 
         try queue.enqueue(fix(1))
@@ -62,7 +62,7 @@ final class QueueDurabilityTests: XCTestCase {
     /// With `sync_seconds = 0` every capture's commit is fsynced, as before the window.
     func testAWindowOfZeroSyncsEveryCommit() throws {
         let dir = try TemporaryDirectory("durability")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         XCTAssertEqual(queue.commitSync.window, 0)
         try queue.enqueue(fix(1))
         XCTAssertFalse(queue.commitSync.isWaiting)

@@ -7,12 +7,12 @@ import XCTest
 final class QueueTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: SQLiteQueue!
+    var queue: AgentDatabase!
 
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("queue")
         clock = ManualClock()
-        queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
     }
 
     func record(_ stream: StreamName, bytes: Int = 100, at offset: TimeInterval = 0) -> NewRecord {
@@ -119,16 +119,16 @@ final class QueueTests: XCTestCase {
 
         clock.advance(by: 2 * 86_400)
         try queue.markUploaded([seqs[3]])         // uploaded two days later than the others
-        XCTAssertEqual(try queue.applyRetention(policy), 0)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(policy), 0)
 
         clock.advance(by: 86_400 + 1)            // 3 days + 1 s after the first marks
-        XCTAssertEqual(try queue.applyRetention(policy), 3)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(policy), 3)
         XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 1)
         XCTAssertEqual(try queue.count(stream: .health, status: .failed), 0)
         XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
 
         clock.advance(by: 365 * 86_400)          // pending records are never aged out
-        try queue.applyRetention(policy)
+        try queue.housekeeping.applyRetention(policy)
         XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
         XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 0)
     }
@@ -141,11 +141,11 @@ final class QueueTests: XCTestCase {
         // Reopening an up-to-date database migrates nothing and keeps the data.
         try queue.enqueue(record(.location))
         queue = nil
-        let reopened = try SQLiteQueue(path: path, clock: clock)
+        let reopened = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try reopened.count(stream: .location, status: .pending), 1)
 
         _ = try sqlite3Output(path, "PRAGMA user_version = 99;")
-        XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
+        XCTAssertThrowsError(try AgentDatabase(path: path)) { error in
             XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 5))
             XCTAssertTrue("\(error)".contains("newer ariata-agent"))
         }
@@ -175,7 +175,7 @@ final class QueueTests: XCTestCase {
                                               payload: Data("{\"i\":\(i)}".utf8)))
             }
         }
-        let reader = try SQLiteQueue(path: path)   // a second connection, like `status`
+        let reader = try AgentDatabase(path: path)   // a second connection, like `status`
         writer.start()
         var last = 0
         var reads = 0

@@ -26,7 +26,7 @@ final class StorageGuardTests: XCTestCase {
         return NewRecord(stream: stream, capturedAt: time, payload: Data("\"\(String(repeating: "a", count: size - 2))\"".utf8))
     }
 
-    func pending(_ queue: SQLiteQueue) throws -> [StreamName: Int] {
+    func pending(_ queue: AgentDatabase) throws -> [StreamName: Int] {
         Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try queue.count(stream: $0, status: .pending)) })
     }
 
@@ -42,7 +42,7 @@ final class StorageGuardTests: XCTestCase {
     /// Writes a backlog: one audio chunk, then a location fix and a health sample, over
     /// and over, `audio` times (or until the disk is full when nil). Returns what was written.
     @discardableResult
-    func writeBacklog(_ queue: SQLiteQueue, audio: Int?) throws -> [StreamName: Int] {
+    func writeBacklog(_ queue: AgentDatabase, audio: Int?) throws -> [StreamName: Int] {
         var written: [StreamName: Int] = [:]
         var round = 0
         while audio.map({ round < $0 }) ?? true {
@@ -60,7 +60,7 @@ final class StorageGuardTests: XCTestCase {
     }
 
     /// Small writes until three in a row are refused: the disk is at 0 bytes for SQLite.
-    func fillTheLastBytes(_ queue: SQLiteQueue, into written: inout [StreamName: Int]) {
+    func fillTheLastBytes(_ queue: AgentDatabase, into written: inout [StreamName: Int]) {
         var refused = 0
         while refused < 3 {
             do {
@@ -77,7 +77,7 @@ final class StorageGuardTests: XCTestCase {
 
     /// Each of `rounds` rounds writes an audio chunk, a location fix and a health sample,
     /// as capture does while the disk stays full; every write must succeed.
-    func captureWhileFull(_ queue: SQLiteQueue, rounds: Int) throws {
+    func captureWhileFull(_ queue: AgentDatabase, rounds: Int) throws {
         for round in 0..<rounds {
             for stream in [StreamName.microphone, .location, .health] {
                 do {
@@ -90,13 +90,13 @@ final class StorageGuardTests: XCTestCase {
         }
     }
 
-    func microphoneIDs(_ queue: SQLiteQueue) throws -> [UUID] {
+    func microphoneIDs(_ queue: AgentDatabase) throws -> [UUID] {
         try queue.records(stream: .microphone).map(\.id)
     }
 
     /// The chunks of `oldest` that are gone after `rounds` rounds of capture: its oldest,
     /// in order, a chunk for each new chunk and at most two more for the fixes and samples.
-    func assertOldestReplaced(_ oldest: [UUID], in queue: SQLiteQueue, rounds: Int,
+    func assertOldestReplaced(_ oldest: [UUID], in queue: AgentDatabase, rounds: Int,
                               file: StaticString = #filePath, line: UInt = #line) throws -> [UUID] {
         let left = Set(try microphoneIDs(queue))
         let gone = oldest.filter { !left.contains($0) }
@@ -108,7 +108,7 @@ final class StorageGuardTests: XCTestCase {
 
     func testTheAgentsOwnBacklogFillingTheDiskKeepsItAndNewCapturesReplaceTheOldest() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         storageGuard.pass()
         XCTAssertTrue(storageGuard.reserve.isHeld, "the first pass makes the reserve while there is room")
@@ -122,7 +122,7 @@ final class StorageGuardTests: XCTestCase {
         let before = try pending(queue)
         XCTAssertEqual(before[.location], written[.location], "no location went while there was audio")
         XCTAssertEqual(before[.health], written[.health])
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
                        "every chunk that went is counted")
 
         let report = storageGuard.pass()
@@ -160,7 +160,7 @@ final class StorageGuardTests: XCTestCase {
     /// records as it arrives, so the queue keeps its size and holds the newest data.
     func diskFilledByAnotherProgram(_ kind: SmallFilesystem.Kind) throws {
         let fs = try mount(kind)
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         let written = try writeBacklog(queue, audio: 150)          // 12 MB of audio
         XCTAssertFalse(storageGuard.pass().deletedAny, "plenty of room: nothing to do")
@@ -188,8 +188,8 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(after[.location], (written[.location] ?? 0) + 100, "location survives")
         XCTAssertEqual(after[.health], (written[.health] ?? 0) + 100, "health survives")
         let gone = try assertOldestReplaced(oldest, in: queue, rounds: 100)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64(gone.count))
-        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], Int64(gone.count))
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
         XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")
         XCTAssertTrue(FileManager.default.fileExists(atPath: fs.file("filler")), "the other program's file is not ours to touch")
         XCTAssertEqual(try queue.integrityCheck(), "ok")
@@ -200,9 +200,9 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertFalse(storageGuard.isBelowFloor)
         XCTAssertNil(try queue.state(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
-        let evicted = try queue.evictedTotals()[.microphone]
+        let evicted = try queue.housekeeping.evictedTotals()[.microphone]
         try captureWhileFull(queue, rounds: 10)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], evicted)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], evicted)
         XCTAssertGreaterThan(try queue.storedPayloadBytes(), stored, "above the floor the queue grows")
         print("measured: another program (\(filler) bytes) on a 40 MB \(kind): backlog \(describe(written)) kept; "
               + "100 rounds at 0 bytes free replaced \(gone.count) chunks, nothing else")
@@ -213,7 +213,7 @@ final class StorageGuardTests: XCTestCase {
     /// of them to give the floor back; pending records stay.
     func testBelowTheFloorUploadedAndFailedRecordsGoFirstAndPendingStay() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         try writeBacklog(queue, audio: 150)
         let audio = try queue.records(stream: .microphone).map(\.seq)
@@ -223,12 +223,12 @@ final class StorageGuardTests: XCTestCase {
         storageGuard.pass()
         // The marks' WAL goes into the database first: emptying it alone would give the
         // floor back.
-        try queue.checkpointWAL()
+        try queue.housekeeping.checkpointWAL()
         try fs.fillWithAnotherProgram()
 
         // The ring: uploaded records make room for new captures, no pending record does.
         try captureWhileFull(queue, rounds: 5)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
         let uploadedLeft = try queue.count(stream: .microphone, status: .uploaded)
         XCTAssertLessThan(uploadedLeft, 60)
         XCTAssertGreaterThanOrEqual(uploadedLeft, 60 - 7, "a chunk's worth for each round, and a little more")
@@ -240,7 +240,7 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertGreaterThan(report.deletedUploaded, 0, "\(report)")
         XCTAssertEqual(report.deletedFailed, 1)
         XCTAssertEqual(report.evictedPending, 0)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
         XCTAssertEqual(try pending(queue)[.location], (pendingBefore[.location] ?? 0) + 5, "no pending record goes")
         XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
     }
@@ -249,7 +249,7 @@ final class StorageGuardTests: XCTestCase {
     /// cap. The cap takes the oldest audio down to it, and no further.
     func testBelowTheFloorAndAboveTheCapTheCapTakesTheOldestAudioAndNoMore() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         let written = try writeBacklog(queue, audio: 150)
         storageGuard.pass()
@@ -280,7 +280,7 @@ final class StorageGuardTests: XCTestCase {
     func testStatusSaysTheDiskWasFilledBySomethingElse() throws {
         let fs = try mount()
         let database = fs.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         try writeBacklog(queue, audio: 20)
         storageGuard.pass()
@@ -309,7 +309,7 @@ final class StorageGuardTests: XCTestCase {
     /// reserve is for (and what the guard did before it had one).
     func testWithoutAReserveTheOwnBacklogWedgesTheQueue() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         var written = try writeBacklog(queue, audio: nil)
         fillTheLastBytes(queue, into: &written)
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap, reserveBytes: 0))
@@ -326,20 +326,20 @@ final class StorageGuardTests: XCTestCase {
         let path = fs.file("agent.sqlite")
         let reserve = StorageReserve(databasePath: path, size: StorageLimits.defaultReserveBytes)
         do {
-            let queue = try SQLiteQueue(path: path)
+            let queue = try AgentDatabase(path: path)
             try writeBacklog(queue, audio: 20)
             StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap)).pass()
         }
         XCTAssertTrue(reserve.isHeld)
         try fs.fillWithAnotherProgram("filler-1")
 
-        var reopened: SQLiteQueue? = try SQLiteQueue(path: path)
+        var reopened: AgentDatabase? = try AgentDatabase(path: path)
         XCTAssertFalse(reserve.isHeld, "opening handed the reserve back")
         XCTAssertEqual(try reopened?.count(stream: .microphone, status: .pending), 20)
         reopened = nil
 
         try fs.fillWithAnotherProgram("filler-2")
-        XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
+        XCTAssertThrowsError(try AgentDatabase(path: path)) { error in
             XCTAssertTrue(self.isStorageFull(error), "\(error)")
             XCTAssertTrue("\(error)".contains("E004"), "\(error)")
         }
@@ -350,7 +350,7 @@ final class StorageGuardTests: XCTestCase {
     func testCapEvictsUploadedThenFailedThenOldestAudioAndStatusCountsMatch() throws {
         let fs = try mount()
         let database = fs.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         try writeBacklog(queue, audio: 40)                             // 3.2 MB of audio
         let audio = try queue.records(stream: .microphone).map(\.seq)
         try queue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
@@ -393,7 +393,7 @@ final class StorageGuardTests: XCTestCase {
 
     func testLocationAndHealthGoOldestFirstOnlyWhenNoAudioIsLeft() throws {
         let dir = try TemporaryDirectory("guard-order")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         try queue.enqueue(record(.microphone))
         for _ in 0..<3_000 {
             try queue.enqueue(record(.location))
@@ -413,13 +413,13 @@ final class StorageGuardTests: XCTestCase {
         let gone = Set(allSeqs).subtracting(left)
         XCTAssertEqual((report.evicted[.location] ?? 0) + (report.evicted[.health] ?? 0), gone.count)
         XCTAssertEqual(report.evicted[.microphone], 1)
-        XCTAssertEqual(try queue.evictedTotals(), [.microphone: 1, .location: Int64(report.evicted[.location] ?? 0),
+        XCTAssertEqual(try queue.housekeeping.evictedTotals(), [.microphone: 1, .location: Int64(report.evicted[.location] ?? 0),
                                                    .health: Int64(report.evicted[.health] ?? 0)])
     }
 
     func testAWriteRefusedForSpaceAsksForAPass() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let asked = expectation(description: "the storage-pressure handler runs")
         asked.assertForOverFulfill = false
         queue.storagePressure.onRaise { asked.fulfill() }

@@ -43,7 +43,7 @@ final class OnboardBackfillTests: XCTestCase {
         XCTAssertTrue(bar.contains("100%") && bar.contains("1,500 samples"), String(bar))
         XCTAssertTrue(first.stdout.contains("ok    watch: imported 1,500 samples"), first.stdout)
 
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         XCTAssertEqual(try queue.count(stream: .health, status: .pending), 1_500, "10-day-old samples stay out")
 
         let second = try cli.run(["onboard", "--yes"])

@@ -49,7 +49,7 @@ final class StatusCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("status-counts")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
         let clock = ManualClock(Date().addingTimeInterval(-7_200))
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         for i in 0..<5 {
             try queue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
         }
@@ -122,7 +122,7 @@ final class StatusCommandTests: XCTestCase {
     func testAMillionRecordDatabase() throws {
         let dir = try TemporaryDirectory("status-million")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
-        _ = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        _ = try AgentDatabase(path: dir.file("agent.sqlite"))
         // Fill it in bulk with SQL (the triggers keep the counts, as they do for the daemon).
         let fill = try ChildProcess("/usr/bin/python3", ["-c", """
             import sqlite3, sys, time

@@ -52,7 +52,7 @@ final class ClockTrustTests: XCTestCase {
     }
 
     /// The rig's queue, or a failure that says what the agent said (it may have exited).
-    func openQueue(_ rig: DaemonRig) throws -> SQLiteQueue {
+    func openQueue(_ rig: DaemonRig) throws -> AgentDatabase {
         do {
             return try rig.openQueue()
         } catch {
@@ -161,7 +161,7 @@ final class ClockTrustTests: XCTestCase {
         let sync = try cli.run(["sync"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile], timeout: 120)
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
 
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0, "none held")
         for stream in [StreamName.microphone, .location, .health] {
             let records = try final.records(stream: stream)
@@ -219,7 +219,7 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
         XCTAssertTrue(sync.stdout.contains("corrected the times of \(held.count) held records (true time from gpsd 3D fix)"), sync.stdout)
 
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0)
         let received = Set(try rig.receiver.storedIDs(.microphone))
         for record in held {
@@ -335,7 +335,7 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertFalse(rig.agentLog.contains("dropped"), rig.agentLog)
         XCTAssertFalse(rig.agentLog.contains("chunk lost"), rig.agentLog)
 
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try final.heldCounts(currentBootID: BootClock.bootID).total, 0)
 
         // Health: each sample once, delivered, dated within a second or two of when it

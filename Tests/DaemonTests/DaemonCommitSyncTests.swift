@@ -22,10 +22,10 @@ final class DaemonCommitSyncTests: XCTestCase {
     }
 
     struct NoStreams: ComponentFactory {
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
             preconditionFailure("every stream is disabled in this test")
         }
-        func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent { IdleUploader() }
+        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent { IdleUploader() }
     }
 
     func fix() throws -> NewRecord {
@@ -37,7 +37,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         var config = try AgentConfig(toml: "[storage]\nsync_seconds = 45\n", file: dir.file("agent.toml"))
         for stream in StreamName.allCases { config.setEnabled(stream, false) }
         config.storage.database = dir.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: config.storage.database)
+        let queue = try AgentDatabase(path: config.storage.database)
         let daemon = AgentDaemon(config: config, queue: queue, factory: NoStreams(), tickInterval: 30,
                                  logger: Logger(label: "test"))
         XCTAssertEqual(queue.commitSync.window, 45, "the window is the configuration's")

@@ -67,7 +67,7 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertGreaterThan(newRecords.filter { $0.stream == .microphone }.count, 0)
         XCTAssertLessThanOrEqual(goneBacklog.count, newBytes / 80_000 + 2, "only as much as the new captures needed")
         XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), storedAtFill + 80_000, "the queue did not grow")
-        let totals = try queue.evictedTotals()
+        let totals = try queue.housekeeping.evictedTotals()
         XCTAssertEqual(totals[.location], 0)
         XCTAssertEqual(totals[.health], 0)
         XCTAssertEqual(totals[.microphone], Int64(goneBacklog.count))
@@ -112,7 +112,7 @@ final class DaemonFullDiskTests: XCTestCase {
         let backlog = try writeAudioBacklog(database)
         do {
             // The reserve a previous run of the daemon made.
-            let queue = try SQLiteQueue(path: database)
+            let queue = try AgentDatabase(path: database)
             StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: 4 * StorageLimits.mebibyte,
                                                              maxQueueBytes: 1_000 * StorageLimits.mebibyte)).pass()
         }
@@ -126,9 +126,9 @@ final class DaemonFullDiskTests: XCTestCase {
         // A failing assertion must not leave the daemon running on the mount.
         defer { _ = rig.stopAgent() }
         // Readers cannot open the database until the daemon has handed the reserve back.
-        var opened: SQLiteQueue?
+        var opened: AgentDatabase?
         try waitUntil("the database readable again", timeout: 30) {
-            opened = try? SQLiteQueue(readOnlyPath: database)
+            opened = try? AgentDatabase(readOnlyPath: database)
             return (try? opened?.counts()) != nil
         }
         let queue = try XCTUnwrap(opened)
@@ -147,7 +147,7 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertEqual(Array(backlog.prefix(gone.count)), gone, "the oldest went first")
         XCTAssertLessThanOrEqual(gone.count, newAudio.reduce(0) { $0 + $1.payload.count } / 80_000 + 3,
                                  "only as much as the new captures needed")
-        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
         XCTAssertNotNil(try queue.state(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(rig.agent?.isRunning ?? false)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
@@ -166,7 +166,7 @@ final class DaemonFullDiskTests: XCTestCase {
         defer { _ = rig.stopAgent() }
         let queue = try rig.openQueue()
         try waitUntil("a location record", timeout: 60) { try queue.records(stream: .location).count >= 1 }
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
 
         let config = try String(contentsOfFile: rig.configPath, encoding: .utf8)
         try config.replacingOccurrences(of: "min_free_mb = 4", with: "min_free_mb = 4\nmax_queue_mb = 2")
@@ -174,17 +174,17 @@ final class DaemonFullDiskTests: XCTestCase {
         let locationBefore = try queue.records(stream: .location).count
         rig.agent?.signal(SIGHUP)
         try waitUntil("the queue under its new cap", timeout: 60) {
-            (try queue.evictedTotals()[.microphone] ?? 0) > 0 && queue.fileBytes() <= 2 * StorageLimits.mebibyte
+            (try queue.housekeeping.evictedTotals()[.microphone] ?? 0) > 0 && queue.fileBytes() <= 2 * StorageLimits.mebibyte
         }
         let left = Set(try queue.records(stream: .microphone).map(\.id))
         let evicted = backlog.filter { !left.contains($0) }
         XCTAssertEqual(Array(backlog.prefix(evicted.count)), evicted, "the oldest went")
         XCTAssertGreaterThanOrEqual(try queue.records(stream: .location).count, locationBefore, "location stays")
-        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
         let status = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["status", "--json"])
         let report = try StatusReport.decode(Data(status.stdout.utf8))
         XCTAssertEqual(report.database.maxQueueBytes, 2 * StorageLimits.mebibyte)
-        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, try queue.evictedTotals()[.microphone])
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, try queue.housekeeping.evictedTotals()[.microphone])
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 
@@ -199,7 +199,7 @@ final class DaemonFullDiskTests: XCTestCase {
     /// An old backlog of audio, as after a week offline: 120 chunks (9.6 MB), pending,
     /// written before the daemon starts. Returns their ids, oldest first.
     func writeAudioBacklog(_ database: String) throws -> [UUID] {
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         let payload = Data("\"\(String(repeating: "a", count: 79_998))\"".utf8)
         return try (0..<120).map { i in
             let record = NewRecord(stream: .microphone, capturedAt: Date().addingTimeInterval(-86_400 + Double(i) * 30),

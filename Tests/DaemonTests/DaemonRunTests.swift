@@ -23,7 +23,7 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertTrue(notes.contains("WATCHDOG=1"), "\(notes)")
 
         // Stop in the middle of the second chunk: 9 s after the first one ended.
-        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
         let first = try XCTUnwrap(queue.records(stream: .microphone).first)
         let firstFields = try XCTUnwrap(JSONSerialization.jsonObject(with: first.payload) as? [String: Any])
         let firstEnd = try XCTUnwrap((firstFields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
@@ -32,7 +32,7 @@ final class DaemonRunTests: XCTestCase {
         let status = rig.stopAgent()
         XCTAssertEqual(status, 0, rig.agentLog)
 
-        let chunks = try SQLiteQueue(readOnlyPath: rig.databasePath).records(stream: .microphone)
+        let chunks = try AgentDatabase(readOnlyPath: rig.databasePath).records(stream: .microphone)
         let last = try XCTUnwrap(chunks.last)
         XCTAssertNotEqual(last.id, first.id, "the chunk in progress is written on SIGTERM")
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: last.payload) as? [String: Any])
@@ -44,7 +44,7 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertFalse(rig.agentLog.contains("daemon-token"), "the token is never logged")
 
         // Nothing pending is lost: every record is either delivered or still pending.
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         for stream in StreamName.allCases {
             let all = try final.records(stream: stream)
             XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")

@@ -43,7 +43,7 @@ final class HealthCoordinatorTests: XCTestCase {
 
     func testStoresHealthRestartsAfterTwoUnhealthyTicksAndFeedsTheWatchdog() throws {
         let dir = try TemporaryDirectory("coordinator")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let socket = try NotifySocket(path: dir.file("notify.sock"))
         let gps = Switchable("location")
         let mic = Switchable("microphone")
@@ -74,7 +74,7 @@ final class HealthCoordinatorTests: XCTestCase {
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
         let dir = try TemporaryDirectory("coordinator-writes")
         let wall = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: wall)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: wall)
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         let monotonic = Mutex<TimeInterval>(0)

@@ -50,11 +50,11 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         var uploads = false
 
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
             CountingStream(stream, counts: counts)
         }
 
-        func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent {
+        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
             return Uploader(server: config.server, upload: config.upload, store: queue, clock: scheduler,
                             logger: logger, scheduler: scheduler)
@@ -67,7 +67,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         let counts = Counts()
         var config: AgentConfig
-        let queue: SQLiteQueue
+        let queue: AgentDatabase
 
         init(_ name: String, streams: Set<StreamName>, toml: String = "") throws {
             directory = try TemporaryDirectory(name)
@@ -76,7 +76,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
             config = try AgentConfig(toml: toml, file: directory.file("agent.toml"))
             for stream in StreamName.allCases { config.setEnabled(stream, streams.contains(stream)) }
             config.storage.database = directory.file("agent.sqlite")
-            queue = try SQLiteQueue(path: config.storage.database, syncWindow: TimeInterval(config.storage.syncSeconds),
+            queue = try AgentDatabase(path: config.storage.database, syncWindow: TimeInterval(config.storage.syncSeconds),
                                     clock: scheduler, syncClock: scheduler.monotonicSeconds)
         }
 

@@ -9,7 +9,7 @@ import TestRigs
 /// between them on a clock the test moves.
 final class UploadFixture {
     let directory: TemporaryDirectory
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
     let receiver: ReceiverRig
     let clock: ManualClock
     var server = ServerConfig()
@@ -25,7 +25,7 @@ final class UploadFixture {
         directory = try TemporaryDirectory("ariata-upload")
         // Real time: the receiver checks record times against its own clock.
         clock = ManualClock(Date())
-        queue = try SQLiteQueue(path: databasePath ?? directory.file("queue.sqlite"), clock: clock)
+        queue = try AgentDatabase(path: databasePath ?? directory.file("queue.sqlite"), clock: clock)
         receiver = try ReceiverRig(logDirectory: directory.path, token: token, arguments: receiverArguments,
                                    start: receiverRunning)
         server.endpoint = receiver.endpoint

@@ -12,7 +12,7 @@ public struct AudioExport {
         public var skipped = 0
     }
 
-    public func write(from queue: SQLiteQueue, since: Date?, until: Date?, directory: String) throws -> Written {
+    public func write(from queue: AgentDatabase, since: Date?, until: Date?, directory: String) throws -> Written {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             do {

@@ -14,7 +14,7 @@ public struct HealthExport {
     static let leadingColumns = ["id", "timestamp", "metric_type", "value", "unit"]
 
     @discardableResult
-    public func write(from queue: SQLiteQueue, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
+    public func write(from queue: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
         var count = 0
         switch format {
         case .jsonl:

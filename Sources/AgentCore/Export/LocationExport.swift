@@ -18,7 +18,7 @@ public struct LocationExport {
 
     /// Writes every fix of `queue` in the range; returns how many.
     @discardableResult
-    public func write(from queue: SQLiteQueue, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
+    public func write(from queue: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
         var count = 0
         try header(out)
         try queue.forEachRecord(stream: .location, since: since, until: until) { record in

@@ -3,7 +3,7 @@ import GRDB
 
 /// The `agent_state` table: named state shared between the daemon and the commands
 /// (`AgentStateKey`: pause switches, the daemon's pid, the uploader's memory and the like).
-extension SQLiteQueue {
+extension AgentDatabase {
     public func setState(_ key: String, _ value: String?) throws {
         try writing {
             try connection.write { db in

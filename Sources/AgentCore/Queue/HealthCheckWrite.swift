@@ -16,7 +16,7 @@ public struct HealthCheckWrite: Sendable, Equatable {
     public var isEmpty: Bool { health.isEmpty && state.isEmpty }
 }
 
-extension SQLiteQueue {
+extension AgentDatabase {
     public func store(_ check: HealthCheckWrite) throws {
         guard !check.isEmpty else { return }
         let now = clock.now().timeIntervalSince1970

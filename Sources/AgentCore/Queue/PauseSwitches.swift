@@ -11,9 +11,9 @@ import Foundation
 /// `status` never shows a pause that is over and a daemon started after the end
 /// captures from its first moment.
 public struct PauseSwitches: Sendable {
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
 
-    public init(queue: SQLiteQueue) { self.queue = queue }
+    public init(queue: AgentDatabase) { self.queue = queue }
 
     /// RFC 3339 time the stream was paused (present while it is).
     static func key(_ stream: StreamName) -> String { "paused.\(stream.rawValue)" }

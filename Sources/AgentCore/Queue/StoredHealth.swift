@@ -12,7 +12,7 @@ public struct StoredHealth: Sendable, Equatable {
 
 /// The `component_health` table: each component's health as the health coordinator last
 /// stored it, for `status`.
-extension SQLiteQueue {
+extension AgentDatabase {
     public func storeHealth(component: String, _ health: StreamHealth) throws {
         try store(HealthCheckWrite(health: [component: health]))
     }

@@ -5,7 +5,7 @@ import Platform
 /// The `time_evidence` table (schema 5): a boot's link between the boot clock and true
 /// time, for the processes that come after the one that learnt it, in the same boot or,
 /// for the records that boot still holds, after a reboot.
-extension SQLiteQueue {
+extension AgentDatabase {
     /// Boot `bootID`'s stored evidence; nil when there is none. Works on a read-only queue,
     /// and a database from before schema 5 has none.
     public func storedTimeEvidence(bootID: String) throws -> TimeEvidence.Sample? {

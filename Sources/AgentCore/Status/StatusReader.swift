@@ -25,10 +25,10 @@ public struct StatusReader: Sendable {
             database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
             streams: [], uploader: .init(health: "unknown"), warnings: [])
 
-        var queue: SQLiteQueue?
+        var queue: AgentDatabase?
         if exists {
             do {
-                queue = try SQLiteQueue(readOnlyPath: path, clock: clock)
+                queue = try AgentDatabase(readOnlyPath: path, clock: clock)
             } catch {
                 report.database.error = "\(error)"
             }
@@ -43,14 +43,14 @@ public struct StatusReader: Sendable {
         return report
     }
 
-    private func fill(_ report: inout StatusReport, from queue: SQLiteQueue, config: AgentConfig, now: Date) {
+    private func fill(_ report: inout StatusReport, from queue: AgentDatabase, config: AgentConfig, now: Date) {
         report.database.sizeBytes = queue.fileBytes()
         let limits = config.storage.limits
         report.database.maxQueueBytes = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
         report.database.minFreeBytes = limits.minFreeBytes
         report.database.reserveBytes = StorageReserve(databasePath: queue.path, size: limits.reserveBytes).heldBytes
         do {
-            let evicted = try queue.evictedTotals()
+            let evicted = try queue.housekeeping.evictedTotals()
             let counts = try queue.counts()
             let health = Dictionary(try queue.storedHealth().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
@@ -129,7 +129,7 @@ public struct StatusReader: Sendable {
                     report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
                 }
             }
-            if let purge = try queue.latestPurge() {
+            if let purge = try queue.housekeeping.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
             }
             if let event = try queue.latestEvent(code: .storageFull) {
@@ -142,7 +142,7 @@ public struct StatusReader: Sendable {
     }
 
     /// The kernel's clock flag as this process sees it, and the held records of the queue.
-    private func clockStatus(queue: SQLiteQueue?, config: AgentConfig, now: Date) -> StatusReport.Clock {
+    private func clockStatus(queue: AgentDatabase?, config: AgentConfig, now: Date) -> StatusReport.Clock {
         let sync = ClockSync.live()
         let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
         let held = (try? queue?.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()

@@ -25,7 +25,7 @@ import Synchronization
 /// `status` reports it. With `[daemon] trust_system_clock = true` the user vouches that
 /// the clock was right: such records whose time passes the server's rule then go as they are.
 public final class ClockCorrection: Sendable {
-    private let queue: SQLiteQueue
+    private let queue: AgentDatabase
     private let sync: any ClockSyncSource
     private let clock: any WallClock
     private let bootClock: @Sendable () -> BootInstant?
@@ -54,7 +54,7 @@ public final class ClockCorrection: Sendable {
         public var source: String?
     }
 
-    public init(queue: SQLiteQueue, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
+    public init(queue: AgentDatabase, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
                 bootClock: @escaping @Sendable () -> BootInstant? = BootClock.now, evidence: TimeEvidence = .shared,
                 logger: Logger) {
         self.queue = queue

@@ -12,12 +12,12 @@ public final class TimeEvidenceStore: Sendable {
     /// true time by up to ~0.1 s in 20 minutes, and a fix arrives with less jitter than that.
     static let movedSeconds: Double = 0.1
 
-    private let queue: SQLiteQueue
+    private let queue: AgentDatabase
     /// What the database holds for the boot, as far as this process knows; `read` false
     /// until it has looked.
     private let written = Mutex<(read: Bool, sample: TimeEvidence.Sample?)>((false, nil))
 
-    public init(queue: SQLiteQueue) {
+    public init(queue: AgentDatabase) {
         self.queue = queue
     }
 

@@ -15,7 +15,7 @@ public final class HealthStream: CaptureStream, Sendable {
     /// Sources that could not be made or given a thread, with why.
     private let failures = Mutex<[String]>([])
 
-    public convenience init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(),
+    public convenience init(config: HealthConfig, queue: AgentDatabase, clock: any WallClock = SystemClock(),
                             clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         self.init(config: config, queue: queue as any HealthRecordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
     }

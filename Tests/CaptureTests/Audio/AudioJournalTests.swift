@@ -117,7 +117,7 @@ final class AudioJournalTests: XCTestCase {
     /// of a newer version (left alone).
     func testRecoveryAtStartWritesOnlyWhatIsNotQueuedAndBeyondItsOverlap() throws {
         let work = try TemporaryDirectory()
-        let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: work.file("queue.sqlite"))
         let directory = AudioJournal.directory(forDatabase: queue.path)
         let cut = UUID(), overlapOnly = UUID(), queued = UUID()
         let (cutPages, _) = try killedJournal(seconds: 5, overlapFrames: 2 * rate, id: cut, into: directory, work: work)
@@ -211,7 +211,7 @@ final class AudioJournalTests: XCTestCase {
         let (_, header) = try killedJournal(seconds: 3, id: id, provisional: provisional, into: snapshot, work: work)
         XCTAssertEqual(header.provisional, provisional)
 
-        let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: work.file("queue.sqlite"))
         let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), knownRecords: queue, logger: logger).run()
         XCTAssertEqual(recovered.map(\.chunk.id), [id])
         XCTAssertEqual(recovered.first?.provisional, provisional)
@@ -230,7 +230,7 @@ extension MicrophoneStreamTests {
     func testChunksWaitingAtStopAreWrittenByTheNextStreamFromTheJournal() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
         let sink = FillableSink(queue)
         sink.setFull(true)
@@ -303,7 +303,7 @@ extension MicrophoneStreamTests {
     func testAWrittenChunkLeavesNoJournal() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 12, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()

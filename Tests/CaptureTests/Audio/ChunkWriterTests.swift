@@ -17,7 +17,7 @@ final class ChunkWriterTests: XCTestCase {
     /// the chunk's file is linked in, not copied.
     func testChunksLeftWaitingHaveTheirJournalFileSyncedOnce() throws {
         let directory = try TemporaryDirectory()
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let sink = FillableSink(queue)
         let synced = Mutex<[String]>([])
         let writer = ChunkWriter(sink: sink, logger: logger, syncJournal: { path in

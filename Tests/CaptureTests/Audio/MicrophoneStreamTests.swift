@@ -23,7 +23,7 @@ final class MicrophoneStreamTests: XCTestCase {
         var fields: [String: Any]
     }
 
-    func chunks(in queue: SQLiteQueue) throws -> [Chunk] {
+    func chunks(in queue: AgentDatabase) throws -> [Chunk] {
         try queue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(start: try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? "")),
@@ -50,7 +50,7 @@ final class MicrophoneStreamTests: XCTestCase {
         }
     }
 
-    func makeStream(rig: ALSARig, queue: SQLiteQueue, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
+    func makeStream(rig: ALSARig, queue: AgentDatabase, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = rig.device
         return MicrophoneStream(config: config, sink: queue, clock: clock, logger: logger, captureFactory: factory,
@@ -62,7 +62,7 @@ final class MicrophoneStreamTests: XCTestCase {
         let inputPath = try SpeechInput.make(seconds: 110, in: directory.path)
         let input = try SpeechInput.samples(ofRawFile: inputPath)
         let rig = try ALSARig(input: inputPath)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 95, afterLimit: .end, progress: progress, calls: CallCounter()))
@@ -125,7 +125,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testStopMidChunkWritesTheChunkInProgress() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 60, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 40, afterLimit: .quiet, progress: progress, calls: CallCounter()))
@@ -149,7 +149,7 @@ final class MicrophoneStreamTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let later = directory.file("appears-later.raw")
         let rig = try ALSARig(input: later)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let limit = 31 * rate
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0)) { device, sampleRate throws(AudioCaptureError) in
@@ -179,7 +179,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAnUnsetClockCapturesHeldChunksThatGetTheirTrueTimeOnceItIsSet() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let clock = ManualClock(Date(timeIntervalSince1970: 1_000))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: clock,
@@ -223,7 +223,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAPauseWritesTheChunkInProgressReleasesTheDeviceAndANewStreamGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 50, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let firstRun = ScriptedCapture.Progress()
         let secondRun = ScriptedCapture.Progress()
         let calls = CallCounter()
@@ -253,7 +253,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAnOverrunEndsTheChunkAndCaptureGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 80, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 70, afterLimit: .end, overrunAtSeconds: 40,
@@ -276,10 +276,10 @@ private func XCTAssertEqual(_ a: [Double], _ b: [Double], accuracy: Double, file
 
 /// Fault injection: a real queue that refuses writes while `full` is set, as on a full disk.
 final class FillableSink: RecordSink, Sendable {
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
     private let isFull = Mutex(true)
 
-    init(_ queue: SQLiteQueue) { self.queue = queue }
+    init(_ queue: AgentDatabase) { self.queue = queue }
 
     func setFull(_ full: Bool) { isFull.withLock { $0 = full } }
 
@@ -295,7 +295,7 @@ extension MicrophoneStreamTests {
     func testAChunkTheQueueRefusesIsKeptAndWrittenLater() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let sink = FillableSink(queue)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
@@ -325,7 +325,7 @@ extension MicrophoneStreamTests {
     func testChunksFollowTheWallClockWhenTheSampleCountPartsFromIt() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device

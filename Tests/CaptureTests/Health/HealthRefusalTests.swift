@@ -7,10 +7,10 @@ import XCTest
 
 /// A real queue that refuses writes while `refusing` is set, as on a full disk.
 final class RefusingHealthQueue: HealthRecordQueue, Sendable {
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
     private let refusing = Mutex(true)
 
-    init(_ queue: SQLiteQueue) { self.queue = queue }
+    init(_ queue: AgentDatabase) { self.queue = queue }
 
     func setRefusing(_ value: Bool) { refusing.withLock { $0 = value } }
 

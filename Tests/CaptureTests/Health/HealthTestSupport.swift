@@ -8,11 +8,11 @@ import XCTest
 /// A real queue in a temp dir and helpers to run health streams on it.
 final class HealthTestBed {
     let directory: TemporaryDirectory
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
 
     init() throws {
         directory = try TemporaryDirectory("ariata-health")
-        queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        queue = try AgentDatabase(path: directory.file("queue.sqlite"))
     }
 
     func file(_ name: String) -> String { directory.file(name) }

@@ -17,7 +17,7 @@ public struct RetentionPolicy: Sendable, Equatable {
     }
 }
 
-extension SQLiteQueue {
+extension Housekeeping {
     /// Deletes uploaded and failed records past their retention. Returns how many went.
     @discardableResult
     public func applyRetention(_ policy: RetentionPolicy) throws -> Int {

@@ -41,7 +41,7 @@ public struct StorageGuardReport: Sendable, Equatable {
 /// One pass or one capture's room at a time; neither throws (a failure is reported and
 /// the next pass tries again).
 public final class StorageGuard: CaptureRoom {
-    public let queue: SQLiteQueue
+    public let queue: AgentDatabase
     public let reserve: StorageReserve
     private let limits: Mutex<StorageLimits>
     private let passLock = Mutex<Void>(())
@@ -57,7 +57,7 @@ public final class StorageGuard: CaptureRoom {
     /// writes hardly depends on its size.
     private let sliceBytes: Int64
 
-    public init(queue: SQLiteQueue, limits: StorageLimits, sliceBytes: Int64 = 1_048_576,
+    public init(queue: AgentDatabase, limits: StorageLimits, sliceBytes: Int64 = 1_048_576,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.storage")) {
         self.queue = queue
         self.reserve = StorageReserve(databasePath: queue.path, size: limits.reserveBytes)
@@ -148,11 +148,11 @@ public final class StorageGuard: CaptureRoom {
     private func evictWithReserve(_ tier: EvictionTier, maxBytes: Int64, into report: inout StorageGuardReport) throws -> EvictedSlice {
         let slice: EvictedSlice
         do {
-            slice = try queue.evictSlice(tier, maxBytes: max(1, maxBytes))
+            slice = try queue.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
         } catch where QueueError.isStorageFull(error) && reserve.isHeld {
             reserve.release()
             report.reserveReleased = true
-            slice = try queue.evictSlice(tier, maxBytes: max(1, maxBytes))
+            slice = try queue.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
         }
         count(slice, tier: tier, into: &report)
         return slice
@@ -253,7 +253,7 @@ public final class StorageGuard: CaptureRoom {
             // back; below it the file keeps its blocks, so the deletions that make room
             // for captures can still be written when another program takes every free byte.
             let keepWAL = belowFloor()
-            report.peakOwnWriteBytes = try queue.checkpointWAL(keepingFile: keepWAL)
+            report.peakOwnWriteBytes = try queue.housekeeping.checkpointWAL(keepingFile: keepWAL)
             walKept = keepWAL
             free = freeBytes()
             let pageSize = Int64(try queue.pageSize())
@@ -264,7 +264,7 @@ public final class StorageGuard: CaptureRoom {
                     // As much as is missing in one go (a cap lowered by 1 GB must not take
                     // a thousand rounds at start-up), at least a slice, at most 64 MiB.
                     let missing = max(tier.losesData ? 0 : free.map { wantedFree() - $0 } ?? 0, queueBytes() - cap)
-                    let slice = try queue.evictSlice(tier, maxBytes: min(max(sliceBytes, missing), 64 * StorageLimits.mebibyte))
+                    let slice = try queue.housekeeping.evictSlice(tier, maxBytes: min(max(sliceBytes, missing), 64 * StorageLimits.mebibyte))
                     if slice.records == 0 { continue tiers }
                     count(slice, tier: tier, into: &report)
                     report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, queue.walBytes())
@@ -272,7 +272,7 @@ public final class StorageGuard: CaptureRoom {
                     // is, so that captures writing at the same time still find room; at
                     // least 1 MiB, at most 256 MiB.
                     let room = max(freeBytes() ?? 0, 0)
-                    let walPeak = try queue.compact(stepPages: Int(max(256, min(room / 4 / pageSize, 65_536))), keepingWAL: keepWAL)
+                    let walPeak = try queue.housekeeping.compact(stepPages: Int(max(256, min(room / 4 / pageSize, 65_536))), keepingWAL: keepWAL)
                     report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, walPeak)
                     free = freeBytes()
                 }
@@ -324,7 +324,7 @@ public final class StorageGuard: CaptureRoom {
     /// The E004 line in the log and the event `status` shows: why, what went per stream,
     /// the totals so far, and what to do when it could not help.
     private func announce(_ report: StorageGuardReport, floor: Int64, cap: Int64) {
-        let totals = (try? queue.evictedTotals()) ?? [:]
+        let totals = (try? queue.housekeeping.evictedTotals()) ?? [:]
         var message = "storage guard (\(report.reasons.joined(separator: "; "))): "
             + "free \(mb(report.freeBytesBefore ?? 0)) → \(mb(report.freeBytesAfter ?? 0)) (floor \(mb(floor))), "
             + "queue \(mb(report.queueBytesBefore)) → \(mb(report.queueBytesAfter)) (cap \(mb(cap))); "

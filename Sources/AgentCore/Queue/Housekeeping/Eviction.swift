@@ -45,7 +45,7 @@ public struct EvictedSlice: Sendable, Equatable {
     public var byStream: [StreamName: Int] = [:]
 }
 
-extension SQLiteQueue {
+extension Housekeeping {
     /// Deletes the oldest records of `tier`, as many as fit in `maxBytes` of payload
     /// (always at least one, at most `maxRecords`), in one transaction that also adds the
     /// pending ones to the per-stream eviction totals in `agent_state`.
@@ -117,8 +117,8 @@ extension SQLiteQueue {
                 var left = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                 while left > 0 {
                     try db.execute(sql: "PRAGMA incremental_vacuum(\(step))")
-                    walPeak = max(walPeak, walBytes())
-                    try Self.checkpoint(db, keepingFile: keepingWAL)
+                    walPeak = max(walPeak, database.walBytes())
+                    try AgentDatabase.checkpoint(db, keepingFile: keepingWAL)
                     let now = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
                     if now >= left { break }   // nothing moved (a reader holds the pages): try next pass
                     left = now
@@ -141,27 +141,11 @@ extension SQLiteQueue {
     /// what lets the guard still write the deletions that make room for new captures.
     @discardableResult
     public func checkpointWAL(keepingFile: Bool = false) throws -> Int64 {
-        let before = Self.size(of: path)
+        let before = AgentDatabase.size(of: path)
         try writing {
-            try connection.writeWithoutTransaction { db in try Self.checkpoint(db, keepingFile: keepingFile) }
+            try connection.writeWithoutTransaction { db in try AgentDatabase.checkpoint(db, keepingFile: keepingFile) }
         }
-        return max(0, Self.size(of: path) - before)
-    }
-
-    /// Bytes of the WAL file now.
-    public func walBytes() -> Int64 { Self.size(of: path + "-wal") }
-
-    static func size(of file: String) -> Int64 {
-        var info = stat()
-        return stat(file, &info) == 0 ? Int64(info.st_size) : 0
-    }
-
-    static func checkpoint(_ db: Database, keepingFile: Bool) throws {
-        do {
-            _ = try db.checkpoint(keepingFile ? .passive : .truncate)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
-            return
-        }
+        return max(0, AgentDatabase.size(of: path) - before)
     }
 
     /// Per stream, pending records the storage guard has deleted since the database was made.
@@ -175,10 +159,5 @@ extension SQLiteQueue {
             }
             return totals
         }
-    }
-
-    /// The database's page size (1 KiB for a queue made since schema 4, 4 KiB before).
-    public func pageSize() throws -> Int {
-        try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096 }
     }
 }

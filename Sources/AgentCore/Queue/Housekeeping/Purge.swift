@@ -51,7 +51,7 @@ public struct PurgeCount: Sendable, Equatable {
     }
 }
 
-extension SQLiteQueue {
+extension Housekeeping {
     /// The `events.code` of a purge (the E-codes are for errors; a purge is the user's act).
     static let purgeEventCode = "purge"
 

@@ -3,8 +3,12 @@ import GRDB
 import Logging
 import Platform
 
-/// The queue: one SQLite file in WAL mode, written by one process (the daemon) and read
-/// by any number of others (`status`) at the same time.
+/// The agent's database: one SQLite file in WAL mode, written by one process (the daemon)
+/// and read by any number of others (`status`) at the same time. It owns the connection,
+/// the schema (`Schema`), when commits reach the disk (`CommitSync`) and the attachment
+/// files, and is the record queue (`RecordSink`, `UploadQueue`); the stores over it share
+/// its connection: `housekeeping` (retention, eviction, compaction, purge, the attachment
+/// sweep), `PauseSwitches`, and the bookkeeping `status` reads (docs/queue.md).
 ///
 /// Each process holds one connection (a GRDB `DatabaseQueue`): its reads and writes take
 /// turns on that connection's serial Dispatch queue. Not a `DatabasePool`: the pool hands
@@ -12,7 +16,7 @@ import Platform
 /// upload reading while a health check reads) put the waiting one on Dispatch's default
 /// global queue, whose workers libdispatch then watches with a timer every second for the
 /// life of the process (docs/decisions/0001-one-sqlite-connection.md). One connection also holds one page cache.
-public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
+public final class AgentDatabase: RecordSink, UploadQueue, @unchecked Sendable {
     // @unchecked: the only stored state is GRDB's DatabaseQueue (thread-safe) and
     // immutable values.
     public let path: String
@@ -418,6 +422,29 @@ public final class SQLiteQueue: RecordSink, UploadQueue, @unchecked Sendable {
                              arguments: [code.rawValue])
                 .map { (Date(timeIntervalSince1970: $0["at"]), $0["message"]) }
         }
+    }
+
+    // MARK: The files
+
+    /// Bytes of the WAL file now.
+    public func walBytes() -> Int64 { Self.size(of: path + "-wal") }
+
+    static func size(of file: String) -> Int64 {
+        var info = stat()
+        return stat(file, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    static func checkpoint(_ db: Database, keepingFile: Bool) throws {
+        do {
+            _ = try db.checkpoint(keepingFile ? .passive : .truncate)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+            return
+        }
+    }
+
+    /// The database's page size (1 KiB for a queue made since schema 4, 4 KiB before).
+    public func pageSize() throws -> Int {
+        try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4_096 }
     }
 
     // MARK: Helpers
