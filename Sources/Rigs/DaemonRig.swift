@@ -44,7 +44,7 @@ public final class DaemonRig: @unchecked Sendable {
     ///     its `ca_file` (the receiver's control API is then out of reach: see `ReceiverRig`).
     ///   - caFile: the agent's `ca_file` instead (a bundle that holds the certificate).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
-                healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
+                checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
                 driveSeconds: Int = 600, tls: (certificate: String, key: String)? = nil,
@@ -112,7 +112,7 @@ public final class DaemonRig: @unchecked Sendable {
             format = "jsonl"
             name = "test-watch"
             [daemon]
-            health_interval = \(healthInterval)
+            check_interval = \(checkInterval)
             \(extraConfig)
             """.write(toFile: configPath, atomically: true, encoding: .utf8)
     }

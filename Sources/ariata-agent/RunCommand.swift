@@ -66,7 +66,7 @@ struct RunCommand: AsyncParsableCommand {
             "endpoint": "\(config.server.ingestURL)", "device_id": "\(config.server.deviceID)",
         ])
         let daemon = AgentDaemon(config: config, queue: queue, factory: LiveComponents(),
-                                 tickInterval: TimeInterval(config.daemon.healthInterval), logger: logger)
+                                 tickInterval: TimeInterval(config.daemon.checkInterval), logger: logger)
         let path = options.config
         let service = AgentService(daemon: daemon, logger: logger) { try AgentConfig.load(path: path) }
         let group = ServiceGroup(configuration: .init(

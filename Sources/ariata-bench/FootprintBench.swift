@@ -58,7 +58,7 @@ enum FootprintBench {
         let device = BlockDeviceWrites(directory: queueDirectory)
         let tlsDirectory = try options.tls ? TemporaryDirectory("ariata-footprint-tls") : nil
         let tls = try tlsDirectory.map { try certificateAndTrust(in: $0.path, bundle: options.caBundle) }
-        let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
+        let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, checkInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options.syncSeconds)",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",

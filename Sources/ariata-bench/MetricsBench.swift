@@ -27,6 +27,6 @@ enum MetricsBench {
         let wall = Date().timeIntervalSince(started) / Double(ticks)
         let bytes = (try? FileManager.default.attributesOfItem(atPath: dir.file("ariata-agent.prom"))[.size] as? NSNumber)?.intValue ?? 0
         print(String(format: "measured: metrics textfile write: %.2f ms CPU, %.2f ms wall per tick (%d bytes); "
-                     + "at the default health_interval of 30 s: %.2f s CPU per hour, 0 extra wake-ups", cpu * 1_000, wall * 1_000, bytes, cpu * 120))
+                     + "at the default check_interval of 30 s: %.2f s CPU per hour, 0 extra wake-ups", cpu * 1_000, wall * 1_000, bytes, cpu * 120))
     }
 }

@@ -44,7 +44,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.complexity = 3
         c.microphone.journalSyncSeconds = 2
         c.health.commitInterval = 60
-        c.daemon.healthInterval = 15
+        c.daemon.checkInterval = 15
         c.daemon.trustSystemClock = true
         c.metrics.textfile = "/var/lib/prometheus/node-exporter/ariata-agent.prom"
         c.power.enabled = false

@@ -91,7 +91,7 @@ final class ClockTrustTests: XCTestCase {
     /// and gpsd's 3D fixes give the true time instead. Location records carry gpsd's time;
     /// audio is corrected from the fixes and delivered without NTP ever answering.
     func testAGPSFixGivesTheTrueTimeWhenNTPNeverAnswers() throws {
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2)
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
@@ -132,7 +132,7 @@ final class ClockTrustTests: XCTestCase {
     /// fix's true time are refused when read, counted, and never sent.
     func testAfterAStopWithoutNTPSyncDeliversEveryRecordAndFutureLinesAreRefusedAtCapture() throws {
         // No scheduled upload: what reaches the receiver is what sync sends.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, checkInterval: 2)
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
@@ -191,7 +191,7 @@ final class ClockTrustTests: XCTestCase {
     func testSyncCorrectsWhatAKilledDaemonHeldFromTheFixItKept() throws {
         // One health check at 5 s (when the fix is kept), the next a minute later: the
         // chunks written meanwhile stay held.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, healthInterval: 60)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, checkInterval: 60)
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
@@ -232,7 +232,7 @@ final class ClockTrustTests: XCTestCase {
     /// A restart in the same boot with gpsd gone (no fix, no NTP): the new daemon takes the
     /// fix the last one kept in the database and corrects and sends what it captures.
     func testTheNextStartOfTheSameBootCorrectsFromTheFixTheLastOneKept() throws {
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2)
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
@@ -271,7 +271,7 @@ final class ClockTrustTests: XCTestCase {
     func runWithAWrongClockThatIsSetWhileRunning(fakeTime: String, checkProvisional: (Date, Date) -> Void) throws {
         // No location: a 3D fix is evidence of the true time too (see the GPS test below),
         // and here the clock alone must do it.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2, locationEnabled: false)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2, locationEnabled: false)
         let fakeFile = try startUnderFaketime(rig, fakeTime: fakeTime)
         let startedAt = Date()
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }

@@ -16,7 +16,7 @@ final class DaemonFullDiskTests: XCTestCase {
 
         // The cap well above the queue (a quarter of the 40 MB would be the backlog's size):
         // this is the floor's test.
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
+        let rig = try DaemonRig(checkInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
         rig.receiver.stop()   // the server is down: nothing leaves the queue
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
@@ -120,7 +120,7 @@ final class DaemonFullDiskTests: XCTestCase {
         try fs.fillWithAnotherProgram()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full before the daemon starts")
 
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
+        let rig = try DaemonRig(checkInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
         rig.receiver.stop()
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
@@ -159,7 +159,7 @@ final class DaemonFullDiskTests: XCTestCase {
         let directory = try TemporaryDirectory("daemon-cap")
         let database = directory.file("agent.sqlite")
         let backlog = try writeAudioBacklog(database)
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
+        let rig = try DaemonRig(checkInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
         rig.receiver.stop()
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.

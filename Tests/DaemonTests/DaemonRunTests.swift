@@ -59,7 +59,7 @@ final class DaemonRunTests: XCTestCase {
     }
 
     func testACrashedStreamIsMarkedUnhealthyRestartedAndRecovers() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
         try waitUntil("location records", timeout: 40) { try queue.count(stream: .location, status: .pending)
@@ -86,7 +86,7 @@ final class DaemonRunTests: XCTestCase {
     }
 
     func testPauseAndResumeFromAnotherProcessSurviveARestart() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
 
@@ -120,7 +120,7 @@ final class DaemonRunTests: XCTestCase {
     }
 
     func testSIGHUPReloadsAGoodConfigAndKeepsRunningOnABadOne() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         _ = try rig.openQueue()
         let good = try String(contentsOfFile: rig.configPath, encoding: .utf8)

@@ -11,7 +11,7 @@ final class IdleWakeUpTests: XCTestCase {
     func testAnIdleDaemonDoesNotWakeEverySecond() throws {
         // Only the health stream, reading a file nobody writes to; uploads and health
         // checks far apart (the check's 30 s tick may land in the window once).
-        let rig = try DaemonRig(uploadInterval: 300, healthInterval: 30, locationEnabled: false,
+        let rig = try DaemonRig(uploadInterval: 300, checkInterval: 30, locationEnabled: false,
                                 microphoneConfig: "enabled = false")
         try rig.startAgent()
         let pid = try XCTUnwrap(rig.agent?.pid)

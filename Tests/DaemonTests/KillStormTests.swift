@@ -36,7 +36,7 @@ final class KillStormTests: XCTestCase {
         let kills = Int(ProcessInfo.processInfo.environment["KILL_STORM_KILLS"] ?? "") ?? 25
         // 6 s chunks overlapping by 2 s (a new one every 4 s): kills land in first chunks,
         // later chunks and overlaps.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 2, uploadInterval: 5, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 2, uploadInterval: 5, checkInterval: 2)
         let healthBase = Date().addingTimeInterval(-3_600).rounded()
         var healthFed = 0
         func feedHealth() throws {

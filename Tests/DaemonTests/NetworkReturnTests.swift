@@ -41,7 +41,7 @@ final class NetworkReturnTests: XCTestCase {
             path = "\(health)"
             format = "jsonl"
             [daemon]
-            health_interval = 2
+            check_interval = 2
             """.write(toFile: config, atomically: true, encoding: .utf8)
 
         let command = try host.exec([try BuildProducts.executable("ariata-agent"), "run", "--config", config])

@@ -22,7 +22,7 @@ final class PrivacyZoneDaemonTests: XCTestCase {
         let home = (drive[30].latitude, drive[30].longitude), homeRadius = 70.0
         let cafe = (drive[75].latitude, drive[75].longitude), cafeRadius = 60.0
         XCTAssertGreaterThan(metres(home, cafe), homeRadius + cafeRadius + 100, "the zones are apart")
-        let rig = try DaemonRig(healthInterval: 1, extraConfig: """
+        let rig = try DaemonRig(checkInterval: 1, extraConfig: """
             [[location.exclude]]
             name = "home"
             latitude = \(home.0)

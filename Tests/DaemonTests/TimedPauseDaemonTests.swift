@@ -7,7 +7,7 @@ import XCTest
 /// is restarted in the middle of it, and `status` says when.
 final class TimedPauseDaemonTests: XCTestCase {
     func testATimedPauseEndsByItselfAcrossARestart() throws {
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, healthInterval: 30)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, checkInterval: 30)
         try rig.startAgent()
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
@@ -56,7 +56,7 @@ final class TimedPauseDaemonTests: XCTestCase {
     }
 
     func testResumeEndsATimedPauseEarly() throws {
-        let rig = try DaemonRig(healthInterval: 30)
+        let rig = try DaemonRig(checkInterval: 30)
         try rig.startAgent()
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)

@@ -13,7 +13,7 @@ final class UploadStatusTests: XCTestCase {
     }
 
     func testStatusShowsARefusedStreamAFixedTokenAndMalformedLines() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         // A server whose device connection has no healthkit stream.
         try rig.receiver.configure(streams: ["location", "microphone"])
         try rig.startAgent()

@@ -20,6 +20,20 @@ struct ConfigKey<Table> {
 }
 
 extension ConfigKey {
+    /// The key as it is, also read under `former`, its name before a rename (docs/configuration.md
+    /// lists the former names). Written under its current name only, so the next rewrite
+    /// of the file (`onboard`) drops the former one.
+    func formerly(_ former: String) -> Self {
+        let name = self.name
+        let read = self.read
+        var key = Self(name, read: { s, t in
+            try s.accept(formerName: former, for: name)
+            try read(s, &t)
+        }, write: write)
+        key.leaves = leaves
+        return key
+    }
+
     static func bool(_ name: String, _ field: WritableKeyPath<Table, Bool>) -> Self {
         Self(name, read: { s, t in t[keyPath: field] = try s.bool(name, default: t[keyPath: field]) },
              write: { $0[keyPath: field] })
