@@ -8,7 +8,7 @@ import Synchronization
 public protocol UploadComponent: AnyObject, Sendable {
     func start()
     func stop()
-    func health() -> StreamHealth
+    func liveness() -> Liveness
     func updateServer(_ server: ServerConfig)
     /// The network came back after an outage: forget the backoff it caused, send now.
     func networkReturned(_ why: String)
@@ -25,7 +25,7 @@ public protocol ComponentFactory: Sendable {
 }
 
 /// The running agent: the enabled streams, the uploader, and the one maintenance timer
-/// (health coordinator, pause switches, retention and the storage guard). Data moves one
+/// (supervisor, pause switches, retention and the storage guard). Data moves one
 /// way: streams write to the queue, the uploader reads from it; they never meet.
 public final class AgentDaemon: Sendable {
     public let queue: AgentDatabase
@@ -34,7 +34,7 @@ public final class AgentDaemon: Sendable {
     private let logger: Logger
     private let clock: any WallClock
     private let state: Mutex<State>
-    private let coordinator: HealthCoordinator
+    private let coordinator: Supervisor
     private let tickInterval: TimeInterval
     /// Makes the daemon's timers: Dispatch's (`ReliableTimer`) unless a test drives time.
     private let scheduler: any TimerScheduling
@@ -62,7 +62,7 @@ public final class AgentDaemon: Sendable {
     }
 
     /// - Parameters:
-    ///   - tickInterval: the health coordinator's period (30 s; tests use less).
+    ///   - tickInterval: the supervisor's period (30 s; tests use less).
     ///   - scheduler: makes the maintenance, pause-end and commit-sync timers; a test
     ///     passes a `VirtualScheduler` (also as `clock`) and moves time itself.
     public init(config: AgentConfig, queue: AgentDatabase, factory: any ComponentFactory,
@@ -79,8 +79,8 @@ public final class AgentDaemon: Sendable {
         state = Mutex(State(config: config))
         queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
-        coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
-                                        healthRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
+        coordinator = Supervisor(components: [], store: queue, notifier: notifier,
+                                        livenessRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
         storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(label: "ariata.storage"))
         storageKick = StorageGuardKick(storageGuard)
         clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
@@ -274,7 +274,7 @@ public final class AgentDaemon: Sendable {
     /// full disk everything after it writes to the queue; each part runs whatever the
     /// others did, and none of them throws, so a failing disk cannot stop the tick.
     @discardableResult
-    public func tick() -> [String: StreamHealth] {
+    public func tick() -> [String: Liveness] {
         trimMemory(round: state.withLock { $0.ticks += 1; return $0.ticks })
         armCommitSync()
         storageGuard.pass()
@@ -310,6 +310,6 @@ final class UploaderSupervision: SupervisedComponent, Sendable {
     let uploader: any UploadComponent
     init(_ uploader: any UploadComponent) { self.uploader = uploader }
     var componentName: String { "uploader" }
-    func health() -> StreamHealth { uploader.health() }
+    func liveness() -> Liveness { uploader.liveness() }
     func restart() {}
 }

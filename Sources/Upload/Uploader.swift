@@ -193,7 +193,7 @@ public final class Uploader: Sendable {
     // MARK: Reading
 
     /// The uploader's health for the health coordinator.
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         let now = clock.now()
         return state.with { s in
             if let problem = s.settings.configurationProblem { return .unhealthy(reason: problem) }

@@ -24,7 +24,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     var breaker: CircuitBreaker
     var authPause: GrowingPause
     var hold: EndpointHold?
-    /// The last failure that did not blame the records, for `health()`.
+    /// The last failure that did not blame the records, for `liveness()`.
     var lastFailure: LastFailure?
 
     struct LastFailure: Sendable, Equatable, Codable {
@@ -76,7 +76,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
 }
 
 /// The uploader's state between cycles. Guarded by `UploaderStateBox`'s lock; cycles and
-/// `health()` hold it only for short reads and updates, never across a request.
+/// `liveness()` hold it only for short reads and updates, never across a request.
 struct UploaderState: Sendable {
     var settings: ServerSettings
     var memory: UploaderMemory

@@ -192,10 +192,10 @@ final class QueueTests: XCTestCase {
     }
 
     func testComponentHealthUploadStatsAndState() throws {
-        try queue.storeHealth(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
-        try queue.storeHealth(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
-        try queue.storeHealth(component: "location", .healthy)
-        let health = try queue.storedHealth()
+        try queue.storeLiveness(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
+        try queue.storeLiveness(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
+        try queue.storeLiveness(component: "location", .healthy)
+        let health = try queue.storedLiveness()
         XCTAssertEqual(health.map(\.component), ["location", "microphone"])
         XCTAssertEqual(health[0].state, "healthy")
         XCTAssertEqual(health[1].code, .permissionDenied)

@@ -15,7 +15,7 @@ final class DaemonCommitSyncTests: XCTestCase {
     final class IdleUploader: UploadComponent, @unchecked Sendable {
         func start() {}
         func stop() {}
-        func health() -> StreamHealth { .healthy }
+        func liveness() -> Liveness { .healthy }
         func updateServer(_ server: ServerConfig) {}
         func networkReturned(_ why: String) {}
         func setPower(factor: Int, held: Bool) {}

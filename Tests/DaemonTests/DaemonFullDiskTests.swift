@@ -49,7 +49,7 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
         // The health checks went on through it and kept telling systemd the daemon is alive.
         try waitUntil("a health check after the disk filled", timeout: 30) {
-            try queue.storedHealth().contains { $0.component == "location" && $0.checkedAt > filledAt }
+            try queue.storedLiveness().contains { $0.component == "location" && $0.checkedAt > filledAt }
         }
         try waitUntil("WATCHDOG=1 after the disk filled", timeout: 30) { rig.notifySocket.drain().contains("WATCHDOG=1") }
 

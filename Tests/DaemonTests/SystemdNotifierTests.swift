@@ -34,10 +34,10 @@ final class HealthCoordinatorTests: XCTestCase {
     /// A component whose health the test sets, counting restarts.
     final class Switchable: SupervisedComponent, @unchecked Sendable {
         let componentName: String
-        var current: StreamHealth = .healthy
+        var current: Liveness = .healthy
         var restarts = 0
         init(_ name: String) { componentName = name }
-        func health() -> StreamHealth { current }
+        func liveness() -> Liveness { current }
         func restart() { restarts += 1 }
     }
 
@@ -48,11 +48,11 @@ final class HealthCoordinatorTests: XCTestCase {
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         mic.current = .disabled
-        let coordinator = HealthCoordinator(components: [gps, mic], store: queue,
+        let coordinator = Supervisor(components: [gps, mic], store: queue,
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
         coordinator.tick()
-        XCTAssertEqual(try queue.storedHealth().map(\.state), ["healthy", "disabled"])
+        XCTAssertEqual(try queue.storedLiveness().map(\.state), ["healthy", "disabled"])
 
         gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
         coordinator.tick()
@@ -60,7 +60,7 @@ final class HealthCoordinatorTests: XCTestCase {
         coordinator.tick()
         XCTAssertEqual(gps.restarts, 1)
         XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
-        let stored = try XCTUnwrap(queue.storedHealth().first { $0.component == "location" })
+        let stored = try XCTUnwrap(queue.storedLiveness().first { $0.component == "location" })
         XCTAssertEqual(stored.state, "unhealthy")
         XCTAssertEqual(stored.reason, "cannot reach gpsd at localhost:2947")
 
@@ -78,12 +78,12 @@ final class HealthCoordinatorTests: XCTestCase {
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         let monotonic = Mutex<TimeInterval>(0)
-        let coordinator = HealthCoordinator(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
-                                            healthRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
+        let coordinator = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
+                                            livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
         func walBytes() -> Int64 {
             (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
         }
-        func checked(_ name: String) throws -> Date? { try queue.storedHealth().first { $0.component == name }?.checkedAt }
+        func checked(_ name: String) throws -> Date? { try queue.storedLiveness().first { $0.component == name }?.checkedAt }
 
         coordinator.tick()
         let first = walBytes()
@@ -103,7 +103,7 @@ final class HealthCoordinatorTests: XCTestCase {
         coordinator.tick()
         let changed = walBytes()
         XCTAssertGreaterThan(changed, first, "a change is written at once")
-        XCTAssertEqual(try queue.storedHealth().first { $0.component == "location" }?.reason, "cannot reach gpsd")
+        XCTAssertEqual(try queue.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
         XCTAssertEqual(try checked("microphone"), Date(timeIntervalSince1970: 1_800_000_000), "only what changed")
 
         // Past the rewrite interval every component's checked_at is fresh again.

@@ -26,7 +26,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         }
         func start() { counts.add(stream, started: true) }
         func stop() { counts.add(stream, started: false) }
-        func health() -> StreamHealth { .healthy }
+        func liveness() -> Liveness { .healthy }
     }
 
     final class Counts: Sendable {

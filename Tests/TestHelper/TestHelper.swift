@@ -99,10 +99,10 @@ struct HealthProbe: ParsableCommand {
         let stream = HealthStream(config: config, queue: queue, logger: logger)
         stream.start()
         let deadline = Date().addingTimeInterval(10)
-        while stream.health().reason == "probe: starting", Date() < deadline {
+        while stream.liveness().reason == "probe: starting", Date() < deadline {
             Thread.sleep(forTimeInterval: 0.02)
         }
-        print(stream.health())
+        print(stream.liveness())
         stream.stop()
     }
 }

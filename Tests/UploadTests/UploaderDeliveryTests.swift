@@ -58,7 +58,7 @@ final class UploaderDeliveryTests: XCTestCase {
             XCTAssertNotNil(stat.lastSuccessAt)
             XCTAssertNil(stat.lastErrorCode)
         }
-        XCTAssertEqual(uploader.health(), .healthy)
+        XCTAssertEqual(uploader.liveness(), .healthy)
     }
 
     func testGzipBodiesAreDecodedByTheReceiver() throws {
@@ -150,7 +150,7 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertEqual(try f.queue.count(stream: .microphone, status: .pending), 3)
         let stats = try XCTUnwrap(try f.queue.uploadStats().first { $0.stream == .microphone })
         XCTAssertEqual(stats.lastErrorCode, .serverError)
-        XCTAssertEqual(uploader.health().code, .serverError)
+        XCTAssertEqual(uploader.liveness().code, .serverError)
     }
 
     func testAnAnswerThatBlamesTheBatchCostsAttemptsUntilTheRecordsFail() throws {
@@ -184,7 +184,7 @@ extension UploaderDeliveryTests {
         let uploader = f.makeUploader()
         guard case .notConfigured(let reason) = uploader.syncNow().skipped else { return XCTFail("no token") }
         XCTAssertTrue(reason.contains("token"), reason)
-        XCTAssertFalse(uploader.health().isHealthy)
+        XCTAssertFalse(uploader.liveness().isHealthy)
         XCTAssertEqual(try f.receiver.stats().requests, 0)
         XCTAssertEqual(try f.queue.count(stream: .location, status: .pending), 3)
     }

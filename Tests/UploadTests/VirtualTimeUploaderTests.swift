@@ -39,7 +39,7 @@ final class VirtualTimeUploaderTests: XCTestCase {
         scheduler.advance(by: 0.3)
         XCTAssertEqual(try f.ids(.location, status: .uploaded), Set(first), "delivered at the end of the 60 s step")
         XCTAssertEqual(failures(), 0)
-        XCTAssertEqual(uploader.health(), .healthy)
+        XCTAssertEqual(uploader.liveness(), .healthy)
 
         // Then the regular interval, counted from that run.
         let delivered = scheduler.now()

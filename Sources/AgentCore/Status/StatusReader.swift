@@ -52,7 +52,7 @@ public struct StatusReader: Sendable {
         do {
             let evicted = try queue.housekeeping.evictedTotals()
             let counts = try queue.counts()
-            let health = Dictionary(try queue.storedHealth().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
+            let health = Dictionary(try queue.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
             let switches = PauseSwitches(queue: queue)
             let paused = try switches.pausedStreams(at: now)

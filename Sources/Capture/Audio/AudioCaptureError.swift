@@ -59,7 +59,7 @@ public struct AudioCaptureError: Error, Sendable, Equatable, CustomStringConvert
         }
     }
 
-    public var health: StreamHealth {
+    public var health: Liveness {
         .unhealthy(reason: description, code: code)
     }
 }

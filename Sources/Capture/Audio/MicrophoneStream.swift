@@ -52,7 +52,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     private struct Control {
         var phase = Phase.idle
-        var captureHealth: StreamHealth = .unhealthy(reason: "not started")
+        var captureHealth: Liveness = .unhealthy(reason: "not started")
         var overruns = 0
         var opens = 0
     }
@@ -131,7 +131,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         journal?.waitForSyncs()
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         let captureHealth = control.withLock { $0.captureHealth }
         guard captureHealth.isHealthy else { return captureHealth }
         let writes = writer.current()
@@ -348,8 +348,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
     }
 
-    private func setCaptureHealth(_ health: StreamHealth) {
-        let previous = control.withLock { control -> StreamHealth in
+    private func setCaptureHealth(_ health: Liveness) {
+        let previous = control.withLock { control -> Liveness in
             defer { control.captureHealth = health }
             return control.captureHealth
         }

@@ -70,7 +70,7 @@ public final class HealthStream: CaptureStream, Sendable {
         for thread in threads { thread.join() }
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         if let failure = failures.withLock({ $0.first }) { return .unhealthy(reason: failure) }
         let unhealthy = statuses().filter { !$0.health.isHealthy }
         guard let first = unhealthy.first else { return .healthy }

@@ -111,7 +111,7 @@ public final class LocationStream: CaptureStream {
         logger.info("location stream stopped")
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         status().health(now: clock.now(), staleFixAfter: tuning.staleFixLimit(interval: config.interval))
     }
 

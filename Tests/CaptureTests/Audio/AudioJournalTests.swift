@@ -244,7 +244,7 @@ extension MicrophoneStreamTests {
                                      journal: .init(directory: journalDirectory, knownRecords: queue))
         first.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
-            progress.frames == 35 * rate && first.health().code == .storageFull
+            progress.frames == 35 * rate && first.liveness().code == .storageFull
         }
         first.stop()
         XCTAssertEqual(first.stats().chunksWaiting, 2, "the full chunk and the one stopped")

@@ -157,8 +157,8 @@ final class MicrophoneStreamTests: XCTestCase {
         }
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the stream to report the missing device") { stream.health().reason?.contains("not found") == true }
-        let health = stream.health()
+        try waitUntil("the stream to report the missing device") { stream.liveness().reason?.contains("not found") == true }
+        let health = stream.liveness()
         XCTAssertFalse(health.isHealthy)
         let reason = try XCTUnwrap(health.reason)
         XCTAssertTrue(reason.contains("not found") && reason.contains("No such file or directory"), reason)
@@ -167,7 +167,7 @@ final class MicrophoneStreamTests: XCTestCase {
 
         _ = try SpeechInput.make(seconds: 40, in: directory.path, name: "appears-later.raw")
         try waitUntil("recovery once the device appears", timeout: 60) {
-            stream.health().isHealthy && stream.stats().chunksWritten == 1
+            stream.liveness().isHealthy && stream.stats().chunksWritten == 1
         }
         XCTAssertEqual(stream.stats().deviceOpens, 1)
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30])
@@ -245,7 +245,7 @@ final class MicrophoneStreamTests: XCTestCase {
         resumed.start()
         defer { resumed.stop() }
         try waitUntil("capture after resume", timeout: 60) { secondRun.frames == 35 * rate && resumed.stats().chunksWritten == 1 }
-        XCTAssertTrue(resumed.health().isHealthy)
+        XCTAssertTrue(resumed.liveness().isHealthy)
         XCTAssertEqual(calls.value, 2)
         XCTAssertEqual(try chunks(in: queue).map(\.overlap), [0, 2, 0], "audio after a pause does not overlap audio before it")
     }
@@ -305,7 +305,7 @@ extension MicrophoneStreamTests {
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
         stream.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
-            progress.frames == 35 * rate && stream.health().code == .storageFull
+            progress.frames == 35 * rate && stream.liveness().code == .storageFull
         }
         XCTAssertEqual(stream.stats().chunksWaiting, 1)
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
@@ -314,7 +314,7 @@ extension MicrophoneStreamTests {
         stream.stop()
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7], "the kept chunk, then the one in progress")
         XCTAssertEqual(stream.stats().chunksWaiting, 0)
-        XCTAssertTrue(stream.health().isHealthy)
+        XCTAssertTrue(stream.liveness().isHealthy)
     }
 }
 

@@ -46,8 +46,8 @@ final class HealthRefusalTests: XCTestCase {
         let stream = stream(path, queue: refusing, kind: .file)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the refusal to show", timeout: 20) { stream.health().code == .storageFull }
-        XCTAssertTrue(stream.health().reason?.contains("cannot write samples of \(path) to the queue") ?? false, "\(stream.health())")
+        try waitUntil("the refusal to show", timeout: 20) { stream.liveness().code == .storageFull }
+        XCTAssertTrue(stream.liveness().reason?.contains("cannot write samples of \(path) to the queue") ?? false, "\(stream.liveness())")
 
         // Waiting to try again is a sleep, not a spin.
         let wakeups = stream.statuses()[0].wakeups
@@ -60,7 +60,7 @@ final class HealthRefusalTests: XCTestCase {
         try bed.waitForCount(3_000)
         stream.stop()
         XCTAssertEqual(try bed.values(), (0..<3_000).map(Double.init))
-        XCTAssertTrue(stream.health().isHealthy, "\(stream.health())")
+        XCTAssertTrue(stream.liveness().isHealthy, "\(stream.liveness())")
         XCTAssertEqual(stream.statuses()[0].samplesWritten, 3_000)
     }
 
@@ -71,12 +71,12 @@ final class HealthRefusalTests: XCTestCase {
         let stream = stream(rig.b, queue: refusing, kind: .serial, format: .keyvalue)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to open \(rig.b)") { stream.health().isHealthy }
+        try waitUntil("the source to open \(rig.b)") { stream.liveness().isHealthy }
 
         let now = Date()
         func line(_ i: Int) -> String { "ts=\(RFC3339.string(from: now.addingTimeInterval(Double(i - 100)))) steps=\(i)\n" }
         try rig.send((0..<5).map(line).joined())
-        try waitUntil("the refusal to show", timeout: 20) { stream.health().code == .storageFull }
+        try waitUntil("the refusal to show", timeout: 20) { stream.liveness().code == .storageFull }
         let wakeups = stream.statuses()[0].wakeups
         Thread.sleep(forTimeInterval: 2)
         XCTAssertLessThan(stream.statuses()[0].wakeups - wakeups, 10, "no spin while waiting to try again")
@@ -86,6 +86,6 @@ final class HealthRefusalTests: XCTestCase {
         try bed.waitForCount(8, timeout: 30)
         stream.stop()
         XCTAssertEqual(try bed.values(), (0..<8).map(Double.init))
-        XCTAssertTrue(stream.health().isHealthy, "\(stream.health())")
+        XCTAssertTrue(stream.liveness().isHealthy, "\(stream.liveness())")
     }
 }

@@ -81,7 +81,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             counters.update { $0.health = .healthy }
             logger.info("health source \(name): reading \(config.path) at \(config.baud) baud")
         case .failure(let error):
-            let health: StreamHealth
+            let health: Liveness
             switch error {
             case .permissionDenied:
                 health = .unhealthy(reason: "cannot open \(config.path): permission denied: add the service user to the dialout group (sudo usermod -aG dialout <user>) and restart the agent",

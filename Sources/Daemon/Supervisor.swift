@@ -4,11 +4,11 @@ import Logging
 import Platform
 import Synchronization
 
-/// Something whose health the coordinator asks for and may restart: each capture stream
+/// Something whose liveness the supervisor asks for and may restart: each capture stream
 /// and the uploader.
 public protocol SupervisedComponent: AnyObject, Sendable {
     var componentName: String { get }
-    func health() -> StreamHealth
+    func liveness() -> Liveness
     /// Stops and starts the component again (after it reported unhealthy).
     func restart()
     /// Running totals for `status` (see `StreamCounter`); empty for most components.
@@ -19,10 +19,12 @@ extension SupervisedComponent {
     public func counters() -> [String: Int] { [:] }
 }
 
-/// One timer for the whole daemon (no stream keeps its own): on every tick it asks each
-/// component for its health, stores it where `status` reads it, restarts a component
-/// that stayed unhealthy for two ticks in a row, and tells systemd all is alive.
-public final class HealthCoordinator: Sendable {
+/// The daemon's liveness checks (`[daemon] check_interval`), on one timer for the whole
+/// daemon (no stream keeps its own): on every tick it asks each component whether it is
+/// live, stores the answer where `status` reads it, restarts a component that stayed
+/// unhealthy for two ticks in a row, and tells systemd all is alive. "Health" is the health
+/// stream's samples; this is liveness (docs/operations.md).
+public final class Supervisor: Sendable {
     private let components: Mutex<[any SupervisedComponent]>
     private let store: AgentDatabase
     private let notifier: SystemdNotifier
@@ -33,18 +35,18 @@ public final class HealthCoordinator: Sendable {
     private let restartAfterStrikes: Int
     /// What was last written for `status`, so unchanged values are not rewritten every tick.
     private struct Written {
-        var health: [String: (health: StreamHealth, at: TimeInterval)] = [:]
+        var health: [String: (health: Liveness, at: TimeInterval)] = [:]
         var counters: [String: Int] = [:]
     }
     private let written = Mutex(Written())
     /// An unchanged health is written again after this long (monotonic seconds).
-    private let healthRewrite: TimeInterval
+    private let livenessRewrite: TimeInterval
     private let clock: @Sendable () -> TimeInterval
 
     public init(components: [any SupervisedComponent], store: AgentDatabase, notifier: SystemdNotifier,
-                restartAfterStrikes: Int = 2, healthRewrite: TimeInterval = 300,
+                restartAfterStrikes: Int = 2, livenessRewrite: TimeInterval = 300,
                 clock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds, logger: Logger) {
-        self.healthRewrite = healthRewrite
+        self.livenessRewrite = livenessRewrite
         self.clock = clock
         self.components = Mutex(components)
         self.store = store
@@ -61,24 +63,24 @@ public final class HealthCoordinator: Sendable {
     /// One round of checks. Returns the health of each component, by name.
     ///
     /// What it stores for `status` goes in one transaction: the health of a component
-    /// when it changed, or when its stored `checked_at` is `healthRewrite` old (so `status`
+    /// when it changed, or when its stored `checked_at` is `livenessRewrite` old (so `status`
     /// can tell a live daemon's check from a stale one), and the counters that changed.
     /// A quiet daemon thus commits once every few minutes, not once per component per tick.
     @discardableResult
-    public func tick(summary: (([String: StreamHealth]) -> String)? = nil) -> [String: StreamHealth] {
+    public func tick(summary: (([String: Liveness]) -> String)? = nil) -> [String: Liveness] {
         let current = components.withLock { $0 }
         let now = clock()
-        var results: [String: StreamHealth] = [:]
-        var write = HealthCheckWrite()
+        var results: [String: Liveness] = [:]
+        var write = LivenessCheckWrite()
         for component in current {
             let name = component.componentName
-            let health = component.health()
+            let health = component.liveness()
             results[name] = health
             let due = written.withLock { written -> Bool in
                 guard let last = written.health[name] else { return true }
-                return last.health != health || now - last.at >= healthRewrite
+                return last.health != health || now - last.at >= livenessRewrite
             }
-            if due { write.health[name] = health }
+            if due { write.liveness[name] = health }
             for (counter, value) in component.counters() {
                 let key = StreamCounter.key(name, counter)
                 if written.withLock({ $0.counters[key] != value }) { write.state[key] = String(value) }
@@ -87,7 +89,7 @@ public final class HealthCoordinator: Sendable {
         do {
             try store.store(write)
             written.withLock { written in
-                for (name, health) in write.health { written.health[name] = (health, now) }
+                for (name, health) in write.liveness { written.health[name] = (health, now) }
                 for (key, value) in write.state { written.counters[key] = Int(value) }
             }
         } catch {
@@ -114,7 +116,7 @@ public final class HealthCoordinator: Sendable {
     }
 
     /// A one-line summary for `systemctl status`: "location healthy, microphone paused, …".
-    public static func summary(_ results: [String: StreamHealth]) -> String {
+    public static func summary(_ results: [String: Liveness]) -> String {
         results.keys.sorted().map { name in
             let health = results[name] ?? .disabled
             return "\(name) \(health.state)" + (health.code.map { " (\($0.rawValue))" } ?? "")

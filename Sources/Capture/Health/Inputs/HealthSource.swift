@@ -25,7 +25,7 @@ public struct HealthSourceStatus: Sendable, Equatable {
     public var name: String
     public var kind: HealthSourceConfig.Kind
     /// Unhealthy ("starting") until the source has its file or port open.
-    public var health: StreamHealth = .unhealthy(reason: "starting")
+    public var health: Liveness = .unhealthy(reason: "starting")
     /// Complete lines read (blank and header lines included).
     public var linesRead = 0
     /// Samples committed to the queue.

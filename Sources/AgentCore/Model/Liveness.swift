@@ -1,7 +1,8 @@
 import Foundation
 
-/// A stream's (or the uploader's) health as the health coordinator asks for it.
-public enum StreamHealth: Sendable, Equatable, CustomStringConvertible {
+/// Whether a stream (or the uploader) is live, as the supervisor asks for it: what
+/// `status` shows as a component's `health` (a field name kept for its readers).
+public enum Liveness: Sendable, Equatable, CustomStringConvertible {
     case healthy
     case unhealthy(reason: String, code: AgentErrorCode? = nil)
     case disabled

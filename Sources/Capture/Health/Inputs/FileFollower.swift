@@ -422,7 +422,7 @@ final class FileFollower {
         }
     }
 
-    private func setHealth(_ health: StreamHealth) {
+    private func setHealth(_ health: Liveness) {
         counters.update { $0.health = health }
     }
 }

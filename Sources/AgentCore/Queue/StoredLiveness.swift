@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 
-/// A component's health as last stored by the health coordinator.
-public struct StoredHealth: Sendable, Equatable {
+/// A component's liveness as the supervisor last stored it.
+public struct StoredLiveness: Sendable, Equatable {
     public var component: String
     public var state: String
     public var reason: String?
@@ -10,17 +10,17 @@ public struct StoredHealth: Sendable, Equatable {
     public var checkedAt: Date
 }
 
-/// The `component_health` table: each component's health as the health coordinator last
-/// stored it, for `status`.
+/// The `component_health` table (named so since schema 1): each component's liveness as
+/// the supervisor last stored it, for `status`.
 extension AgentDatabase {
-    public func storeHealth(component: String, _ health: StreamHealth) throws {
-        try store(HealthCheckWrite(health: [component: health]))
+    public func storeLiveness(component: String, _ liveness: Liveness) throws {
+        try store(LivenessCheckWrite(liveness: [component: liveness]))
     }
 
-    public func storedHealth() throws -> [StoredHealth] {
+    public func storedLiveness() throws -> [StoredLiveness] {
         try connection.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM component_health ORDER BY component").map { row in
-                StoredHealth(component: row["component"], state: row["state"], reason: row["reason"],
+                StoredLiveness(component: row["component"], state: row["state"], reason: row["reason"],
                              code: (row["code"] as String?).flatMap(AgentErrorCode.init(rawValue:)),
                              checkedAt: Date(timeIntervalSince1970: row["checked_at"]))
             }

@@ -40,7 +40,7 @@ struct HealthCommitter {
     /// Monotonic time before which a refused commit is not tried again.
     private var retryAt: TimeInterval?
     /// The health a refusal set; the next commit that goes through clears it.
-    private var refusal: StreamHealth?
+    private var refusal: Liveness?
 
     init(queue: any RecordSink, interval: TimeInterval, batchSize: Int, holdAtMost: Int? = nil, path: String,
          sourceName: String, counters: HealthSourceCounters, logger: Logger) {
@@ -116,7 +116,7 @@ struct HealthCommitter {
     }
 
     private mutating func refused(_ error: any Error) {
-        let health = StreamHealth.unhealthy(reason: "cannot write samples of \(path) to the queue: \(error)",
+        let health = Liveness.unhealthy(reason: "cannot write samples of \(path) to the queue: \(error)",
                                             code: QueueError.isStorageFull(error) ? .storageFull : nil)
         refusal = health
         counters.update { $0.health = health }

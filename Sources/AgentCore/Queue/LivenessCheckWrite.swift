@@ -1,23 +1,25 @@
 import Foundation
 import GRDB
 
-/// What one health check writes for `status`: the health of the components that changed
-/// (or are due a fresh `checked_at`) and the counters that changed, in one transaction, so
-/// a check costs at most one commit (one WAL append and fsync), not one per component.
-public struct HealthCheckWrite: Sendable, Equatable {
-    public var health: [String: StreamHealth] = [:]
+/// What one of the supervisor's checks writes for `status`: the liveness of the components
+/// that changed (or are due a fresh `checked_at`) and the counters that changed, in one
+/// transaction, so a check costs at most one commit (one WAL append and fsync), not one per
+/// component. Stored in the `component_health` table (its name since schema 1: a rename
+/// would need a migration and buy nothing a reader sees).
+public struct LivenessCheckWrite: Sendable, Equatable {
+    public var liveness: [String: Liveness] = [:]
     public var state: [String: String] = [:]
 
-    public init(health: [String: StreamHealth] = [:], state: [String: String] = [:]) {
-        self.health = health
+    public init(liveness: [String: Liveness] = [:], state: [String: String] = [:]) {
+        self.liveness = liveness
         self.state = state
     }
 
-    public var isEmpty: Bool { health.isEmpty && state.isEmpty }
+    public var isEmpty: Bool { liveness.isEmpty && state.isEmpty }
 }
 
 extension AgentDatabase {
-    public func store(_ check: HealthCheckWrite) throws {
+    public func store(_ check: LivenessCheckWrite) throws {
         guard !check.isEmpty else { return }
         let now = clock.now().timeIntervalSince1970
         try writing {
@@ -27,7 +29,7 @@ extension AgentDatabase {
                     ON CONFLICT (component) DO UPDATE SET state = excluded.state, reason = excluded.reason,
                         code = excluded.code, checked_at = excluded.checked_at
                     """)
-                for (component, value) in check.health.sorted(by: { $0.key < $1.key }) {
+                for (component, value) in check.liveness.sorted(by: { $0.key < $1.key }) {
                     try health.execute(arguments: [component, value.state, value.reason, value.code?.rawValue, now])
                 }
                 let state = try db.cachedStatement(sql: """
