@@ -25,11 +25,6 @@ public final class DaemonRig: @unchecked Sendable {
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
 
-    public static var repositoryRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-    }
-
     /// - Parameters:
     ///   - chunkSeconds: audio chunk length (short chunks keep tests short).
     ///   - extraConfig: TOML appended to the config.
@@ -72,7 +67,7 @@ public final class DaemonRig: @unchecked Sendable {
             }
 
             """.write(toFile: alsaConfig, atomically: true, encoding: .utf8)
-        pcmFeeder = try ChildProcess("python3", ["\(Self.repositoryRoot)/tools/demo/pcm-feeder.py", speech, fifo],
+        pcmFeeder = try ChildProcess("python3", ["\(Repository.path("tools/demo/pcm-feeder.py"))", speech, fifo],
                                      name: "pcm-feeder", logDirectory: directory.path)
 
         healthPath = directory.file("health.jsonl")
@@ -127,7 +122,7 @@ public final class DaemonRig: @unchecked Sendable {
     /// The `Environment=` assignments of the system unit (systemd/ariata-agent.service):
     /// the rig runs the daemon in the environment the unit gives it.
     public static func unitEnvironment(unit: String = "systemd/ariata-agent.service") throws -> [String: String] {
-        let text = try String(contentsOfFile: "\(repositoryRoot)/\(unit)", encoding: .utf8)
+        let text = try String(contentsOfFile: Repository.path(unit), encoding: .utf8)
         var environment: [String: String] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("Environment=") {
             for assignment in line.dropFirst("Environment=".count).split(separator: " ") {

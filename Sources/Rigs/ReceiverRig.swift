@@ -89,11 +89,7 @@ public final class ReceiverRig: @unchecked Sendable {
         public let description: String
     }
 
-    public static let script: String = {
-        let here = URL(fileURLWithPath: #filePath)
-        return here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("tools/ingest-receiver/receiver.py").path
-    }()
+    public static let script = Repository.path("tools/ingest-receiver/receiver.py")
 
     /// python3's absolute path, searched here because this branch's base had a
     /// ChildProcess.locate that split PATH wrongly (fixed on main since; after the merge

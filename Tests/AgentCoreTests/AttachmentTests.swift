@@ -20,9 +20,7 @@ final class AttachmentTests: XCTestCase {
     }
 
     /// 60 KB of bytes that do not compress, as an Opus chunk.
-    func audio(_ seed: Int = 1, bytes: Int = 60_000) -> Data {
-        Data((0..<bytes).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 2_654_435_761 >> 13) })
-    }
+    func audio(_ seed: Int = 1, bytes: Int = 60_000) -> Data { TestRecords.incompressibleAudio(bytes: bytes, seed: seed) }
 
     func chunk(_ seed: Int = 1, existingFile: String? = nil, id: UUID = UUID()) throws -> NewRecord {
         var record = try NewRecord(id: id, stream: .microphone, capturedAt: clock.now(),
@@ -35,9 +33,7 @@ final class AttachmentTests: XCTestCase {
         ((try? FileManager.default.contentsOfDirectory(atPath: queue.attachmentDirectory)) ?? []).sorted()
     }
 
-    func walBytes() -> Int64 {
-        (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-    }
+    func walBytes() -> Int64 { DatabaseFiles.walBytes(path) }
 
     func object(_ payload: Data) throws -> [String: Any] {
         try XCTUnwrap(JSONSerialization.jsonObject(with: payload) as? [String: Any])

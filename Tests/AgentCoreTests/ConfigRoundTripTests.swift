@@ -7,8 +7,7 @@ import XCTest
 /// `onboard` saves reads back as the configuration it was given.
 final class ConfigRoundTripTests: XCTestCase {
     /// The repository's reference file.
-    static let examplePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("etc/agent.toml").path
+    static let examplePath = Repository.path("etc/agent.toml")
 
     /// A configuration with no key at its default (`token_file` aside: see
     /// `testTokenFileRoundTrips`); arrays of tables (zones, health sources) only when

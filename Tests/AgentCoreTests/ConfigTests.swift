@@ -5,10 +5,7 @@ import XCTest
 
 final class ConfigTests: XCTestCase {
     /// The repository's example file.
-    var examplePath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("etc/agent.toml").path
-    }
+    var examplePath: String { Repository.path("etc/agent.toml") }
 
     func testExampleFileParsesToTheDefaults() throws {
         let config = try AgentConfig.load(path: examplePath, environment: [:])

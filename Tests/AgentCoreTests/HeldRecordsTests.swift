@@ -282,9 +282,7 @@ final class HeldRecordsTests: XCTestCase {
         correction.pass(trustSystemClock: false)
         XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"),
                        TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "the system clock while NTP kept it"))
-        func walBytes() -> Int64 {
-            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-        }
+        func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         let first = walBytes()
         for _ in 0..<20 {
             bootSeconds.withLock { $0 += 30 }

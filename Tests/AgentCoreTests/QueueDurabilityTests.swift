@@ -17,10 +17,7 @@ final class QueueDurabilityTests: XCTestCase {
         XCTAssertEqual(try AgentDatabase(path: path).durability(), "full", "an existing queue opened again")
     }
 
-    func fix(_ index: Int) throws -> NewRecord {
-        try NewRecord(stream: .location, capturedAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
-                      fields: ["latitude": 52.5, "longitude": 13.4])
-    }
+    func fix(_ index: Int) throws -> NewRecord { try TestRecords.fix(at: Date(timeIntervalSince1970: 1_800_000_000 + Double(index))) }
 
     func chunk() throws -> NewRecord {
         var record = try NewRecord(stream: .microphone, capturedAt: Date(), fields: ["duration": 30])

@@ -16,12 +16,11 @@ final class QueueTests: XCTestCase {
     }
 
     func record(_ stream: StreamName, bytes: Int = 100, at offset: TimeInterval = 0) -> NewRecord {
-        let filler = String(repeating: "x", count: max(0, bytes - 2))
-        return NewRecord(stream: stream, capturedAt: clock.now().addingTimeInterval(offset), payload: Data("\"\(filler)\"".utf8))
+        TestRecords.sized(stream, bytes: bytes, at: clock.now().addingTimeInterval(offset))
     }
 
     func testRoundTripKeepsIdTimePayloadAndOrder() throws {
-        let first = try NewRecord(stream: .location, capturedAt: clock.now(), fields: ["latitude": 52.5, "longitude": 13.4])
+        let first = try TestRecords.fix(at: clock.now())
         let second = record(.location, at: 10)
         try queue.enqueue(first)
         try queue.enqueue(second)

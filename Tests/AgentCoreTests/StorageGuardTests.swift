@@ -23,7 +23,7 @@ final class StorageGuardTests: XCTestCase {
 
     func record(_ stream: StreamName, at time: Date = Date()) -> NewRecord {
         let size = stream == .microphone ? Self.audioBytes : stream == .location ? Self.locationBytes : Self.healthBytes
-        return NewRecord(stream: stream, capturedAt: time, payload: Data("\"\(String(repeating: "a", count: size - 2))\"".utf8))
+        return TestRecords.sized(stream, bytes: size, at: time)
     }
 
     func pending(_ queue: AgentDatabase) throws -> [StreamName: Int] {
@@ -292,7 +292,7 @@ final class StorageGuardTests: XCTestCase {
         config.storage.minFreeMB = 4
         let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
         let json = try status.json()
-        try assertMatchesSchema(json)
+        try StatusSchema.assertMatches(json)
         XCTAssertNotNil(try StatusReport.decode(json).database.belowFloorSince)
         XCTAssertTrue(PrometheusText.render(status).contains("ariata_agent_storage_below_floor 1"))
         XCTAssertTrue(StatusText(colour: false).render(status).contains("the disk was filled by something else"))
@@ -380,7 +380,7 @@ final class StorageGuardTests: XCTestCase {
         // status --json and the text say the same.
         let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
         let json = try status.json()
-        try assertMatchesSchema(json)
+        try StatusSchema.assertMatches(json)
         let decoded = try StatusReport.decode(json)
         XCTAssertEqual(decoded.streams.map(\.evicted), [0, Int64(evicted), 0])
         XCTAssertEqual(decoded.database.maxQueueBytes, 2 * StorageLimits.mebibyte)
@@ -454,22 +454,5 @@ final class StorageGuardTests: XCTestCase {
         }
         XCTAssertEqual(StorageLimits(minFreeBytes: 0).effectiveFloor, StorageLimits.defaultReserveBytes,
                        "the floor is never below the reserve")
-    }
-
-    // MARK: Helpers
-
-    /// Validates with Debian's python3-jsonschema against docs/status.schema.json.
-    func assertMatchesSchema(_ json: Data, file: StaticString = #filePath, line: UInt = #line) throws {
-        let dir = try TemporaryDirectory("status-schema")
-        let schema = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/status.schema.json").path
-        let path = dir.file("status.json")
-        try json.write(to: URL(fileURLWithPath: path))
-        let check = try ChildProcess("/usr/bin/python3", ["-c", """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
-            jsonschema.Draft202012Validator(schema).validate(doc)
-            """, schema, path], logDirectory: dir.path)
-        XCTAssertEqual(check.wait(), 0, "status --json does not match docs/status.schema.json: \(check.stderr())", file: file, line: line)
     }
 }

@@ -20,19 +20,12 @@ final class OnboardBackfillTests: XCTestCase {
             #"{"timestamp":"\#(RFC3339.string(from: recent.addingTimeInterval(Double(i) * 60)))","metric_type":"heart_rate","value":\#(60 + i % 40)}"#
         }
         try (lines.joined(separator: "\n") + "\n").write(toFile: samples, atomically: true, encoding: .utf8)
-        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
-            [location]
-            enabled = false
-            [microphone]
-            enabled = false
-            [health]
-            enabled = true
-            [[health.source]]
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: AgentCLI.healthOnly(source: """
             kind = "file"
             path = "\(samples)"
             format = "jsonl"
             name = "watch"
-            """)
+            """))
 
         let first = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", "bf-token", "--yes"])
         XCTAssertEqual(first.status, 0, first.stdout + first.stderr)

@@ -7,23 +7,6 @@ import XCTest
 final class StatusCommandTests: XCTestCase {
     let server = "endpoint = \"http://127.0.0.1:9\"\ntoken = \"status-test-token\"\ndevice_id = \"dev-1\""
 
-    var schemaPath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/status.schema.json").path
-    }
-
-    /// Validates with Debian's python3-jsonschema against docs/status.schema.json.
-    func assertMatchesSchema(_ json: String, in dir: TemporaryDirectory, file: StaticString = #filePath, line: UInt = #line) throws {
-        let path = dir.file("status-\(UUID().uuidString).json")
-        try json.write(toFile: path, atomically: true, encoding: .utf8)
-        let check = try ChildProcess("/usr/bin/python3", ["-c", """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
-            jsonschema.Draft202012Validator(schema).validate(doc)
-            """, schemaPath, path], logDirectory: dir.path)
-        XCTAssertEqual(check.wait(), 0, "status --json does not match docs/status.schema.json: \(check.stderr())", file: file, line: line)
-    }
-
     func testEmptyDatabaseAndNotConfigured() throws {
         let dir = try TemporaryDirectory("status-empty")
         let cli = try AgentCLI.writeConfig(in: dir.path)
@@ -35,7 +18,7 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertFalse(text.stdout.contains("\u{1B}["), "no colour when not on a terminal")
 
         let json = try cli.run(["status", "--json"])
-        try assertMatchesSchema(json.stdout, in: dir)
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
         let report = try StatusReport.decode(Data(json.stdout.utf8))
         XCTAssertFalse(report.configured)
         XCTAssertFalse(report.database.exists)
@@ -62,7 +45,7 @@ final class StatusCommandTests: XCTestCase {
         try PauseSwitches(queue: queue).pause([.microphone])
 
         let json = try cli.run(["status", "--json"])
-        try assertMatchesSchema(json.stdout, in: dir)
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
         XCTAssertFalse(json.stdout.contains("status-test-token"))
         let report = try StatusReport.decode(Data(json.stdout.utf8))
         XCTAssertTrue(report.configured)

@@ -28,9 +28,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent { IdleUploader() }
     }
 
-    func fix() throws -> NewRecord {
-        try NewRecord(stream: .location, capturedAt: Date(), fields: ["latitude": 52.5, "longitude": 13.4])
-    }
+    func fix() throws -> NewRecord { try TestRecords.fix(at: Date()) }
 
     func testTheHealthCheckAndAStopSyncWhatWaitsAndAReloadSetsTheWindow() throws {
         let dir = try TemporaryDirectory("commit-sync")

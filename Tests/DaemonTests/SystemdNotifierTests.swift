@@ -80,9 +80,7 @@ final class HealthCoordinatorTests: XCTestCase {
         let monotonic = Mutex<TimeInterval>(0)
         let coordinator = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
                                             livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
-        func walBytes() -> Int64 {
-            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-        }
+        func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         func checked(_ name: String) throws -> Date? { try queue.storedLiveness().first { $0.component == name }?.checkedAt }
 
         coordinator.tick()

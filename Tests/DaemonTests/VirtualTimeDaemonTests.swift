@@ -87,13 +87,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         }
 
         /// A fix as the location stream writes it, stamped now on the virtual clock.
-        func fix() throws -> NewRecord {
-            let now = scheduler.now()
-            return try NewRecord(stream: .location, capturedAt: now, fields: [
-                "timestamp": RFC3339.string(from: now), "latitude": 52.52, "longitude": 13.405, "altitude": 34.0,
-                "speed": 1.2, "course": 90.0, "horizontal_accuracy": 4.5, "vertical_accuracy": 6.0, "fix_mode": 3,
-                "satellites_used": 8])
-        }
+        func fix() throws -> NewRecord { try TestRecords.realistic(.location, at: scheduler.now()) }
     }
 
     // MARK: The timed pause

@@ -88,7 +88,7 @@ final class UploaderDeliveryTests: XCTestCase {
     private func assertPoisonIsolated(receiverArguments: [String]) throws {
         let f = try UploadFixture(receiverArguments: receiverArguments)
         f.upload.batchMaxRecords = 100
-        var records = try (0..<99).map { try UploadFixture.record(.location, at: Date().addingTimeInterval(-Double(100 - $0))) }
+        var records = try (0..<99).map { try TestRecords.realistic(.location, at: Date().addingTimeInterval(-Double(100 - $0))) }
         let poison = try UploadFixture.poisonLocation()
         records.insert(poison, at: 37)
         try f.queue.enqueue(records, anchor: nil)
@@ -118,7 +118,7 @@ final class UploaderDeliveryTests: XCTestCase {
         let f = try UploadFixture(receiverArguments: ["--max-body-bytes", "250000"])
         f.upload.batchMaxBytes = 4_000_000
         let small = Set(try f.enqueue(.microphone, count: 10, audioBytes: 40_000))
-        let huge = try UploadFixture.record(.microphone, at: Date(), audioBytes: 300_000)
+        let huge = try TestRecords.realistic(.microphone, at: Date(), audioBytes: 300_000)
         try f.queue.enqueue(huge)
 
         let report = f.makeUploader().syncNow()

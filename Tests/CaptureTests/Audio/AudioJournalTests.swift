@@ -232,8 +232,8 @@ extension MicrophoneStreamTests {
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
         let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
-        let sink = FillableSink(queue)
-        sink.setFull(true)
+        let sink = RefusingQueue(queue)
+        sink.setRefusing(true)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
@@ -252,7 +252,7 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "two chunks, a file each")
 
-        sink.setFull(false)
+        sink.setRefusing(false)
         let second = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")

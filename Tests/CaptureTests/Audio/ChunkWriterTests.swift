@@ -8,7 +8,7 @@ import TestRigs
 import XCTest
 
 /// The microphone's writer with a real SQLite queue that refuses writes for a while
-/// (`FillableSink`): chunks left waiting keep their journal file durable.
+/// (`RefusingQueue`): chunks left waiting keep their journal file durable.
 final class ChunkWriterTests: XCTestCase {
     let logger = Logger(label: "test")
 
@@ -18,7 +18,7 @@ final class ChunkWriterTests: XCTestCase {
     func testChunksLeftWaitingHaveTheirJournalFileSyncedOnce() throws {
         let directory = try TemporaryDirectory()
         let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let sink = FillableSink(queue)
+        let sink = RefusingQueue(queue)
         let synced = Mutex<[String]>([])
         let writer = ChunkWriter(sink: sink, logger: logger, syncJournal: { path in
             synced.withLock { $0.append(path) }
@@ -41,7 +41,7 @@ final class ChunkWriterTests: XCTestCase {
         writer.flush()
         XCTAssertEqual(synced.withLock { $0 }.count, 2, "once each, however often the queue refuses")
 
-        sink.setFull(false)
+        sink.setRefusing(false)
         writer.flush()
         XCTAssertEqual(writer.current().waiting, 0)
         XCTAssertEqual(writer.current().written, 2)

@@ -274,29 +274,12 @@ private func XCTAssertEqual(_ a: [Double], _ b: [Double], accuracy: Double, file
     for (x, y) in zip(a, b) { XCTAssertEqual(x, y, accuracy: accuracy, "\(a) vs \(b)", file: file, line: line) }
 }
 
-/// Fault injection: a real queue that refuses writes while `full` is set, as on a full disk.
-final class FillableSink: RecordSink, Sendable {
-    let queue: AgentDatabase
-    private let isFull = Mutex(true)
-
-    init(_ queue: AgentDatabase) { self.queue = queue }
-
-    func setFull(_ full: Bool) { isFull.withLock { $0 = full } }
-
-    func enqueue(_ record: NewRecord) throws { try enqueue([record], anchor: nil) }
-
-    func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
-        if isFull.withLock({ $0 }) { throw QueueError.storageFull(path: queue.path) }
-        try queue.enqueue(records, anchor: anchor)
-    }
-}
-
 extension MicrophoneStreamTests {
     func testAChunkTheQueueRefusesIsKeptAndWrittenLater() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
         let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let sink = FillableSink(queue)
+        let sink = RefusingQueue(queue)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
@@ -310,7 +293,7 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(stream.stats().chunksWaiting, 1)
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
 
-        sink.setFull(false) // space was freed
+        sink.setRefusing(false) // space was freed
         stream.stop()
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7], "the kept chunk, then the one in progress")
         XCTAssertEqual(stream.stats().chunksWaiting, 0)

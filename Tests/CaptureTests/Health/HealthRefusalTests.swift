@@ -5,24 +5,8 @@ import Synchronization
 import TestRigs
 import XCTest
 
-/// A real queue that refuses writes while `refusing` is set, as on a full disk.
-final class RefusingHealthQueue: HealthRecordQueue, Sendable {
-    let queue: AgentDatabase
-    private let refusing = Mutex(true)
-
-    init(_ queue: AgentDatabase) { self.queue = queue }
-
-    func setRefusing(_ value: Bool) { refusing.withLock { $0 = value } }
-
-    func enqueue(_ record: NewRecord) throws { try enqueue([record], anchor: nil) }
-
-    func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
-        if refusing.withLock({ $0 }) { throw QueueError.storageFull(path: queue.path) }
-        try queue.enqueue(records, anchor: anchor)
-    }
-
-    func anchor(for source: String) throws -> SourceAnchor? { try queue.anchor(for: source) }
-}
+/// The health sources read their anchors through the queue they write to.
+extension RefusingQueue: HealthRecordQueue {}
 
 /// The committer both sources share, when the queue refuses commits: the file source
 /// reads its lines again later, the serial source holds them; neither loses nor repeats
@@ -42,7 +26,7 @@ final class HealthRefusalTests: XCTestCase {
         let bed = try HealthTestBed()
         let path = bed.file("steps.jsonl")
         try FileManager.default.append(SampleLines.jsonl(0..<2_000), to: path)
-        let refusing = RefusingHealthQueue(bed.queue)
+        let refusing = RefusingQueue(bed.queue)
         let stream = stream(path, queue: refusing, kind: .file)
         stream.start()
         defer { stream.stop() }
@@ -67,7 +51,7 @@ final class HealthRefusalTests: XCTestCase {
     func testSerialSamplesAreHeldWhileTheQueueRefusesAndWrittenOnce() throws {
         let bed = try HealthTestBed()
         let rig = try PtyRig(directory: bed.directory.path)
-        let refusing = RefusingHealthQueue(bed.queue)
+        let refusing = RefusingQueue(bed.queue)
         let stream = stream(rig.b, queue: refusing, kind: .serial, format: .keyvalue)
         stream.start()
         defer { stream.stop() }
