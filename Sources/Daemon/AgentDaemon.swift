@@ -63,8 +63,9 @@ public final class AgentDaemon: Sendable {
 
     /// - Parameters:
     ///   - tickInterval: the supervisor's period (30 s; tests use less).
-    ///   - scheduler: makes the maintenance, pause-end and commit-sync timers; a test
-    ///     passes a `VirtualScheduler` (also as `clock`) and moves time itself.
+    ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
+    ///     timers and gives the supervisor's monotonic clock; a test passes a
+    ///     `VirtualScheduler` (also as `clock`) and moves time itself.
     public init(config: AgentConfig, queue: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
@@ -80,9 +81,10 @@ public final class AgentDaemon: Sendable {
         queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
         coordinator = Supervisor(components: [], store: queue, notifier: notifier,
-                                        livenessRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
+                                 livenessRewrite: 10 * tickInterval, clock: scheduler.monotonicSeconds,
+                                 logger: Logger(label: "ariata.health"))
         storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(label: "ariata.storage"))
-        storageKick = StorageGuardKick(storageGuard)
+        storageKick = StorageGuardKick(storageGuard, scheduler: scheduler)
         clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
         power = PowerGovernor(queue: queue, logger: Logger(label: "ariata.power"))
         // A capture refused for lack of space asks for a pass at once rather than at the

@@ -28,7 +28,7 @@ public final class Uploader: Sendable {
     /// The power policy's say ([power]): the interval multiplied on battery, scheduled
     /// cycles held on a low battery. `sync` (the user asking) is never held.
     private let power = Mutex((factor: 1, held: false))
-    private let suspend = Mutex(SuspendDetector())
+    private let suspend: Mutex<SuspendDetector>
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
     private let uploadLock: FileLock?
@@ -50,8 +50,9 @@ public final class Uploader: Sendable {
     ///   - random: jitter source, values in [0, 1).
     ///   - uploadLock: held during each scheduled cycle (the daemon passes
     ///     `FileLock.upload(databasePath:)`; `sync` takes that lock itself).
-    ///   - scheduler: makes the cycle timer; a test passes a `VirtualScheduler` (also as
-    ///     `clock`) to run intervals and backoff without waiting.
+    ///   - scheduler: makes the cycle timer and gives the clocks a suspend is told by; a
+    ///     test passes a `VirtualScheduler` (also as `clock`) to run intervals, backoff and
+    ///     suspends without waiting.
     public init(server: ServerConfig, upload: UploadConfig, store: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.upload"),
                 policy: UploadPolicy = UploadPolicy(),
@@ -60,6 +61,7 @@ public final class Uploader: Sendable {
                 uploadLock: FileLock? = nil, scheduler: any TimerScheduling = DispatchScheduler()) {
         self.uploadLock = uploadLock
         self.scheduler = scheduler
+        suspend = Mutex(SuspendDetector(clocks: scheduler))
         self.upload = upload
         self.policy = policy
         self.store = store

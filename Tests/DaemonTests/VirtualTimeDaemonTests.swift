@@ -132,6 +132,27 @@ final class VirtualTimeDaemonTests: XCTestCase {
         restarted.stop()
     }
 
+    // MARK: The supervisor
+
+    /// The supervisor stores an unchanged liveness again every ten checks (300 s at the
+    /// default interval) on the scheduler's monotonic clock, so `status` can tell a live
+    /// daemon's check from a stale one; between those, a quiet daemon writes nothing.
+    func testAnUnchangedLivenessIsStoredAgainEveryTenChecksOnTheSchedulersClock() throws {
+        let rig = try Rig("virtual-liveness", streams: [.location])
+        let daemon = rig.daemon()
+        daemon.start()
+        defer { daemon.stop() }
+        let started = rig.scheduler.now()
+        func checked() throws -> Date? { try rig.queue.storedLiveness().first { $0.component == "location" }?.checkedAt }
+
+        rig.scheduler.advance(by: 5)   // the first check
+        XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 5, accuracy: 0.01)
+        rig.scheduler.advance(by: 270) // nine more, nothing changed
+        XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 5, accuracy: 0.01, "not rewritten within 300 s")
+        rig.scheduler.advance(by: 30)  // the tenth after the first: 300 s on
+        XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 305, accuracy: 0.01, "rewritten 300 s after")
+    }
+
     // MARK: The commit-sync deadline
 
     func testTheCheckArmsADeadlineThatSyncsAtTheEndOfTheWindow() throws {

@@ -82,6 +82,30 @@ final class VirtualSchedulerTests: XCTestCase {
         XCTAssertEqual(timer.nextFireDate, start.addingTimeInterval(60), "the next interval counts on the new wall clock")
     }
 
+    /// A suspend moves the wall and boot clocks, not the monotonic one; a timer due in
+    /// between runs once on resume; the suspend detector reads the gap from the seam.
+    func testASuspendRunsWhatFellDueOnceAndTheDetectorTellsItsLength() throws {
+        let scheduler = VirtualScheduler(wallClock: start)
+        let log = Log()
+        let timer = scheduler.makeTimer(label: "suspend") { log.add("run", scheduler.now()) }
+        timer.start(interval: 30)
+        var detector = SuspendDetector(clocks: scheduler)
+        scheduler.advance(by: 10)
+        XCTAssertEqual(try XCTUnwrap(detector.suspendedSinceLastCheck()), 0, accuracy: 1e-9, "time passing awake is no suspend")
+
+        XCTAssertEqual(scheduler.suspend(for: 3_600), 1, "one run on resume, not 120 replayed")
+        XCTAssertEqual(scheduler.now(), start.addingTimeInterval(3_610))
+        XCTAssertEqual(scheduler.monotonicSeconds(), 10, "the monotonic clock stops while suspended")
+        XCTAssertEqual(try XCTUnwrap(scheduler.bootSeconds()), 3_610, accuracy: 1e-9, "the boot clock counts it")
+        XCTAssertEqual(try XCTUnwrap(detector.suspendedSinceLastCheck()), 3_600, accuracy: 1e-9)
+        XCTAssertEqual(try XCTUnwrap(detector.suspendedSinceLastCheck()), 0, accuracy: 1e-9, "told once")
+
+        // A wall-clock jump of the same size (NTP) is not a suspend.
+        scheduler.setWallClock(to: scheduler.now().addingTimeInterval(3_600))
+        XCTAssertEqual(try XCTUnwrap(detector.suspendedSinceLastCheck()), 0, accuracy: 1e-9)
+        XCTAssertEqual(log.names.count, 2)
+    }
+
     func testADroppedTimerNeverRuns() {
         let scheduler = VirtualScheduler(wallClock: start)
         let log = Log()

@@ -5,16 +5,21 @@ import Foundation
 /// exactly the suspended time. Nothing is polled: whoever wakes anyway (a timer that fires
 /// once on resume) asks.
 public struct SuspendDetector: Sendable {
+    /// Where the two clocks are read: the kernel's (`DispatchScheduler`), or a test's
+    /// `VirtualScheduler`, whose `suspend(for:)` is a suspend.
+    private let clocks: any TimerScheduling
     private var lastGap: Double?
 
-    public init() {
-        lastGap = Self.gap()
+    public init(clocks: any TimerScheduling = DispatchScheduler()) {
+        self.clocks = clocks
+        lastGap = nil
+        lastGap = gap()
     }
 
     /// Seconds spent suspended since the previous call (or since `init`); nil when the
     /// clocks cannot be read.
     public mutating func suspendedSinceLastCheck() -> Double? {
-        guard let gap = Self.gap() else { return nil }
+        guard let gap = gap() else { return nil }
         defer { lastGap = gap }
         return lastGap.map { max(0, gap - $0) }
     }
@@ -22,8 +27,7 @@ public struct SuspendDetector: Sendable {
     /// Seconds of CLOCK_BOOTTIME since boot.
     public static func bootTime() -> Double? { Monotonic.seconds(of: CLOCK_BOOTTIME) }
 
-    private static func gap() -> Double? {
-        guard let boot = Monotonic.seconds(of: CLOCK_BOOTTIME), let monotonic = Monotonic.seconds(of: CLOCK_MONOTONIC) else { return nil }
-        return boot - monotonic
+    private func gap() -> Double? {
+        clocks.bootSeconds().map { $0 - clocks.monotonicSeconds() }
     }
 }

@@ -35,22 +35,33 @@ extension ScheduledTimer {
     }
 }
 
-/// Makes the timers of a component: Dispatch's in the daemon (`DispatchScheduler`), a
-/// clock the test moves in tests (`VirtualScheduler`). Injected through initialisers with
-/// `DispatchScheduler()` as the default, so the daemon's own path is `ReliableTimer` as
-/// it always was.
+/// Makes the timers of a component, and gives the clocks that never jump which its
+/// timers and waits are measured on: Dispatch's timers and the kernel's clocks in the
+/// daemon (`DispatchScheduler`), a clock the test moves in tests (`VirtualScheduler`).
+/// Injected through initialisers with `DispatchScheduler()` as the default, so the
+/// daemon's own path is `ReliableTimer` and `Monotonic` as it always was.
 public protocol TimerScheduling: Sendable {
     /// A stopped timer whose handler runs `handler`; `label` names its queue.
     func makeTimer(label: String, handler: @escaping @Sendable () -> Void) -> any ScheduledTimer
+    /// Seconds on CLOCK_MONOTONIC: never jumps, stops while the machine is suspended.
+    func monotonicSeconds() -> TimeInterval
+    /// Seconds on CLOCK_BOOTTIME: never jumps, counts the time suspended; nil when it
+    /// cannot be read.
+    func bootSeconds() -> TimeInterval?
 }
 
-/// The daemon's timers: one `ReliableTimer` each, nothing added around it.
+/// The daemon's timers: one `ReliableTimer` each, nothing added around it; the kernel's
+/// clocks.
 public struct DispatchScheduler: TimerScheduling {
     public init() {}
 
     public func makeTimer(label: String, handler: @escaping @Sendable () -> Void) -> any ScheduledTimer {
         ReliableTimer(label: label, handler: handler)
     }
+
+    public func monotonicSeconds() -> TimeInterval { Monotonic.now }
+
+    public func bootSeconds() -> TimeInterval? { Monotonic.seconds(of: CLOCK_BOOTTIME) }
 }
 
 extension ReliableTimer: ScheduledTimer {}

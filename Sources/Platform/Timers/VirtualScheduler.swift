@@ -9,7 +9,8 @@ import Synchronization
 /// It is also the `WallClock` the components read, so their `clock.now()` and their
 /// timers' deadlines are one time. It keeps two clocks, as `ReliableTimer` arms two
 /// sources: a wall clock (`now()`) and a monotonic one (`monotonicSeconds()`, for what
-/// reads the boot clock, such as `CommitSync`).
+/// reads the boot clock, such as `CommitSync`); the boot clock (`bootSeconds()`) is the
+/// monotonic one plus the time spent in `suspend(for:)`.
 ///
 /// - `advance(by:)` moves both clocks and runs every run that falls due, in deadline
 ///   order (ties: the order they were armed), on the calling thread, each at its own
@@ -17,6 +18,8 @@ import Synchronization
 /// - `setWallClock(to:)` moves the wall clock only, as NTP or a suspend does: a jump
 ///   forward past a deadline runs it once (then every interval from the new time); a
 ///   jump backward postpones nothing, since each run also has a monotonic deadline.
+/// - `suspend(for:)` is a suspend and resume: the wall and boot clocks move on, the
+///   monotonic one does not, and what fell due runs once on resume.
 ///
 /// A timer re-arms (or, for `runOnce`, stops) before its handler runs, so a handler that
 /// reschedules or stops its own timer wins, as with `ReliableTimer`. A run a handler makes
@@ -25,6 +28,8 @@ public final class VirtualScheduler: TimerScheduling, WallClock {
     private struct State {
         var wall: Date
         var monotonic: TimeInterval = 0
+        /// Seconds spent in `suspend(for:)`: the boot clock's lead over the monotonic one.
+        var suspended: TimeInterval = 0
         /// Bumped each time a timer is armed: ties between deadlines run in arming order.
         var armings: UInt64 = 0
         var timers: [Weak] = []
@@ -45,6 +50,9 @@ public final class VirtualScheduler: TimerScheduling, WallClock {
 
     /// Seconds on a clock that never jumps: moved by `advance(by:)` only.
     public func monotonicSeconds() -> TimeInterval { state.withLock { $0.monotonic } }
+
+    /// Seconds on the boot clock: the monotonic clock plus the time suspended.
+    public func bootSeconds() -> TimeInterval? { state.withLock { $0.monotonic + $0.suspended } }
 
     public func makeTimer(label: String, handler: @escaping @Sendable () -> Void) -> any ScheduledTimer {
         let timer = VirtualTimer(label: label, scheduler: self, handler: handler)
@@ -68,6 +76,18 @@ public final class VirtualScheduler: TimerScheduling, WallClock {
     @discardableResult
     public func setWallClock(to date: Date) -> Int {
         state.withLock { $0.wall = date }
+        return runDue(until: state.withLock { $0.monotonic })
+    }
+
+    /// The machine sleeps for `seconds` and wakes: the wall and boot clocks move on by
+    /// that much, the monotonic clock does not; every run whose wall deadline passed runs
+    /// once, at once (a Dispatch wall timer fires on resume). Returns how many ran.
+    @discardableResult
+    public func suspend(for seconds: TimeInterval) -> Int {
+        state.withLock { s in
+            s.suspended += max(seconds, 0)
+            s.wall = s.wall.addingTimeInterval(max(seconds, 0))
+        }
         return runDue(until: state.withLock { $0.monotonic })
     }
 
