@@ -50,6 +50,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             "TOMLKit",
         ]),
+        // What the agent tells a person or a program about its data, read from the
+        // database and the configuration: status (text, JSON, Prometheus) and export (GPX,
+        // GeoJSON, CSV, JSON Lines, audio files).
+        .target(name: "Reports", dependencies: ["AgentCore", "Platform"]),
         // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
         // Health/ (sources, parsers, normaliser).
         .target(name: "Capture", dependencies: [
@@ -63,18 +67,18 @@ let package = Package(
         ]),
         // Wiring, health coordinator, sd_notify, service lifecycle.
         .target(name: "Daemon", dependencies: [
-            "AgentCore", "Platform", "Capture", "Upload", "CNetlink", "CConcurrencyHooks",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "CNetlink", "CConcurrencyHooks",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Platform", "Upload", "Capture",
+            "AgentCore", "Platform", "Reports", "Upload", "Capture",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [
-            "AgentCore", "Platform", "Capture", "Upload", "Daemon", "Setup",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Setup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["hot-code.order"], linkerSettings: [
@@ -89,7 +93,7 @@ let package = Package(
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,
         // Benchmarks). Depends on nothing under Tests/.
         .executableTarget(name: "ariata-bench", dependencies: [
-            "AgentCore", "Platform", "Capture", "Upload", "Daemon", "Rigs",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Rigs",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -109,12 +113,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHelper"),
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestRigs"]),
-        .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "TestRigs"]),
+        .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "Reports", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Upload", "TestRigs"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
-        .testTarget(name: "CLITests", dependencies: ["AgentCore", "Platform", "Setup", "TestRigs"]),
+        .testTarget(name: "CLITests", dependencies: ["AgentCore", "Platform", "Reports", "Setup", "TestRigs"]),
         // `ariata-bench` run as a user would (its options, help and errors), the rigs'
         // /proc reader, and the hot-code order against the built program's symbols.
         .testTarget(name: "BenchTests", dependencies: ["ariata-bench", "Platform", "TestRigs",

@@ -2,6 +2,7 @@ import AgentCore
 import Foundation
 import Logging
 import Platform
+import Reports
 import Synchronization
 
 /// Writes `[metrics] textfile` at every health check: the status report in Prometheus

@@ -1,6 +1,7 @@
 import AgentCore
 import ArgumentParser
 import Foundation
+import Reports
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import AgentCore
 import Capture
 import Foundation
+import Reports
 import Rigs
 
 /// Time to export a day of data: `swift run -c release ariata-bench export [--fixes 8600]

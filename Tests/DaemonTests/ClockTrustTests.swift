@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Platform
+import Reports
 import TestRigs
 import XCTest
 

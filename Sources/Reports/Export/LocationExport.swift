@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// The location stream as a file other tools open: GPX 1.1 (a track: map apps, GPS

@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// A `StatusReport` in the Prometheus text exposition format (version 0.0.4), for

@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// The health stream as JSON Lines (each record as the server receives it) or CSV (one

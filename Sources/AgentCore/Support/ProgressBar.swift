@@ -54,8 +54,15 @@ public final class ProgressBar: @unchecked Sendable {
         return formatter.string(from: NSNumber(value: n)) ?? "\(n)"
     }
 
-    /// "3.4 MB" style sizes.
+    /// "3.4 MB" style sizes (decimal units), as `status` shows them too.
     public static func bytes(_ n: Int64) -> String {
-        StatusText(colour: false).bytes(n)
+        let units = ["B", "kB", "MB", "GB", "TB"]
+        var value = Double(n)
+        var unit = 0
+        while value >= 1_000 && unit < units.count - 1 {
+            value /= 1_000
+            unit += 1
+        }
+        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
     }
 }

@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// Everything `ariata-agent status` shows, read from the config and the database

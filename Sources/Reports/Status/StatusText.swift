@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// The terminal form of a `StatusReport`: aligned columns, readable at a glance; colour
@@ -126,14 +127,5 @@ public struct StatusText: Sendable {
         return "\(s / 86_400)d\(s % 86_400 / 3_600)h"
     }
 
-    func bytes(_ n: Int64) -> String {
-        let units = ["B", "kB", "MB", "GB", "TB"]
-        var value = Double(n)
-        var unit = 0
-        while value >= 1_000 && unit < units.count - 1 {
-            value /= 1_000
-            unit += 1
-        }
-        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
-    }
+    func bytes(_ n: Int64) -> String { ProgressBar.bytes(n) }
 }

@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// Where an export writes text: standard output or a file, buffered (a day of fixes is

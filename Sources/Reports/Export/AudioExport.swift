@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// The microphone stream as files: one Ogg Opus file per chunk (`opusdec`, `ffplay`,
