@@ -27,7 +27,7 @@ final class PowerGovernor: Sendable {
             let had = current.withLock { p -> Bool in defer { p = nil }; return p != nil }
             if had {
                 uploader?.setPower(factor: 1, held: false)
-                try? queue.setState(AgentStateKey.powerState, nil)
+                try? queue.agentState.set(AgentStateKey.powerState, nil)
             }
             return had
         }
@@ -47,7 +47,7 @@ final class PowerGovernor: Sendable {
                                       batteryStatus: reading.batteryStatus, microphonePaused: policy.microphonePaused,
                                       uploadsHeld: policy.uploadsHeld, uploadFactor: policy.uploadFactor, effects: effects)
         do {
-            try queue.setState(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
+            try queue.agentState.set(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
         } catch {
             logger.warning("cannot store the power state for status: \(error)")
         }

@@ -87,7 +87,7 @@ public final class Supervisor: Sendable {
             }
         }
         do {
-            try store.store(write)
+            try store.agentState.store(write)
             written.withLock { written in
                 for (name, health) in write.liveness { written.health[name] = (health, now) }
                 for (key, value) in write.state { written.counters[key] = Int(value) }

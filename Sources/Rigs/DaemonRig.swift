@@ -167,7 +167,7 @@ public final class DaemonRig: @unchecked Sendable {
         do {
             try waitUntil("the daemon's first health check", timeout: timeout) {
                 if queue == nil { queue = try? AgentDatabase(readOnlyPath: databasePath) }
-                return (try? queue?.storedLiveness().isEmpty == false) ?? false
+                return (try? queue?.agentState.storedLiveness().isEmpty == false) ?? false
             }
         } catch {
             // Say why: the agent's own words are the first thing to read.

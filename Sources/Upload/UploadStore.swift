@@ -16,6 +16,10 @@ public protocol UploadStore: UploadQueue {
 }
 
 extension AgentDatabase: UploadStore {
+    public func setState(_ key: String, _ value: String?) throws { try agentState.set(key, value) }
+
+    public func state(_ key: String) throws -> String? { try agentState.value(key) }
+
     public func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64) {
         let pending = try counts().first { $0.stream == stream && $0.status == .pending }
         let held = try heldTotals(stream: stream) // waiting for a true time: not sent now

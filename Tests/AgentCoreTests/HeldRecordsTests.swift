@@ -190,7 +190,7 @@ final class HeldRecordsTests: XCTestCase {
         queue = nil
 
         let reopened = try AgentDatabase(path: path, clock: clock)
-        XCTAssertEqual(try reopened.storedTimeEvidence(bootID: "boot-now"), fix)
+        XCTAssertEqual(try reopened.agentState.storedTimeEvidence(bootID: "boot-now"), fix)
         let syncEvidence = TimeEvidence()
         let outcome = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
                                       evidence: syncEvidence, logger: logger).pass(trustSystemClock: false)
@@ -228,13 +228,13 @@ final class HeldRecordsTests: XCTestCase {
     /// goes with its last one; a record of a boot that never knew its true time stays held.
     func testAnEarlierBootsEvidenceStaysWhileItHoldsRecords() throws {
         let fix = TimeEvidence.Sample(trueTime: t0, boot: BootInstant(bootID: "boot-before", seconds: 5_000), source: "gpsd 3D fix")
-        try queue.storeTimeEvidence(fix)
+        try queue.agentState.storeTimeEvidence(fix)
         let held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-before", bootTime: 4_990)
         try queue.enqueue(held)
         let nextFix = TimeEvidence.Sample(trueTime: t0.addingTimeInterval(3_600), boot: bootNow, source: "gpsd 3D fix")
-        try queue.storeTimeEvidence(nextFix)
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
-        XCTAssertEqual(try queue.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
+        try queue.agentState.storeTimeEvidence(nextFix)
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
 
         let boot = bootNow
         let evidence = TimeEvidence()
@@ -246,8 +246,8 @@ final class HeldRecordsTests: XCTestCase {
         let sent = try XCTUnwrap(queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(t0.timeIntervalSince1970 * 1_000) - 10_000))
-        try queue.storeTimeEvidence(nextFix)
-        XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
+        try queue.agentState.storeTimeEvidence(nextFix)
+        XCTAssertNil(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
     }
 
     /// A fix comes every second: the evidence is written when it is new (a boot's first,
@@ -263,12 +263,12 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertFalse(try store.keep(sample(5_299, offsetMs: 500)), "moved, but within five minutes")
         XCTAssertFalse(try store.keep(sample(5_400, offsetMs: 20)), "five minutes on, but not moved")
         XCTAssertFalse(try TimeEvidenceStore(queue: queue).keep(sample(5_002)), "a new process compares with what is stored")
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
         XCTAssertTrue(try store.keep(sample(5_400, offsetMs: 150)), "five minutes on and moved")
         XCTAssertTrue(try store.keep(sample(5_401, offsetMs: 150, source: "the system clock while NTP kept it")), "another source")
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
         XCTAssertTrue(try store.keep(sample(10, bootID: "boot-after")), "a new boot")
-        XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
+        XCTAssertNil(try queue.agentState.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
     }
 
     /// A synchronised clock is evidence too, kept once; the passes of the health checks
@@ -280,7 +280,7 @@ final class HeldRecordsTests: XCTestCase {
                                          bootClock: { BootInstant(bootID: "boot-now", seconds: bootSeconds.withLock { $0 }) },
                                          evidence: TimeEvidence(), logger: logger)
         correction.pass(trustSystemClock: false)
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"),
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now"),
                        TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "the system clock while NTP kept it"))
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         let first = walBytes()
@@ -304,14 +304,14 @@ final class HeldRecordsTests: XCTestCase {
         try OlderQueue.downgrade(path, to: 4, logDirectory: dir.path)
 
         let readOnly = try AgentDatabase(readOnlyPath: path, clock: clock)
-        XCTAssertNil(try readOnly.storedTimeEvidence(bootID: "boot-now"))
+        XCTAssertNil(try readOnly.agentState.storedTimeEvidence(bootID: "boot-now"))
         XCTAssertEqual(try readOnly.heldCounts(currentBootID: "boot-now").total, 0)
 
         let migrated = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
         let fix = TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "gpsd 3D fix")
-        try migrated.storeTimeEvidence(fix)
-        XCTAssertEqual(try AgentDatabase(readOnlyPath: path, clock: clock).storedTimeEvidence(bootID: "boot-now"), fix)
+        try migrated.agentState.storeTimeEvidence(fix)
+        XCTAssertEqual(try AgentDatabase(readOnlyPath: path, clock: clock).agentState.storedTimeEvidence(bootID: "boot-now"), fix)
     }
 
     func testRecordsHeldInAnEarlierBootStayHeldUnlessTheUserTrustsTheClock() throws {

@@ -191,10 +191,10 @@ final class QueueTests: XCTestCase {
     }
 
     func testComponentHealthUploadStatsAndState() throws {
-        try queue.storeLiveness(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
-        try queue.storeLiveness(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
-        try queue.storeLiveness(component: "location", .healthy)
-        let health = try queue.storedLiveness()
+        try queue.agentState.storeLiveness(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
+        try queue.agentState.storeLiveness(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
+        try queue.agentState.storeLiveness(component: "location", .healthy)
+        let health = try queue.agentState.storedLiveness()
         XCTAssertEqual(health.map(\.component), ["location", "microphone"])
         XCTAssertEqual(health[0].state, "healthy")
         XCTAssertEqual(health[1].code, .permissionDenied)
@@ -209,10 +209,10 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(stats.lastAttemptAt, clock.now())
         XCTAssertEqual(stats.lastSuccessAt, clock.now().addingTimeInterval(-60))
 
-        try queue.setState("paused.microphone", "1")
-        XCTAssertEqual(try queue.state("paused.microphone"), "1")
-        try queue.setState("paused.microphone", nil)
-        XCTAssertNil(try queue.state("paused.microphone"))
+        try queue.agentState.set("paused.microphone", "1")
+        XCTAssertEqual(try queue.agentState.value("paused.microphone"), "1")
+        try queue.agentState.set("paused.microphone", nil)
+        XCTAssertNil(try queue.agentState.value("paused.microphone"))
     }
 
     private func sqlite3Output(_ path: String, _ sql: String) throws -> String {

@@ -177,7 +177,7 @@ final class StorageGuardTests: XCTestCase {
         }
         XCTAssertTrue(storageGuard.isBelowFloor)
         XCTAssertEqual(try pending(queue), written, "the whole backlog is kept")
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        let event = try XCTUnwrap(queue.agentState.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
         XCTAssertTrue(event.message.contains("The backlog is kept (450 pending records)"), event.message)
 
@@ -199,7 +199,7 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         storageGuard.pass()
         XCTAssertFalse(storageGuard.isBelowFloor)
-        XCTAssertNil(try queue.state(AgentStateKey.storageBelowFloorSince))
+        XCTAssertNil(try queue.agentState.value(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
         let evicted = try queue.housekeeping.evictedTotals()[.microphone]
         try captureWhileFull(queue, rounds: 10)

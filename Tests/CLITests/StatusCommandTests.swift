@@ -42,7 +42,7 @@ final class StatusCommandTests: XCTestCase {
         try queue.markFailed([seqs[0]], error: "rejected")
         try queue.markUploaded([seqs[1]])
         try queue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
-        try queue.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
+        try queue.agentState.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
         try PauseSwitches(queue: queue).pause([.microphone])
 
         let json = try cli.run(["status", "--json"])

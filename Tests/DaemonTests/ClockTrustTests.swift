@@ -140,7 +140,7 @@ final class ClockTrustTests: XCTestCase {
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
-            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+            try queue.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
         }
         // Two lines the server would refuse (an hour and a day ahead), two it takes.
         try rig.appendHeartRates([181], at: Date().addingTimeInterval(3_600))
@@ -148,7 +148,7 @@ final class ClockTrustTests: XCTestCase {
         try rig.appendHeartRates([71, 72], at: Date().addingTimeInterval(-30))
         let refusedKey = StreamCounter.key(StreamName.health.rawValue, StreamCounter.refusedSamples)
         try waitUntil("the future lines refused and counted, and chunks written", timeout: 60) {
-            try queue.state(refusedKey) == "2" && queue.records(stream: .health).count == 2
+            try queue.agentState.value(refusedKey) == "2" && queue.records(stream: .health).count == 2
                 && queue.records(stream: .microphone).count >= 2
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
@@ -178,7 +178,7 @@ final class ClockTrustTests: XCTestCase {
         }
         XCTAssertEqual(values.sorted(), [71, 72], "the future lines were never queued")
         XCTAssertEqual(try rig.receiver.stats().stored(.health), 2)
-        XCTAssertEqual(try final.state(refusedKey), "2")
+        XCTAssertEqual(try final.agentState.value(refusedKey), "2")
         for chunk in try final.records(stream: .microphone) {
             let times = try Self.chunkTimes(chunk)
             // Early by the fraction of a second between a fix and its arrival.
@@ -199,7 +199,7 @@ final class ClockTrustTests: XCTestCase {
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix kept and chunks held", timeout: 60) {
-            try queue.storedTimeEvidence(bootID: bootID) != nil
+            try queue.agentState.storedTimeEvidence(bootID: bootID) != nil
                 && (queue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
         }
         rig.agent?.signal(SIGKILL)
@@ -238,7 +238,7 @@ final class ClockTrustTests: XCTestCase {
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
-            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+            try queue.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
         }
         let firstPID = rig.agent?.pid
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)

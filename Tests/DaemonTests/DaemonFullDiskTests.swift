@@ -46,11 +46,11 @@ final class DaemonFullDiskTests: XCTestCase {
             return resumed.count == 2
         }
         Thread.sleep(forTimeInterval: 30)
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        let event = try XCTUnwrap(queue.agentState.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
         // The health checks went on through it and kept telling systemd the daemon is alive.
         try waitUntil("a health check after the disk filled", timeout: 30) {
-            try queue.storedLiveness().contains { $0.component == "location" && $0.checkedAt > filledAt }
+            try queue.agentState.storedLiveness().contains { $0.component == "location" && $0.checkedAt > filledAt }
         }
         try waitUntil("WATCHDOG=1 after the disk filled", timeout: 30) { rig.notifySocket.drain().contains("WATCHDOG=1") }
 
@@ -89,7 +89,7 @@ final class DaemonFullDiskTests: XCTestCase {
         // The other program lets go: the queue may grow again and the reserve comes back.
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         try waitUntil("the floor given back and the reserve made again", timeout: 30) {
-            try reserve.isHeld && queue.state(AgentStateKey.storageBelowFloorSince) == nil
+            try reserve.isHeld && queue.agentState.value(AgentStateKey.storageBelowFloorSince) == nil
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         // What happened, in the daemon's words (the journal's view).
@@ -149,7 +149,7 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertLessThanOrEqual(gone.count, newAudio.reduce(0) { $0 + $1.payload.count } / 80_000 + 3,
                                  "only as much as the new captures needed")
         XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
-        XCTAssertNotNil(try queue.state(AgentStateKey.storageBelowFloorSince))
+        XCTAssertNotNil(try queue.agentState.value(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(rig.agent?.isRunning ?? false)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }

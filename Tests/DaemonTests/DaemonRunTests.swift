@@ -68,9 +68,9 @@ final class DaemonRunTests: XCTestCase {
 
         rig.gps.killGPSD()
         try waitUntil("the coordinator to store location as unhealthy", timeout: 30) {
-            try queue.storedLiveness().first { $0.component == "location" }?.state == "unhealthy"
+            try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "unhealthy"
         }
-        let reason = try XCTUnwrap(queue.storedLiveness().first { $0.component == "location" }?.reason)
+        let reason = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" }?.reason)
         XCTAssertTrue(reason.contains("gpsd"), reason)
         try waitUntil("a restart of the stream by the coordinator", timeout: 30) {
             rig.agentLog.contains("location still unhealthy") && rig.agentLog.contains("restarting it")
@@ -81,7 +81,7 @@ final class DaemonRunTests: XCTestCase {
         let countBefore = try queue.records(stream: .location).count
         try waitUntil("location records again", timeout: 40) { try queue.records(stream: .location).count > countBefore }
         try waitUntil("location healthy again", timeout: 30) {
-            try queue.storedLiveness().first { $0.component == "location" }?.state == "healthy"
+            try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "healthy"
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }

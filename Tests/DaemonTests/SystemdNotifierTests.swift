@@ -30,8 +30,8 @@ final class SystemdNotifierTests: XCTestCase {
     }
 }
 
-final class HealthCoordinatorTests: XCTestCase {
-    /// A component whose health the test sets, counting restarts.
+final class SupervisorTests: XCTestCase {
+    /// A component whose liveness the test sets, counting restarts.
     final class Switchable: SupervisedComponent, @unchecked Sendable {
         let componentName: String
         var current: Liveness = .healthy
@@ -52,7 +52,7 @@ final class HealthCoordinatorTests: XCTestCase {
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
         coordinator.tick()
-        XCTAssertEqual(try queue.storedLiveness().map(\.state), ["healthy", "disabled"])
+        XCTAssertEqual(try queue.agentState.storedLiveness().map(\.state), ["healthy", "disabled"])
 
         gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
         coordinator.tick()
@@ -60,7 +60,7 @@ final class HealthCoordinatorTests: XCTestCase {
         coordinator.tick()
         XCTAssertEqual(gps.restarts, 1)
         XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
-        let stored = try XCTUnwrap(queue.storedLiveness().first { $0.component == "location" })
+        let stored = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" })
         XCTAssertEqual(stored.state, "unhealthy")
         XCTAssertEqual(stored.reason, "cannot reach gpsd at localhost:2947")
 
@@ -81,7 +81,7 @@ final class HealthCoordinatorTests: XCTestCase {
         let coordinator = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
                                             livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
-        func checked(_ name: String) throws -> Date? { try queue.storedLiveness().first { $0.component == name }?.checkedAt }
+        func checked(_ name: String) throws -> Date? { try queue.agentState.storedLiveness().first { $0.component == name }?.checkedAt }
 
         coordinator.tick()
         let first = walBytes()
@@ -101,7 +101,7 @@ final class HealthCoordinatorTests: XCTestCase {
         coordinator.tick()
         let changed = walBytes()
         XCTAssertGreaterThan(changed, first, "a change is written at once")
-        XCTAssertEqual(try queue.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
+        XCTAssertEqual(try queue.agentState.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
         XCTAssertEqual(try checked("microphone"), Date(timeIntervalSince1970: 1_800_000_000), "only what changed")
 
         // Past the rewrite interval every component's checked_at is fresh again.

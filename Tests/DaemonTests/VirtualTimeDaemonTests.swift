@@ -109,7 +109,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         rig.scheduler.advance(by: 0.2)
         XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next health check")
         XCTAssertEqual(try switches.pausedStreams(at: rig.scheduler.now()), [])
-        XCTAssertNil(try rig.queue.state("paused.location"), "the ended pause is cleared")
+        XCTAssertNil(try rig.queue.agentState.value("paused.location"), "the ended pause is cleared")
 
         // A 10-minute pause, the daemon stopped 100 s in and a new one started: it reads the
         // stored pause, keeps the stream paused, and ends it at its time.
@@ -143,7 +143,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         daemon.start()
         defer { daemon.stop() }
         let started = rig.scheduler.now()
-        func checked() throws -> Date? { try rig.queue.storedLiveness().first { $0.component == "location" }?.checkedAt }
+        func checked() throws -> Date? { try rig.queue.agentState.storedLiveness().first { $0.component == "location" }?.checkedAt }
 
         rig.scheduler.advance(by: 5)   // the first check
         XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 5, accuracy: 0.01)
@@ -214,7 +214,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         rig.config.server.deviceID = "test-device"
         let queue = rig.queue, scheduler = rig.scheduler
         func power() throws -> StoredPowerState? {
-            try queue.state(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
+            try queue.agentState.value(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
         }
         func pending() throws -> Int { try queue.count(stream: .location, status: .pending) }
         func uploaded() throws -> Int { try queue.count(stream: .location, status: .uploaded) }

@@ -8,7 +8,8 @@ import Platform
 /// the schema (`Schema`), when commits reach the disk (`CommitSync`) and the attachment
 /// files, and is the record queue (`RecordSink`, `UploadQueue`); the stores over it share
 /// its connection: `housekeeping` (retention, eviction, compaction, purge, the attachment
-/// sweep), `PauseSwitches`, and the bookkeeping `status` reads (docs/queue.md).
+/// sweep), `agentState` (named values, liveness, time evidence, events) and
+/// `PauseSwitches` (docs/queue.md).
 ///
 /// Each process holds one connection (a GRDB `DatabaseQueue`): its reads and writes take
 /// turns on that connection's serial Dispatch queue. Not a `DatabasePool`: the pool hands
@@ -404,24 +405,6 @@ public final class AgentDatabase: RecordSink, UploadQueue, @unchecked Sendable {
     /// Bytes the queue takes on disk: the database, its WAL and the attachment files.
     public func fileBytes() -> Int64 {
         Self.size(of: path) + Self.size(of: path + "-wal") + (hasAttachmentTables ? attachments.totalBytes(connection) : 0)
-    }
-
-    /// Logs an event that `status` shows (storage guard deletions and the like).
-    public func recordEvent(code: AgentErrorCode?, message: String) throws {
-        try writing {
-            try connection.write { db in
-                try db.execute(sql: "INSERT INTO events (at, code, message) VALUES (?, ?, ?)",
-                               arguments: [clock.now().timeIntervalSince1970, code?.rawValue, message])
-            }
-        }
-    }
-
-    public func latestEvent(code: AgentErrorCode) throws -> (at: Date, message: String)? {
-        try connection.read { db in
-            try Row.fetchOne(db, sql: "SELECT at, message FROM events WHERE code = ? ORDER BY id DESC LIMIT 1",
-                             arguments: [code.rawValue])
-                .map { (Date(timeIntervalSince1970: $0["at"]), $0["message"]) }
-        }
     }
 
     // MARK: The files

@@ -104,7 +104,7 @@ public final class ClockCorrection: Sendable {
                 // The true time now, when known, bounds the earlier boots' times; their own
                 // evidence makes them exact either way.
                 let trueNow = distrust == nil ? now.timeIntervalSince1970 : sample.map { $0.boot.seconds + $0.offset }
-                for earlier in try queue.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
+                for earlier in try queue.agentState.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
                     let before = outcome.corrected
                     try correct(bootID: earlier.boot.bootID, offset: earlier.offset,
                                 now: trueNow ?? Date.distantFuture.timeIntervalSince1970, into: &outcome)

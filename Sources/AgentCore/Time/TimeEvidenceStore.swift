@@ -30,7 +30,7 @@ public final class TimeEvidenceStore: Sendable {
 
     /// Boot `bootID`'s evidence as stored.
     public func load(bootID: String) throws -> TimeEvidence.Sample? {
-        let stored = try queue.storedTimeEvidence(bootID: bootID)
+        let stored = try queue.agentState.storedTimeEvidence(bootID: bootID)
         written.withLock { $0 = (true, stored) }
         return stored
     }
@@ -41,7 +41,7 @@ public final class TimeEvidenceStore: Sendable {
         let known = written.withLock { $0 }
         let stored = known.read ? known.sample : try load(bootID: sample.boot.bootID)
         guard Self.worthWriting(sample, over: stored) else { return false }
-        try queue.storeTimeEvidence(sample)
+        try queue.agentState.storeTimeEvidence(sample)
         written.withLock { $0 = (true, sample) }
         return true
     }

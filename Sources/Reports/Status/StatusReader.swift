@@ -53,11 +53,11 @@ public struct StatusReader: Sendable {
         do {
             let evicted = try queue.housekeeping.evictedTotals()
             let counts = try queue.counts()
-            let health = Dictionary(try queue.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
+            let health = Dictionary(try queue.agentState.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
             let switches = PauseSwitches(queue: queue)
             let paused = try switches.pausedStreams(at: now)
-            if report.daemon.running, let pid = try queue.state(AgentStateKey.daemonPID).flatMap(Int.init) {
+            if report.daemon.running, let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }
             report.streams = try StreamName.allCases.map { name in
@@ -75,7 +75,7 @@ public struct StatusReader: Sendable {
                 }
                 s.evicted = evicted[name] ?? 0
                 func counter(_ counter: String) throws -> Int? {
-                    try queue.state(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
+                    try queue.agentState.value(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
                 }
                 if name == .health {
                     s.malformedLines = try counter(StreamCounter.malformedLines)
@@ -115,12 +115,12 @@ public struct StatusReader: Sendable {
                 report.uploader.lastErrorCode = code.rawValue
                 report.uploader.lastErrorMeaning = code.meaning
             }
-            report.uploader.authPausedUntil = try queue.state(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
-            report.uploader.retryAt = try queue.state(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
+            report.uploader.authPausedUntil = try queue.agentState.value(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
+            report.uploader.retryAt = try queue.agentState.value(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
             report.uploader.errors = try queue.uploadErrorTotals().sorted { $0.key < $1.key }
                 .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
             // The daemon's power decision, while it runs (a stopped daemon changes nothing).
-            if report.daemon.running, let text = try queue.state(AgentStateKey.powerState),
+            if report.daemon.running, let text = try queue.agentState.value(AgentStateKey.powerState),
                let power = try? JSONDecoder().decode(StoredPowerState.self, from: Data(text.utf8)) {
                 report.power = .init(source: power.source, batteryPercent: power.batteryPercent,
                                      batteryStatus: power.batteryStatus, effects: power.effects)
@@ -133,10 +133,10 @@ public struct StatusReader: Sendable {
             if let purge = try queue.housekeeping.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
             }
-            if let event = try queue.latestEvent(code: .storageFull) {
+            if let event = try queue.agentState.latestEvent(code: .storageFull) {
                 report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
             }
-            report.database.belowFloorSince = try queue.state(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
+            report.database.belowFloorSince = try queue.agentState.value(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
         } catch {
             report.database.error = "\(error)"
         }
@@ -147,7 +147,7 @@ public struct StatusReader: Sendable {
         let sync = ClockSync.live()
         let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
         let held = (try? queue?.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
-        let evidence = BootClock.bootID.flatMap { boot in try? queue?.storedTimeEvidence(bootID: boot) }
+        let evidence = BootClock.bootID.flatMap { boot in try? queue?.agentState.storedTimeEvidence(bootID: boot) }
         return StatusReport.Clock(synchronised: sync.unsynchronisedReason() == nil,
                                   trustSystemClock: config.daemon.trustSystemClock,
                                   trusted: trust.isTrusted(now: now), reason: trust.distrust(now: now),

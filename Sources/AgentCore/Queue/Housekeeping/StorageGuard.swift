@@ -183,8 +183,8 @@ public final class StorageGuard: CaptureRoom {
             + "the queue stops growing and new captures replace the oldest records as they arrive until the disk has room again. "
             + "Free disk space under \((queue.path as NSString).deletingLastPathComponent)"
         logger.error("\(AgentErrorCode.storageFull.rawValue) storage guard: \(message)")
-        try? queue.recordEvent(code: .storageFull, message: "storage guard: " + message)
-        try? queue.setState(AgentStateKey.storageBelowFloorSince, RFC3339.string(from: started.since))
+        try? queue.agentState.recordEvent(code: .storageFull, message: "storage guard: " + message)
+        try? queue.agentState.set(AgentStateKey.storageBelowFloorSince, RFC3339.string(from: started.since))
         return started
     }
 
@@ -192,8 +192,8 @@ public final class StorageGuard: CaptureRoom {
     private func endBreach(free: Int64?, floor: Int64) {
         guard let ended = breach.withLock({ current -> FloorBreach? in defer { current = nil }; return current }) else {
             // A daemon stopped below the floor left its breach behind.
-            if storedBreachUnchecked.exchange(false, ordering: .relaxed), (try? queue.state(AgentStateKey.storageBelowFloorSince)) != nil {
-                try? queue.setState(AgentStateKey.storageBelowFloorSince, nil)
+            if storedBreachUnchecked.exchange(false, ordering: .relaxed), (try? queue.agentState.value(AgentStateKey.storageBelowFloorSince)) != nil {
+                try? queue.agentState.set(AgentStateKey.storageBelowFloorSince, nil)
             }
             return
         }
@@ -202,7 +202,7 @@ public final class StorageGuard: CaptureRoom {
             + "below the floor since \(RFC3339.string(from: ended.since)), new captures replaced \(replaced) pending records "
             + "(\(perStream(ended.replaced.mapValues(Int64.init))))"
         logger.notice("\(message)")
-        try? queue.setState(AgentStateKey.storageBelowFloorSince, nil)
+        try? queue.agentState.set(AgentStateKey.storageBelowFloorSince, nil)
     }
 
     // MARK: The pass
@@ -345,7 +345,7 @@ public final class StorageGuard: CaptureRoom {
         // nothing to delete is only logged, so a disk that stays full does not fill the
         // events table one row per tick.
         if report.deletedAny || report.error != nil {
-            try? queue.recordEvent(code: .storageFull, message: message)
+            try? queue.agentState.recordEvent(code: .storageFull, message: message)
         }
     }
 

@@ -5,7 +5,7 @@ import Platform
 /// The `time_evidence` table (schema 5): a boot's link between the boot clock and true
 /// time, for the processes that come after the one that learnt it, in the same boot or,
 /// for the records that boot still holds, after a reboot.
-extension AgentDatabase {
+extension AgentStateStore {
     /// Boot `bootID`'s stored evidence; nil when there is none. Works on a read-only queue,
     /// and a database from before schema 5 has none.
     public func storedTimeEvidence(bootID: String) throws -> TimeEvidence.Sample? {
@@ -42,7 +42,7 @@ extension AgentDatabase {
     public func storeTimeEvidence(_ sample: TimeEvidence.Sample) throws {
         try writing {
             try connection.writeWithoutTransaction { db in
-                try Self.withoutFsync(db) {
+                try AgentDatabase.withoutFsync(db) {
                     try db.inTransaction {
                         try db.execute(sql: """
                             DELETE FROM time_evidence WHERE boot_id <> ?

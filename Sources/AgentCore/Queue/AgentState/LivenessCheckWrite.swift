@@ -18,7 +18,7 @@ public struct LivenessCheckWrite: Sendable, Equatable {
     public var isEmpty: Bool { liveness.isEmpty && state.isEmpty }
 }
 
-extension AgentDatabase {
+extension AgentStateStore {
     public func store(_ check: LivenessCheckWrite) throws {
         guard !check.isEmpty else { return }
         let now = clock.now().timeIntervalSince1970

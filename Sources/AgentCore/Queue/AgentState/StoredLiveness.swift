@@ -12,7 +12,7 @@ public struct StoredLiveness: Sendable, Equatable {
 
 /// The `component_health` table (named so since schema 1): each component's liveness as
 /// the supervisor last stored it, for `status`.
-extension AgentDatabase {
+extension AgentStateStore {
     public func storeLiveness(component: String, _ liveness: Liveness) throws {
         try store(LivenessCheckWrite(liveness: [component: liveness]))
     }
