@@ -8,19 +8,12 @@ import Platform
 /// keys in `AgentStateKey`: pause switches, the daemon's pid, the uploader's memory and
 /// the like), each component's liveness as the supervisor last stored it
 /// (`component_health`), each boot's time evidence (`time_evidence`) and the events
-/// `status` shows (`events`). A view over `AgentDatabase` that holds nothing of its own.
-public struct AgentStateStore: Sendable {
+/// `status` shows (`events`). A `DatabaseStore`.
+public struct AgentStateStore: DatabaseStore {
     public let database: AgentDatabase
 
     public init(_ database: AgentDatabase) {
         self.database = database
-    }
-
-    var connection: DatabaseQueue { database.connection }
-    var clock: any WallClock { database.clock }
-
-    func writing(_ body: () throws -> Void) throws {
-        try database.writing(body)
     }
 
     /// Sets `key` to `value`; nil removes it.
