@@ -21,6 +21,7 @@ public final class DaemonRig: @unchecked Sendable {
     public private(set) var feeder: NMEAFeeder
     /// How long gpsd is fed the synthetic drive, at start and at `restartFeed`.
     private let driveSeconds: Int
+    private let drivePeriod: TimeInterval
     private let pcmFeeder: ChildProcess
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
@@ -34,7 +35,10 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - locationInterval, healthCommitInterval: short for tests; a real device's
     ///     (10 s, 300 s) for benchmarks.
     ///   - microphoneConfig: more `[microphone]` keys (complexity).
-    ///   - driveSeconds: how long gpsd is fed the synthetic drive (one epoch a second).
+    ///   - driveSeconds: how many epochs (seconds of driving) gpsd is fed.
+    ///   - drivePeriod: wall seconds per epoch (1: as a receiver sends them; 0.5 drives
+    ///     twice as fast, which the agent accepts while the fix times stay within its
+    ///     5 minutes ahead of the clock).
     ///   - tls: the receiver serves HTTPS with this certificate, which the agent trusts as
     ///     its `ca_file` (the receiver's control API is then out of reach: see `ReceiverRig`).
     ///   - caFile: the agent's `ca_file` instead (a bundle that holds the certificate).
@@ -42,14 +46,15 @@ public final class DaemonRig: @unchecked Sendable {
                 checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
-                driveSeconds: Int = 600, tls: (certificate: String, key: String)? = nil,
+                driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
                 caFile: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
         try receiver.start()
         gps = try GPSDRig()
         self.driveSeconds = driveSeconds
-        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
+        self.drivePeriod = drivePeriod
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: drivePeriod)
         feeder.start()
 
         let speech = try SpeechInput.make(seconds: 60, in: directory.path)
@@ -192,7 +197,7 @@ public final class DaemonRig: @unchecked Sendable {
     /// Restarts the NMEA feed with epochs starting now (after gpsd was restarted, say).
     public func restartFeed() {
         feeder.stop()
-        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: drivePeriod)
         feeder.start()
     }
 }

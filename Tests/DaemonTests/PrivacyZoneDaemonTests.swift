@@ -17,8 +17,11 @@ final class PrivacyZoneDaemonTests: XCTestCase {
     }
 
     func testFixesOfATrackThroughAZoneAreMissingExactlyInsideIt() throws {
-        // The rig feeds this drive (its positions do not depend on the start time), one
-        // epoch a second from when the rig is made; the daemon samples every 2 s.
+        // The rig feeds this drive (its positions do not depend on the start time), two
+        // epochs a second from when the rig is made (the fix times run ahead of the clock,
+        // by under a minute at epoch 100, within the 5 minutes the agent accepts); the
+        // daemon samples every second, so every other epoch, as at one epoch a second
+        // sampled every 2 s.
         let drive = NMEADrive.synthetic(epochs: 600, start: Date())
         let home = (drive[30].latitude, drive[30].longitude), homeRadius = 70.0
         let cafe = (drive[75].latitude, drive[75].longitude), cafeRadius = 60.0
@@ -35,7 +38,7 @@ final class PrivacyZoneDaemonTests: XCTestCase {
             longitude = \(cafe.1)
             radius = \(cafeRadius)
             action = "coarsen"
-            """)
+            """, locationInterval: 1, drivePeriod: 0.5)
         try rig.startAgent()
         let queue = try rig.openQueue()
 
