@@ -43,7 +43,7 @@ public final class CommitSync: Sendable {
     /// CLOCK_BOOTTIME in seconds (the uptime where it cannot be read): the clock `now` reads
     /// unless a test hands it a virtual one.
     @Sendable public static func bootSeconds() -> Double {
-        SuspendDetector.bootTime() ?? ProcessInfo.processInfo.systemUptime
+        Monotonic.bootSeconds ?? ProcessInfo.processInfo.systemUptime
     }
 
     /// The longest a capture without a file waits for its fsync, in seconds (0: none waits).

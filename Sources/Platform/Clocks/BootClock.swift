@@ -31,7 +31,7 @@ public enum BootClock {
 
     /// Now, on the boot clock; nil when it cannot be read (no /proc).
     public static func now() -> BootInstant? {
-        guard let id = bootID, let seconds = SuspendDetector.bootTime() else { return nil }
+        guard let id = bootID, let seconds = Monotonic.bootSeconds else { return nil }
         return BootInstant(bootID: id, seconds: seconds)
     }
 }

@@ -11,6 +11,10 @@ public enum Monotonic {
         seconds(of: CLOCK_MONOTONIC) ?? ProcessInfo.processInfo.systemUptime
     }
 
+    /// Seconds on CLOCK_BOOTTIME (the boot clock: counts suspended time); nil when the
+    /// kernel cannot read it.
+    public static var bootSeconds: TimeInterval? { seconds(of: CLOCK_BOOTTIME) }
+
     /// `now` as a function, for the initialisers that take a clock to read.
     @Sendable public static func seconds() -> TimeInterval { now }
 

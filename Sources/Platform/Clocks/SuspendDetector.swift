@@ -24,9 +24,6 @@ public struct SuspendDetector: Sendable {
         return lastGap.map { max(0, gap - $0) }
     }
 
-    /// Seconds of CLOCK_BOOTTIME since boot.
-    public static func bootTime() -> Double? { Monotonic.seconds(of: CLOCK_BOOTTIME) }
-
     private func gap() -> Double? {
         clocks.bootSeconds().map { $0 - clocks.monotonicSeconds() }
     }

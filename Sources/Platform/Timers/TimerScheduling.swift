@@ -61,7 +61,7 @@ public struct DispatchScheduler: TimerScheduling {
 
     public func monotonicSeconds() -> TimeInterval { Monotonic.now }
 
-    public func bootSeconds() -> TimeInterval? { Monotonic.seconds(of: CLOCK_BOOTTIME) }
+    public func bootSeconds() -> TimeInterval? { Monotonic.bootSeconds }
 }
 
 extension ReliableTimer: ScheduledTimer {}
