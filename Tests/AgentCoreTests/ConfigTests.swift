@@ -114,6 +114,15 @@ final class ConfigTests: XCTestCase {
         XCTAssertTrue(written.contains("check_interval = 12"), written)
         XCTAssertFalse(written.contains("health_interval"), written)
         XCTAssertEqual(try AgentConfig(toml: written, file: "a.toml"), config)
+
+        // Edited in place (onboard), a file that still says health_interval gets the new
+        // name on that line, its comment kept, and never both names.
+        let existing = "[daemon]\n# seconds between checks\nhealth_interval = 12\n"
+        var changed = try AgentConfig(toml: existing, file: "a.toml")
+        changed.daemon.checkInterval = 20
+        let edited = ConfigWriter.text(for: changed, editing: existing, path: "a.toml")
+        XCTAssertEqual(edited, "[daemon]\n# seconds between checks\ncheck_interval = 20\n")
+        XCTAssertEqual(try AgentConfig(toml: edited, file: "a.toml").daemon.checkInterval, 20)
     }
 
     func testMissingFileUnreadableTokenFileAndEnvironmentOverrides() throws {

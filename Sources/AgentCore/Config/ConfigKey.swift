@@ -10,6 +10,10 @@ struct ConfigKey<Table> {
     let write: (Table) -> (any TOMLValueConvertible)?
     /// For a key that holds tables: the dotted names of their keys below `name`.
     var leaves: ((String) -> [String])?
+    /// The key's name before a rename, still read (`formerly`).
+    var formerName: String?
+    /// For a key that holds a table: its keys' former names, by dotted current name.
+    var formerNames: ((String) -> [String: String])?
 
     init(_ name: String, read: @escaping (ConfigSection, inout Table) throws -> Void,
          write: @escaping (Table) -> (any TOMLValueConvertible)?) {
@@ -31,6 +35,7 @@ extension ConfigKey {
             try read(s, &t)
         }, write: write)
         key.leaves = leaves
+        key.formerName = former
         return key
     }
 
@@ -104,6 +109,7 @@ extension ConfigKey {
             return table.isEmpty ? nil : table
         })
         key.leaves = { Value.leafNames(prefix: $0) }
+        key.formerNames = { Value.formerNames(prefix: $0) }
         return key
     }
 

@@ -26,7 +26,7 @@ public enum ConfigWriter {
               let edits = edits(from: original, to: config) else {
             return render(config)
         }
-        return ConfigEditor.apply(edits, to: existing)
+        return ConfigEditor.apply(edits, to: existing, formerNames: AgentConfig.formerNames(prefix: ""))
     }
 
     /// The single-key edits that turn a file reading as `original` into one reading as
