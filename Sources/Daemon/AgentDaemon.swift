@@ -40,10 +40,10 @@ public final class AgentDaemon: Sendable {
     private let scheduler: any TimerScheduling
     private let maintenance: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     /// Fires when the earliest timed pause ends, so capture resumes on time rather than
-    /// at the next health check (a wall-clock deadline: it fires on waking from suspend).
+    /// at the next liveness check (a wall-clock deadline: it fires on waking from suspend).
     private let pauseEnd: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     /// Fires when the oldest capture waiting for its fsync reaches `[storage] sync_seconds`
-    /// before the next health check would (armed by the check; see `armCommitSync`).
+    /// before the next liveness check would (armed by the check; see `armCommitSync`).
     private let commitSyncDeadline: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
@@ -207,7 +207,7 @@ public final class AgentDaemon: Sendable {
             }
         } catch {
             // They read as not paused all the same; clearing is tidiness, retried next time.
-            logger.warning("cannot clear ended pauses: \(error); retrying at the next health check")
+            logger.warning("cannot clear ended pauses: \(error); retrying at the next liveness check")
         }
         guard let paused = try? switches.pausedStreams(at: now) else { return }
         let powerPausesMicrophone = power.policy?.microphonePaused == true
@@ -298,7 +298,7 @@ public final class AgentDaemon: Sendable {
                 let deleted = try queue.housekeeping.applyRetention(config.storage.retention)
                 if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
             } catch {
-                logger.error("retention failed: \(error); it runs again at the next health check")
+                logger.error("retention failed: \(error); it runs again at the next liveness check")
                 state.withLock { $0.lastRetention = nil }
             }
         }

@@ -93,7 +93,7 @@ public final class Supervisor: Sendable {
                 for (key, value) in write.state { written.counters[key] = Int(value) }
             }
         } catch {
-            logger.error("cannot store the health check for status: \(error); it is written again at the next check")
+            logger.error("cannot store the liveness check for status: \(error); it is written again at the next check")
         }
         for component in current {
             let name = component.componentName

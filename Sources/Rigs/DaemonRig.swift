@@ -166,11 +166,11 @@ public final class DaemonRig: @unchecked Sendable {
     public var agentLog: String { agent?.stderr() ?? "" }
 
     /// The agent's queue, read-only, once the daemon has created it and run its first
-    /// health check.
+    /// liveness check.
     public func openQueue(timeout: TimeInterval = 30) throws -> AgentDatabase {
         var queue: AgentDatabase?
         do {
-            try waitUntil("the daemon's first health check", timeout: timeout) {
+            try waitUntil("the daemon's first liveness check", timeout: timeout) {
                 if queue == nil { queue = try? AgentDatabase(readOnlyPath: databasePath) }
                 return (try? queue?.agentState.storedLiveness().isEmpty == false) ?? false
             }

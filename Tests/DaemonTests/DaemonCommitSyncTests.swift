@@ -6,7 +6,7 @@ import TestRigs
 import XCTest
 
 /// The daemon's part in `[storage] sync_seconds` (docs/queue.md, Durability): the window comes
-/// from the configuration (and a reload), the health check arms a deadline for what would
+/// from the configuration (and a reload), the liveness check arms a deadline for what would
 /// otherwise wait past the window before the next check, and a clean stop leaves nothing
 /// waiting.
 final class DaemonCommitSyncTests: XCTestCase {

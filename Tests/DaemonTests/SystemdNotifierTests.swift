@@ -69,7 +69,7 @@ final class SupervisorTests: XCTestCase {
         XCTAssertTrue(messages.contains("STATUS=location unhealthy, microphone disabled"), "\(messages)")
     }
 
-    /// A health check is one commit at most, and none when nothing changed: a quiet daemon
+    /// A liveness check is one commit at most, and none when nothing changed: a quiet daemon
     /// must not append to the WAL (and fsync) every 30 s for the same rows.
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
         let dir = try TemporaryDirectory("coordinator-writes")

@@ -103,11 +103,11 @@ final class VirtualTimeDaemonTests: XCTestCase {
         try switches.pause([.location], until: rig.scheduler.now().addingTimeInterval(20), at: rig.scheduler.now())
         daemon.applyPauseSwitches()
         XCTAssertFalse(rig.counts.running(.location), "paused")
-        // The health check runs at 5 s and 35 s: resuming at 20 s is the pause-end timer's doing.
+        // The liveness check runs at 5 s and 35 s: resuming at 20 s is the pause-end timer's doing.
         rig.scheduler.advance(by: 19.9)
         XCTAssertFalse(rig.counts.running(.location), "not resumed before the end")
         rig.scheduler.advance(by: 0.2)
-        XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next health check")
+        XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next liveness check")
         XCTAssertEqual(try switches.pausedStreams(at: rig.scheduler.now()), [])
         XCTAssertNil(try rig.queue.agentState.value("paused.location"), "the ended pause is cleared")
 

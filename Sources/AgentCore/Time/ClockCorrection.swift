@@ -116,7 +116,7 @@ public final class ClockCorrection: Sendable {
             }
             outcome.stillHeld = try queue.heldCounts(currentBootID: boot?.bootID)
         } catch {
-            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next health check")
+            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next liveness check")
             return outcome
         }
         report(outcome, trustSystemClock: trustSystemClock)
