@@ -32,8 +32,6 @@ let package = Package(
         .systemLibrary(name: "CNetlink"),
         // glibc's pthread_setname_np (a GNU extension Swift's Glibc module leaves out); no library.
         .systemLibrary(name: "CThread"),
-        // The Swift runtime's executor hooks (MainThreadExecutor); no library.
-        .systemLibrary(name: "CConcurrencyHooks"),
         // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
         .systemLibrary(name: "COgg", pkgConfig: "ogg",
                        providers: [.apt(["libogg-dev"])]),
@@ -57,7 +55,7 @@ let package = Package(
         ]),
         // Wiring, health coordinator, sd_notify, service lifecycle.
         .target(name: "Daemon", dependencies: [
-            "AgentCore", "Capture", "Upload", "CNetlink", "CConcurrencyHooks",
+            "AgentCore", "Capture", "Upload", "CNetlink",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
