@@ -35,6 +35,9 @@ let package = Package(
         // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
         .systemLibrary(name: "COgg", pkgConfig: "ogg",
                        providers: [.apt(["libogg-dev"])]),
+        // libqrencode: `onboard --link` shows the device id as a QR code in the terminal.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode",
+                       providers: [.apt(["libqrencode-dev"])]),
 
         // The queue, records, config, error codes, clock, ReliableTimer, health types.
         .target(name: "AgentCore", dependencies: [
@@ -62,7 +65,7 @@ let package = Package(
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Upload", "Capture",
+            "AgentCore", "Upload", "Capture", "CQREncode",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [

@@ -14,6 +14,8 @@ public final class Onboarding {
     private let checks: DeviceChecks
     private let logger: Logger
     private let printer: CheckPrinter
+    /// The device id was made by this run (the file had none): it is kept only if onboarding writes the file.
+    private var deviceIDIsNew = false
 
     public init(request: OnboardRequest, prompter: any Prompter, console: Console = Console(),
                 checks: DeviceChecks? = nil, printer: CheckPrinter = CheckPrinter(), logger: Logger) {
@@ -36,7 +38,10 @@ public final class Onboarding {
         console.line("")
         console.line("1/5 Server")
         // A stable id: kept across onboardings, so the server sees one device.
-        if config.server.deviceID.isEmpty { config.server.deviceID = UUID().uuidString.lowercased() }
+        if config.server.deviceID.isEmpty {
+            config.server.deviceID = UUID().uuidString.lowercased()
+            deviceIDIsNew = true
+        }
         config.server = try verifiedServer(config.server)
 
         console.line("")
@@ -85,6 +90,7 @@ public final class Onboarding {
             server.token = token
             server.tokenFile = nil
         }
+        if request.link || request.sourceID != nil { return try serverByDeviceID(server) }
         if !prompter.isInteractive {
             if server.endpoint.isEmpty {
                 throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
@@ -118,7 +124,7 @@ public final class Onboarding {
                 askCode = false
             }
             if let pairing = code {
-                switch pair(pairing, server: server) {
+                switch pair(.code(pairing), server: server) {
                 case .paired(let token):
                     server.token = token
                     server.tokenFile = nil
@@ -132,6 +138,9 @@ public final class Onboarding {
                     askPath = false
                     askCode = true
                     continue
+                case .linksByID(let message):
+                    throw OnboardFailure("\(message): nothing was written; this server links devices by their id: run 'ariata-agent onboard --endpoint \(server.endpoint) --link'",
+                                         exitCode: OnboardFailure.notVerified)
                 case .failed(let message):
                     guard prompter.isInteractive else {
                         throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
@@ -155,11 +164,7 @@ public final class Onboarding {
                     server.tokenFile = nil
                 }
             }
-            if ServerVerifier.urlProblem(server.endpoint) == nil {
-                console.line("  checking \(server.ingestURL) ...")
-            }
-            let result = ServerVerifier(server: server, timeout: request.timeout).verify()
-            console.write(printer.render(result.asCheck))
+            let result = checkServer(server)
             if result.isVerified { return server }
             guard prompter.isInteractive else {
                 throw OnboardFailure("the server could not be verified: nothing was written", exitCode: OnboardFailure.notVerified)
@@ -178,21 +183,147 @@ public final class Onboarding {
         }
     }
 
+    /// The endpoint and token verified with one empty batch (`ServerVerifier`), the result printed.
+    private func checkServer(_ server: ServerConfig) -> ServerVerification {
+        if ServerVerifier.urlProblem(server.endpoint) == nil {
+            console.line("  checking \(server.ingestURL) ...")
+        }
+        let result = ServerVerifier(server: server, timeout: request.timeout).verify()
+        console.write(printer.render(result.asCheck))
+        return result
+    }
+
+    /// `--link` and `--source-id` (Virtues, docs/install.md): the device's id becomes its
+    /// token, by the person linking it in the web UI or by completing the QR code's
+    /// pending source. Nothing to ask again: a failure ends onboarding.
+    private func serverByDeviceID(_ start: ServerConfig) throws -> ServerConfig {
+        var server = start
+        if prompter.isInteractive && request.endpoint == nil {
+            server.endpoint = try askForEndpoint(default: server.endpoint)
+        } else if server.endpoint.isEmpty {
+            throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
+        } else if let problem = ServerVerifier.urlProblem(server.endpoint) {
+            throw OnboardFailure("--endpoint: \(problem): give the server's base URL, http:// or https://", exitCode: OnboardFailure.usage)
+        }
+        if let sourceID = request.sourceID {
+            switch pair(.sourceID(sourceID), server: server) {
+            case .paired(let token):
+                server.token = token
+            case .refused(let message):
+                throw OnboardFailure("\(message): nothing was written; ask the server's web UI for a new QR code", exitCode: OnboardFailure.notVerified)
+            case .linksByID(let message), .failed(let message):
+                throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
+            }
+        } else {
+            try waitForLink(server)
+            server.token = Secret(server.deviceID)
+        }
+        server.tokenFile = nil
+        guard checkServer(server).isVerified else {
+            throw OnboardFailure("the server could not be verified: nothing was written", exitCode: OnboardFailure.notVerified)
+        }
+        return server
+    }
+
+    /// `--link`: the device id as text and as a QR code, then the server asked every two
+    /// seconds until it knows the id, the time limit passes or Ctrl-C.
+    private func waitForLink(_ server: ServerConfig) throws {
+        let id = server.deviceID
+        // A short time-out per look: a server that hangs must not hold up Ctrl-C or the limit.
+        let check = DeviceLinkCheck(server: server, timeout: min(request.timeout ?? server.requestTimeout, 10))
+        let interruption = Interruption()
+        console.line("  checking \(check.url) with this device's id ...")
+        switch check.check(isCancelled: { interruption.happened }) {
+        case .linked:
+            console.write(printer.render(DeviceCheck(name: "link", outcome: .ok, detail: "the server has already linked this device's id \(id)")))
+            return
+        case .stop(let message, let hint), .trouble(let message, let hint):
+            if interruption.happened { throw Self.linkInterrupted }
+            console.write(printer.render(DeviceCheck(name: "link", outcome: .failed, detail: message, fix: hint)))
+            throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
+        case .notYet:
+            break
+        }
+        let limit = Self.spoken(seconds: request.linkTimeout)
+        console.line("  Link this device in the server's web UI (its page for linking a device by id): enter")
+        console.line("  this device id there, or scan the QR code below and paste what it reads.")
+        console.line("")
+        console.line("      \(id)")
+        console.line("")
+        if let code = QRCode(text: id) {
+            for line in code.terminalLines(colours: isatty(STDOUT_FILENO) != 0) { console.line("  " + line) }
+            console.line("")
+        }
+        console.line("  waiting for the server to link it (up to \(limit); Ctrl-C stops) ...")
+        let wait = DeviceLinkWait(limit: .milliseconds(Int64(request.linkTimeout * 1000)), interruption: interruption)
+        let outcome = wait.run(check: { check.check(isCancelled: { interruption.happened }) }) { message, hint in
+            console.write(printer.render(DeviceCheck(name: "link", outcome: .warning, detail: message, fix: "\(hint); still waiting")))
+        }
+        let again = "link the id in the web UI, then run 'ariata-agent onboard --link' again"
+            + (deviceIDIsNew ? " (it shows a new id: this one is not kept)" : " (the id stays the same)")
+        switch outcome {
+        case .linked(let after):
+            console.write(printer.render(DeviceCheck(name: "link", outcome: .ok,
+                detail: "linked after \(after.components.seconds) s: the server knows this device's id, which is its token (kept in the configuration)")))
+        case .timedOut(let trouble):
+            let last = trouble.map { " (the last check: \($0))" } ?? ""
+            console.write(printer.render(DeviceCheck(name: "link", outcome: .failed,
+                detail: "the server had not linked \(id) after \(limit)\(last)", fix: again)))
+            throw OnboardFailure("the server did not link this device within \(limit): nothing was written; \(again)",
+                                 exitCode: OnboardFailure.notVerified)
+        case .interrupted:
+            throw Self.linkInterrupted
+        case .stopped(let message, let hint):
+            console.write(printer.render(DeviceCheck(name: "link", outcome: .failed, detail: message, fix: hint)))
+            throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
+        }
+    }
+
+    private static let linkInterrupted = OnboardFailure("stopped waiting for the link (Ctrl-C): nothing was written",
+                                                        exitCode: OnboardFailure.interrupted)
+
+    /// "10 min", "90 s".
+    static func spoken(seconds: TimeInterval) -> String {
+        let whole = Int(seconds.rounded())
+        return whole >= 60 && whole % 60 == 0 ? "\(whole / 60) min" : "\(whole) s"
+    }
+
     private enum PairingStep {
         case paired(Secret)
         case refused(String)
+        case linksByID(String)
         case failed(String)
     }
 
-    /// Exchanges a pairing code for the device token; says what the server lets this
-    /// device push, and warns about the agent's streams it does not list.
-    private func pair(_ code: String, server: ServerConfig) -> PairingStep {
+    private enum PairingFlow {
+        /// The short code of the Ariata web UI.
+        case code(String)
+        /// The pending source of a Virtues QR code.
+        case sourceID(String)
+    }
+
+    /// Asks the server for the device token; says what the server lets this device push,
+    /// and warns about the agent's streams it does not list.
+    private func pair(_ flow: PairingFlow, server: ServerConfig) -> PairingStep {
         let name = request.deviceName ?? (server.deviceName.isEmpty ? HostName.current() : server.deviceName)
         let device = DeviceInfo.current(deviceID: server.deviceID, deviceName: name)
         var base = server.endpoint
         while base.hasSuffix("/") { base.removeLast() }
-        console.line("  pairing with \(base)\(PairingClient.path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
-        switch PairingClient(server: server, timeout: request.timeout).pair(code: code, device: device) {
+        let client = PairingClient(server: server, timeout: request.timeout)
+        let path: String
+        let outcome: PairingClient.Outcome
+        let newOne: String
+        switch flow {
+        case .code(let code):
+            (path, newOne) = (PairingClient.path, "codes are short-lived and work once: ask the server's web UI for a new one")
+            console.line("  pairing with \(base)\(path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
+            outcome = client.pair(code: code, device: device)
+        case .sourceID(let sourceID):
+            (path, newOne) = (PairingClient.path(sourceID: sourceID), "a QR code's pairing works once and for 10 minutes: ask the server's web UI for a new one")
+            console.line("  pairing with \(base)\(path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
+            outcome = client.complete(sourceID: sourceID, device: device)
+        }
+        switch outcome {
         case .paired(let paired):
             console.write(printer.render(DeviceCheck(name: "pairing", outcome: .ok,
                                                      detail: "paired: the server gave this device its token (kept in the configuration, never shown)")))
@@ -205,9 +336,12 @@ public final class Onboarding {
             }
             return .paired(paired.token)
         case .refused(let message):
-            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message,
-                                                     fix: "codes are short-lived and work once: ask the server's web UI for a new one")))
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message, fix: newOne)))
             return .refused(message)
+        case .linksByID(let message):
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message,
+                fix: "this server (Virtues) links devices by their id instead: ariata-agent onboard --endpoint \(server.endpoint) --link")))
+            return .linksByID(message)
         case .failed(let message, let hint):
             console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message, fix: hint)))
             return .failed(message)

@@ -72,6 +72,17 @@ struct OnboardCommand: ParsableCommand {
                                valueName: "code"))
     var code: String?
 
+    @Flag(help: ArgumentHelp("Link by device id (a Virtues server): shows this device's id as text and as a QR code, for you to enter in the web UI's page for linking a device, and waits until the server has linked it. The id becomes the device token."))
+    var link = false
+
+    @Option(help: ArgumentHelp("How long --link waits for the link, in seconds (default: 600, the life of a pending pairing on the server).",
+                               valueName: "seconds"))
+    var linkTimeout: Int?
+
+    @Option(help: ArgumentHelp("Complete the pairing a Virtues server's QR code names: its pending source id (the \"s\" of the code's {\"e\": endpoint, \"s\": source id}). Works once, for 10 minutes.",
+                               valueName: "id"))
+    var sourceID: String?
+
     @Option(help: ArgumentHelp("The device token from the server. Visible in 'ps' while onboard runs: prefer --token-file.",
                                valueName: "token"))
     var token: String?
@@ -107,12 +118,22 @@ struct OnboardCommand: ParsableCommand {
     var disableFailing = false
 
     func validate() throws {
-        if [token != nil, tokenFile != nil, code != nil].filter({ $0 }).count > 1 {
-            throw ValidationError("give one of --code, --token and --token-file")
+        if [token != nil, tokenFile != nil, code != nil, link, sourceID != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("give one of --code, --link, --source-id, --token and --token-file")
         }
         if let code, code.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--code: give the code the server shows") }
+        if let sourceID, sourceID.isEmpty || !sourceID.unicodeScalars.allSatisfy(Self.sourceIDCharacters.contains) {
+            throw ValidationError("--source-id \(sourceID): give the source id the server's QR code holds (letters, digits, '-', '_', '.')")
+        }
+        if let linkTimeout {
+            guard link else { throw ValidationError("--link-timeout goes with --link") }
+            guard (1...86_400).contains(linkTimeout) else { throw ValidationError("--link-timeout: give 1 to 86400 seconds") }
+        }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
     }
+
+    /// What a source id may hold: it goes into the request's path as it is.
+    static let sourceIDCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
     func run() throws {
         LoggingSystem.bootstrap { label in
@@ -127,7 +148,9 @@ struct OnboardCommand: ParsableCommand {
                 token: try token.map(Secret.init) ?? tokenFile.map(OnboardRequest.readToken(file:)),
                 deviceName: deviceName, ingestPath: ingestPath, caFile: caFile, acceptDefaults: yes,
                 timeout: timeout, serviceUser: serviceUser,
-                pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing)
+                pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing,
+                link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
+                sourceID: sourceID)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(label: "ariata.onboard"))
             try onboarding.run()
