@@ -107,6 +107,7 @@ extension OnboardRequest {
                 For a scripted install pass the answers as flags and --yes, e.g.
                   ariata-agent onboard --endpoint https://ariata.example.org --code A1B2C3 --yes
                   ariata-agent onboard --endpoint https://ariata.example.org --token-file /root/ariata-token --yes
+                  ariata-agent onboard --endpoint https://virtues.example.org --link --yes
                 """, exitCode: OnboardFailure.usage)
         }
         return TerminalPrompter(output: console)

@@ -96,7 +96,7 @@ public final class Onboarding {
                 throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
             }
             if server.token.isEmpty && request.pairingCode == nil {
-                throw OnboardFailure("--code, --token or --token-file is required: \(request.configPath) has no token yet",
+                throw OnboardFailure("--code, --link, --source-id, --token or --token-file is required: \(request.configPath) has no token yet",
                                      exitCode: OnboardFailure.usage)
             }
         }
@@ -251,7 +251,7 @@ public final class Onboarding {
         console.line("      \(id)")
         console.line("")
         if let code = QRCode(text: id) {
-            for line in code.terminalLines(colours: isatty(STDOUT_FILENO) != 0) { console.line("  " + line) }
+            for line in code.terminalLines(colours: printer.colour) { console.line("  " + line) }
             console.line("")
         }
         console.line("  waiting for the server to link it (up to \(limit); Ctrl-C stops) ...")

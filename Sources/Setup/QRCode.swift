@@ -31,8 +31,9 @@ public struct QRCode: Sendable, Equatable {
 
     /// The code as lines of text, two module rows per line: the light modules are drawn
     /// with block characters (`█ ▀ ▄`) and the dark ones left blank, quiet zone included.
-    /// `colours`: each line is set white on black with ANSI escapes, so the code reads
-    /// the same on a terminal with a light background (a scanner needs dark on light).
+    /// `colours` (a terminal without NO_COLOR): each line is set white on black with ANSI
+    /// escapes, so the code reads the same on a terminal with a light background (a
+    /// scanner needs dark on light); without them it suits the usual dark background.
     public func terminalLines(colours: Bool) -> [String] {
         let quiet = Self.quietZone
         let span = size + 2 * quiet
