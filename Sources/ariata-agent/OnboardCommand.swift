@@ -11,16 +11,24 @@ struct OnboardCommand: ParsableCommand {
         discussion: """
             Walks through five steps, like the Ariata phone app's onboarding:
 
-            1. Server: the endpoint (the server's base URL), then the short pairing code the \
-            server's web UI shows for a new device (--code), which the agent exchanges for the \
-            device's token; or a device token typed in or read from a file (older servers). \
-            A refused code (invalid, used or expired) writes nothing and asks for a new one. \
-            The server's list of streams for this device is checked against the agent's \
-            (location, microphone, healthkit) and a missing one is a warning. The endpoint and \
+            1. Server: the endpoint (the server's base URL), then the device token, in the way \
+            the server offers it. An Ariata server's web UI shows a short pairing code for a \
+            new device (--code; sent upper-cased), which the agent exchanges for the token. A \
+            Virtues server links a device by its id, which then is its token: --link prints \
+            this device's id as text and as a QR code for you to enter in the web UI's page \
+            for linking a device, and waits (asking the server every 2 s) until the server \
+            has linked it, at most --link-timeout seconds (600); Ctrl-C or the time limit \
+            writes nothing. --source-id completes the pending device of a Virtues QR code \
+            (the code's "s"). A device token typed in or read from a file works with any \
+            server. A refused code (invalid, used or expired) writes nothing and asks for a \
+            new one; a code sent to a Virtues server says to use --link. The server's list \
+            of streams for this device is checked against the agent's (location, \
+            microphone, healthkit) and a missing one is a warning. The endpoint and \
             token are then verified with one request to the ingest endpoint carrying an empty batch \
             (nothing is stored). Each failure says what went wrong and what to do: a host \
             name that does not resolve, a refused connection, an untrusted TLS certificate \
-            (--ca-file), a time-out (E001), a refused token (E002, HTTP 401), a wrong path \
+            (--ca-file), a time-out (E001), a refused token (E002, HTTP 401; the body \
+            {"error":"Unauthorized"} is a server that refuses every device, told apart), a wrong path \
             (HTTP 404), a redirect, a server error (E003). On a terminal you are asked again \
             (only for the token when the token was refused); with --yes onboard stops. \
             Nothing is written until the server is verified.
@@ -54,10 +62,13 @@ struct OnboardCommand: ParsableCommand {
             Scripted installs: pass the answers as flags and --yes, e.g.
               ariata-agent onboard --endpoint URL --code A1B2C3 --yes
               ariata-agent onboard --endpoint URL --token-file FILE --yes
+              ariata-agent onboard --endpoint URL --link --yes
+              ariata-agent onboard --endpoint URL --source-id ID --yes
             Without a terminal on standard input, --yes is required.
 
             Exit status: 0 when the configuration was written; 1 when the server could not \
-            be verified (or the input ended), nothing written; 64 for missing or wrong flags \
+            be verified, did not link the device in time (or the input ended), nothing \
+            written; 130 after Ctrl-C while waiting for the link; 64 for missing or wrong flags \
             or no terminal without --yes; 73 when the file could not be written; 78 when the \
             existing file is broken (it is not overwritten).
             """)
