@@ -158,6 +158,33 @@ final class OnboardLinkTests: XCTestCase {
         XCTAssertFalse(wrong.stdout.contains("refuses every device"), wrong.stdout)
     }
 
+    /// The uploader meets the same wall: its E002 says every device is refused, nothing is dropped.
+    func testTheUploaderNamesTheLoginWallAndKeepsTheRecords() throws {
+        let dir = try TemporaryDirectory("sync-wall")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: "linked-id", arguments: ["--generation", "virtues"])
+        defer { receiver.stop() }
+        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        for second in 0..<3 {
+            try queue.enqueue(try NewRecord(stream: .location, capturedAt: Date(), fields: [
+                "timestamp": RFC3339.string(from: Date().addingTimeInterval(Double(second) - 100)), "latitude": 52.5, "longitude": 13.4,
+            ]))
+        }
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: """
+            endpoint = "\(receiver.endpoint)"
+            token = "linked-id"
+            device_id = "linked-id"
+            """)
+        try receiver.setLoginWall(true)
+
+        let walled = try cli.run(["sync"])
+
+        XCTAssertEqual(walled.status, 1, walled.stdout + walled.stderr)
+        XCTAssertTrue(walled.stdout.contains("location: E002 HTTP 401: the server refuses every device, not just this token"), walled.stdout)
+        XCTAssertTrue(walled.stdout.contains("update the server"), walled.stdout)
+        XCTAssertFalse(walled.stdout.contains("get a new device token"), walled.stdout)
+        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 3, "nothing is dropped")
+    }
+
     /// The QR flow: a pending source completed with the device id and its device_info;
     /// Virtues' `available_streams` shape read (no stream reported missing).
     func testSourceIDCompletesAPendingSourceAndTheIDBecomesTheToken() throws {
