@@ -214,9 +214,10 @@ public final class ReceiverRig: @unchecked Sendable {
 
     // Virtues mode (`arguments: ["--generation", "virtues"]`): linking by device id.
 
-    /// Links `deviceID` as the web UI's link page does: from then on it is a token.
-    public func link(deviceID: String) throws {
-        _ = try send("POST", "/_control/link", body: ["device_id": deviceID])
+    /// Links `deviceID` as the web UI's link page does (`POST /api/devices/pairing/link`):
+    /// from then on it is a token.
+    public func link(deviceID: String, name: String = "linked by the test") throws {
+        _ = try send("POST", "/api/devices/pairing/link", body: ["device_id": deviceID, "name": name, "device_type": "ios"])
     }
 
     /// A QR code's pending source, completed by `POST /api/devices/pairing/{id}/complete`

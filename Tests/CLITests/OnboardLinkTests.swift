@@ -62,6 +62,7 @@ final class OnboardLinkTests: XCTestCase {
         }
 
         try receiver.link(deviceID: id)
+        XCTAssertEqual(try receiver.links().map(\.deviceID), [id], "linked through the web UI's route")
         XCTAssertEqual(onboard.wait(timeout: 30), 0, onboard.stdout() + onboard.stderr())
         let out = onboard.stdout()
         XCTAssertTrue(out.contains("ok    link: linked after"), out)

@@ -40,8 +40,8 @@ expired one 400 "Pairing code has expired".
 Virtues mode (--generation virtues) plays the successor server's linking (a device's
 token is its own device id): the code flow above answers 400 "Pairing code flow is
 deprecated. Use /link or QR pairing endpoint."; POST /api/devices/pairing/link
-{"device_id", "name", "device_type"} (what the web UI's link page sends) or
-/_control/link links an id; POST /api/devices/pairing/{source_id}/complete
+{"device_id", "name", "device_type"} (what the web UI's link page sends) links an
+id; POST /api/devices/pairing/{source_id}/complete
 {"device_id", "device_info"} completes a pending source made with
 /_control/pending-pairing (once, within its ttl; unknown: 404 "Pairing session not
 found"); GET /api/devices/health answers 200 for a linked id, 401 otherwise;
@@ -68,7 +68,6 @@ small control API under /_control/ on the same port:
   POST   /_control/reset              forgets everything stored and seen
   POST   /_control/pairing            {"code": "A1B2C3", "ttl": 600} makes a one-time pairing code
   GET    /_control/pairings           the devices that paired, with the device_info they sent
-  POST   /_control/link               {"device_id": "..."} links an id (virtues mode)
   POST   /_control/pending-pairing    {"source_id": "...", "ttl": 600} a QR code's pending source
                                       (virtues mode; source_id made when left out)
   POST   /_control/login-wall         {"on": true} every device route answers 401 Unauthorized
@@ -433,8 +432,8 @@ VIRTUES_PENDING_TTL = 600  # a pending QR pairing lives 10 minutes on the server
 
 class VirtuesLinks:
     """Devices linked by id, as the Virtues server keeps them (--generation virtues): the
-    device's id is its token. Linked by hand (POST /api/devices/pairing/link, or
-    /_control/link) or by completing a pending source of a QR code
+    device's id is its token. Linked by hand (POST /api/devices/pairing/link, what the
+    web UI's link page sends) or by completing a pending source of a QR code
     (POST /api/devices/pairing/{source_id}/complete, the pending source made with
     /_control/pending-pairing). The --token counts as linked from the start."""
 
@@ -755,17 +754,11 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def virtues_control(self, path, request):
-        """POST /_control/link {"device_id"}: links an id as the web UI's link page does;
-        /_control/pending-pairing {"source_id"?, "ttl"?}: a QR code's pending source;
+        """POST /_control/pending-pairing {"source_id"?, "ttl"?}: a QR code's pending source;
         /_control/login-wall {"on": bool}: every device route answers 401 Unauthorized.
         Returns True when it answered."""
         r = self.receiver
-        if path == "/_control/link":
-            device_id = request.get("device_id")
-            if not isinstance(device_id, str) or not device_id.strip():
-                raise ValueError("device_id must be a non-empty string")
-            self.answer(200, {"source_id": r.virtues.link(device_id, "link")})
-        elif path == "/_control/pending-pairing":
+        if path == "/_control/pending-pairing":
             source_id = r.virtues.add_pending(request.get("source_id"), request.get("ttl", VIRTUES_PENDING_TTL))
             self.answer(200, {"source_id": source_id})
         elif path == "/_control/login-wall":
