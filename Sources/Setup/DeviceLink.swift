@@ -111,7 +111,10 @@ public struct DeviceLinkWait {
                 Thread.sleep(forTimeInterval: 0.1)
             }
             if interruption.happened { return .interrupted }
-            switch check() {
+            let state = check()
+            // Ctrl-C during the request cancels it: not a problem of the server's to report.
+            if interruption.happened { return .interrupted }
+            switch state {
             case .linked:
                 return .linked(after: clock.now - start)
             case .stop(let message, let hint):

@@ -28,18 +28,8 @@ final class OnboardLinkTests: XCTestCase {
     func testLinkShowsTheIDAndItsQRCodeWaitsForTheLinkThenWritesTheConfig() throws {
         let (dir, receiver, cli) = try virtues("link-ok")
         defer { withExtendedLifetime(dir) { receiver.stop() } }
-        let binary = try BuildProducts.executable("ariata-agent")
-        let onboard = try ChildProcess(binary, ["onboard", "--config", cli.configPath, "--endpoint", receiver.endpoint,
-                                                "--link", "--device-name", "desk-pi", "--yes"],
-                                       name: "onboard", logDirectory: dir.path, environment: ["NO_COLOR": "1"])
+        let (onboard, id, shown) = try startLinking(cli, receiver, dir, extra: ["--device-name", "desk-pi"])
         defer { onboard.stop() }
-        var shown = ""
-        try waitUntil("onboard to show the id and wait", timeout: 30) {
-            shown = onboard.stdout()
-            return shown.contains("waiting for the server to link it (up to 10 min; Ctrl-C stops)")
-        }
-        let id = try XCTUnwrap(shown.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            .first { UUID(uuidString: $0) != nil }, shown)
         XCTAssertTrue(onboard.isRunning, "it waits for the link")
 
         // The QR code holds the id: its structure, the library's own modules, and what a reader reads.
@@ -80,6 +70,44 @@ final class OnboardLinkTests: XCTestCase {
         XCTAssertEqual(again.status, 0, again.stdout + again.stderr)
         XCTAssertTrue(again.stdout.contains("the server has already linked this device's id \(id)"), again.stdout)
         XCTAssertFalse(again.stdout.contains("waiting for the server"), again.stdout)
+    }
+
+    /// `onboard --link --yes` started, up to the point where it waits: the process, the id it shows, its output.
+    private func startLinking(_ cli: AgentCLI, _ receiver: ReceiverRig, _ dir: TemporaryDirectory,
+                              extra: [String] = []) throws -> (ChildProcess, String, String) {
+        let binary = try BuildProducts.executable("ariata-agent")
+        let onboard = try ChildProcess(binary, ["onboard", "--config", cli.configPath, "--endpoint", receiver.endpoint, "--link", "--yes"] + extra,
+                                       name: "onboard", logDirectory: dir.path, environment: ["NO_COLOR": "1"])
+        var shown = ""
+        try waitUntil("onboard to show the id and wait", timeout: 30) {
+            shown = onboard.stdout()
+            return shown.contains("waiting for the server to link it (up to 10 min; Ctrl-C stops)")
+        }
+        let id = try XCTUnwrap(shown.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { UUID(uuidString: $0) != nil }, shown)
+        return (onboard, id, shown)
+    }
+
+    /// The server away for a while (restarting) during the wait: said once, and the wait goes on.
+    func testTheWaitOutlastsTheServerRestarting() throws {
+        let (dir, receiver, cli) = try virtues("link-restart")
+        defer { withExtendedLifetime(dir) { receiver.stop() } }
+        let (onboard, id, _) = try startLinking(cli, receiver, dir)
+        defer { onboard.stop() }
+
+        receiver.stop()
+        try waitUntil("onboard to notice the server is away", timeout: 30) {
+            onboard.stdout().contains("warn  link: nothing accepts connections at 127.0.0.1:\(receiver.port)")
+        }
+        XCTAssertTrue(onboard.isRunning, "still waiting")
+        try receiver.start()
+        try receiver.link(deviceID: id)
+
+        XCTAssertEqual(onboard.wait(timeout: 30), 0, onboard.stdout() + onboard.stderr())
+        let out = onboard.stdout()
+        XCTAssertTrue(out.contains("; still waiting"), out)
+        XCTAssertEqual(out.components(separatedBy: "warn  link:").count - 1, 1, "the same problem is said once\n\(out)")
+        XCTAssertEqual(try AgentConfig.load(path: cli.configPath, environment: [:]).server.token.value, id)
     }
 
     func testLinkGivesUpAfterItsTimeLimitAndWritesNothing() throws {
