@@ -196,3 +196,30 @@ struct PairingAnswer: Equatable {
         ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["error"] as? String
     }
 }
+
+/// What a Virtues web UI's pairing QR code holds: `{"e": "<endpoint>", "s": "<source id>"}`.
+/// `onboard --source-id` takes the whole text as well as the bare id, so what a phone
+/// read can be pasted as it is. The endpoint may end in `/api` (the server's
+/// `apiEndpoint`); the base URL is what comes before.
+public struct PairingQRCode: Sendable, Equatable {
+    public var endpoint: String?
+    public var sourceID: String
+
+    public init(endpoint: String?, sourceID: String) {
+        self.endpoint = endpoint
+        self.sourceID = sourceID
+    }
+
+    /// Nil when `text` is not such a JSON object.
+    public init?(text: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let source = object["s"] as? String, !source.isEmpty else { return nil }
+        sourceID = source
+        endpoint = (object["e"] as? String).map { e in
+            var base = e
+            while base.hasSuffix("/") { base.removeLast() }
+            if base.hasSuffix("/api") { base.removeLast(4) }
+            return base
+        }
+    }
+}

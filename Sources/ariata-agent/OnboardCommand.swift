@@ -90,7 +90,7 @@ struct OnboardCommand: ParsableCommand {
                                valueName: "seconds"))
     var linkTimeout: Int?
 
-    @Option(help: ArgumentHelp("Complete the pairing a Virtues server's QR code names: its pending source id (the \"s\" of the code's {\"e\": endpoint, \"s\": source id}). Works once, for 10 minutes.",
+    @Option(help: ArgumentHelp("Complete the pairing a Virtues server's QR code names: its pending source id (the \"s\" of the code's {\"e\": endpoint, \"s\": source id}), or the code's whole text, whose \"e\" then is the endpoint unless --endpoint is given. Works once, for 10 minutes.",
                                valueName: "id"))
     var sourceID: String?
 
@@ -133,14 +133,22 @@ struct OnboardCommand: ParsableCommand {
             throw ValidationError("give one of --code, --link, --source-id, --token and --token-file")
         }
         if let code, code.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--code: give the code the server shows") }
-        if let sourceID, sourceID.isEmpty || !sourceID.unicodeScalars.allSatisfy(Self.sourceIDCharacters.contains) {
-            throw ValidationError("--source-id \(sourceID): give the source id the server's QR code holds (letters, digits, '-', '_', '.')")
+        if let sourceID, sourceID.hasPrefix("{"), PairingQRCode(text: sourceID) == nil {
+            throw ValidationError("--source-id: \(sourceID) is not the text of a pairing QR code ({\"e\": endpoint, \"s\": source id})")
+        }
+        if let pending = pendingSource, pending.sourceID.isEmpty || !pending.sourceID.unicodeScalars.allSatisfy(Self.sourceIDCharacters.contains) {
+            throw ValidationError("--source-id \(pending.sourceID): give the source id the server's QR code holds (letters, digits, '-', '_', '.')")
         }
         if let linkTimeout {
             guard link else { throw ValidationError("--link-timeout goes with --link") }
             guard (1...86_400).contains(linkTimeout) else { throw ValidationError("--link-timeout: give 1 to 86400 seconds") }
         }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
+    }
+
+    /// `--source-id`: a bare source id, or the QR code's whole text.
+    var pendingSource: PairingQRCode? {
+        sourceID.map { PairingQRCode(text: $0) ?? PairingQRCode(endpoint: nil, sourceID: $0) }
     }
 
     /// What a source id may hold: it goes into the request's path as it is.
@@ -155,13 +163,13 @@ struct OnboardCommand: ParsableCommand {
         let console = Console()
         do {
             let request = OnboardRequest(
-                configPath: options.config, endpoint: endpoint,
+                configPath: options.config, endpoint: endpoint ?? pendingSource?.endpoint,
                 token: try token.map(Secret.init) ?? tokenFile.map(OnboardRequest.readToken(file:)),
                 deviceName: deviceName, ingestPath: ingestPath, caFile: caFile, acceptDefaults: yes,
                 timeout: timeout, serviceUser: serviceUser,
                 pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing,
                 link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
-                sourceID: sourceID)
+                sourceID: pendingSource?.sourceID)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(label: "ariata.onboard"))
             try onboarding.run()

@@ -252,6 +252,25 @@ final class OnboardLinkTests: XCTestCase {
         let bad = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--source-id", "../x", "--yes"])
         XCTAssertEqual(bad.status, 64, "a source id that is not one is a usage error")
         XCTAssertTrue(bad.stderr.contains("--source-id ../x: give the source id the server's QR code holds"), bad.stderr)
+        let notQR = try cli.run(["onboard", "--source-id", #"{"s": 3}"#, "--yes"])
+        XCTAssertEqual(notQR.status, 64)
+        XCTAssertTrue(notQR.stderr.contains("is not the text of a pairing QR code"), notQR.stderr)
+    }
+
+    /// The QR code's whole text, as a phone read it: its endpoint (the server's `/api`
+    /// address) and its source id, no --endpoint needed.
+    func testSourceIDTakesTheQRCodesWholeText() throws {
+        let (dir, receiver, cli) = try virtues("source-qr-text")
+        defer { withExtendedLifetime(dir) { receiver.stop() } }
+        let source = try receiver.addPendingPairing()
+
+        let result = try cli.run(["onboard", "--source-id", #"{"e":"\#(receiver.endpoint)/api","s":"\#(source)"}"#, "--yes"])
+
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        let written = try AgentConfig.load(path: cli.configPath, environment: [:])
+        XCTAssertEqual(written.server.endpoint, receiver.endpoint)
+        XCTAssertEqual(written.server.token.value, written.server.deviceID)
+        XCTAssertEqual(try receiver.links().map(\.how), ["qr"])
     }
 
     /// `--code` to a Virtues server: told apart from a wrong code, pointing at --link.

@@ -54,6 +54,16 @@ final class PairingAnswerTests: XCTestCase {
         XCTAssertTrue(wall.contains("refuses every device"), wall)
     }
 
+    func testAPairingQRCodesTextGivesItsEndpointAndSource() {
+        XCTAssertEqual(PairingQRCode(text: #"{"e":"https://v.example.org/api/","s":"source_1"}"#),
+                       PairingQRCode(endpoint: "https://v.example.org", sourceID: "source_1"))
+        XCTAssertEqual(PairingQRCode(text: #"{"e":"https://v.example.org","s":"source_1"}"#)?.endpoint, "https://v.example.org")
+        XCTAssertEqual(PairingQRCode(text: #"{"s":"source_2"}"#), PairingQRCode(endpoint: nil, sourceID: "source_2"))
+        for text in ["source_3", #"{"e":"x"}"#, #"{"s":""}"#, #"{"s":4}"#, "{"] {
+            XCTAssertNil(PairingQRCode(text: text), text)
+        }
+    }
+
     func testCodesAreSentAsTheWebUIShowsThem() {
         XCTAssertEqual(PairingClient.normalized(code: " a1b2c3\n"), "A1B2C3")
         XCTAssertEqual(PairingClient.normalized(code: "K7M2Q9"), "K7M2Q9")
