@@ -154,6 +154,9 @@ final class HealthNormaliserTests: XCTestCase {
             RawHealthSample(metric: .sleep, value: .text("deep"), timestamp: now, duration: 1800),
             RawHealthSample(metric: .sleep, value: .text("rem"), timestamp: now, duration: 20),
             RawHealthSample(metric: .sleep, value: .number(2), timestamp: now), sample(.restingHeartRate, 48),
+            RawHealthSample(metric: .workout, value: .text("cycling"), timestamp: now, duration: 3_600,
+                            workoutMeasures: [sample(.activeEnergy, 512.36), sample(.distance, 20.5, "km"), sample(.heartRate, 131)]),
+            RawHealthSample(metric: .workout, value: .text("Yoga"), timestamp: now, workoutMeasures: [sample(.distance, 0.05)]),
         ]
         for raw in raws {
             guard case .accepted(let s) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected \(raw)") }
