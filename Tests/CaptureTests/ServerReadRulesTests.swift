@@ -163,6 +163,22 @@ final class ServerReadRulesTests: XCTestCase {
         let (fields, _) = try object(microphone)
         XCTAssertEqual(fields["duration_seconds"] as? Double, 30)
         XCTAssertEqual(fields["duration"] as? Double, 30, "the contract's own field stays")
+        XCTAssertNil(fields["average_db_level"], "a chunk without a level (recovered from the journal) claims none")
+    }
+
+    /// The successor iOS collector's two fields, as it names and types them.
+    func testAChunkCarriesItsLevelAndWhetherItIsSilent() throws {
+        var level = AudioLevel()
+        let quiet = [Int16](repeating: 100, count: 16_000) // -50.3 dBFS
+        quiet.withUnsafeBufferPointer { level.add($0) }
+        let chunk = AudioChunk(start: Date(timeIntervalSince1970: 1_790_000_000), frames: 16_000, overlapFrames: 0,
+                               sampleRate: 16_000, data: Data("OggS".utf8), level: level)
+        for (threshold, silent) in [(-50, true), (-51, false)] {
+            let (fields, text) = try object(try MicrophoneRecord.make(chunk, bitrate: 16_000, silenceThresholdDB: threshold))
+            XCTAssertEqual(fields["average_db_level"] as? Double, -50.3, text)
+            XCTAssertEqual(fields["is_silent"] as? Bool, silent, "threshold \(threshold): \(text)")
+            XCTAssertTrue(text.contains("\"is_silent\":\(silent)"), "a JSON boolean: \(text)")
+        }
     }
 
     /// The rules can fail: records as the agent wrote them before both shapes were sent.
