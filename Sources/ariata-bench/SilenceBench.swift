@@ -99,20 +99,7 @@ enum SilenceBench {
         var config = MicrophoneConfig()
         config.device = rig.device
         config.uploadSilent = uploadSilent
-        let ended = EndFlag()
-        let opened = EndFlag()
-        let stream = MicrophoneStream(
-            config: config, sink: queue, logger: Logger(label: "ariata.microphone"),
-            captureFactory: { device, rate throws(AudioCaptureError) in
-                guard !opened.swap() else {
-                    throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")
-                }
-                return EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: seconds * 16_000, ended: ended)
-            },
-            retry: .constant(3_600), maxClockSkew: nil)
-        stream.start()
-        while !ended.value { Thread.sleep(forTimeInterval: 0.05) }
-        stream.stop()
+        let stream = AudioBench.runStream(config: config, queue: queue, frames: seconds * 16_000)
         var chunks = Chunks(levels: [], silent: 0, audioBytes: 0, dropped: stream.stats().silentChunksDropped)
         for record in try queue.records(stream: .microphone) {
             let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]

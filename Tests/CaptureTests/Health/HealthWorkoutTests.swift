@@ -17,6 +17,18 @@ final class HealthWorkoutTests: XCTestCase {
         return (Logger(label: "ariata.health") { _ in RecordingLogHandler(store: store) }, store)
     }
 
+    /// Reads a file of `lines` lines to its end through a file source; the stopped stream
+    /// is returned for its counters.
+    private func readFile(_ path: String, in bed: HealthTestBed, format: HealthSourceConfig.Format = .jsonl, lines: Int,
+                          records: Int, logger: Logger = HealthTestBed.logger) throws -> HealthStream {
+        let stream = bed.stream(file: path, format: format, logger: logger)
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("all lines read") { stream.statuses()[0].linesRead == lines }
+        try bed.waitForCount(records)
+        return stream
+    }
+
     private func workouts(_ bed: HealthTestBed) throws -> [[String: Any]] {
         try bed.payloads().filter { $0["metric_type"] as? String == "workout" }
     }
@@ -34,12 +46,7 @@ final class HealthWorkoutTests: XCTestCase {
             + #"{"timestamp":"\#(time)","workout_type":"walking","distance":800,"unit":"km"}"# + "\n" // ambiguous unit
             + #"{"timestamp":"\#(time)","metric_type":"HKWorkoutTypeIdentifier","value":"HKWorkoutActivityTypeYoga"}"# + "\n",
             to: path)
-        let stream = bed.stream(file: path, logger: logger)
-        stream.start()
-        defer { stream.stop() }
-        try waitUntil("all lines read") { stream.statuses()[0].linesRead == 7 }
-        try bed.waitForCount(4)
-        stream.stop()
+        let stream = try readFile(path, in: bed, lines: 7, records: 4, logger: logger)
 
         let records = try workouts(bed)
         XCTAssertEqual(records.map { $0["workout_type"] as? String }, ["running", "cycling", "yoga"])
@@ -75,12 +82,7 @@ final class HealthWorkoutTests: XCTestCase {
             + "\(time),workout,,Swimming,30,1.2,\n"
             + "\(time),heart_rate,61,,,,\n"
             + "\(time),workout,,,30,1.2,\n", to: path)
-        let stream = bed.stream(file: path, format: .csv)
-        stream.start()
-        defer { stream.stop() }
-        try waitUntil("all lines read") { stream.statuses()[0].linesRead == 4 }
-        try bed.waitForCount(2)
-        stream.stop()
+        let stream = try readFile(path, in: bed, format: .csv, lines: 4, records: 2)
         let records = try workouts(bed)
         XCTAssertEqual(records.count, 1)
         XCTAssertEqual(records.first?["workout_type"] as? String, "swimming")
