@@ -158,8 +158,9 @@ public struct HealthNormaliser: Sendable {
     /// `HKWorkoutActivityTypeRunning` becomes `running`), a duration above 0 and at most a
     /// week when given, and measures checked like samples of their own.
     private func workout(_ raw: RawHealthSample, timestamp: Date) -> Outcome {
-        guard case .text(let name) = raw.value, let type = Self.workoutType(name) else {
-            return .rejected("workout type \(raw.value) is not a name (letters, digits, _ and -, at most 64 characters, e.g. running)")
+        guard case .text(let name) = raw.value else { return .rejected("a workout's type must be a name such as running") }
+        guard let type = Self.workoutType(name) else {
+            return .rejected("workout type \"\(name.prefix(80))\" is not a name (letters, digits, _ and -, at most 64 characters, e.g. running)")
         }
         if let d = raw.duration, !(d > 0 && d <= Self.longestDuration) {
             return .rejected("workout duration \(d) s is not possible (above 0, at most 7 days)")
