@@ -45,6 +45,15 @@ enum SilenceBench {
                          Double(chunks.audioBytes) / Double(max(1, sorted.count))))
         }
 
+        // What gathering the level costs: the same loop the stream runs on every block.
+        let block = repeated(speech, 2)
+        let cpuStart = AudioBench.cpu(RUSAGE_SELF.rawValue)
+        var level = AudioLevel()
+        for _ in 0 ..< 1_800 { block.withUnsafeBufferPointer { level.add($0) } } // an hour of 2 s blocks
+        let cpuEnd = AudioBench.cpu(RUSAGE_SELF.rawValue)
+        print(String(format: "gathering the level: %.1f ms CPU per hour of audio (one hour in 2 s blocks; %.1f dBFS)",
+                     (cpuEnd.total - cpuStart.total) * 1_000, level.dbfs))
+
         // An hour, P % quiet: twelve five-minute spells of room noise then speech.
         let spell = 300, quiet = spell * quietPercent / 100
         let hour = "\(work)/hour.raw"
