@@ -119,7 +119,7 @@ LIES = ("html", "json", "short")
 BAD_RECORD_MODES = ("refuse", "store-good", "buffer-prefix")
 PAIRING_PATH = "/api/devices/pairing/complete"
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
-                  "active_energy", "distance", "oxygen_saturation", "sleep")
+                  "active_energy", "distance", "oxygen_saturation", "sleep", "workout")
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 MAX_AHEAD = datetime.timedelta(minutes=5)
 
@@ -401,8 +401,8 @@ def check_record(stream, record, now):
         parse_time(record.get("timestamp"), "timestamp", now)
         if record.get("metric_type") not in HEALTH_METRICS:
             raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
-        if record.get("metric_type") == "sleep" and isinstance(record.get("value"), str):
-            pass  # the contract's sleep record carries its stage's name as the value
+        if record.get("metric_type") in ("sleep", "workout") and isinstance(record.get("value"), str):
+            pass  # a sleep record's value is its stage's name, a workout's its type
         else:
             number(record, "value")
         metadata = record.get("metadata")
