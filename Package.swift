@@ -32,11 +32,12 @@ let package = Package(
         .systemLibrary(name: "CNetlink"),
         // glibc's pthread_setname_np (a GNU extension Swift's Glibc module leaves out); no library.
         .systemLibrary(name: "CThread"),
-        // The Swift runtime's executor hooks (MainThreadExecutor); no library.
-        .systemLibrary(name: "CConcurrencyHooks"),
         // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
         .systemLibrary(name: "COgg", pkgConfig: "ogg",
                        providers: [.apt(["libogg-dev"])]),
+        // libqrencode: `onboard --link` shows the device id as a QR code in the terminal.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode",
+                       providers: [.apt(["libqrencode-dev"])]),
 
         // The system primitives, named for what they are and knowing nothing of the agent:
         // threads (NamedThread, Waker, Poll), the kernel's clocks (Monotonic, the boot
@@ -65,16 +66,16 @@ let package = Package(
             "AgentCore", "Platform", "CCurl", "CZlib", "CCrypto",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Wiring, health coordinator, sd_notify, service lifecycle.
+        // Wiring, the supervisor, sd_notify, service lifecycle.
         .target(name: "Daemon", dependencies: [
-            "AgentCore", "Platform", "Reports", "Capture", "Upload", "CNetlink", "CConcurrencyHooks",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "CNetlink",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Platform", "Reports", "Upload", "Capture",
+            "AgentCore", "Platform", "Reports", "Upload", "Capture", "CQREncode",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [

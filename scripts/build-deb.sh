@@ -49,7 +49,7 @@ need strip binutils
 need objdump binutils
 need ldd libc-bin
 need gzip gzip
-pkg-config --exists libcurl libgps alsa libopusenc ogg sqlite3 2>/dev/null ||
+pkg-config --exists libcurl libgps alsa libopusenc ogg libqrencode sqlite3 2>/dev/null ||
   die "the C libraries' -dev packages are missing: run 'sudo scripts/install-deps.sh --build-only'"
 
 ARCH=$(dpkg --print-architecture)

@@ -15,6 +15,7 @@ BUILD_PACKAGES=(
   libopus-dev
   libogg-dev
   libopusenc-dev
+  libqrencode-dev
 )
 # Test rigs and demo: real gpsd, socat ptys, ALSA file plugin data, speech, Opus tools,
 # the reference receiver (python3), systemd-analyze for the unit checks.
@@ -42,6 +43,7 @@ TEST_PACKAGES=(
   prometheus    # promtool check metrics: the metrics file and status --prometheus
   python3-prometheus-client  # its parser reads the metrics back
   strace        # counts the fsyncs of an upload (SyncCommandTests)
+  zbar-tools    # zbarimg reads back the QR code of onboard --link (OnboardLinkTests)
 )
 
 # Packaging (scripts/build-deb.sh) and its test (scripts/test-deb.sh): Debian's own tools,

@@ -208,6 +208,37 @@ public final class ReceiverRig: @unchecked Sendable {
         return try JSONDecoder().decode(Paired.self, from: get("/_control/pairings")).paired.map(\.device_info)
     }
 
+    // Virtues mode (`arguments: ["--generation", "virtues"]`): linking by device id.
+
+    /// Links `deviceID` as the web UI's link page does (`POST /api/devices/pairing/link`):
+    /// from then on it is a token.
+    public func link(deviceID: String, name: String = "linked by the test") throws {
+        _ = try send("POST", "/api/devices/pairing/link", body: ["device_id": deviceID, "name": name, "device_type": "ios"])
+    }
+
+    /// A QR code's pending source, completed by `POST /api/devices/pairing/{id}/complete`
+    /// within `ttl` seconds (negative: already expired); its source id.
+    public func addPendingPairing(sourceID: String? = nil, ttl: TimeInterval = 600) throws -> String {
+        var body: [String: Any] = ["ttl": ttl]
+        if let sourceID { body["source_id"] = sourceID }
+        struct Made: Decodable { var source_id: String }
+        return try JSONDecoder().decode(Made.self, from: send("POST", "/_control/pending-pairing", body: body)).source_id
+    }
+
+    /// The 2026-02 Virtues release: every device route answers 401 `{"error":"Unauthorized"}`.
+    public func setLoginWall(_ on: Bool) throws {
+        _ = try send("POST", "/_control/login-wall", body: ["on": on])
+    }
+
+    /// The ids linked by hand or by QR code, with how (`link`, `qr`) and the `device_info` sent.
+    public func links() throws -> [(deviceID: String, how: String, deviceInfo: [String: String]?)] {
+        struct Links: Decodable {
+            struct Entry: Decodable { var device_id: String; var how: String; var device_info: [String: String]? }
+            var linked: [Entry]
+        }
+        return try JSONDecoder().decode(Links.self, from: get("/_control/links")).linked.map { ($0.device_id, $0.how, $0.device_info) }
+    }
+
     /// Forgets stored records, counters and faults.
     public func reset() throws {
         _ = try send("POST", "/_control/reset", body: [:])

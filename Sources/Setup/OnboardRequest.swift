@@ -24,12 +24,25 @@ public struct OnboardRequest: Sendable {
     /// With `--yes`, switch off a stream whose device check failed (the old behaviour);
     /// by default it stays enabled and reports itself unhealthy until the device is there.
     public var disableFailing: Bool
+    /// `--link` (Virtues): show the device id and wait until the server has linked it.
+    public var link: Bool
+    /// How long `--link` waits for the link (seconds).
+    public var linkTimeout: TimeInterval
+    /// `--source-id` (Virtues' QR flow): the pending source to complete.
+    public var sourceID: String?
+
+    /// A pending pairing on the servers lives 10 minutes: `--link` waits as long by default.
+    public static let defaultLinkTimeout: TimeInterval = 600
 
     public init(configPath: String = AgentConfig.defaultPath, endpoint: String? = nil, token: Secret? = nil,
                 tokenFile: String? = nil, deviceName: String? = nil, ingestPath: String? = nil, caFile: String? = nil,
                 acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata",
-                pairingCode: String? = nil, disableFailing: Bool = false) {
+                pairingCode: String? = nil, disableFailing: Bool = false, link: Bool = false,
+                linkTimeout: TimeInterval = OnboardRequest.defaultLinkTimeout, sourceID: String? = nil) {
         self.pairingCode = pairingCode
+        self.link = link
+        self.linkTimeout = linkTimeout
+        self.sourceID = sourceID
         self.disableFailing = disableFailing
         self.configPath = configPath
         self.endpoint = endpoint
@@ -54,6 +67,8 @@ public struct OnboardFailure: Error, CustomStringConvertible, Equatable {
     public static let cannotWrite: Int32 = 73
     /// The existing config file is broken (EX_CONFIG): onboarding does not overwrite what it cannot read.
     public static let badConfig: Int32 = 78
+    /// Stopped with Ctrl-C while waiting for the server (128 + SIGINT, as a shell reports it).
+    public static let interrupted: Int32 = 130
 
     public var message: String
     public var exitCode: Int32
@@ -92,6 +107,7 @@ extension OnboardRequest {
                 For a scripted install pass the answers as flags and --yes, e.g.
                   ariata-agent onboard --endpoint https://ariata.example.org --code A1B2C3 --yes
                   ariata-agent onboard --endpoint https://ariata.example.org --token-file /root/ariata-token --yes
+                  ariata-agent onboard --endpoint https://virtues.example.org --link --yes
                 """, exitCode: OnboardFailure.usage)
         }
         return TerminalPrompter(output: console)

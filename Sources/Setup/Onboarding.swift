@@ -14,6 +14,8 @@ public final class Onboarding {
     private let checks: DeviceChecks
     private let logger: Logger
     private let printer: CheckPrinter
+    /// The device id was made by this run (the file had none): it is kept only if onboarding writes the file.
+    private var deviceIDIsNew = false
 
     public init(request: OnboardRequest, prompter: any Prompter, console: Console = Console(),
                 checks: DeviceChecks? = nil, printer: CheckPrinter = CheckPrinter(), logger: Logger) {
@@ -36,7 +38,10 @@ public final class Onboarding {
         console.line("")
         console.line("1/5 Server")
         // A stable id: kept across onboardings, so the server sees one device.
-        if config.server.deviceID.isEmpty { config.server.deviceID = UUID().uuidString.lowercased() }
+        if config.server.deviceID.isEmpty {
+            config.server.deviceID = UUID().uuidString.lowercased()
+            deviceIDIsNew = true
+        }
         config.server = try verifiedServer(config.server)
 
         console.line("")
@@ -85,12 +90,13 @@ public final class Onboarding {
             server.token = token
             server.tokenFile = nil
         }
+        if request.link || request.sourceID != nil { return try serverByDeviceID(server) }
         if !prompter.isInteractive {
             if server.endpoint.isEmpty {
                 throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
             }
             if server.token.isEmpty && request.pairingCode == nil {
-                throw OnboardFailure("--code, --token or --token-file is required: \(request.configPath) has no token yet",
+                throw OnboardFailure("--code, --link, --source-id, --token or --token-file is required: \(request.configPath) has no token yet",
                                      exitCode: OnboardFailure.usage)
             }
         }
@@ -118,7 +124,7 @@ public final class Onboarding {
                 askCode = false
             }
             if let pairing = code {
-                switch pair(pairing, server: server) {
+                switch pair(.code(pairing), server: server) {
                 case .paired(let token):
                     server.token = token
                     server.tokenFile = nil
@@ -132,6 +138,9 @@ public final class Onboarding {
                     askPath = false
                     askCode = true
                     continue
+                case .linksByID(let message):
+                    throw OnboardFailure("\(message): nothing was written; this server links devices by their id: run 'ariata-agent onboard --endpoint \(server.endpoint) --link'",
+                                         exitCode: OnboardFailure.notVerified)
                 case .failed(let message):
                     guard prompter.isInteractive else {
                         throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
@@ -155,11 +164,7 @@ public final class Onboarding {
                     server.tokenFile = nil
                 }
             }
-            if ServerVerifier.urlProblem(server.endpoint) == nil {
-                console.line("  checking \(server.ingestURL) ...")
-            }
-            let result = ServerVerifier(server: server, timeout: request.timeout).verify()
-            console.write(printer.render(result.asCheck))
+            let result = checkServer(server)
             if result.isVerified { return server }
             guard prompter.isInteractive else {
                 throw OnboardFailure("the server could not be verified: nothing was written", exitCode: OnboardFailure.notVerified)
@@ -178,21 +183,85 @@ public final class Onboarding {
         }
     }
 
+    /// The endpoint and token verified with one empty batch (`ServerVerifier`), the result printed.
+    private func checkServer(_ server: ServerConfig) -> ServerVerification {
+        if ServerVerifier.urlProblem(server.endpoint) == nil {
+            console.line("  checking \(server.ingestURL) ...")
+        }
+        let result = ServerVerifier(server: server, timeout: request.timeout).verify()
+        console.write(printer.render(result.asCheck))
+        return result
+    }
+
+    /// `--link` and `--source-id` (Virtues, docs/install.md): the device's id becomes its
+    /// token, by the person linking it in the web UI or by completing the QR code's
+    /// pending source. Nothing to ask again: a failure ends onboarding.
+    private func serverByDeviceID(_ start: ServerConfig) throws -> ServerConfig {
+        var server = start
+        if prompter.isInteractive && request.endpoint == nil {
+            server.endpoint = try askForEndpoint(default: server.endpoint)
+        } else if server.endpoint.isEmpty {
+            throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
+        } else if let problem = ServerVerifier.urlProblem(server.endpoint) {
+            throw OnboardFailure("--endpoint: \(problem): give the server's base URL, http:// or https://", exitCode: OnboardFailure.usage)
+        }
+        if let sourceID = request.sourceID {
+            switch pair(.sourceID(sourceID), server: server) {
+            case .paired(let token):
+                server.token = token
+            case .refused(let message):
+                throw OnboardFailure("\(message): nothing was written; ask the server's web UI for a new QR code", exitCode: OnboardFailure.notVerified)
+            case .linksByID(let message), .failed(let message):
+                throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
+            }
+        } else {
+            try LinkStep(server: server, limit: request.linkTimeout, requestTimeout: request.timeout,
+                         deviceIDIsNew: deviceIDIsNew, console: console, printer: printer).run()
+            server.token = Secret(server.deviceID)
+        }
+        server.tokenFile = nil
+        guard checkServer(server).isVerified else {
+            throw OnboardFailure("the server could not be verified: nothing was written", exitCode: OnboardFailure.notVerified)
+        }
+        return server
+    }
+
     private enum PairingStep {
         case paired(Secret)
         case refused(String)
+        case linksByID(String)
         case failed(String)
     }
 
-    /// Exchanges a pairing code for the device token; says what the server lets this
-    /// device push, and warns about the agent's streams it does not list.
-    private func pair(_ code: String, server: ServerConfig) -> PairingStep {
+    private enum PairingFlow {
+        /// The short code of the Ariata web UI.
+        case code(String)
+        /// The pending source of a Virtues QR code.
+        case sourceID(String)
+    }
+
+    /// Asks the server for the device token; says what the server lets this device push,
+    /// and warns about the agent's streams it does not list.
+    private func pair(_ flow: PairingFlow, server: ServerConfig) -> PairingStep {
         let name = request.deviceName ?? (server.deviceName.isEmpty ? HostName.current() : server.deviceName)
         let device = DeviceInfo.current(deviceID: server.deviceID, deviceName: name)
         var base = server.endpoint
         while base.hasSuffix("/") { base.removeLast() }
-        console.line("  pairing with \(base)\(PairingClient.path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
-        switch PairingClient(server: server, timeout: request.timeout).pair(code: code, device: device) {
+        let client = PairingClient(server: server, timeout: request.timeout)
+        let path: String
+        let outcome: PairingClient.Outcome
+        let newOne: String
+        switch flow {
+        case .code(let code):
+            (path, newOne) = (PairingClient.path, "codes are short-lived and work once: ask the server's web UI for a new one")
+            console.line("  pairing with \(base)\(path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
+            outcome = client.pair(code: code, device: device)
+        case .sourceID(let sourceID):
+            (path, newOne) = (PairingClient.path(sourceID: sourceID), "a QR code's pairing works once and for 10 minutes: ask the server's web UI for a new one")
+            console.line("  pairing with \(base)\(path) as \"\(device.deviceName)\" (\(device.deviceModel), \(device.osVersion)) ...")
+            outcome = client.complete(sourceID: sourceID, device: device)
+        }
+        switch outcome {
         case .paired(let paired):
             console.write(printer.render(DeviceCheck(name: "pairing", outcome: .ok,
                                                      detail: "paired: the server gave this device its token (kept in the configuration, never shown)")))
@@ -205,9 +274,12 @@ public final class Onboarding {
             }
             return .paired(paired.token)
         case .refused(let message):
-            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message,
-                                                     fix: "codes are short-lived and work once: ask the server's web UI for a new one")))
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message, fix: newOne)))
             return .refused(message)
+        case .linksByID(let message):
+            console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message,
+                fix: "this server (Virtues) links devices by their id instead: ariata-agent onboard --endpoint \(server.endpoint) --link")))
+            return .linksByID(message)
         case .failed(let message, let hint):
             console.write(printer.render(DeviceCheck(name: "pairing", outcome: .failed, detail: message, fix: hint)))
             return .failed(message)

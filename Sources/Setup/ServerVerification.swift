@@ -25,6 +25,9 @@ public struct ServerVerification: Sendable, Equatable {
         case timedOut
         /// 401/403 (E002).
         case tokenRefused
+        /// 401 `{"error":"Unauthorized"}`: a login wall in front of the device routes that
+        /// refuses every device (E002, but no other token would pass).
+        case everyDeviceRefused
         /// 404/405: nothing that takes a POST at that path.
         case wrongPath
         /// 3xx: the server sends us elsewhere.
@@ -66,7 +69,7 @@ public struct ServerVerification: Sendable, Equatable {
     public var errorCode: AgentErrorCode? {
         switch outcome {
         case .timedOut: return .networkTimeout
-        case .tokenRefused: return .invalidToken
+        case .tokenRefused, .everyDeviceRefused: return .invalidToken
         case .serverError: return .serverError
         default: return nil
         }

@@ -127,6 +127,9 @@ public struct ServerVerifier: Sendable {
                 hint = "use \(base) as the endpoint (the agent does not follow redirects: a POST must reach the server itself)"
             }
             return make(.redirected, "the server redirects (HTTP \(status)) to \(location ?? "an address it does not give")", hint)
+        case 401 where EveryDeviceRefused.matches(response):
+            return make(.everyDeviceRefused, "\(AgentErrorCode.invalidToken.rawValue) HTTP 401: \(EveryDeviceRefused.explanation)",
+                        "no token passes this check: update the server (or ask its administrator), then run onboard again")
         case 401, 403:
             return make(.tokenRefused, "\(AgentErrorCode.invalidToken.rawValue) the server refused the device token (HTTP \(status))\(said)",
                         "copy the device token again from the server (a new one if it was revoked)")

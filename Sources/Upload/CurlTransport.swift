@@ -53,7 +53,6 @@ public final class CurlTransport: HTTPTransport {
         setString(CURLOPT_USERAGENT, AgentVersion.userAgent)
         setString(CURLOPT_PROTOCOLS_STR, "http,https")
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
-        setLong(CURLOPT_POST, 1)
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer)
 
         let opaque = Unmanaged.passUnretained(context).toOpaque()
@@ -112,9 +111,15 @@ public final class CurlTransport: HTTPTransport {
         defer { curl_slist_free_all(list) }
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, list)
 
-        // Without POSTFIELDS curl reads the body through the read callback; its size is
-        // known, so it goes with a Content-Length (not chunked).
-        _ = ariata_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+        switch request.method {
+        case .post:
+            setLong(CURLOPT_POST, 1)
+            // Without POSTFIELDS curl reads the body through the read callback; its size is
+            // known, so it goes with a Content-Length (not chunked).
+            _ = ariata_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+        case .get:
+            setLong(CURLOPT_HTTPGET, 1)
+        }
         let code = curl_easy_perform(handle)
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, nil)
         guard code == CURLE_OK else { return .failure(failure(for: code)) }

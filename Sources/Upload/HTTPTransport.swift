@@ -1,7 +1,14 @@
 import Foundation
 
-/// One POST to send.
+/// One request to send: a POST with a body (every upload), or a GET without one (the
+/// link check of `onboard --link`, docs/install.md).
 public struct HTTPRequest: Sendable {
+    public enum Method: String, Sendable {
+        case post = "POST"
+        case get = "GET"
+    }
+
+    public var method: Method = .post
     public var url: String
     /// Header lines in order; names as sent.
     public var headers: [(name: String, value: String)]
@@ -15,6 +22,13 @@ public struct HTTPRequest: Sendable {
 
     public init(url: String, headers: [(name: String, value: String)], body: Data) {
         self.init(url: url, headers: headers, body: RequestBody([body]))
+    }
+
+    /// A GET of `url`: no body.
+    public static func get(url: String, headers: [(name: String, value: String)]) -> HTTPRequest {
+        var request = HTTPRequest(url: url, headers: headers, body: RequestBody())
+        request.method = .get
+        return request
     }
 }
 

@@ -68,6 +68,8 @@ public enum IngestVerdict: Sendable, Equatable {
             return .accepted
         case 400, 413, 422:
             return .rejected(reason: "HTTP \(status): \(serverMessage(response))", named: RefusedRecordIDs.named(in: response.body))
+        case 401 where EveryDeviceRefused.matches(response):
+            return .unauthorized(reason: "HTTP 401: \(EveryDeviceRefused.explanation): \(EveryDeviceRefused.hint)")
         case 401, 403:
             return .unauthorized(reason: "HTTP \(status): the server refused the device token: \(AgentErrorCode.invalidToken.hint)")
         case 408:

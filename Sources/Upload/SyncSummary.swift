@@ -38,7 +38,9 @@ public struct SyncSummary: Sendable {
             case .retryLater(let reason, let code, let at):
                 lines.append("\(stream.rawValue): not all sent: \(code.map { "\($0.rawValue) " } ?? "")\(reason); retried at \(RFC3339.string(from: at))")
             case .unauthorized(let reason, _):
-                lines.append("\(stream.rawValue): \(AgentErrorCode.invalidToken.rawValue) \(reason): \(AgentErrorCode.invalidToken.hint)")
+                // The reason ends with what to do (IngestVerdict): a new token, or, for a
+                // server that refuses every device, a server update.
+                lines.append("\(stream.rawValue): \(AgentErrorCode.invalidToken.rawValue) \(reason)")
             case .storeError(let reason):
                 lines.append("\(stream.rawValue): the queue could not be read or written: \(reason)")
             case .notReached:

@@ -194,7 +194,7 @@ public final class Uploader: Sendable {
 
     // MARK: Reading
 
-    /// The uploader's health for the health coordinator.
+    /// The uploader's liveness, for the supervisor.
     public func liveness() -> Liveness {
         let now = clock.now()
         return state.with { s in

@@ -11,16 +11,24 @@ struct OnboardCommand: ParsableCommand {
         discussion: """
             Walks through five steps, like the Ariata phone app's onboarding:
 
-            1. Server: the endpoint (the server's base URL), then the short pairing code the \
-            server's web UI shows for a new device (--code), which the agent exchanges for the \
-            device's token; or a device token typed in or read from a file (older servers). \
-            A refused code (invalid, used or expired) writes nothing and asks for a new one. \
-            The server's list of streams for this device is checked against the agent's \
-            (location, microphone, healthkit) and a missing one is a warning. The endpoint and \
+            1. Server: the endpoint (the server's base URL), then the device token, in the way \
+            the server offers it. An Ariata server's web UI shows a short pairing code for a \
+            new device (--code; sent upper-cased), which the agent exchanges for the token. A \
+            Virtues server links a device by its id, which then is its token: --link prints \
+            this device's id as text and as a QR code for you to enter in the web UI's page \
+            for linking a device, and waits (asking the server every 2 s) until the server \
+            has linked it, at most --link-timeout seconds (600); Ctrl-C or the time limit \
+            writes nothing. --source-id completes the pending device of a Virtues QR code \
+            (the code's "s"). A device token typed in or read from a file works with any \
+            server. A refused code (invalid, used or expired) writes nothing and asks for a \
+            new one; a code sent to a Virtues server says to use --link. The server's list \
+            of streams for this device is checked against the agent's (location, \
+            microphone, healthkit) and a missing one is a warning. The endpoint and \
             token are then verified with one request to the ingest endpoint carrying an empty batch \
             (nothing is stored). Each failure says what went wrong and what to do: a host \
             name that does not resolve, a refused connection, an untrusted TLS certificate \
-            (--ca-file), a time-out (E001), a refused token (E002, HTTP 401), a wrong path \
+            (--ca-file), a time-out (E001), a refused token (E002, HTTP 401; the body \
+            {"error":"Unauthorized"} is a server that refuses every device, told apart), a wrong path \
             (HTTP 404), a redirect, a server error (E003). On a terminal you are asked again \
             (only for the token when the token was refused); with --yes onboard stops. \
             Nothing is written until the server is verified.
@@ -54,10 +62,13 @@ struct OnboardCommand: ParsableCommand {
             Scripted installs: pass the answers as flags and --yes, e.g.
               ariata-agent onboard --endpoint URL --code A1B2C3 --yes
               ariata-agent onboard --endpoint URL --token-file FILE --yes
+              ariata-agent onboard --endpoint URL --link --yes
+              ariata-agent onboard --endpoint URL --source-id ID --yes
             Without a terminal on standard input, --yes is required.
 
             Exit status: 0 when the configuration was written; 1 when the server could not \
-            be verified (or the input ended), nothing written; 64 for missing or wrong flags \
+            be verified, did not link the device in time (or the input ended), nothing \
+            written; 130 after Ctrl-C while waiting for the link; 64 for missing or wrong flags \
             or no terminal without --yes; 73 when the file could not be written; 78 when the \
             existing file is broken (it is not overwritten).
             """)
@@ -71,6 +82,17 @@ struct OnboardCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The pairing code the server's web UI shows for a new device (6 characters, short-lived, works once); exchanged for the device token.",
                                valueName: "code"))
     var code: String?
+
+    @Flag(help: ArgumentHelp("Link by device id (a Virtues server): shows this device's id as text and as a QR code, for you to enter in the web UI's page for linking a device, and waits until the server has linked it. The id becomes the device token."))
+    var link = false
+
+    @Option(help: ArgumentHelp("How long --link waits for the link, in seconds (default: 600, the life of a pending pairing on the server).",
+                               valueName: "seconds"))
+    var linkTimeout: Int?
+
+    @Option(help: ArgumentHelp("Complete the pairing a Virtues server's QR code names: its pending source id (the \"s\" of the code's {\"e\": endpoint, \"s\": source id}), or the code's whole text, whose \"e\" then is the endpoint unless --endpoint is given. Works once, for 10 minutes.",
+                               valueName: "id"))
+    var sourceID: String?
 
     @Option(help: ArgumentHelp("The device token from the server. Visible in 'ps' while onboard runs: prefer --token-file.",
                                valueName: "token"))
@@ -107,12 +129,30 @@ struct OnboardCommand: ParsableCommand {
     var disableFailing = false
 
     func validate() throws {
-        if [token != nil, tokenFile != nil, code != nil].filter({ $0 }).count > 1 {
-            throw ValidationError("give one of --code, --token and --token-file")
+        if [token != nil, tokenFile != nil, code != nil, link, sourceID != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("give one of --code, --link, --source-id, --token and --token-file")
         }
         if let code, code.trimmingCharacters(in: .whitespaces).isEmpty { throw ValidationError("--code: give the code the server shows") }
+        if let sourceID, sourceID.hasPrefix("{"), PairingQRCode(text: sourceID) == nil {
+            throw ValidationError("--source-id: \(sourceID) is not the text of a pairing QR code ({\"e\": endpoint, \"s\": source id})")
+        }
+        if let pending = pendingSource, pending.sourceID.isEmpty || !pending.sourceID.unicodeScalars.allSatisfy(Self.sourceIDCharacters.contains) {
+            throw ValidationError("--source-id \(pending.sourceID): give the source id the server's QR code holds (letters, digits, '-', '_', '.')")
+        }
+        if let linkTimeout {
+            guard link else { throw ValidationError("--link-timeout goes with --link") }
+            guard (1...86_400).contains(linkTimeout) else { throw ValidationError("--link-timeout: give 1 to 86400 seconds") }
+        }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
     }
+
+    /// `--source-id`: a bare source id, or the QR code's whole text.
+    var pendingSource: PairingQRCode? {
+        sourceID.map { PairingQRCode(text: $0) ?? PairingQRCode(endpoint: nil, sourceID: $0) }
+    }
+
+    /// What a source id may hold: it goes into the request's path as it is.
+    static let sourceIDCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
     func run() throws {
         LoggingSystem.bootstrap { label in
@@ -123,11 +163,13 @@ struct OnboardCommand: ParsableCommand {
         let console = Console()
         do {
             let request = OnboardRequest(
-                configPath: options.config, endpoint: endpoint,
+                configPath: options.config, endpoint: endpoint ?? pendingSource?.endpoint,
                 token: try token.map(Secret.init) ?? tokenFile.map(OnboardRequest.readToken(file:)),
                 deviceName: deviceName, ingestPath: ingestPath, caFile: caFile, acceptDefaults: yes,
                 timeout: timeout, serviceUser: serviceUser,
-                pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing)
+                pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing,
+                link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
+                sourceID: pendingSource?.sourceID)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(label: "ariata.onboard"))
             try onboarding.run()

@@ -13,7 +13,7 @@ struct AriataBench: ParsableCommand {
         commandName: "ariata-bench",
         abstract: "Measure ariata-agent against real components (docs/performance.md).",
         discussion: "Build as the package is built: scripts/static-build.sh ariata-agent ariata-bench.",
-        subcommands: [QueueCommand.self, UploadCommand.self, LocationCommand.self, AudioCommand.self,
+        subcommands: [QueueCommand.self, UploadCommand.self, LocationCommand.self, AudioCommand.self, SilenceCommand.self,
                       JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
                       PowerCommand.self, FootprintCommand.self])
 }
@@ -87,6 +87,33 @@ struct AudioCommand: ParsableCommand {
     }
 
     func run() throws { try AudioBench.run(seconds: seconds, complexity: complexity, work: work) }
+}
+
+struct SilenceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "silence",
+        abstract: "Each chunk's level for speech, quiet speech, room noise and digital silence, what the default silence threshold marks silent, and the audio bytes upload_silent = false saves in an hour that is mostly quiet.",
+        discussion: """
+            Every input goes through the ALSA file plugin and the real microphone stream with the default \
+            configuration (30 s chunks, 2 s overlap, silence_threshold_db = -50). The speech is \
+            tools/demo/speech.opus decoded with opusdec (opus-tools) and sox; the quiet speech is the same \
+            30 dB lower; the room noise is white noise at -45 and -60 dBFS. The hour is twelve five-minute \
+            spells, each --quiet-percent of room noise at -60 dBFS and then speech, captured once with \
+            upload_silent = true and once with false.
+            """)
+
+    @Option(help: "Seconds of each input (the file plugin reads faster than real time).")
+    var seconds = 300
+    @Option(help: "How much of the hour is quiet, in percent.")
+    var quietPercent = 80
+    @OptionGroup var work: WorkDirectoryOption
+
+    func validate() throws {
+        try requirePositive(seconds, "--seconds")
+        guard (0...100).contains(quietPercent) else { throw ValidationError("--quiet-percent takes 0 to 100, not \(quietPercent)") }
+    }
+
+    func run() throws { try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, work: work) }
 }
 
 struct JournalCommand: ParsableCommand {

@@ -70,23 +70,9 @@ enum AudioBench {
         var config = MicrophoneConfig()
         config.device = device
         config.complexity = complexity
-        let ended = EndFlag()
-        let opened = EndFlag()
-        let frames = seconds * 16_000
-        let stream = MicrophoneStream(
-            config: config, sink: queue, logger: Logger(label: "ariata.microphone"),
-            captureFactory: { device, rate throws(AudioCaptureError) in
-                guard !opened.swap() else {
-                    throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")
-                }
-                return EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: frames, ended: ended)
-            },
-            retry: .constant(3_600), maxClockSkew: nil)
         let cpuStart = cpu(RUSAGE_SELF.rawValue)
         let wallStart = Date()
-        stream.start()
-        while !ended.value { Thread.sleep(forTimeInterval: 0.05) }
-        stream.stop()
+        let stream = runStream(config: config, queue: queue, frames: seconds * 16_000)
         let wall = Date().timeIntervalSince(wallStart)
         let cpuEnd = cpu(RUSAGE_SELF.rawValue)
         // Before the records are read back below, which loads them all.
@@ -99,6 +85,28 @@ enum AudioBench {
         let full = bytes.dropLast()
         return (CPU(user: cpuEnd.user - cpuStart.user, system: cpuEnd.system - cpuStart.system), wall, records.count,
                 full.isEmpty ? 0 : Double(full.reduce(0, +)) / Double(full.count), stream.stats().overruns, peak)
+    }
+
+    /// Runs the real microphone stream on the benchmark's ALSA device until `frames` have
+    /// been captured (the device opened once, through `wrap`), and stops it.
+    @discardableResult
+    static func runStream(config: MicrophoneConfig, queue: AgentDatabase, frames: Int, journal: MicrophoneStream.Journaling? = nil,
+                          wrap: @escaping @Sendable (any AudioCapture) -> any AudioCapture = { $0 }) -> MicrophoneStream {
+        let ended = EndFlag()
+        let opened = EndFlag()
+        let stream = MicrophoneStream(
+            config: config, sink: queue, logger: Logger(label: "ariata.microphone"),
+            captureFactory: { device, rate throws(AudioCaptureError) in
+                guard !opened.swap() else {
+                    throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")
+                }
+                return wrap(EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: frames, ended: ended))
+            },
+            retry: .constant(3_600), maxClockSkew: nil, journal: journal)
+        stream.start()
+        while !ended.value { Thread.sleep(forTimeInterval: 0.05) }
+        stream.stop()
+        return stream
     }
 
     static func opusencRun(pcm: String, in work: String) throws -> (cpu: CPU, wall: Double, bytes: Int) {

@@ -95,22 +95,10 @@ enum AudioJournalBench {
         let queue = try AgentDatabase(path: "\(work)/queue.sqlite")
         var microphone = MicrophoneConfig()
         microphone.device = device
-        let ended = EndFlag()
-        let opened = EndFlag()
-        let stream = MicrophoneStream(
-            config: microphone, sink: queue, logger: Logger(label: "ariata.microphone"),
-            captureFactory: { device, rate throws(AudioCaptureError) in
-                guard !opened.swap() else {
-                    throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")
-                }
-                return PacedCapture(EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: seconds * rate, ended: ended))
-            },
-            retry: .constant(3_600), maxClockSkew: nil,
-            journal: .init(directory: AudioJournal.directory(forDatabase: queue.path), knownRecords: queue))
         let start = Date()
-        stream.start()
-        while !ended.value { Thread.sleep(forTimeInterval: 0.05) }
-        stream.stop()
+        let stream = AudioBench.runStream(config: microphone, queue: queue, frames: seconds * 16_000,
+                                          journal: .init(directory: AudioJournal.directory(forDatabase: queue.path), knownRecords: queue),
+                                          wrap: { PacedCapture($0) })
         return (stream.stats(), Date().timeIntervalSince(start))
     }
 }

@@ -42,6 +42,8 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.overlapSeconds = 3
         c.microphone.complexity = 3
         c.microphone.journalSyncSeconds = 2
+        c.microphone.silenceThresholdDB = -42
+        c.microphone.uploadSilent = false
         c.health.commitInterval = 60
         c.daemon.checkInterval = 15
         c.daemon.trustSystemClock = true

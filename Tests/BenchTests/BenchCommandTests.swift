@@ -71,6 +71,7 @@ final class BenchCommandTests: XCTestCase {
             (["metrics", "--ticks", "0"], ["--ticks", "positive"]),
             (["footprint", "--ca-bundle"], ["--ca-bundle", "--tls"]),
             (["upload", "--records", "-3"], ["--records"]),
+            (["silence", "--quiet-percent", "120"], ["--quiet-percent", "0 to 100"]),
             (["nonesuch"], ["nonesuch"]),
         ]
         let dir = try TemporaryDirectory("bench-usage")
@@ -88,7 +89,7 @@ final class BenchCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("bench-help")
         let help = try ChildProcess(bench, ["--help"], name: "help", logDirectory: dir.path)
         XCTAssertEqual(help.wait(timeout: 30), 0)
-        for name in ["queue", "upload", "location", "audio", "journal", "health", "export", "metrics", "power", "footprint"] {
+        for name in ["queue", "upload", "location", "audio", "silence", "journal", "health", "export", "metrics", "power", "footprint"] {
             XCTAssertTrue(help.stdout().contains("  \(name) "), "\(name) in:\n\(help.stdout())")
         }
         let footprint = try ChildProcess(bench, ["footprint", "--help"], name: "footprint-help", logDirectory: dir.path)

@@ -159,7 +159,7 @@ final class OnboardNonInteractiveTests: XCTestCase {
 
         let noToken = try cli.run(["onboard", "--endpoint", "http://127.0.0.1:9", "--yes"])
         XCTAssertEqual(noToken.status, 64)
-        XCTAssertTrue(noToken.stderr.contains("--code, --token or --token-file is required"), noToken.stderr)
+        XCTAssertTrue(noToken.stderr.contains("--code, --link, --source-id, --token or --token-file is required"), noToken.stderr)
 
         let missingFile = try cli.run(["onboard", "--endpoint", "http://127.0.0.1:9", "--token-file", dir.file("none"), "--yes"])
         XCTAssertEqual(missingFile.status, 64)
@@ -167,7 +167,7 @@ final class OnboardNonInteractiveTests: XCTestCase {
 
         let both = try cli.run(["onboard", "--token", "a", "--token-file", dir.file("none"), "--yes"])
         XCTAssertNotEqual(both.status, 0)
-        XCTAssertTrue(both.stderr.contains("give one of --code, --token and --token-file"), both.stderr)
+        XCTAssertTrue(both.stderr.contains("give one of --code, --link, --source-id, --token and --token-file"), both.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: cli.configPath))
 
         // A broken file is not overwritten.

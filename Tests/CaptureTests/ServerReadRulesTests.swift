@@ -45,6 +45,17 @@ final class ServerReadRulesTests: XCTestCase {
                 return integerLiteral("steps") ? nil : "a top-level steps integer"
             case (.ariata, "sleep"):
                 return integerLiteral("sleep_duration") && string("sleep_stage") ? nil : "top-level sleep_duration (whole minutes) and sleep_stage"
+            case (.virtues, "workout"):
+                // workout_type (or a string value); the optional fields, when present, as
+                // serde reads them: workout_duration an i64 (whole minutes), the rest f64.
+                let type = string("workout_type") || string("value")
+                let optionals = (record["workout_duration"] == nil || integerLiteral("workout_duration"))
+                    && ["active_energy", "distance", "heart_rate"].allSatisfy { record[$0] == nil || number($0) }
+                return type && optionals ? nil : "workout_type, and workout_duration (whole minutes), active_energy, distance, heart_rate as numbers"
+            case (.ariata, "workout"):
+                let optionals = (record["workout_duration"] == nil || integerLiteral("workout_duration"))
+                    && ["active_energy", "distance", "heart_rate"].allSatisfy { record[$0] == nil || number($0) }
+                return string("workout_type") && optionals ? nil : "a top-level workout_type"
             default:
                 return "no transform reads \(metric)"
             }
@@ -81,6 +92,11 @@ final class ServerReadRulesTests: XCTestCase {
             .activeEnergy: [RawHealthSample(metric: .activeEnergy, value: .number(10), unit: "kJ", timestamp: now)],
             .distance: [RawHealthSample(metric: .distance, value: .number(1.5), unit: "km", timestamp: now)],
             .oxygenSaturation: [RawHealthSample(metric: .oxygenSaturation, value: .number(0.97), timestamp: now)],
+            .workout: [RawHealthSample(metric: .workout, value: .text("running"), timestamp: now, duration: 1_830, workoutMeasures: [
+                           RawHealthSample(metric: .activeEnergy, value: .number(312.44), timestamp: now),
+                           RawHealthSample(metric: .distance, value: .number(5.01), unit: "km", timestamp: now),
+                           RawHealthSample(metric: .heartRate, value: .number(148.6), timestamp: now)]),
+                       RawHealthSample(metric: .workout, value: .text("HKWorkoutActivityTypeYoga"), timestamp: now)],
         ]
         XCTAssertEqual(Set(inputs.keys), Set(HealthMetric.allCases), "every kind the agent sends is traced")
         for metric in HealthMetric.allCases {
@@ -111,6 +127,25 @@ final class ServerReadRulesTests: XCTestCase {
         }
     }
 
+    func testWorkoutFieldsAreInTheUnitsTheServersRead() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let normaliser = HealthNormaliser()
+        let raw = RawHealthSample(metric: .workout, value: .text("Strength Training"), timestamp: now, duration: 2_710, workoutMeasures: [
+            RawHealthSample(metric: .activeEnergy, value: .number(1000), unit: "kJ", timestamp: now),
+            RawHealthSample(metric: .distance, value: .number(1.5), unit: "mi", timestamp: now),
+            RawHealthSample(metric: .heartRate, value: .number(2.5), unit: "Hz", timestamp: now)])
+        guard case .accepted(let sample) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected") }
+        let (fields, text) = try object(try normaliser.record(sample, source: "watch"))
+        XCTAssertEqual(fields["metric_type"] as? String, "workout")
+        XCTAssertEqual(fields["value"] as? String, "strength_training")
+        XCTAssertEqual(fields["workout_type"] as? String, "strength_training")
+        XCTAssertTrue(text.contains("\"workout_duration\":45,"), "2,710 s is 45 whole minutes: \(text)")
+        XCTAssertEqual(fields["active_energy"] as? Double, 239.0, "kcal")
+        XCTAssertEqual(fields["distance"] as? Double, 2414.02, "metres")
+        XCTAssertEqual(fields["heart_rate"] as? Int, 150, "bpm")
+        XCTAssertEqual(fields["unit"] as? String, "category")
+    }
+
     func testLocationAndMicrophoneRecordsAreReadByBothGenerations() throws {
         let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
                          latitude: 52.52, longitude: 13.405, altitude: 34)
@@ -128,6 +163,22 @@ final class ServerReadRulesTests: XCTestCase {
         let (fields, _) = try object(microphone)
         XCTAssertEqual(fields["duration_seconds"] as? Double, 30)
         XCTAssertEqual(fields["duration"] as? Double, 30, "the contract's own field stays")
+        XCTAssertNil(fields["average_db_level"], "a chunk without a level (recovered from the journal) claims none")
+    }
+
+    /// The successor iOS collector's two fields, as it names and types them.
+    func testAChunkCarriesItsLevelAndWhetherItIsSilent() throws {
+        var level = AudioLevel()
+        let quiet = [Int16](repeating: 100, count: 16_000) // -50.3 dBFS
+        quiet.withUnsafeBufferPointer { level.add($0) }
+        let chunk = AudioChunk(start: Date(timeIntervalSince1970: 1_790_000_000), frames: 16_000, overlapFrames: 0,
+                               sampleRate: 16_000, data: Data("OggS".utf8), level: level)
+        for (threshold, silent) in [(-50, true), (-51, false)] {
+            let (fields, text) = try object(try MicrophoneRecord.make(chunk, bitrate: 16_000, silenceThresholdDB: threshold))
+            XCTAssertEqual(fields["average_db_level"] as? Double, -50.3, text)
+            XCTAssertEqual(fields["is_silent"] as? Bool, silent, "threshold \(threshold): \(text)")
+            XCTAssertTrue(text.contains("\"is_silent\":\(silent)"), "a JSON boolean: \(text)")
+        }
     }
 
     /// The rules can fail: records as the agent wrote them before both shapes were sent.
@@ -141,6 +192,11 @@ final class ServerReadRulesTests: XCTestCase {
         XCTAssertNotNil(Self.unread(by: .ariata, stream: .health, sleepInSeconds, text: text))
         let steps: [String: Any] = ["metric_type": "steps", "value": 12.5, "steps": 12.5]
         XCTAssertNotNil(Self.unread(by: .virtues, stream: .health, steps, text: #"{"metric_type":"steps","steps":12.5,"value":12.5}"#))
+        let workoutInSeconds: [String: Any] = ["metric_type": "workout", "value": "running", "workout_type": "running", "workout_duration": 1830.0]
+        let workoutText = #"{"metric_type":"workout","value":"running","workout_duration":1830.0,"workout_type":"running"}"#
+        XCTAssertNotNil(Self.unread(by: .virtues, stream: .health, workoutInSeconds, text: workoutText))
+        let workoutWithoutType: [String: Any] = ["metric_type": "workout", "value": 30]
+        XCTAssertNotNil(Self.unread(by: .ariata, stream: .health, workoutWithoutType, text: #"{"metric_type":"workout","value":30}"#))
         let chunk: [String: Any] = ["timestamp_start": "t", "timestamp_end": "t", "duration": 30.0, "audio_format": "ogg"]
         XCTAssertNotNil(Self.unread(by: .virtues, stream: .microphone, chunk, text: ""), "duration is not duration_seconds")
     }

@@ -17,7 +17,7 @@ final class DaemonRunTests: XCTestCase {
             let stored = try rig.receiver.stats().records
             return (stored[StreamName.location.wireName] ?? 0) >= 2 && (stored[StreamName.microphone.wireName] ?? 0) >= 1 && (stored[StreamName.health.wireName] ?? 0) >= 5
         }
-        // sd_notify: READY once started, then STATUS and WATCHDOG from the health coordinator.
+        // sd_notify: READY once started, then STATUS and WATCHDOG from the supervisor.
         let notes = rig.notifySocket.drain()
         XCTAssertTrue(notes.contains { $0.hasPrefix("READY=1") }, "\(notes)")
         XCTAssertTrue(notes.contains { $0.hasPrefix("STATUS=") && $0.contains("location") }, "\(notes)")

@@ -138,7 +138,16 @@ final class UploadRulesTests: XCTestCase {
             guard case .rejected = verdict(status) else { return XCTFail("\(status) splits") }
         }
         for status in [401, 403] {
-            guard case .unauthorized = verdict(status) else { return XCTFail("\(status) pauses") }
+            guard case .unauthorized(let reason) = verdict(status) else { return XCTFail("\(status) pauses") }
+            XCTAssertTrue(reason.contains("refused the device token"), reason)
+        }
+        // Virtues' web login in front of /ingest: every device is refused, whatever its token.
+        guard case .unauthorized(let wall) = verdict(401, #"{"error":"Unauthorized"}"#) else { return XCTFail("a login wall pauses too") }
+        XCTAssertTrue(wall.contains("the server refuses every device, not just this token"), wall)
+        XCTAssertFalse(wall.contains("get a new device token"), wall)
+        for body in [#"{"error":"Invalid or revoked device token"}"#, #"{"error":"Unauthorized","message":"x"}"#, "Unauthorized"] {
+            guard case .unauthorized(let reason) = verdict(401, body) else { return XCTFail(body) }
+            XCTAssertTrue(reason.contains("refused the device token"), "\(body): \(reason)")
         }
         XCTAssertEqual(verdict(503, headers: ["retry-after": "42"]),
                        .retryLater(reason: "HTTP 503: no explanation in the answer", code: .serverError, retryAfter: 42))

@@ -37,6 +37,19 @@ It also pairs devices like the Ariata server: POST /api/devices/pairing/complete
 streams; an unknown or used code gets 400 "Invalid or expired pairing code", an
 expired one 400 "Pairing code has expired".
 
+Virtues mode (--generation virtues) plays the successor server's linking (a device's
+token is its own device id): the code flow above answers 400 "Pairing code flow is
+deprecated. Use /link or QR pairing endpoint."; POST /api/devices/pairing/link
+{"device_id", "name", "device_type"} (what the web UI's link page sends) links an
+id; POST /api/devices/pairing/{source_id}/complete
+{"device_id", "device_info"} completes a pending source made with
+/_control/pending-pairing (once, within its ttl; unknown: 404 "Pairing session not
+found"); GET /api/devices/health answers 200 for a linked id, 401 otherwise;
+available_streams are listed as {"descriptor": {"name": ...}, "config_schema",
+"config_example"}; ingest accepts every linked id as the token (and --token).
+/_control/login-wall {"on": true} plays the 2026-02 release whose web login answers
+every device route 401 {"error":"Unauthorized"}.
+
 It can be told to misbehave, from the command line (--fault) or at run time through a
 small control API under /_control/ on the same port:
 
@@ -55,6 +68,11 @@ small control API under /_control/ on the same port:
   POST   /_control/reset              forgets everything stored and seen
   POST   /_control/pairing            {"code": "A1B2C3", "ttl": 600} makes a one-time pairing code
   GET    /_control/pairings           the devices that paired, with the device_info they sent
+  POST   /_control/pending-pairing    {"source_id": "...", "ttl": 600} a QR code's pending source
+                                      (virtues mode; source_id made when left out)
+  POST   /_control/login-wall         {"on": true} every device route answers 401 Unauthorized
+                                      (virtues mode)
+  GET    /_control/links              the ids linked (by hand or QR), with the device_info sent
 
 A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request(s):
 
@@ -101,7 +119,7 @@ LIES = ("html", "json", "short")
 BAD_RECORD_MODES = ("refuse", "store-good", "buffer-prefix")
 PAIRING_PATH = "/api/devices/pairing/complete"
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
-                  "active_energy", "distance", "oxygen_saturation", "sleep")
+                  "active_energy", "distance", "oxygen_saturation", "sleep", "workout")
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 MAX_AHEAD = datetime.timedelta(minutes=5)
 
@@ -176,6 +194,8 @@ class Receiver:
         # code -> expiry (time.time()); a code works once.
         self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
         self.paired = []
+        self.generation = args.generation
+        self.virtues = VirtuesLinks(args.token)
         self.faults = [Fault(spec) for spec in args.fault or []]
         self.db = sqlite3.connect(args.store or ":memory:", check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -215,6 +235,12 @@ class Receiver:
             self.paired.append({"code": code, "device_info": device_info})
             return 200, {"source_id": str(uuid.uuid4()), "device_token": self.token,
                          "available_streams": [{"name": name, "display_name": name} for name in self.streams]}
+
+    def accepts_token(self, token):
+        """The --token; in virtues mode also every device id linked (the id is the token)."""
+        with self.lock:
+            expected = self.token
+        return token == expected or (self.generation == "virtues" and self.virtues.is_linked(token))
 
     def reset(self):
         with self.lock:
@@ -375,8 +401,8 @@ def check_record(stream, record, now):
         parse_time(record.get("timestamp"), "timestamp", now)
         if record.get("metric_type") not in HEALTH_METRICS:
             raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
-        if record.get("metric_type") == "sleep" and isinstance(record.get("value"), str):
-            pass  # the contract's sleep record carries its stage's name as the value
+        if record.get("metric_type") in ("sleep", "workout") and isinstance(record.get("value"), str):
+            pass  # a sleep record's value is its stage's name, a workout's its type
         else:
             number(record, "value")
         metadata = record.get("metadata")
@@ -396,6 +422,72 @@ def check_body(body, now):
         parse_time(body["timestamp"], "timestamp", now, check_range=False)
     except ValueError as error:
         raise BadRequest(str(error)) from None
+
+
+# ---------------------------------------------------------------- Virtues linking
+
+VIRTUES_CODE_FLOW_GONE = "Pairing code flow is deprecated. Use /link or QR pairing endpoint."
+VIRTUES_PENDING_TTL = 600  # a pending QR pairing lives 10 minutes on the server
+
+
+class VirtuesLinks:
+    """Devices linked by id, as the Virtues server keeps them (--generation virtues): the
+    device's id is its token. Linked by hand (POST /api/devices/pairing/link, what the
+    web UI's link page sends) or by completing a pending source of a QR code
+    (POST /api/devices/pairing/{source_id}/complete, the pending source made with
+    /_control/pending-pairing). The --token counts as linked from the start."""
+
+    def __init__(self, token):
+        self.lock = threading.Lock()
+        self.linked = {token: {"device_id": token, "source_id": "source_token", "how": "token", "device_info": None}}
+        self.pending = {}  # source_id -> {"expires": time.time(), "claimed": bool}
+        self.login_wall = False  # every device route answers 401 {"error":"Unauthorized"}
+
+    def is_linked(self, device_id):
+        with self.lock:
+            return device_id in self.linked
+
+    def link(self, device_id, how, source_id=None, device_info=None):
+        with self.lock:
+            entry = self.linked.get(device_id) or {"source_id": source_id or "source_" + uuid.uuid4().hex[:12]}
+            entry.update({"device_id": device_id, "how": how, "device_info": device_info})
+            self.linked[device_id] = entry
+            return entry["source_id"]
+
+    def add_pending(self, source_id, ttl):
+        source_id = source_id or "source_" + uuid.uuid4().hex[:12]
+        if not isinstance(source_id, str):
+            raise ValueError("source_id must be a string")
+        with self.lock:
+            self.pending[source_id] = {"expires": time.time() + float(ttl), "claimed": False}
+        return source_id
+
+    def complete(self, source_id, device_id, device_info):
+        """(status, answer) of POST /api/devices/pairing/{source_id}/complete."""
+        if not isinstance(device_id, str) or not device_id.strip():
+            return 400, {"error": "Invalid input: Device ID cannot be empty"}
+        with self.lock:
+            session = self.pending.get(source_id)
+            if session is None:
+                return 404, {"error": "Pairing session not found"}
+            if session["claimed"]:
+                return 400, {"error": "Invalid input: Pairing session already claimed by another device"}
+            if time.time() > session["expires"]:
+                return 400, {"error": "Invalid input: Pairing session expired. Please generate a new QR code."}
+            session["claimed"] = True
+        self.link(device_id, "qr", source_id=source_id, device_info=device_info)
+        return 200, {"source_id": source_id, "device_token": device_id}
+
+    def entries(self):
+        with self.lock:
+            return [dict(entry) for entry in self.linked.values() if entry["how"] != "token"]
+
+
+def virtues_streams(names):
+    """available_streams as Virtues lists them: each stream's descriptor, schema and example."""
+    return [{"descriptor": {"name": name, "source": "ios", "display_name": name.capitalize(),
+                            "table_name": f"stream_ios_{name}", "supports_incremental": False},
+             "config_schema": {}, "config_example": {}} for name in names]
 
 
 # ---------------------------------------------------------------- HTTP
@@ -452,6 +544,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         r = self.receiver
+        if self.virtues_get(url.path):
+            return
         if url.path == "/_control/health":
             self.answer(200, {"ok": True})
         elif url.path == "/_control/stats":
@@ -481,6 +575,8 @@ class Handler(BaseHTTPRequestHandler):
         r = self.receiver
         try:
             request = json.loads(self.read_body() or b"{}")
+            if self.virtues_control(path, request):
+                return
             if path == "/_control/faults":
                 faults = [Fault(spec) for spec in request.get("faults", [])]
                 with r.lock:
@@ -519,6 +615,8 @@ class Handler(BaseHTTPRequestHandler):
         path = urlparse(self.path).path
         if path.startswith("/_control/"):
             self.control_post(path)
+            return
+        if self.virtues_post(path):
             return
         if path == PAIRING_PATH:
             self.pairing()
@@ -565,6 +663,111 @@ class Handler(BaseHTTPRequestHandler):
             return
         status, answer = self.receiver.complete_pairing(request.get("code"), info)
         self.answer(status, answer)
+
+    # -- Virtues (--generation virtues): linking by device id
+
+    def virtues_device_route(self, path):
+        """The routes Virtues' release of 2026-02 put behind its web login."""
+        return path == self.receiver.path or path.startswith("/api/devices/")
+
+    def virtues_get(self, path):
+        """GET /_control/links in any mode; GET /api/devices/health in virtues mode.
+        Returns True when it answered."""
+        r = self.receiver
+        if path == "/_control/links":
+            self.answer(200, {"linked": r.virtues.entries()})
+            return True
+        if r.generation != "virtues" or not self.virtues_device_route(path):
+            return False
+        if r.virtues.login_wall:
+            self.answer(401, {"error": "Unauthorized"})
+        elif path == "/api/devices/health":
+            token = self.headers.get("X-Device-Token")
+            authorization = self.headers.get("Authorization")
+            if authorization is not None:
+                if not authorization.startswith("Bearer "):
+                    self.answer(401, {"error": "Invalid Authorization header format. Expected: Bearer <token>"})
+                    return True
+                token = authorization[len("Bearer "):]
+            if token is None:
+                self.answer(401, {"error": "Missing authentication header. Provide Authorization: Bearer <token> "
+                                           "or X-Device-Token: <token>"})
+            elif r.accepts_token(token):
+                with r.virtues.lock:
+                    source_id = r.virtues.linked.get(token, {}).get("source_id", "source_token")
+                self.answer(200, {"status": "active", "source_id": source_id})
+            else:
+                self.answer(401, {"error": "Invalid or revoked device token"})
+        else:
+            return False
+        return True
+
+    def virtues_post(self, path):
+        """Virtues' device routes in virtues mode; returns True when it answered."""
+        r = self.receiver
+        if r.generation != "virtues" or not self.virtues_device_route(path):
+            return False
+        if r.virtues.login_wall:
+            self.read_body()
+            self.answer(401, {"error": "Unauthorized"})
+            return True
+        if path == PAIRING_PATH:
+            self.read_body()
+            self.answer(400, {"error": VIRTUES_CODE_FLOW_GONE})
+            return True
+        parts = path.split("/")  # "", api, devices, pairing, {source_id}, complete
+        is_link = path == "/api/devices/pairing/link"
+        is_complete = len(parts) == 6 and parts[3] == "pairing" and parts[5] == "complete"
+        if not (is_link or is_complete):
+            return False
+        try:
+            request = json.loads(self.read_body() or b"")
+        except ValueError:
+            self.answer(400, {"error": "the body is not JSON"})
+            return True
+        if not isinstance(request, dict):
+            self.answer(422, {"error": "the body must be a JSON object"})
+            return True
+        if is_link:
+            device_id = request.get("device_id")
+            if not isinstance(device_id, str) or not isinstance(request.get("name"), str) \
+                    or not isinstance(request.get("device_type"), str):
+                self.answer(422, {"error": "device_id, name and device_type are required"})
+                return True
+            if not device_id.strip():
+                self.answer(400, {"error": "Invalid input: Device ID cannot be empty"})
+                return True
+            status, answer = 200, {"source_id": r.virtues.link(device_id, "link"), "device_token": device_id}
+        else:
+            info = request.get("device_info")
+            missing = [k for k in ("device_id", "device_name", "device_model", "os_version")
+                       if not isinstance(info, dict) or not isinstance(info.get(k), str)]
+            if not isinstance(request.get("device_id"), str) or missing:
+                self.answer(422, {"error": "device_id and device_info (device_id, device_name, device_model, "
+                                           "os_version) are required"})
+                return True
+            status, answer = r.virtues.complete(parts[4], request["device_id"], info)
+        if status == 200:
+            with r.lock:
+                answer["available_streams"] = virtues_streams(r.streams)
+        self.answer(status, answer)
+        return True
+
+    def virtues_control(self, path, request):
+        """POST /_control/pending-pairing {"source_id"?, "ttl"?}: a QR code's pending source;
+        /_control/login-wall {"on": bool}: every device route answers 401 Unauthorized.
+        Returns True when it answered."""
+        r = self.receiver
+        if path == "/_control/pending-pairing":
+            source_id = r.virtues.add_pending(request.get("source_id"), request.get("ttl", VIRTUES_PENDING_TTL))
+            self.answer(200, {"source_id": source_id})
+        elif path == "/_control/login-wall":
+            with r.virtues.lock:
+                r.virtues.login_wall = bool(request.get("on", True))
+            self.answer(200, {"ok": True})
+        else:
+            return False
+        return True
 
     def ingest(self, path, entry):
         r = self.receiver
@@ -619,9 +822,7 @@ class Handler(BaseHTTPRequestHandler):
         authorization = self.headers.get("Authorization") or ""
         if not token and authorization.startswith("Bearer "):
             token = authorization[len("Bearer "):]
-        with r.lock:
-            expected = r.token
-        if not token or token != expected:
+        if not token or not r.accepts_token(token):
             self.answer(401, {"error": "invalid or missing device token"})
             return 401
         if not (self.headers.get("Content-Type") or "").startswith("application/json"):
@@ -771,6 +972,7 @@ def main(argv=None):
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")
     parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (chain) file")
     parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    parser.add_argument("--generation", choices=("ariata", "virtues"), default="ariata", help="the server generation to play: ariata (default) or virtues (linking by device id; see Virtues mode below)")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
 

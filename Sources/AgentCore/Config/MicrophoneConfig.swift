@@ -14,6 +14,11 @@ public struct MicrophoneConfig: Sendable, Equatable {
     /// a power cut can cost at most (a kill costs nothing: the pages are written at once).
     /// Each sync makes the next write dirty a page again, so shorter costs card writes.
     public var journalSyncSeconds: Int = 10
+    /// A chunk whose mean level (dBFS) is below this is silent (`is_silent` in its record).
+    public var silenceThresholdDB: Int = -50
+    /// false drops silent chunks at capture: never stored, counted in `status`
+    /// (docs/streams/microphone.md, "Loudness and silence").
+    public var uploadSilent: Bool = true
 
     public init() {}
 
@@ -28,7 +33,9 @@ extension MicrophoneConfig: ConfigTable {
          .int("chunk_seconds", \.chunkSeconds, range: 5...600, unit: "seconds"),
          .int("overlap_seconds", \.overlapSeconds, range: 0...60, unit: "seconds"),
          .int("complexity", \.complexity, range: 0...10),
-         .int("journal_sync_seconds", \.journalSyncSeconds, range: 1...60, unit: "seconds")]
+         .int("journal_sync_seconds", \.journalSyncSeconds, range: 1...60, unit: "seconds"),
+         .int("silence_threshold_db", \.silenceThresholdDB, range: -100...0, unit: "dBFS (0 is full scale, -50 quiet)"),
+         .bool("upload_silent", \.uploadSilent)]
     }
 
     func validate(_ s: ConfigSection) throws {

@@ -9,6 +9,8 @@ public enum StreamCounter {
     public static let privacySkipped = "privacy_skipped"
     /// Location fixes written coarsened (about 1 km) because they lay in a zone with `action = "coarsen"`.
     public static let privacyCoarsened = "privacy_coarsened"
+    /// Microphone chunks dropped at capture as silent (`[microphone] upload_silent = false`).
+    public static let silentChunksDropped = "silent_chunks_dropped"
 
     /// `component` is the stream's name (`StreamName.rawValue`, the coordinator's component name).
     public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }

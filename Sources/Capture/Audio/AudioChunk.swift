@@ -15,14 +15,20 @@ public struct AudioChunk: Sendable, Equatable {
     public var sampleRate: Int
     /// The encoded file (Ogg Opus for the stream).
     public var data: Data
+    /// The level of the chunk's samples (its overlap included: it is in the file), gathered
+    /// as they were captured; nil for a chunk recovered from the audio journal, whose
+    /// samples are gone.
+    public var level: AudioLevel?
 
-    public init(id: UUID = RecordID.make(), start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data) {
+    public init(id: UUID = RecordID.make(), start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data,
+                level: AudioLevel? = nil) {
         self.id = id
         self.start = start
         self.frames = frames
         self.overlapFrames = overlapFrames
         self.sampleRate = sampleRate
         self.data = data
+        self.level = level
     }
 
     public var duration: TimeInterval { Double(frames) / Double(sampleRate) }

@@ -2,7 +2,8 @@ import Foundation
 
 /// Cuts a run of continuous audio into chunks of `chunkFrames` where each chunk begins
 /// `overlapFrames` before the previous one ended, feeding each chunk's samples to its own
-/// encoder as they arrive (so at most two encoders are open, and only during an overlap).
+/// encoder as they arrive (so at most two encoders are open, and only during an overlap)
+/// and gathering each chunk's level (`AudioLevel`) on the way.
 ///
 /// Time: a run starts at the capture time of its first sample and every later sample's time
 /// is counted forward from it by the sample rate, so chunks do not drift apart over hours.
@@ -21,6 +22,7 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
         var beginning: ChunkBeginning
         var frames: Int
         var endFrame: Int64
+        var level = AudioLevel()
     }
 
     /// The time of frame `originFrame`; nil between runs.
@@ -86,9 +88,12 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
             let nextEvent = open.reduce(nextStartFrame) { min($0, $1.endFrame) }
             let count = Int(min(Int64(samples.count - offset), nextEvent - position))
             let slice = UnsafeBufferPointer(rebasing: samples[offset ..< offset + count])
+            var level = AudioLevel()
+            level.add(slice)
             for index in open.indices {
                 try open[index].encoder.append(slice)
                 open[index].frames += count
+                open[index].level.add(level)
             }
             offset += count
             position += Int64(count)
@@ -119,7 +124,7 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
         var encoder = chunk.encoder
         return AudioChunk(id: chunk.beginning.id, start: chunk.beginning.start, frames: chunk.frames,
                           overlapFrames: chunk.beginning.overlapFrames, sampleRate: sampleRate,
-                          data: try encoder.finish())
+                          data: try encoder.finish(), level: chunk.level)
     }
 
     private func time(ofFrame frame: Int64, origin: (time: Date, frame: Int64)) -> Date {

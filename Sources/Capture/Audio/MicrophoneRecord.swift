@@ -10,8 +10,13 @@ public enum MicrophoneRecord {
     /// its own and the payload gets its base64 only when it is read for a request.
     /// `journalFile`, the chunk's journal when it holds exactly the chunk's bytes, is linked
     /// into the queue's store rather than written a second time.
-    public static func make(_ chunk: AudioChunk, bitrate: Int, journalFile: String? = nil) throws -> NewRecord {
-        var record = try NewRecord(id: chunk.id, stream: .microphone, capturedAt: chunk.start, fields: [
+    ///
+    /// A chunk whose level is known carries `average_db_level` and `is_silent` (below
+    /// `silenceThresholdDB`), as the successor iOS collector sends them; one recovered from
+    /// the journal has neither (its samples are gone).
+    public static func make(_ chunk: AudioChunk, bitrate: Int, silenceThresholdDB: Int = MicrophoneConfig().silenceThresholdDB,
+                            journalFile: String? = nil) throws -> NewRecord {
+        var fields: [String: any Sendable] = [
             "timestamp_start": RFC3339.string(from: chunk.start),
             "timestamp_end": RFC3339.string(from: chunk.end),
             "duration": chunk.duration,
@@ -23,7 +28,12 @@ public enum MicrophoneRecord {
             "channels": 1,
             "codec": "opus",
             "bitrate": bitrate,
-        ])
+        ]
+        if let level = chunk.level {
+            fields["average_db_level"] = level.reported
+            fields["is_silent"] = level.isSilent(thresholdDB: silenceThresholdDB)
+        }
+        var record = try NewRecord(id: chunk.id, stream: .microphone, capturedAt: chunk.start, fields: fields)
         record.attachment = RecordAttachment(field: audioField, data: chunk.data, fileExtension: "ogg", existingFile: journalFile)
         return record
     }

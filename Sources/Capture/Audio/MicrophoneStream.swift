@@ -14,7 +14,7 @@ import Synchronization
 /// `StreamSupervisor` starts a new stream when it ends).
 ///
 /// With an audio journal, the pages of each chunk in progress are on disk as they are
-/// encoded, and every start (of the process, or a restart by the health coordinator)
+/// encoded, and every start (of the process, or a restart by the supervisor)
 /// first turns what a crash, a kill or an earlier stop left there into records.
 public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     // @unchecked: the capture state (device, chunker, buffers, `chunkTimes`) lives only on
@@ -37,6 +37,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     private let knownRecords: (any RecordLookup)?
     /// Capture thread only: which chunks carry a provisional time (see ChunkTimes).
     private var chunkTimes: ChunkTimes
+    /// Capture thread only: silent chunks dropped when `upload_silent` is off.
+    private var silentChunks: SilentChunkFilter
 
     /// Where the audio journal lives and how to ask whether a recovered chunk is already
     /// in the queue.
@@ -55,6 +57,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         var captureHealth: Liveness = .unhealthy(reason: "not started")
         var overruns = 0
         var opens = 0
+        var silentDropped = 0
     }
     /// A stream starts once and stops once.
     private enum Phase {
@@ -91,6 +94,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         self.journal = audioJournal
         self.knownRecords = journal?.knownRecords
         self.chunkTimes = ChunkTimes(trust: clockTrust)
+        self.silentChunks = SilentChunkFilter(thresholdDB: config.silenceThresholdDB, dropsSilent: !config.uploadSilent)
         self.writer = ChunkWriter(sink: sink, logger: logger, written: { id in audioJournal?.remove(id) })
     }
 
@@ -153,15 +157,21 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         public var journalSyncs: Int
         /// The longest journal bytes waited for their fsync.
         public var journalLongestUnsynced: Duration
+        /// Silent chunks dropped at capture (`upload_silent = false`).
+        public var silentChunksDropped: Int
+    }
+
+    public func counters() -> [String: Int] {
+        [StreamCounter.silentChunksDropped: control.withLock { $0.silentDropped }]
     }
 
     public func stats() -> Stats {
-        let (overruns, opens) = control.withLock { ($0.overruns, $0.opens) }
+        let (overruns, opens, silentDropped) = control.withLock { ($0.overruns, $0.opens, $0.silentDropped) }
         let writes = writer.current()
         let journalStats = journal?.currentStats() ?? AudioJournal.Stats()
         return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens,
                      journalBytes: journalStats.bytes, journalSyncs: journalStats.syncs,
-                     journalLongestUnsynced: journalStats.longestUnsynced)
+                     journalLongestUnsynced: journalStats.longestUnsynced, silentChunksDropped: silentDropped)
     }
 
     // MARK: The capture thread
@@ -283,9 +293,17 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             logger.error("microphone chunk lost: encoding failed", metadata: ["error": "\(error)"])
             return false
         }
-        for chunk in chunks {
+        for finished in chunks {
+            let chunk: AudioChunk
+            switch silentChunks.pass(finished) {
+            case .keep(let kept):
+                chunk = kept
+            case .drop(let firstOfEpisode):
+                dropSilent(finished, firstOfEpisode: firstOfEpisode)
+                continue
+            }
             do {
-                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate,
+                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate, silenceThresholdDB: config.silenceThresholdDB,
                                                        journalFile: journal?.oggPath(chunk.id))
                 // Timed from a clock that cannot be believed (1970, or not yet NTP): the
                 // queue holds it until the daemon corrects its time (ClockCorrection).
@@ -297,6 +315,23 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             }
         }
         return true
+    }
+
+    /// A silent chunk `upload_silent = false` drops: never stored, its journal removed,
+    /// counted for `status`, and said in the log once per run of silent chunks.
+    private func dropSilent(_ chunk: AudioChunk, firstOfEpisode: Bool) {
+        journal?.remove(chunk.id)
+        _ = chunkTimes.take(chunk.id)
+        let total = control.withLock { control -> Int in
+            control.silentDropped += 1
+            return control.silentDropped
+        }
+        guard firstOfEpisode else { return }
+        logger.notice("microphone: silent chunks are dropped until sound returns ([microphone] upload_silent = false); each is counted in 'ariata-agent status'",
+                      metadata: ["average_db_level": "\(chunk.level?.reported ?? AudioLevel.floor)",
+                                 "silence_threshold_db": "\(config.silenceThresholdDB)",
+                                 "timestamp_start": "\(RFC3339.string(from: chunk.start))",
+                                 "dropped_since_start": "\(total)"])
     }
 
     /// The journal of a chunk that begins; nil (the chunk is then in memory only) when there

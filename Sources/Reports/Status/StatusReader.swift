@@ -81,6 +81,9 @@ public struct StatusReader: Sendable {
                     s.malformedLines = try counter(StreamCounter.malformedLines)
                     s.refusedSamples = try counter(StreamCounter.refusedSamples)
                 }
+                if name == .microphone {
+                    s.silentChunksDropped = try counter(StreamCounter.silentChunksDropped)
+                }
                 if name == .location {
                     s.privacySkipped = try counter(StreamCounter.privacySkipped)
                     s.privacyCoarsened = try counter(StreamCounter.privacyCoarsened)

@@ -109,6 +109,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// written coarsened (`action = "coarsen"`), since the daemon started.
         public var privacySkipped: Int? = nil
         public var privacyCoarsened: Int? = nil
+        /// Microphone only: chunks dropped at capture as silent (`[microphone] upload_silent
+        /// = false`), since the daemon started.
+        public var silentChunksDropped: Int? = nil
         /// Payload bytes of the failed records.
         public var failedBytes: Int64? = nil
     }

@@ -60,6 +60,9 @@ public struct StatusText: Sendable {
         for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
             out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")
         }
+        for s in r.streams where (s.silentChunksDropped ?? 0) > 0 {
+            out.append("  \(s.name): \(s.silentChunksDropped ?? 0) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)")
+        }
         for s in r.streams where (s.malformedLines ?? 0) + (s.refusedSamples ?? 0) > 0 {
             out.append("  \(s.name): \(s.malformedLines ?? 0) malformed lines and \(s.refusedSamples ?? 0) refused samples skipped since the daemon started (each is in the log)")
         }

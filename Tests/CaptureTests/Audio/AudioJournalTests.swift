@@ -225,7 +225,7 @@ final class AudioJournalTests: XCTestCase {
 /// The journal inside the running stream (real ALSA capture through the file plugin).
 extension MicrophoneStreamTests {
     /// A chunk waits in the writer (the queue refuses it: disk full) when the stream is
-    /// stopped, as the health coordinator's restart does: its journal stays, and the next
+    /// stopped, as the supervisor's restart does: its journal stays, and the next
     /// stream writes it before capturing.
     func testChunksWaitingAtStopAreWrittenByTheNextStreamFromTheJournal() throws {
         let directory = try TemporaryDirectory()

@@ -75,6 +75,16 @@ final class HealthNormaliserTests: XCTestCase {
             (RawHealthSample(metric: .sleep, value: .number(2.5), timestamp: now), "sleep code not whole"),
             (RawHealthSample(metric: .sleep, value: .text("nap"), timestamp: now), "unknown sleep stage"),
             (RawHealthSample(metric: .sleep, value: .text("deep"), timestamp: now, duration: -1), "negative sleep duration"),
+            (RawHealthSample(metric: .workout, value: .text("running"), timestamp: now, duration: 0), "workout of 0 s"),
+            (RawHealthSample(metric: .workout, value: .text("running"), timestamp: now, duration: 8 * 86_400), "workout over a week"),
+            (RawHealthSample(metric: .workout, value: .text("run 🏃"), timestamp: now), "workout type not a name"),
+            (RawHealthSample(metric: .workout, value: .text(String(repeating: "a", count: 65)), timestamp: now), "workout type too long"),
+            (RawHealthSample(metric: .workout, value: .text("   "), timestamp: now), "workout type blank"),
+            (RawHealthSample(metric: .workout, value: .number(3), timestamp: now), "workout type a number"),
+            (RawHealthSample(metric: .workout, value: .text("running"), timestamp: now, workoutMeasures: [sample(.heartRate, 400)]),
+             "workout heart rate above 300"),
+            (RawHealthSample(metric: .workout, value: .text("running"), timestamp: now, workoutMeasures: [sample(.activeEnergy, -1)]),
+             "workout energy negative"),
         ]
         for (raw, rule) in table {
             guard case .rejected(let reason) = normaliser.normalise(raw, now: now) else {
@@ -154,6 +164,9 @@ final class HealthNormaliserTests: XCTestCase {
             RawHealthSample(metric: .sleep, value: .text("deep"), timestamp: now, duration: 1800),
             RawHealthSample(metric: .sleep, value: .text("rem"), timestamp: now, duration: 20),
             RawHealthSample(metric: .sleep, value: .number(2), timestamp: now), sample(.restingHeartRate, 48),
+            RawHealthSample(metric: .workout, value: .text("cycling"), timestamp: now, duration: 3_600,
+                            workoutMeasures: [sample(.activeEnergy, 512.36), sample(.distance, 20.5, "km"), sample(.heartRate, 131)]),
+            RawHealthSample(metric: .workout, value: .text("Yoga"), timestamp: now, workoutMeasures: [sample(.distance, 0.05)]),
         ]
         for raw in raws {
             guard case .accepted(let s) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected \(raw)") }

@@ -24,7 +24,7 @@ final class HealthTestBed {
     }
 
     func stream(file path: String, format: HealthSourceConfig.Format = .jsonl, backfillDays: Int = 7,
-                kind: HealthSourceConfig.Kind = .file, baud: Int = 9_600) -> HealthStream {
+                kind: HealthSourceConfig.Kind = .file, baud: Int = 9_600, logger: Logger = HealthTestBed.logger) -> HealthStream {
         var source = HealthSourceConfig(kind: kind, path: path, format: format, name: "test-source")
         source.backfillDays = backfillDays
         source.baud = baud
@@ -35,7 +35,7 @@ final class HealthTestBed {
         // The test machine's clock is right whatever its kernel says about NTP (a container
         // may say "unsynchronised"): these tests are about reading, not about the clock.
         return HealthStream(config: config, queue: queue,
-                            clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true), logger: Self.logger)
+                            clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true), logger: logger)
     }
 
     /// The records' JSON objects in queue order.

@@ -8,6 +8,9 @@ public enum HealthMetric: String, CaseIterable, Sendable {
     case distance
     case oxygenSaturation = "oxygen_saturation"
     case sleep
+    /// One workout: its type is the value, its duration, energy, distance and heart rate
+    /// ride along (docs/streams/health.md, "Workouts").
+    case workout
 
     /// The unit the contract sends this metric in.
     public var canonicalUnit: String {
@@ -18,7 +21,7 @@ public enum HealthMetric: String, CaseIterable, Sendable {
         case .activeEnergy: return "kcal"
         case .distance: return "m"
         case .oxygenSaturation: return "percent"
-        case .sleep: return "category"
+        case .sleep, .workout: return "category"
         }
     }
 }

@@ -47,7 +47,13 @@ enum HealthFieldMapper {
             unit = u
         }
 
-        if let (key, metricValue) = first(HealthFieldNames.metric) {
+        let metricField = first(HealthFieldNames.metric)
+        if metricField.map({ isWorkout($0.1) }) ?? (first(HealthFieldNames.workoutType) != nil
+            || order.contains { HealthFieldNames.metricAliases[$0]?.0 == .workout }) {
+            return workout(fields, order: order, first: first, timestamp: timestamp, duration: duration, unit: unit)
+        }
+
+        if let (key, metricValue) = metricField {
             guard case .text(let name) = metricValue else { return .malformed("\(key) is not text") }
             guard let (metric, impliedUnit) = HealthFieldNames.metric(named: name) else {
                 return .malformed("unknown \(key) \"\(name)\"")
@@ -73,6 +79,51 @@ enum HealthFieldMapper {
         // A `unit` field is only unambiguous when the line holds one sample.
         if samples.count == 1, let unit, samples[0].unit == nil { samples[0].unit = unit }
         return .samples(samples)
+    }
+
+    private static func isWorkout(_ metricValue: FieldValue) -> Bool {
+        guard case .text(let name) = metricValue else { return false }
+        return HealthFieldNames.metric(named: name)?.0 == .workout
+    }
+
+    /// The measures a workout line's energy, distance and heart rate give the workout
+    /// (never samples of their own); any other metric on the line is a sample of its own,
+    /// as on any wide line.
+    private static let workoutMeasureMetrics: Set<HealthMetric> = [.activeEnergy, .distance, .heartRate]
+
+    /// A workout line: one workout sample whose value is its type (`workout_type`, the
+    /// `workout` key, or `value` in the long form), its duration in seconds (`duration`) or
+    /// minutes (`workout_duration`, `duration_min`), and its measures. docs/streams/health.md, "Workouts".
+    private static func workout(_ fields: [String: FieldValue], order: [String],
+                                first: (Set<String>) -> (String, FieldValue)?,
+                                timestamp: Date?, duration: Double?, unit: String?) -> LineOutcome {
+        let typeField = first(HealthFieldNames.workoutType)
+            ?? order.lazy.filter { HealthFieldNames.metricAliases[$0]?.0 == .workout }.compactMap { k in fields[k].map { (k, $0) } }.first
+            ?? first(HealthFieldNames.value)
+        guard let (typeKey, typeValue) = typeField, typeValue != .null else {
+            return .malformed("a workout needs workout_type (what kind of workout: running, cycling, …)")
+        }
+        guard case .text(let type) = typeValue else { return .malformed("\(typeKey) is not text (a workout's type is a name such as running)") }
+        if unit != nil {
+            return .malformed("unit is ambiguous on a workout line: name the unit in the key instead (distance_km, active_energy_kj)")
+        }
+        var seconds = duration
+        if seconds == nil, let (key, value) = first(HealthFieldNames.durationMinutes) {
+            guard let minutes = number(value) else { return .malformed("\(key) is not a number") }
+            seconds = minutes * 60
+        }
+        var measures: [RawHealthSample] = []
+        var others: [RawHealthSample] = []
+        for k in order {
+            guard let (metric, impliedUnit) = HealthFieldNames.metricAliases[k], metric != .workout,
+                  let raw = fields[k], raw != .null, raw != .text("") else { continue }
+            guard let value = sampleValue(raw, metric: metric) else { return .malformed("\(k) is not a number") }
+            let sample = RawHealthSample(metric: metric, value: value, unit: impliedUnit, timestamp: timestamp)
+            if workoutMeasureMetrics.contains(metric) { measures.append(sample) } else { others.append(sample) }
+        }
+        let workout = RawHealthSample(metric: .workout, value: .text(type), timestamp: timestamp,
+                                      duration: seconds, workoutMeasures: measures)
+        return .samples([workout] + others)
     }
 
     static func number(_ value: FieldValue) -> Double? {

@@ -7,6 +7,10 @@ enum HealthFieldNames {
     static let unit: Set<String> = ["unit", "units"]
     static let duration: Set<String> = ["duration", "sleep_duration", "duration_s"]
     static let stage: Set<String> = ["sleep_stage", "stage"]
+    /// A workout's kind (`running`); a line with one is a workout.
+    static let workoutType: Set<String> = ["workout_type", "workouttype", "workout_activity_type", "activity_type"]
+    /// A workout's duration in minutes (`workout_duration` is the record's own field, in minutes).
+    static let durationMinutes: Set<String> = ["workout_duration", "duration_min", "duration_minutes"]
 
     /// A metric named by a key (wide form, `{"hr": 72}`) or by a `metric_type` value, and
     /// the unit the name implies (`distance_km`), nil for the canonical one.
@@ -26,6 +30,7 @@ enum HealthFieldNames {
         add(.distance, "mi", ["distance_mi", "miles"])
         add(.oxygenSaturation, nil, ["oxygen_saturation", "oxygensaturation", "spo2", "sp_o2", "blood_oxygen", "o2_saturation"])
         add(.sleep, nil, ["sleep", "sleep_stage", "sleepanalysis", "sleep_analysis"])
+        add(.workout, nil, ["workout", "hkworkouttypeidentifier"])
         return table
     }()
 

@@ -1,6 +1,7 @@
 import Foundation
 
-/// A value as a line gave it: sleep stages may come as names, everything else as numbers.
+/// A value as a line gave it: sleep stages may come as names and a workout's value is its
+/// type; everything else is a number.
 public enum RawHealthValue: Sendable, Equatable {
     case number(Double)
     case text(String)
@@ -15,16 +16,20 @@ public struct RawHealthSample: Sendable, Equatable {
     public var unit: String?
     /// Nil when the line carried no time: the sample is then dated when it is read.
     public var timestamp: Date?
-    /// Sleep only: seconds the stage lasted, where known.
+    /// Sleep and workouts: seconds the stage or the workout lasted, where known.
     public var duration: Double?
+    /// A workout's active energy, distance and heart rate, each as a sample of that metric
+    /// in the unit the line gave it (so they are converted and checked like any sample).
+    public var workoutMeasures: [RawHealthSample]
 
     public init(metric: HealthMetric, value: RawHealthValue, unit: String? = nil,
-                timestamp: Date? = nil, duration: Double? = nil) {
+                timestamp: Date? = nil, duration: Double? = nil, workoutMeasures: [RawHealthSample] = []) {
         self.metric = metric
         self.value = value
         self.unit = unit
         self.timestamp = timestamp
         self.duration = duration
+        self.workoutMeasures = workoutMeasures
     }
 }
 

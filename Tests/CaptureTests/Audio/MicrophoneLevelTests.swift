@@ -1,0 +1,134 @@
+import AgentCore
+import Capture
+import Foundation
+import Logging
+import Platform
+import TestRigs
+import XCTest
+
+/// Each chunk's `average_db_level` and `is_silent`, and `upload_silent = false`, through
+/// real ALSA capture (the file plugin rig) fed signals of known level, real Opus encoding,
+/// a real SQLite queue and the audio journal.
+final class MicrophoneLevelTests: XCTestCase {
+    let rate = 16_000
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    struct Run {
+        var records: [[String: Any]]
+        var stats: MicrophoneStream.Stats
+        var counters: [String: Int]
+        var log: RecordingLogHandler.Store
+        var journalLeft: [String]
+    }
+
+    /// Captures all of `samples` in 10 s chunks overlapping by 2 s (chunks start every 8 s).
+    func capture(_ samples: [Int16], thresholdDB: Int = -50, uploadSilent: Bool = true) throws -> Run {
+        let directory = try TemporaryDirectory()
+        let input = directory.file("input.raw")
+        try TestSignal.write(samples + TestSignal.silence(seconds: 5), to: input) // the plugin must not run dry first
+        let rig = try ALSARig(input: input)
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        var config = MicrophoneConfig()
+        config.device = rig.device
+        config.chunkSeconds = 10
+        config.overlapSeconds = 2
+        config.silenceThresholdDB = thresholdDB
+        config.uploadSilent = uploadSilent
+        let log = RecordingLogHandler.Store()
+        let logger = Logger(label: "ariata.microphone.test") { _ in RecordingLogHandler(store: log) }
+        let progress = ScriptedCapture.Progress()
+        let calls = CallCounter()
+        let journal = directory.file("journal")
+        let stream = MicrophoneStream(config: config, sink: queue, clock: ManualClock(t0), logger: logger,
+                                      captureFactory: { device, sampleRate throws(AudioCaptureError) in
+                                          guard calls.next() == 1 else {
+                                              throw AudioCaptureError(kind: .notFound, device: device, detail: "the test input is used up")
+                                          }
+                                          return ScriptedCapture(try ALSACapture(device: device, sampleRate: sampleRate),
+                                                                 limit: samples.count, afterLimit: .end, progress: progress)
+                                      },
+                                      retry: Backoff(base: 5, cap: 5), maxClockSkew: nil,
+                                      journal: .init(directory: journal, knownRecords: queue))
+        stream.start()
+        try waitUntil("the input captured to its end", timeout: 120) { progress.closed }
+        stream.stop()
+        _ = rig
+        let records = try queue.records(stream: .microphone).map {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])
+        }
+        return Run(records: records, stats: stream.stats(), counters: stream.counters(), log: log,
+                   journalLeft: (try? FileManager.default.contentsOfDirectory(atPath: journal)) ?? [])
+    }
+
+    func levels(_ run: Run) -> [Double] { run.records.map { $0["average_db_level"] as? Double ?? .nan } }
+    func silent(_ run: Run) -> [Bool?] { run.records.map { $0["is_silent"] as? Bool } }
+
+    func testDigitalSilenceReadsAsTheFloorAndIsSilent() throws {
+        let run = try capture(TestSignal.silence(seconds: 22))
+        XCTAssertEqual(run.records.count, 3, "chunks at 0, 8 and 16 s")
+        XCTAssertEqual(levels(run), [-100, -100, -100])
+        XCTAssertEqual(silent(run), [true, true, true])
+        XCTAssertEqual(run.stats.silentChunksDropped, 0, "upload_silent = true keeps everything")
+    }
+
+    func testAToneReadsAtTheLevelItWasFedAt() throws {
+        let samples = TestSignal.tone(seconds: 22, dbfs: -20)
+        let run = try capture(samples)
+        XCTAssertEqual(run.records.count, 3)
+        let starts = [0, 8 * rate, 16 * rate]
+        for (record, start) in zip(run.records, starts) {
+            let level = try XCTUnwrap(record["average_db_level"] as? Double)
+            let end = min(samples.count, start + 10 * rate)
+            XCTAssertEqual(level, TestSignal.dbfs(samples[start ..< end]), accuracy: 0.05, "the chunk's own samples, overlap included")
+            XCTAssertEqual(level, -20, accuracy: 0.1, "the level fed")
+            XCTAssertEqual(record["is_silent"] as? Bool, false)
+        }
+    }
+
+    func testRoomNoiseEitherSideOfTheDefaultThreshold() throws {
+        let quiet = try capture(TestSignal.noise(seconds: 12, dbfs: -60))
+        XCTAssertEqual(levels(quiet).count, 2)
+        for level in levels(quiet) { XCTAssertEqual(level, -60, accuracy: 0.3) }
+        XCTAssertEqual(silent(quiet), [true, true], "-60 dBFS is below -50")
+
+        let room = try capture(TestSignal.noise(seconds: 12, dbfs: -45))
+        for level in levels(room) { XCTAssertEqual(level, -45, accuracy: 0.3) }
+        XCTAssertEqual(silent(room), [false, false], "-45 dBFS is above -50")
+
+        let stricter = try capture(TestSignal.noise(seconds: 12, dbfs: -45), thresholdDB: -40)
+        XCTAssertEqual(silent(stricter), [true, true], "the threshold decides: -45 is below -40")
+    }
+
+    /// Tone, 32 s of silence, tone, 32 s of silence, tone: chunks at 0, 8, …, 80 s; those at
+    /// 16, 24, 56 and 64 s hold nothing but silence.
+    var twoQuietSpells: [Int16] {
+        TestSignal.tone(seconds: 9, dbfs: -20) + TestSignal.silence(seconds: 32) + TestSignal.tone(seconds: 8, dbfs: -20)
+            + TestSignal.silence(seconds: 32) + TestSignal.tone(seconds: 9, dbfs: -20)
+    }
+
+    func testUploadSilentKeepsEveryChunkAndMarksTheSilentOnes() throws {
+        let run = try capture(twoQuietSpells)
+        XCTAssertEqual(run.records.count, 11)
+        XCTAssertEqual(silent(run), [false, false, true, true, false, false, false, true, true, false, false])
+        XCTAssertEqual(run.stats.silentChunksDropped, 0)
+        XCTAssertEqual(run.counters[StreamCounter.silentChunksDropped], 0)
+        XCTAssertEqual(run.log.count(.notice, containing: "silent chunks are dropped"), 0)
+        XCTAssertEqual(run.records.map { $0["overlap_duration"] as? Double }, [0] + Array(repeating: 2, count: 10))
+    }
+
+    func testUploadSilentFalseDropsSilentChunksCountsThemAndSaysSoOncePerSpell() throws {
+        let run = try capture(twoQuietSpells, uploadSilent: false)
+        let starts = try run.records.map { try XCTUnwrap(RFC3339.date(from: $0["timestamp_start"] as? String ?? "")) }
+        let first = try XCTUnwrap(starts.first)
+        XCTAssertEqual(starts.map { ($0.timeIntervalSince(first) * 1000).rounded() / 1000 }, [0, 8, 32, 40, 48, 72, 80],
+                       "the chunks at 16, 24, 56 and 64 s were dropped")
+        XCTAssertEqual(silent(run), Array(repeating: false, count: 7))
+        XCTAssertEqual(run.stats.silentChunksDropped, 4)
+        XCTAssertEqual(run.counters[StreamCounter.silentChunksDropped], 4, "what status and the metrics show")
+        XCTAssertEqual(run.stats.chunksWritten, 7)
+        XCTAssertEqual(run.log.count(.notice, containing: "silent chunks are dropped until sound returns"), 2, "once per quiet spell")
+        // The first chunk after a dropped one overlaps nothing that was kept.
+        XCTAssertEqual(run.records.map { $0["overlap_duration"] as? Double }, [0, 2, 0, 2, 2, 0, 2])
+        XCTAssertEqual(run.journalLeft, [], "a dropped chunk leaves nothing in the audio journal")
+    }
+}
