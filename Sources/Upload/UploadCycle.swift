@@ -13,6 +13,8 @@ struct UploadContext: Sendable {
     let makeTransport: HTTPTransportFactory
     let random: @Sendable () -> Double
     let isStopping: @Sendable () -> Bool
+    /// Called when the endpoint answers again after an outage.
+    let recovered: @Sendable () -> Void
 }
 
 /// One pass over the queue: for each stream with pending records, batches bounded by
@@ -361,6 +363,11 @@ struct UploadCycle {
     /// The endpoint answered as an ingest endpoint: it is up and the token is good; and
     /// when it stored records of `stream`, it takes that stream.
     private func endpointAnswered(stream: StreamName, tookRecords: Bool) {
+        let afterOutage = state.with { s -> Bool in
+            defer { s.sawOutage = false }
+            return s.sawOutage
+        }
+        if afterOutage { context.recovered() }
         state.with { s in
             if tookRecords { s.memory.refusals[stream.rawValue] = nil }
             s.memory.breaker.recordSuccess()
@@ -408,6 +415,7 @@ struct UploadCycle {
                              schedule: policy.backoff, random: random())
                 s.memory.retries[stream.rawValue] = retry
                 guard failure.kind == .outage else { return (retry.nextAttemptAt ?? now, false) }
+                s.sawOutage = true
                 s.memory.breaker.recordFailure(at: now, retryAfter: failure.retryAfter, schedule: policy.backoff, random: random())
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 guard case .open(let until) = s.memory.breaker.state(at: now) else { return (retry.nextAttemptAt ?? now, false) }

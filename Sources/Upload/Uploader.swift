@@ -31,6 +31,14 @@ public final class Uploader: Sendable {
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
     private let uploadLock: FileLock?
+    /// Run when an upload succeeds after an outage (`onRecovery`).
+    private let recovery = RecoveryHandler()
+
+    /// Holds `onRecovery`'s handler for the cycles.
+    final class RecoveryHandler: Sendable {
+        let handler = Mutex<(@Sendable () -> Void)?>(nil)
+        func call() { handler.withLock { $0 }?() }
+    }
 
     /// Set by `stop()`, read by cycles and the transport's abort check.
     final class StopFlag: Sendable {
@@ -83,8 +91,10 @@ public final class Uploader: Sendable {
         }
         let stopping = StopFlag()
         self.stopping = stopping
+        let recovery = self.recovery
         context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
-                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet })
+                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
+                                recovered: { recovery.call() })
     }
 
     deinit {
@@ -187,6 +197,12 @@ public final class Uploader: Sendable {
         guard waited else { return }
         logger.notice("\(why): backoff reset, uploading now")
         timer.withLock { $0 }?.fireNow()
+    }
+
+    /// `handler` runs (on the cycle's thread) when the endpoint answers again after an
+    /// outage: the daemon then asks the server for its stream switches.
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {
+        recovery.handler.withLock { $0 = handler }
     }
 
     // MARK: Reading

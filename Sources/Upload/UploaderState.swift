@@ -82,6 +82,9 @@ struct UploaderState: Sendable {
     var memory: UploaderMemory
     /// What was last written to `agent_state`, so unchanged values are not rewritten.
     var published: UploaderMemory?
+    /// The endpoint failed (network, 5xx) since it last answered; a network return that
+    /// forgets the backoff does not clear it, the next answer does.
+    var sawOutage = false
 
     func retry(_ stream: StreamName) -> RetryState? { memory.retries[stream.rawValue] }
 

@@ -17,6 +17,9 @@ public final class ConfigSection {
 
     public var isPresent: Bool { table != nil }
 
+    /// Whether the table gives `key` (without reading it).
+    public func contains(_ key: String) -> Bool { table?[key] != nil }
+
     func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     func error(_ key: String, _ message: String) -> ConfigError {
