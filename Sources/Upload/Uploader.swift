@@ -82,6 +82,8 @@ public final class Uploader: Sendable {
         state = UploaderStateBox(UploaderState(
             settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
             published: restored))
+        // A new process (or a reload) tries gzip again: a proxy may have been put in front.
+        try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil)
         if restored == nil, stored != nil {
             // Another server or token than the memory was about: its waits do not apply,
             // and `status` must not go on showing them.
@@ -172,12 +174,14 @@ public final class Uploader: Sendable {
         let changed = state.with { s -> Bool in
             guard s.settings != settings else { return false }
             s.settings = settings
+            s.uncompressed = false
             s.memory = UploaderMemory(policy: policy, server: UploaderMemory.fingerprint(settings))
             s.published = s.memory
             return true
         }
         guard changed else { return }
-        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt] {
+        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt,
+                    AgentStateKey.uploadPlainBodiesSince] {
             try? store.setState(key, nil)
         }
         timer.withLock { $0 }?.fireNow()

@@ -85,6 +85,9 @@ struct UploaderState: Sendable {
     /// The endpoint failed (network, 5xx) since it last answered; a network return that
     /// forgets the backoff does not clear it, the next answer does.
     var sawOutage = false
+    /// The server read a batch uncompressed after refusing it gzipped: bodies go
+    /// uncompressed for the rest of the process (docs/upload.md#gzip).
+    var uncompressed = false
 
     func retry(_ stream: StreamName) -> RetryState? { memory.retries[stream.rawValue] }
 
