@@ -257,12 +257,17 @@ public final class ReceiverRig: @unchecked Sendable {
     }
 
     /// The HTTP statuses the receiver answered verify requests with, in order.
-    public func verifyCalls() throws -> [Int] {
-        struct Calls: Decodable {
-            struct Call: Decodable { var status: Int }
-            var calls: [Call]
-        }
-        return try JSONDecoder().decode(Calls.self, from: get("/_control/verify")).calls.map(\.status)
+    public func verifyCalls() throws -> [Int] { try verifyRequests().map(\.status) }
+
+    /// One verify request: when it was answered (seconds since 1970) and with what status.
+    public struct VerifyCall: Decodable, Sendable {
+        public var at: Double
+        public var status: Int
+    }
+
+    public func verifyRequests() throws -> [VerifyCall] {
+        struct Calls: Decodable { var calls: [VerifyCall] }
+        return try JSONDecoder().decode(Calls.self, from: get("/_control/verify")).calls
     }
 
     /// Records received and records read by one server generation's transforms, per wire stream.
