@@ -24,8 +24,8 @@ extension LocationConfig: ConfigTable {
          // Read only when given, and written only when given, so a default interval
          // leaves room for the server's (and stays the default after a rewrite).
          ConfigKey("interval", read: { s, t in
-             guard s.contains("interval") else { return }
-             t.interval = try s.int("interval", default: t.interval, range: 1...3_600, unit: "seconds")
+             let value = try s.int("interval", default: t.interval, range: 1...3_600, unit: "seconds")
+             if s.contains("interval") { t.interval = value }
          }, write: { $0.intervalIsExplicit ? $0.interval : nil }),
          .tables("exclude", \.exclude)]
     }
