@@ -274,6 +274,11 @@ public final class ReceiverRig: @unchecked Sendable {
     public struct Readable: Decodable, Sendable, Equatable {
         public var received: Int
         public var read: Int
+
+        public init(received: Int, read: Int) {
+            self.received = received
+            self.read = read
+        }
     }
 
     /// `GET /_control/readable`: per generation (`ariata`, `virtues`) and wire stream.
