@@ -124,10 +124,11 @@ public final class AgentDaemon: Sendable {
     /// now, so a stream switched off stops within seconds of the answer.
     private func serverSwitchesChanged(from old: ServerSwitches?, to new: ServerSwitches) {
         let supervisors = state.withLock { $0.supervisors }
-        let before = old.map { $0.applied(to: state.withLock { $0.config }) }
-        let after = streamConfig()
-        if before?.location != after.location { supervisors[.location]?.restart() }
-        if before?.health.serverMetrics != after.health.serverMetrics { supervisors[.health]?.restart() }
+        let file = state.withLock { $0.config }
+        let before = old?.applied(to: file) ?? file
+        let after = new.applied(to: file)
+        if before.location != after.location { supervisors[.location]?.restart() }
+        if before.health.serverMetrics != after.health.serverMetrics { supervisors[.health]?.restart() }
         applyPauseSwitches()
     }
 

@@ -72,6 +72,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
         XCTAssertEqual(try receiver.verifyCalls(), [200], "asked at start")
         XCTAssertTrue(rig.counts.running(.location))
         XCTAssertEqual(made.last(.location)?.location.interval, 10)
+        XCTAssertEqual(rig.counts.starts(.location), 1, "an answer that changes nothing restarts nothing")
 
         // Switched off in the server's web UI, with a new interval: nothing changes before
         // the hourly ask, everything at it.
