@@ -98,7 +98,7 @@ public final class AgentDaemon: Sendable {
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
         queue.storagePressure.onRaise { kick.request() }
-        let keeper = ServerSwitchKeeper(queue: queue, clock: clock, scheduler: scheduler,
+        let keeper = ServerSwitchKeeper(server: config.server, queue: queue, clock: clock, scheduler: scheduler,
                                         logger: Logger(label: "ariata.switches")) { [weak self] old, new in
             self?.serverSwitchesChanged(from: old, to: new)
         }
@@ -148,6 +148,8 @@ public final class AgentDaemon: Sendable {
         // checks a time against it.
         clockCorrection.loadEvidence()
         let config = state.withLock { $0.config }
+        // The switches kept for this configuration's server apply from the first moment.
+        switchKeeper?.use(config.server)
         let switches = PauseSwitches(queue: queue)
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)

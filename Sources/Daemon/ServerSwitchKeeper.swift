@@ -31,7 +31,7 @@ final class ServerSwitchKeeper: Sendable {
         var lastOutcome: String?
     }
 
-    init(queue: SQLiteQueue, clock: any WallClock, scheduler: any TimerScheduling, logger: Logger,
+    init(server: ServerConfig, queue: SQLiteQueue, clock: any WallClock, scheduler: any TimerScheduling, logger: Logger,
          makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
          changed: @escaping @Sendable (ServerSwitches?, ServerSwitches) -> Void) {
         self.queue = queue
@@ -40,7 +40,7 @@ final class ServerSwitchKeeper: Sendable {
         self.logger = logger
         self.makeTransport = makeTransport
         self.changed = changed
-        state = Mutex(State(current: ServerSwitches.load(from: queue)))
+        state = Mutex(State(current: ServerSwitches.load(from: queue, endpoint: server.endpoint), server: server))
     }
 
     /// The switches in force: the last answer, read back from the database at start.
@@ -48,12 +48,23 @@ final class ServerSwitchKeeper: Sendable {
 
     private var isStopped: Bool { cancelled.load(ordering: .relaxed) }
 
+    /// The server to ask from now on (a reload's): the switches kept for it apply, none
+    /// when it is another server than the one that answered last.
+    func use(_ server: ServerConfig) {
+        let kept = ServerSwitches.load(from: queue, endpoint: server.endpoint)
+        state.withLock { s in
+            if s.server.endpoint != server.endpoint { s.current = kept }
+            s.server = server
+        }
+    }
+
     /// Asks now (without waiting for the answer), then every hour.
     func start(server: ServerConfig) {
+        use(server)
         cancelled.store(false, ordering: .sequentiallyConsistent)
         let timer = scheduler.makeTimer(label: "ariata.server-switches") { [weak self] in self?.ask() }
         let old = state.withLock { s -> (any ScheduledTimer)? in
-            defer { s.server = server; s.timer = timer }
+            defer { s.timer = timer }
             return s.timer
         }
         old?.stop()
@@ -90,19 +101,23 @@ final class ServerSwitchKeeper: Sendable {
 
     func handle(_ outcome: StreamSwitchClient.Outcome) {
         let now = clock.now()
+        let server = state.withLock { $0.server }
         var next = state.withLock { $0.current } ?? ServerSwitches()
+        next.endpoint = server.endpoint
         next.lastAttemptAt = now
         let said: String
         switch outcome {
         case .switches(let answer):
             next = answer
             next.lastAttemptAt = now
+            next.endpoint = server.endpoint
             let off = answer.switchedOffStreams.map(\.rawValue).sorted()
             said = "the server's stream switches: " + (off.isEmpty ? "every stream on" : "\(off.joined(separator: ", ")) switched off")
             log(said, level: .info)
         case .noSwitches(let status):
             next = ServerSwitches(fetchedAt: now, supported: false)
             next.lastAttemptAt = now
+            next.endpoint = server.endpoint
             said = "the server has no stream switches (HTTP \(status) from \(StreamSwitchClient.path), a Virtues server): the local configuration alone decides which streams run"
             log(said, level: .notice)
         case .unauthorized(let reason):

@@ -151,6 +151,14 @@ final class ServerSwitchDaemonTests: XCTestCase {
         XCTAssertEqual(report.serverSwitches?.switchedOff, ["microphone"])
         XCTAssertNotNil(report.serverSwitches?.lastProblem)
         daemon.stop()
+
+        // Moved to another server: the old one's switches do not apply there.
+        rig.config.server.endpoint = "http://127.0.0.1:\(try FreePort.find())"
+        daemon = self.daemon(rig, made: made)
+        daemon.start()
+        XCTAssertTrue(rig.counts.running(.microphone), "another server's switches do not apply")
+        XCTAssertNil(status(rig).serverSwitches)
+        daemon.stop()
     }
 
     /// The first upload that succeeds after an outage asks again, without waiting an hour.

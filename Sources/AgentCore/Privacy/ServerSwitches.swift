@@ -35,6 +35,8 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
     /// The last time the agent asked, and what went wrong then (nil when it was answered).
     public var lastAttemptAt: Date?
     public var lastProblem: String?
+    /// The server that answered (`[server] endpoint`): another server's switches do not apply.
+    public var endpoint: String?
 
     public init(fetchedAt: Date? = nil, supported: Bool = true, streams: [String: Stream] = [:]) {
         self.fetchedAt = fetchedAt
@@ -110,12 +112,15 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
 
     // MARK: Storage
 
-    /// The switches kept in `queue`, nil when the agent never got an answer.
-    public static func load(from queue: SQLiteQueue) -> ServerSwitches? {
+    /// The switches kept in `queue` for the server at `endpoint`, nil when it never
+    /// answered (a device moved to another server does not keep the old one's switches).
+    public static func load(from queue: SQLiteQueue, endpoint: String) -> ServerSwitches? {
         guard let text = try? queue.state(AgentStateKey.serverSwitches) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        return try? decoder.decode(ServerSwitches.self, from: Data(text.utf8))
+        guard let switches = try? decoder.decode(ServerSwitches.self, from: Data(text.utf8)),
+              switches.endpoint == endpoint else { return nil }
+        return switches
     }
 
     public func save(to queue: SQLiteQueue) throws {

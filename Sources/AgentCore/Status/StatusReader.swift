@@ -55,7 +55,7 @@ public struct StatusReader: Sendable {
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
             let switches = PauseSwitches(queue: queue)
             let paused = try switches.pausedStreams(at: now)
-            let server = ServerSwitches.load(from: queue)
+            let server = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)
             report.serverSwitches = server.map {
                 .init(supported: $0.supported, fetchedAt: $0.fetchedAt, lastAttemptAt: $0.lastAttemptAt,
                       lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted())
