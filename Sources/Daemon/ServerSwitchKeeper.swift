@@ -101,35 +101,33 @@ final class ServerSwitchKeeper: Sendable {
 
     func handle(_ outcome: StreamSwitchClient.Outcome) {
         let now = clock.now()
-        let server = state.withLock { $0.server }
-        var next = state.withLock { $0.current } ?? ServerSwitches()
-        next.endpoint = server.endpoint
-        next.lastAttemptAt = now
+        let (server, kept) = state.withLock { ($0.server, $0.current ?? ServerSwitches()) }
+        var next: ServerSwitches
         let said: String
         switch outcome {
         case .switches(let answer):
             next = answer
-            next.lastAttemptAt = now
-            next.endpoint = server.endpoint
             let off = answer.switchedOffStreams.map(\.rawValue).sorted()
             said = "the server's stream switches: " + (off.isEmpty ? "every stream on" : "\(off.joined(separator: ", ")) switched off")
             log(said, level: .info)
         case .noSwitches(let status):
             next = ServerSwitches(fetchedAt: now, supported: false)
-            next.lastAttemptAt = now
-            next.endpoint = server.endpoint
             said = "the server has no stream switches (HTTP \(status) from \(StreamSwitchClient.path), a Virtues server): the local configuration alone decides which streams run"
             log(said, level: .notice)
         case .unauthorized(let reason):
+            next = kept
             next.lastProblem = "\(AgentErrorCode.invalidToken.rawValue) \(reason)"
             said = "cannot read the server's stream switches: \(next.lastProblem ?? reason); the last switches stay in force"
             log(said, level: .error)
         case .failed(let reason, let code):
             if isStopped { return }
+            next = kept
             next.lastProblem = (code.map { "\($0.rawValue) " } ?? "") + reason
             said = "cannot read the server's stream switches: \(next.lastProblem ?? reason); the last switches stay in force, asking again within the hour"
             log(said, level: .warning)
         }
+        next.endpoint = server.endpoint
+        next.lastAttemptAt = now
         let previous = state.withLock { s -> ServerSwitches? in
             defer { s.current = next; s.lastOutcome = said }
             return s.current

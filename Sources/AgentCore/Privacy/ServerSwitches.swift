@@ -100,16 +100,6 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
     /// decisions change nothing.
     public var decisions: ServerSwitches { ServerSwitches(supported: supported, streams: supported ? streams : [:]) }
 
-    /// Whether the answers differ in what they change in the streams' settings (not in
-    /// when they were fetched, nor in the on/off switches, which pause instead).
-    public func sameSettings(as other: ServerSwitches?) -> Bool {
-        func settings(_ s: ServerSwitches?) -> [String: Stream] {
-            guard let s, s.supported else { return [:] }
-            return s.streams.mapValues { Stream(enabled: true, updateIntervalSeconds: $0.updateIntervalSeconds, enabledMetrics: $0.enabledMetrics) }
-        }
-        return settings(self) == settings(other)
-    }
-
     // MARK: Storage
 
     /// The switches kept in `queue` for the server at `endpoint`, nil when it never
