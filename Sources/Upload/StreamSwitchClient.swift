@@ -59,6 +59,8 @@ public struct StreamSwitchClient: Sendable {
             }
         case 404, 405:
             return .noSwitches(status: response.status)
+        case 401 where EveryDeviceRefused.matches(response):
+            return .unauthorized(reason: "HTTP 401: \(EveryDeviceRefused.explanation): \(EveryDeviceRefused.hint)")
         case 401, 403:
             return .unauthorized(reason: "HTTP \(response.status): the server refused the device token: \(AgentErrorCode.invalidToken.hint)")
         case 500..<600:

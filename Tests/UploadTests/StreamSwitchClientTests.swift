@@ -70,6 +70,15 @@ final class StreamSwitchClientTests: XCTestCase {
         XCTAssertEqual(code, .serverError)
 
         receiver.stop()
+        let virtues = try ReceiverRig(logDirectory: directory.path, arguments: ["--generation", "virtues"])
+        XCTAssertEqual(StreamSwitchClient(server: server(virtues)).fetch(now: Date()), .noSwitches(status: 404),
+                       "Virtues has no switches route")
+        try virtues.setLoginWall(true)
+        guard case .unauthorized(let walled) = StreamSwitchClient(server: server(virtues)).fetch(now: Date()) else {
+            return XCTFail("the 2026-02 login wall is a 401")
+        }
+        XCTAssertTrue(walled.contains(EveryDeviceRefused.explanation), walled)
+
         guard case .failed(_, let down) = StreamSwitchClient(server: server(receiver)).fetch(now: Date()) else {
             return XCTFail("a server that is down is a failure")
         }
