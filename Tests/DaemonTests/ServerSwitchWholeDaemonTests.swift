@@ -28,8 +28,12 @@ final class ServerSwitchWholeDaemonTests: XCTestCase {
         let stoppedWithin = Date().timeIntervalSince(answered)
         XCTAssertLessThan(stoppedWithin, 10, "capture stopped within 10 s of the verify")
         print("measured: location stopped at most \(String(format: "%.2f", stoppedWithin)) s after the receiver answered the verify")
-        // A location interval of 2 s: three fixes would come in 6 s if it still captured.
+        // A location interval of 2 s: three fixes would come in 6 s if it still captured,
+        // 'resume' (which signals the daemon) included: it cannot undo the server's switch.
         let atStop = try fixes()
+        let resume = try cli.run(["resume", "location"])
+        XCTAssertEqual(resume.status, 0, resume.stderr)
+        XCTAssertTrue(resume.stdout.contains("location stays off: the server switched it off"), resume.stdout)
         Thread.sleep(forTimeInterval: 6)
         XCTAssertEqual(try fixes(), atStop, "no fix while switched off")
         let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
