@@ -232,6 +232,8 @@ struct UploadCycle {
             request = plain
             answer = transport.send(plain)
             noteUncompressedAnswer(answer)
+        } else if settings.gzip, case .success = answer {
+            gzipWasRead()
         }
         let verdict = IngestVerdict.of(answer, sent: batch.count, now: clock.now())
         logger.debug("batch \(batchID.uuidString.lowercased()) of \(batch.count) \(stream.rawValue) records (\(body.count) bytes): \(verdict)")
@@ -282,9 +284,22 @@ struct UploadCycle {
     private mutating func noteUncompressedAnswer(_ answer: Result<HTTPResponse, TransportFailure>) {
         guard case .success(let response) = answer, ![400, 415].contains(response.status) else { return }
         settings.gzip = false
-        state.with { $0.uncompressed = true }
+        state.with {
+            $0.uncompressed = true
+            $0.uncompressedNoted = true
+        }
         try? store.setState(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: clock.now()))
         logger.warning("the server does not inflate gzip bodies (it read the batch uncompressed): uploads go uncompressed from now on; set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
+    }
+
+    /// A gzip body was answered (not 400/415): bodies are inflated now (a proxy was put in
+    /// front), so `status` no longer says they are not.
+    private func gzipWasRead() {
+        let noted = state.with { s -> Bool in
+            defer { s.uncompressedNoted = false }
+            return s.uncompressedNoted
+        }
+        if noted { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
     }
 
     /// Sends the records of a refused batch again as `plan` says (after marking what the

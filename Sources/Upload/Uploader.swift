@@ -79,11 +79,14 @@ public final class Uploader: Sendable {
         if let restored, !restored.isEmpty {
             logger.info("upload waits read back from the last run: \(Self.describe(restored, at: clock.now()))")
         }
-        state = UploaderStateBox(UploaderState(
-            settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
-            published: restored))
-        // A new process (or a reload) tries gzip again: a proxy may have been put in front.
-        try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil)
+        // A new process (or a reload) tries gzip again (a proxy may have been put in front);
+        // what the last one saw stays for `status` until a gzip body is read.
+        let plainNoted = (try? store.state(AgentStateKey.uploadPlainBodiesSince)) != nil
+        if plainNoted, !settings.gzip { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
+        var initial = UploaderState(settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
+                                    published: restored)
+        initial.uncompressedNoted = plainNoted && settings.gzip
+        state = UploaderStateBox(initial)
         if restored == nil, stored != nil {
             // Another server or token than the memory was about: its waits do not apply,
             // and `status` must not go on showing them.
@@ -175,6 +178,7 @@ public final class Uploader: Sendable {
             guard s.settings != settings else { return false }
             s.settings = settings
             s.uncompressed = false
+            s.uncompressedNoted = false
             s.memory = UploaderMemory(policy: policy, server: UploaderMemory.fingerprint(settings))
             s.published = s.memory
             return true

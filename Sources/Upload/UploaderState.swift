@@ -88,6 +88,8 @@ struct UploaderState: Sendable {
     /// The server read a batch uncompressed after refusing it gzipped: bodies go
     /// uncompressed for the rest of the process (docs/upload.md#gzip).
     var uncompressed = false
+    /// `AgentStateKey.uploadPlainBodiesSince` is set (by this process or the last one).
+    var uncompressedNoted = false
 
     func retry(_ stream: StreamName) -> RetryState? { memory.retries[stream.rawValue] }
 

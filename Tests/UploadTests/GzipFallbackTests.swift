@@ -42,8 +42,25 @@ final class GzipFallbackTests: XCTestCase {
         XCTAssertTrue(status.warnings.contains { $0.contains("does not inflate gzip bodies") && $0.contains("gzip = false") },
                       "\(status.warnings)")
 
-        // A new uploader (a restart or reload) tries gzip again: a proxy may be there now.
-        _ = f.makeUploader()
+        // A new uploader (a restart or reload) tries gzip again, and finds it still refused:
+        // status keeps saying so all along.
+        let restarted = f.makeUploader()
+        XCTAssertNotNil(try f.queue.state(AgentStateKey.uploadPlainBodiesSince), "kept until a gzip body is read")
+        try f.enqueue(.location, count: 2)
+        XCTAssertTrue(restarted.syncNow().drainedAll)
+        XCTAssertEqual(try f.receiver.requests().suffix(2).map(\.encoding), ["gzip", nil])
+        XCTAssertNotNil(try f.queue.state(AgentStateKey.uploadPlainBodiesSince))
+    }
+
+    /// A proxy that inflates put in front since: the next process's gzip body is read, and
+    /// `status` stops saying the server does not inflate.
+    func testAGzipBodyReadLaterClearsTheNote() throws {
+        let f = try UploadFixture(receiverArguments: ["--inflate"])
+        f.server.gzip = true
+        try f.queue.setState(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: Date()))
+        try f.enqueue(.location, count: 2)
+        XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
+        XCTAssertEqual(try f.receiver.requests().map(\.encoding), ["gzip"])
         XCTAssertNil(try f.queue.state(AgentStateKey.uploadPlainBodiesSince))
     }
 
