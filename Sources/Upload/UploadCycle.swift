@@ -226,13 +226,13 @@ struct UploadCycle {
         result.requests += 1
         var request = compressed
         var answer = transport.send(request)
-        if let plain = uncompressedRetry(after: answer, of: compressed, body: body, batchID: batchID, stream: stream) {
+        if let plain = uncompressedRetry(after: answer, body: body, batchID: batchID, stream: stream) {
             // Never a refusal, never a split: the same batch once more, uncompressed.
             result.requests += 1
             request = plain
             answer = transport.send(plain)
             noteUncompressedAnswer(answer)
-        } else if settings.gzip, case .success = answer {
+        } else if settings.gzip, case .success(let response) = answer, (200..<300).contains(response.status) {
             gzipWasRead()
         }
         let verdict = IngestVerdict.of(answer, sent: batch.count, now: clock.now())
@@ -269,8 +269,8 @@ struct UploadCycle {
     /// The same batch uncompressed, when a gzip body was answered 400 or 415: neither server
     /// inflates bodies, and a proxy that would is missing (docs/upload.md#gzip). Nil when
     /// the body was not compressed or the answer was another.
-    private func uncompressedRetry(after answer: Result<HTTPResponse, TransportFailure>, of request: HTTPRequest,
-                                   body: RequestBody, batchID: UUID, stream: StreamName) -> HTTPRequest? {
+    private func uncompressedRetry(after answer: Result<HTTPResponse, TransportFailure>, body: RequestBody,
+                                   batchID: UUID, stream: StreamName) -> HTTPRequest? {
         guard settings.gzip, case .success(let response) = answer, [400, 415].contains(response.status) else { return nil }
         var plain = settings
         plain.gzip = false
@@ -292,7 +292,7 @@ struct UploadCycle {
         logger.warning("the server does not inflate gzip bodies (it read the batch uncompressed): uploads go uncompressed from now on; set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
     }
 
-    /// A gzip body was answered (not 400/415): bodies are inflated now (a proxy was put in
+    /// A gzip body was answered 2xx: bodies are inflated now (a proxy was put in
     /// front), so `status` no longer says they are not.
     private func gzipWasRead() {
         let noted = state.with { s -> Bool in
