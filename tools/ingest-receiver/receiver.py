@@ -144,6 +144,8 @@ PAIRING_PATH = "/api/devices/pairing/complete"
 VERIFY_PATH = "/api/devices/verify"
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
                   "active_energy", "distance", "oxygen_saturation", "sleep", "workout")
+# An oversize body up to this size is read before the 413 is answered.
+DRAINED_OVERSIZE = 64 * 1024 * 1024
 # What the servers' JSON extractor answers to a gzip body (they do not inflate).
 GZIP_REFUSED = "Failed to parse the request body as JSON: expected value at line 1 column 1"
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -1033,6 +1035,10 @@ class Handler(BaseHTTPRequestHandler):
             return 411
         if int(length) > r.max_body_bytes:
             self.close_connection = True
+            if int(length) <= DRAINED_OVERSIZE:
+                # Read first: answering while the client still sends makes its send fail
+                # with a broken pipe instead of reading the 413 (a race that load decides).
+                self.read_body()
             self.answer(413, {"error": f"body of {length} bytes is over the limit of {r.max_body_bytes}"})
             return 413
         raw = self.read_body()
