@@ -316,8 +316,10 @@ def virtues_reads(stream, record):
             minutes = is_integer(metadata.get("duration_minutes")) or is_integer(record.get("sleep_duration"))
             return minutes and isinstance(record.get("sleep_stage"), str)
         if kind == "workout":
+            name = record.get("workout_type") if record.get("workout_type") is not None else value
             duration = record.get("workout_duration")
-            return isinstance(record.get("workout_type"), str) and (duration is None or is_integer(duration))
+            measures = all(record.get(f) is None or is_number(record.get(f)) for f in ("active_energy", "distance", "heart_rate"))
+            return isinstance(name, str) and (duration is None or is_integer(duration)) and measures
     return False
 
 
