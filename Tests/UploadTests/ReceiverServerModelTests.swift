@@ -55,6 +55,8 @@ final class ReceiverServerModelTests: XCTestCase {
             // Sleep in whole minutes with its stage: both.
             ["metric_type": "sleep", "value": "deep", "sleep_stage": "deep", "sleep_duration": 42,
              "metadata": ["duration_minutes": 42, "source": "t"] as [String: any Sendable]],
+            // A workout with its type and whole minutes: both.
+            ["metric_type": "workout", "value": "running", "workout_type": "running", "workout_duration": 30],
             // Read by no transform: archived only, out of both counts.
             ["metric_type": "active_energy", "value": 12.5],
         ]
@@ -66,7 +68,7 @@ final class ReceiverServerModelTests: XCTestCase {
         XCTAssertEqual(report["ariata"]?["location"], .init(received: 4, read: 4))
         XCTAssertEqual(report["virtues"]?["microphone"], .init(received: 2, read: 1), "duration_seconds is what transcription reads")
         XCTAssertEqual(report["ariata"]?["microphone"], .init(received: 2, read: 1))
-        XCTAssertEqual(report["virtues"]?["healthkit"], .init(received: 5, read: 4))
-        XCTAssertEqual(report["ariata"]?["healthkit"], .init(received: 5, read: 2))
+        XCTAssertEqual(report["virtues"]?["healthkit"], .init(received: 6, read: 5))
+        XCTAssertEqual(report["ariata"]?["healthkit"], .init(received: 6, read: 3))
     }
 }
