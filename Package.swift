@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestRigs"]),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "Reports", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
-        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
+        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "Reports", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
         .testTarget(name: "CLITests", dependencies: ["AgentCore", "Platform", "Reports", "Setup", "TestRigs"]),

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Platform
 import Synchronization
+import Upload
 
 /// What the daemon needs of the uploader.
 public protocol UploadComponent: AnyObject, Sendable {
@@ -14,6 +15,13 @@ public protocol UploadComponent: AnyObject, Sendable {
     func networkReturned(_ why: String)
     /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
     func setPower(factor: Int, held: Bool)
+    /// `handler` runs when an upload succeeds after an outage (the daemon asks the server
+    /// for its stream switches then).
+    func onRecovery(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension UploadComponent {
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// Builds the parts the daemon runs; the live one wires the real streams and uploader,
@@ -51,6 +59,8 @@ public final class AgentDaemon: Sendable {
     private let clockCorrection: ClockCorrection
     private let metrics = MetricsTextfile(logger: Logger(label: "ariata.metrics"))
     private let power: PowerGovernor
+    /// The server's stream switches (`POST /api/devices/verify`), kept in the database.
+    private let serverSwitches: Mutex<ServerSwitchKeeper?> = Mutex(nil)
 
     private struct State {
         var config: AgentConfig
@@ -91,6 +101,38 @@ public final class AgentDaemon: Sendable {
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
         queue.storagePressure.onRaise { kick.request() }
+        let keeper = ServerSwitchKeeper(server: config.server, queue: queue, clock: clock, scheduler: scheduler,
+                                        logger: Logger(label: "ariata.switches")) { [weak self] old, new in
+            self?.serverSwitchesChanged(from: old, to: new)
+        }
+        serverSwitches.withLock { $0 = keeper }
+    }
+
+    private var switchKeeper: ServerSwitchKeeper? { serverSwitches.withLock { $0 } }
+
+    /// The configuration the streams run with: the file's, with what the server's last
+    /// answer sets and the file leaves open (docs/upload.md#the-servers-stream-switches).
+    private func streamConfig() -> AgentConfig {
+        let config = state.withLock { $0.config }
+        return switchKeeper?.current?.applied(to: config) ?? config
+    }
+
+    /// Streams on in the file that the server switched off (the file is a veto, not this).
+    private func serverSwitchedOff() -> Set<StreamName> {
+        switchKeeper?.current?.switchedOffStreams ?? []
+    }
+
+    /// A new answer from the server: streams whose settings it changed are restarted with
+    /// them (a paused one starts with them when it resumes), and the switches are applied
+    /// now, so a stream switched off stops within seconds of the answer.
+    private func serverSwitchesChanged(from old: ServerSwitches?, to new: ServerSwitches) {
+        let supervisors = state.withLock { $0.supervisors }
+        let file = state.withLock { $0.config }
+        let before = old?.applied(to: file) ?? file
+        let after = new.applied(to: file)
+        if before.location != after.location { supervisors[.location]?.restart() }
+        if before.health.serverMetrics != after.health.serverMetrics { supervisors[.health]?.restart() }
+        applyPauseSwitches()
     }
 
     /// Starts every enabled stream (unless paused) and the uploader; returns at once.
@@ -109,18 +151,24 @@ public final class AgentDaemon: Sendable {
         // checks a time against it.
         clockCorrection.loadEvidence()
         let config = state.withLock { $0.config }
+        // The switches kept for this configuration's server apply from the first moment.
+        switchKeeper?.use(config.server)
         let switches = PauseSwitches(queue: queue)
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)
         power.pass(config: config, uploader: nil)
         var paused = (try? switches.pausedStreams(at: now)) ?? []
         if power.policy?.microphonePaused == true { paused.insert(.microphone) }
+        // The server's last answer holds until the next: a restart without network keeps it.
+        let switchedOff = serverSwitchedOff()
+        paused.formUnion(switchedOff)
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, queue = self.queue
             let streamLogger = Logger(label: "ariata.\(stream.rawValue)")
-            let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) {
-                factory.makeStream(stream, config: config, queue: queue, logger: streamLogger)
+            // Each start reads the settings then in force, the server's latest included.
+            let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) { [weak self] in
+                factory.makeStream(stream, config: self?.streamConfig() ?? config, queue: queue, logger: streamLogger)
             }
             supervisors[stream] = supervisor
         }
@@ -131,11 +179,15 @@ public final class AgentDaemon: Sendable {
         }
         for stream in StreamName.allCases {
             supervisors[stream]?.start()
-            let word = supervisors[stream] == nil ? "disabled" : paused.contains(stream) ? "paused" : "started"
+            let word = supervisors[stream] == nil ? "disabled"
+                : switchedOff.contains(stream) ? "switched off by the server" : paused.contains(stream) ? "paused" : "started"
             logger.info("\(stream.rawValue) \(word)")
         }
         if let policy = power.policy { uploader.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld) }
+        let keeper = switchKeeper
+        uploader.onRecovery { keeper?.askSoon("uploads work again after an outage") }
         uploader.start()
+        keeper?.start(server: config.server)
         let watcher = NetworkWatcher(logger: Logger(label: "ariata.network")) { [weak uploader] what in
             uploader?.networkReturned(what)
         }
@@ -170,6 +222,7 @@ public final class AgentDaemon: Sendable {
             return current
         }?.stop()
         storageKick.stop()
+        switchKeeper?.stop()
         network.withLock { current -> NetworkWatcher? in
             defer { current = nil }
             return current
@@ -211,11 +264,15 @@ public final class AgentDaemon: Sendable {
         }
         guard let paused = try? switches.pausedStreams(at: now) else { return }
         let powerPausesMicrophone = power.policy?.microphonePaused == true
+        let switchedOff = serverSwitchedOff()
         let supervisors = state.withLock { $0.supervisors }
         for (stream, supervisor) in supervisors {
-            let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream)
-            supervisor.setPaused(paused.contains(stream) || byPower, until: try? switches.pausedUntil(stream, at: now),
-                                 why: byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
+            let byServer = switchedOff.contains(stream) && !paused.contains(stream)
+            let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream) && !byServer
+            let why = byServer ? "the server switched it off (its web UI); it resumes when switched on there"
+                : byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil
+            supervisor.setPaused(paused.contains(stream) || byPower || byServer, until: try? switches.pausedUntil(stream, at: now),
+                                 why: why)
         }
         armPauseEnd()
     }

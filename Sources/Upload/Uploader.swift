@@ -32,6 +32,14 @@ public final class Uploader: Sendable {
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
     private let uploadLock: FileLock?
+    /// Run when an upload succeeds after an outage (`onRecovery`).
+    private let recovery = RecoveryHandler()
+
+    /// Holds `onRecovery`'s handler for the cycles.
+    final class RecoveryHandler: Sendable {
+        let handler = Mutex<(@Sendable () -> Void)?>(nil)
+        func call() { handler.withLock { $0 }?() }
+    }
 
     /// Set by `stop()`, read by cycles and the transport's abort check.
     final class StopFlag: Sendable {
@@ -74,9 +82,14 @@ public final class Uploader: Sendable {
         if let restored, !restored.isEmpty {
             logger.info("upload waits read back from the last run: \(Self.describe(restored, at: clock.now()))")
         }
-        state = UploaderStateBox(UploaderState(
-            settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
-            published: restored))
+        // A new process (or a reload) tries gzip again (a proxy may have been put in front);
+        // what the last one saw stays for `status` until a gzip body is read.
+        let plainNoted = (try? store.state(AgentStateKey.uploadPlainBodiesSince)) != nil
+        if plainNoted, !settings.gzip { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
+        var initial = UploaderState(settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
+                                    published: restored)
+        initial.uncompressedNoted = plainNoted && settings.gzip
+        state = UploaderStateBox(initial)
         if restored == nil, stored != nil {
             // Another server or token than the memory was about: its waits do not apply,
             // and `status` must not go on showing them.
@@ -86,8 +99,10 @@ public final class Uploader: Sendable {
         }
         let stopping = StopFlag()
         self.stopping = stopping
+        let recovery = self.recovery
         context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
-                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet })
+                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
+                                recovered: { recovery.call() })
     }
 
     deinit {
@@ -165,12 +180,15 @@ public final class Uploader: Sendable {
         let changed = state.with { s -> Bool in
             guard s.settings != settings else { return false }
             s.settings = settings
+            s.uncompressed = false
+            s.uncompressedNoted = false
             s.memory = UploaderMemory(policy: policy, server: UploaderMemory.fingerprint(settings))
             s.published = s.memory
             return true
         }
         guard changed else { return }
-        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt] {
+        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt,
+                    AgentStateKey.uploadPlainBodiesSince] {
             try? store.setState(key, nil)
         }
         timer.withLock { $0 }?.fireNow()
@@ -190,6 +208,12 @@ public final class Uploader: Sendable {
         guard waited else { return }
         logger.notice("\(why): backoff reset, uploading now")
         timer.withLock { $0 }?.fireNow()
+    }
+
+    /// `handler` runs (on the cycle's thread) when the endpoint answers again after an
+    /// outage: the daemon then asks the server for its stream switches.
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {
+        recovery.handler.withLock { $0 = handler }
     }
 
     // MARK: Reading

@@ -82,6 +82,14 @@ struct UploaderState: Sendable {
     var memory: UploaderMemory
     /// What was last written to `agent_state`, so unchanged values are not rewritten.
     var published: UploaderMemory?
+    /// The endpoint failed (network, 5xx) since it last answered; a network return that
+    /// forgets the backoff does not clear it, the next answer does.
+    var sawOutage = false
+    /// The server read a batch uncompressed after refusing it gzipped: bodies go
+    /// uncompressed for the rest of the process (docs/upload.md#gzip).
+    var uncompressed = false
+    /// `AgentStateKey.uploadPlainBodiesSince` is set (by this process or the last one).
+    var uncompressedNoted = false
 
     func retry(_ stream: StreamName) -> RetryState? { memory.retries[stream.rawValue] }
 

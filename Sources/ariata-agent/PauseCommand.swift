@@ -43,6 +43,11 @@ func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, option
     } else {
         print("\(paused ? "paused" : "resumed") \(names): \(told). It stays so across restarts.")
     }
+    // A resume cannot undo the server's switch: say so rather than let it look resumed.
+    let serverOff = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)?.switchedOffStreams ?? []
+    for stream in streams where !paused && serverOff.contains(stream) {
+        print("\(stream.rawValue) stays off: the server switched it off in its web UI; it resumes when switched on there")
+    }
 }
 
 struct PauseCommand: ParsableCommand {
@@ -114,7 +119,9 @@ struct ResumeCommand: ParsableCommand {
         discussion: """
             Ends the pause of one stream, or of every stream when none is named, at once: \
             the daemon is signalled and starts capture again. A timed pause \
-            ('pause --for', '--until') needs no resume: it ends by itself.
+            ('pause --for', '--until') needs no resume: it ends by itself. A stream the \
+            server switched off in its web UI stays off (resume says so): it resumes when \
+            switched on there ('ariata-agent status' shows it as off (server)).
             """)
 
     @OptionGroup var options: ConfigOptions

@@ -122,6 +122,22 @@ final class ConfigRoundTripTests: XCTestCase {
         XCTAssertEqual(Set(reference.values.keys).subtracting(known).sorted(), [], "keys in etc/agent.toml the reader does not know")
     }
 
+    /// `[location] interval` wins over the server's `update_interval_seconds` only when
+    /// the file gives it: a file without it reads as not explicit and is written without it
+    /// (so a rewrite by `onboard` does not pin the default); one with it keeps it, even at 10.
+    func testTheLocationIntervalIsExplicitOnlyWhenTheFileGivesIt() throws {
+        let unset = try AgentConfig(toml: "[location]\nenabled = true\n", file: "a.toml")
+        XCTAssertFalse(unset.location.intervalIsExplicit)
+        XCTAssertEqual(unset.location.interval, 10)
+        XCTAssertFalse(TOMLKeyLines(ConfigWriter.render(unset)).values.keys.contains("location.interval"))
+        let set = try AgentConfig(toml: "[location]\ninterval = 10\n", file: "b.toml")
+        XCTAssertTrue(set.location.intervalIsExplicit)
+        let written = ConfigWriter.render(set)
+        XCTAssertEqual(TOMLKeyLines(written).values["location.interval"], ["10"])
+        XCTAssertTrue(try AgentConfig(toml: written, file: "c.toml").location.intervalIsExplicit)
+        XCTAssertThrowsError(try AgentConfig(toml: "[location]\ninterval = 0\n", file: "d.toml"), "the range still holds")
+    }
+
     /// Turning the metrics file off removes its key from the file being edited.
     func testAnUnsetOptionalIsRemovedFromAnEditedFile() throws {
         let dir = try TemporaryDirectory("config-roundtrip")

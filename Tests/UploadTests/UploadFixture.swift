@@ -20,14 +20,16 @@ final class UploadFixture {
     ///   - receiverRunning: false to start with the receiver down (it can be started later
     ///     on the same port).
     ///   - databasePath: where the queue lives (default: in the fixture's temp directory).
-    init(receiverRunning: Bool = true, receiverArguments: [String] = [], token: String = "test-token",
-         databasePath: String? = nil) throws {
+    ///   - strictReceiver: the receiver's `--strict` (the contract's checks); false plays
+    ///     the real servers' leniency.
+    init(receiverRunning: Bool = true, receiverArguments: [String] = [], strictReceiver: Bool = true,
+         token: String = "test-token", databasePath: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-upload")
         // Real time: the receiver checks record times against its own clock.
         clock = ManualClock(Date())
         queue = try AgentDatabase(path: databasePath ?? directory.file("queue.sqlite"), clock: clock)
         receiver = try ReceiverRig(logDirectory: directory.path, token: token, arguments: receiverArguments,
-                                   start: receiverRunning)
+                                   strict: strictReceiver, start: receiverRunning)
         server.endpoint = receiver.endpoint
         server.token = Secret(token)
         server.deviceID = "test-device"

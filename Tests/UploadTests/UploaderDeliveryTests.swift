@@ -61,8 +61,9 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertEqual(uploader.liveness(), .healthy)
     }
 
+    /// Behind a proxy that inflates bodies (the receiver's `--inflate`), gzip stays on.
     func testGzipBodiesAreDecodedByTheReceiver() throws {
-        let f = try UploadFixture()
+        let f = try UploadFixture(receiverArguments: ["--inflate"])
         f.server.gzip = true
         let ids = Set(try f.enqueue(.microphone, count: 8, audioBytes: 40_000))
         let report = f.makeUploader().syncNow()

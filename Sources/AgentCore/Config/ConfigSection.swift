@@ -21,6 +21,9 @@ public final class ConfigSection {
 
     public var isPresent: Bool { table != nil }
 
+    /// Whether the table gives `key` (without reading it).
+    public func contains(_ key: String) -> Bool { table?[formerNames[key] ?? key] != nil }
+
     func keyPath(_ key: String) -> String {
         let spelled = formerNames[key] ?? key
         return path.isEmpty ? spelled : "\(path).\(spelled)"

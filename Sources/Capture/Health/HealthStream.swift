@@ -26,7 +26,11 @@ public final class HealthStream: CaptureStream, Sendable {
                 clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         self.config = config
         self.logger = logger
-        sources = config.sources.map {
+        sources = config.sources.map { source in
+            var source = source
+            source.serverMetrics = config.serverMetrics
+            return source
+        }.map {
             HealthSourceFactory.make($0, queue: queue, commitInterval: TimeInterval(config.commitInterval),
                                      clock: clock, clockTrust: clockTrust, logger: logger)
         }
@@ -84,6 +88,7 @@ public final class HealthStream: CaptureStream, Sendable {
     public func counters() -> [String: Int] {
         let all = statuses()
         return [StreamCounter.malformedLines: all.reduce(0) { $0 + $1.malformedLines },
-                StreamCounter.refusedSamples: all.reduce(0) { $0 + $1.rejectedSamples }]
+                StreamCounter.refusedSamples: all.reduce(0) { $0 + $1.rejectedSamples },
+                StreamCounter.serverSkippedSamples: all.reduce(0) { $0 + $1.serverSkippedSamples }]
     }
 }

@@ -57,6 +57,11 @@ public struct StatusReader: Sendable {
             let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
             let switches = PauseSwitches(queue: queue)
             let paused = try switches.pausedStreams(at: now)
+            let server = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)
+            report.serverSwitches = server.map {
+                .init(supported: $0.supported, fetchedAt: $0.fetchedAt, lastAttemptAt: $0.lastAttemptAt,
+                      lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted())
+            }
             if report.daemon.running, let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }
@@ -80,6 +85,7 @@ public struct StatusReader: Sendable {
                 if name == .health {
                     s.malformedLines = try counter(StreamCounter.malformedLines)
                     s.refusedSamples = try counter(StreamCounter.refusedSamples)
+                    s.serverSkippedSamples = try counter(StreamCounter.serverSkippedSamples)
                 }
                 if name == .microphone {
                     s.silentChunksDropped = try counter(StreamCounter.silentChunksDropped)
@@ -94,7 +100,16 @@ public struct StatusReader: Sendable {
                     s.errorCode = h.code?.rawValue
                     s.checkedAt = h.checkedAt
                 }
-                if !s.enabled { s.health = "disabled" } else if s.paused { s.health = "paused" }
+                if !s.enabled {
+                    s.health = "disabled"
+                    s.switchedOffBy = "config"
+                } else if server?.switchedOff(name) == true {
+                    s.health = "disabled"
+                    s.switchedOffBy = "server"
+                    s.reason = "switched off in the server's web UI; it resumes when switched on there"
+                } else if s.paused {
+                    s.health = "paused"
+                }
                 s.oldestPendingAgeSeconds = try queue.oldestPendingAge(stream: name)
                 s.lastCapturedAt = try queue.lastCapture(stream: name)
                 if let st = stats[name] {
@@ -120,6 +135,9 @@ public struct StatusReader: Sendable {
             }
             report.uploader.authPausedUntil = try queue.agentState.value(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
             report.uploader.retryAt = try queue.agentState.value(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
+            if config.server.gzip {
+                report.uploader.uncompressedSince = try queue.agentState.value(AgentStateKey.uploadPlainBodiesSince).flatMap(RFC3339.date(from:))
+            }
             report.uploader.errors = try queue.uploadErrorTotals().sorted { $0.key < $1.key }
                 .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
             // The daemon's power decision, while it runs (a stopped daemon changes nothing).
@@ -128,7 +146,7 @@ public struct StatusReader: Sendable {
                 report.power = .init(source: power.source, batteryPercent: power.batteryPercent,
                                      batteryStatus: power.batteryStatus, effects: power.effects)
                 if power.microphonePaused, let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }),
-                   report.streams[i].enabled, !report.streams[i].paused {
+                   report.streams[i].enabled, !report.streams[i].paused, report.streams[i].switchedOffBy == nil {
                     report.streams[i].health = "paused"
                     report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
                 }
@@ -181,6 +199,12 @@ public struct StatusReader: Sendable {
         }
         if let until = report.uploader.authPausedUntil {
             warnings.append("uploads paused until \(RFC3339.string(from: until)): the server refused the device token (E002); run 'ariata-agent onboard' with a new token")
+        }
+        if let since = report.uploader.uncompressedSince {
+            warnings.append("the server does not inflate gzip bodies: it answered a compressed batch 400/415 and took it uncompressed, so uploads go uncompressed since \(RFC3339.string(from: since)); set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
+        }
+        if let problem = report.serverSwitches?.lastProblem, report.daemon.running {
+            warnings.append("cannot read the server's stream switches: \(problem); the last ones stay in force")
         }
         if let since = report.database.belowFloorSince {
             warnings.append("E004 the disk was filled by something else: free disk below the floor since \(RFC3339.string(from: since)); "

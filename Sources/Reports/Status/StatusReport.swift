@@ -33,6 +33,20 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var clock: Clock? = nil
     /// What the running daemon's power policy ([power]) saw and changed.
     public var power: Power? = nil
+    /// The server's stream switches as last fetched (absent before the daemon first asked).
+    public var serverSwitches: ServerSwitchesStatus? = nil
+
+    public struct ServerSwitchesStatus: Codable, Sendable, Equatable {
+        /// False: the server has no switches (a Virtues server); the local config alone decides.
+        public var supported: Bool
+        /// When the server last answered (with its switches, or that it has none).
+        public var fetchedAt: Date?
+        /// When the daemon last asked, and what went wrong then.
+        public var lastAttemptAt: Date?
+        public var lastProblem: String?
+        /// Streams the server switched off (agent stream names).
+        public var switchedOff: [String]
+    }
 
     public struct Power: Codable, Sendable, Equatable {
         /// `mains` or `battery`.
@@ -114,6 +128,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var silentChunksDropped: Int? = nil
         /// Payload bytes of the failed records.
         public var failedBytes: Int64? = nil
+        /// Who turned the stream off: `config` (the file) or `server` (its web UI); absent while on.
+        public var switchedOffBy: String? = nil
+        /// Health only: samples not captured because the server did not enable their metric.
+        public var serverSkippedSamples: Int? = nil
     }
 
     public struct Clock: Codable, Sendable, Equatable {
@@ -144,6 +162,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var retryAt: Date?
         /// Failed upload attempts by error code, since the database was made.
         public var errors: [ErrorCount]? = nil
+        /// Since when bodies go uncompressed although [server] gzip = true: the server
+        /// answered a gzip body 400/415 and took the same batch uncompressed.
+        public var uncompressedSince: Date? = nil
     }
 
     public struct ErrorCount: Codable, Sendable, Equatable {

@@ -31,7 +31,7 @@ public struct StatusText: Sendable {
         var rows: [[String]] = []
         for s in r.streams {
             rows.append([
-                s.name, s.health,
+                s.name, s.switchedOffBy.map { "off (\($0))" } ?? s.health,
                 s.pending == 0 ? "0" : "\(s.pending) (\(bytes(s.pendingBytes)))",
                 "\(s.failed)",
                 s.oldestPendingAgeSeconds.map(age) ?? "-",
@@ -63,6 +63,9 @@ public struct StatusText: Sendable {
         for s in r.streams where (s.silentChunksDropped ?? 0) > 0 {
             out.append("  \(s.name): \(s.silentChunksDropped ?? 0) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)")
         }
+        for s in r.streams where (s.serverSkippedSamples ?? 0) > 0 {
+            out.append("  \(s.name): \(s.serverSkippedSamples ?? 0) samples not captured: their metric is not among the server's enabled_metrics")
+        }
         for s in r.streams where (s.malformedLines ?? 0) + (s.refusedSamples ?? 0) > 0 {
             out.append("  \(s.name): \(s.malformedLines ?? 0) malformed lines and \(s.refusedSamples ?? 0) refused samples skipped since the daemon started (each is in the log)")
         }
@@ -76,6 +79,12 @@ public struct StatusText: Sendable {
         }
         if let retry = r.uploader.retryAt, retry > now {
             out.append("           next retry in \(age(retry.timeIntervalSince(now)))")
+        }
+        if let switches = r.serverSwitches {
+            let asked = switches.fetchedAt.map { "fetched \(age(now.timeIntervalSince($0))) ago" } ?? "never fetched"
+            let what = !switches.supported ? "none on this server (the local config alone decides)"
+                : switches.switchedOff.isEmpty ? "every stream on" : "\(switches.switchedOff.joined(separator: ", ")) off"
+            out.append("switches   \(what), \(asked)" + (switches.lastProblem.map { "; last ask failed: \($0)" } ?? ""))
         }
         let free = r.database.freeDiskBytes.map { "\(bytes($0)) free" } ?? "free space unknown"
         out.append("queue      \(r.database.path): \(r.database.exists ? bytes(r.database.sizeBytes) : "not created yet"), \(free)")

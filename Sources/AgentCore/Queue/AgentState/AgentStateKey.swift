@@ -20,6 +20,14 @@ public enum AgentStateKey {
     /// does not grow and new captures replace the oldest records (absent when not).
     public static let storageBelowFloorSince = "storage.below_floor_since"
 
+    /// JSON of the server's stream switches as last fetched (`ServerSwitches`), absent
+    /// before the first answer.
+    public static let serverSwitches = "server.switches"
+
+    /// RFC 3339 time since which the server has been sent uncompressed bodies because it
+    /// answered a gzip body 400/415 (absent while gzip is off or works).
+    public static let uploadPlainBodiesSince = "upload.plain_bodies_since"
+
     /// JSON of the daemon's latest power decision (`StoredPowerState`), absent without one.
     public static let powerState = "power.state"
 

@@ -64,7 +64,8 @@ private final class FileReading: FileFollowerOutput {
         self.source = source
         anchorKey = "file:" + source.config.path
         processor = HealthLineProcessor(format: source.config.format, sourceName: source.name, counters: source.counters,
-                                        logger: source.logger, clockTrust: source.clockTrust)
+                                        logger: source.logger, clockTrust: source.clockTrust,
+                                        serverMetrics: source.config.serverMetrics)
         committer = HealthCommitter(queue: source.queue, interval: source.commitInterval, batchSize: source.batchSize,
                                     path: source.config.path, sourceName: source.name, counters: source.counters,
                                     logger: source.logger)

@@ -34,6 +34,8 @@ public struct HealthSourceStatus: Sendable, Equatable {
     public var malformedLines = 0
     /// Samples read but refused by the contract's rules (impossible values, bad times, units).
     public var rejectedSamples = 0
+    /// Samples of metrics the server did not enable (its `enabled_metrics`): not captured.
+    public var serverSkippedSamples = 0
     /// Samples of the first import older than the backfill window.
     public var skippedOld = 0
     /// Times the source's thread woke up (the idle cost: 0 a minute when nothing is written).

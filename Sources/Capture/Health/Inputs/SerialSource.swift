@@ -39,7 +39,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         let counters = HealthSourceCounters(name: config.name, kind: .serial)
         self.counters = counters
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
-                                        clockTrust: clockTrust)
+                                        clockTrust: clockTrust, serverMetrics: config.serverMetrics)
         committer = HealthCommitter(queue: queue, interval: commitDelay, batchSize: batchSize, holdAtMost: Self.maxHeld,
                                     path: config.path, sourceName: config.name, counters: counters, logger: logger)
     }
