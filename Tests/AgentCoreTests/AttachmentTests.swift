@@ -123,10 +123,10 @@ final class AttachmentTests: XCTestCase {
         // a rename that never happened.
         let store = queue.attachmentDirectory
         XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/\(UUID().uuidString.lowercased())-0.ogg", contents: audio(2)))
-        XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/\(UUID().uuidString.lowercased())-0.ogg.part", contents: audio(3)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/.\(UUID().uuidString.lowercased())-0.ogg.4242.tmp", contents: audio(3)))
         // Killed between a deletion's commit and its unlink: the name is in the trash.
         try queue.enqueue(try chunk(4))
-        let doomed = try XCTUnwrap(storeFiles().first { $0 != kept && !$0.hasSuffix(".part") && !$0.hasSuffix("-0.ogg") })
+        let doomed = try XCTUnwrap(storeFiles().first { $0 != kept && !$0.hasSuffix(".tmp") && !$0.hasSuffix("-0.ogg") })
         let sqlite = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])

@@ -9,8 +9,8 @@ import Platform
 /// Order of writes, so that no crash leaves a record without its file or a file counted
 /// twice:
 /// 1. `place`: the file is made durable in the store (the journal file hard-linked in and
-///    fdatasync'ed, or the bytes written to `<name>.part`, fdatasync'ed and renamed), and
-///    the directory fsync'ed;
+///    fdatasync'ed, or the bytes written by `FileWrites.replace`: a temporary file, fsynced
+///    and renamed), and the directory fsync'ed;
 /// 2. the record and its `attachments` row are committed together;
 /// 3. a deleted record's file name goes to `attachment_trash` in the deleting transaction
 ///    (trigger), and `emptyTrash` unlinks it after the commit.
@@ -52,18 +52,11 @@ struct AttachmentStore: Sendable {
             FileWrites.syncDirectory(directory)
             return
         }
-        let part = destination + ".part"
-        let descriptor = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw failure("create", part, errno) }
-        var failed = FileWrites.writeAll(attachment.data, to: descriptor) ?? 0
-        if failed == 0 && fdatasync(descriptor) != 0 { failed = errno }
-        close(descriptor)
-        if failed == 0 && rename(part, destination) != 0 { failed = errno }
-        if failed != 0 {
-            unlink(part)
-            throw failure("write", part, failed)
+        do {
+            try FileWrites.replace(destination, with: attachment.data, mode: 0o600, durable: true)
+        } catch let error as FileWriteError {
+            throw failure(error.step.rawValue, error.path, error.code)
         }
-        FileWrites.syncDirectory(directory)
     }
 
     /// Hard-links `source` as `destination` when it holds exactly `expectedBytes`, then
