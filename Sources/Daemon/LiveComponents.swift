@@ -13,18 +13,18 @@ public struct LiveComponents: ComponentFactory {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
-            return LocationStream(config: config.location, sink: queue, logger: logger, clockTrust: clockTrust)
+            return LocationStream(config: config.location, sink: queue.recordQueue, logger: logger, clockTrust: clockTrust)
         case .microphone:
-            return MicrophoneStream(config: config.microphone, sink: queue, logger: logger, clockTrust: clockTrust,
+            return MicrophoneStream(config: config.microphone, sink: queue.recordQueue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: queue.path),
-                                                   knownRecords: queue))
+                                                   knownRecords: queue.recordQueue))
         case .health:
             return HealthStream(config: config.health, queue: queue, clockTrust: clockTrust, logger: logger)
         }
     }
 
     public func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
-        Uploader(server: config.server, upload: config.upload, store: queue, logger: logger,
+        Uploader(server: config.server, upload: config.upload, store: queue.recordQueue, logger: logger,
                  uploadLock: FileLock.upload(databasePath: queue.path))
     }
 }

@@ -48,7 +48,7 @@ struct BackfillStep {
                 if queue == nil { queue = try AgentDatabase(path: database, logger: logger) }
                 guard let queue else { continue }
                 let bar = ProgressBar(label: "health")
-                let status = try HealthBackfill.run(source, queue: queue, logger: logger) { p in
+                let status = try HealthBackfill.run(source, queue: queue.recordQueue, logger: logger) { p in
                     bar.update(done: p.bytesDone, total: p.bytesTotal, detail: "\(ProgressBar.count(p.samples)) samples")
                 }
                 bar.finish(done: status.backfill?.bytesDone ?? 0, total: status.backfill?.bytesTotal ?? 0,

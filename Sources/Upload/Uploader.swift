@@ -49,9 +49,9 @@ public final class Uploader: Sendable {
     }
 
     /// - Parameters:
-    ///   - store: the queue (`AgentDatabase`). What decides the next attempt (backoff,
-    ///     breaker, token pause, 429 hold, refused streams) is read back from it, so a
-    ///     restart does not hammer a failing server.
+    ///   - store: the record queue (`database.recordQueue`). What decides the next
+    ///     attempt (backoff, breaker, token pause, 429 hold, refused streams) is read back
+    ///     from it, so a restart does not hammer a failing server.
     ///   - clock: the time used for backoff, pauses and the body's `timestamp`;
     ///     a `ManualClock` makes schedules testable without sleeping.
     ///   - makeTransport: one transport per cycle; libcurl unless a test wraps it.

@@ -66,7 +66,7 @@ struct SyncCommand: ParsableCommand {
             print("corrected the times of \(corrected.corrected) held records (true time from \(corrected.source ?? "?"))")
         }
 
-        let uploader = Uploader(server: config.server, upload: config.upload, store: queue,
+        let uploader = Uploader(server: config.server, upload: config.upload, store: queue.recordQueue,
                                 logger: Logger(label: "ariata.sync"))
         var bars: [StreamName: ProgressBar] = [:]
         var last: [StreamName: SyncProgress] = [:]

@@ -77,7 +77,7 @@ enum AudioBench {
         let cpuEnd = cpu(RUSAGE_SELF.rawValue)
         // Before the records are read back below, which loads them all.
         let peak = peakRSSKiB()
-        let records = try queue.records(stream: .microphone)
+        let records = try queue.recordQueue.records(stream: .microphone)
         let bytes = try records.map { record -> Int in
             let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
             return Data(base64Encoded: object?["audio_data"] as? String ?? "")?.count ?? 0
@@ -95,7 +95,7 @@ enum AudioBench {
         let ended = EndFlag()
         let opened = EndFlag()
         let stream = MicrophoneStream(
-            config: config, sink: queue, logger: Logger(label: "ariata.microphone"),
+            config: config, sink: queue.recordQueue, logger: Logger(label: "ariata.microphone"),
             captureFactory: { device, rate throws(AudioCaptureError) in
                 guard !opened.swap() else {
                     throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")

@@ -97,7 +97,7 @@ enum AudioJournalBench {
         microphone.device = device
         let start = Date()
         let stream = AudioBench.runStream(config: microphone, queue: queue, frames: seconds * 16_000,
-                                          journal: .init(directory: AudioJournal.directory(forDatabase: queue.path), knownRecords: queue),
+                                          journal: .init(directory: AudioJournal.directory(forDatabase: queue.path), knownRecords: queue.recordQueue),
                                           wrap: { PacedCapture($0) })
         return (stream.stats(), Date().timeIntervalSince(start))
     }

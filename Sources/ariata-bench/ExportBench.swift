@@ -43,7 +43,7 @@ enum ExportBench {
     static func fill(_ queue: AgentDatabase, start: Date, fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
         var batch: [NewRecord] = []
         func flush(_ stream: StreamName) throws {
-            try queue.enqueue(batch, anchor: nil)
+            try queue.recordQueue.enqueue(batch, anchor: nil)
             batch.removeAll()
         }
         for i in 0..<fixes {
@@ -81,8 +81,8 @@ enum ExportBench {
         try flush(.health)
         // Half of each stream uploaded, as on a device that syncs: export reads both.
         for stream in StreamName.allCases {
-            let seqs = try queue.records(stream: stream).map(\.seq)
-            try queue.markUploaded(Array(seqs.prefix(seqs.count / 2)))
+            let seqs = try queue.recordQueue.records(stream: stream).map(\.seq)
+            try queue.recordQueue.markUploaded(Array(seqs.prefix(seqs.count / 2)))
         }
     }
 

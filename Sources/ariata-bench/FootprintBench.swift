@@ -120,7 +120,7 @@ enum FootprintBench {
         let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
         var captured = (opus: 0, records: 0, audioSeconds: 0.0, chunks: 0, fixes: 0, samples: 0)
         for stream in StreamName.allCases {
-            for record in try queue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
+            for record in try queue.recordQueue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
                 switch stream {
                 case .microphone:
                     let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
@@ -138,8 +138,8 @@ enum FootprintBench {
         }
         // Uploads that the receiver acknowledged (kept `retention_days`): a run whose uploads
         // failed (a TLS set-up gone wrong, say) would measure a daemon that never sent.
-        let acknowledged = try StreamName.allCases.reduce(0) { $0 + (try queue.count(stream: $1, status: .uploaded)) }
-        let pending = try StreamName.allCases.reduce(0) { $0 + (try queue.count(stream: $1, status: .pending)) }
+        let acknowledged = try StreamName.allCases.reduce(0) { $0 + (try queue.recordQueue.count(stream: $1, status: .uploaded)) }
+        let pending = try StreamName.allCases.reduce(0) { $0 + (try queue.recordQueue.count(stream: $1, status: .pending)) }
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
         let cpu = Double(last.cpuTicks - first.cpuTicks) / hz
         let written = last.writeBytes - first.writeBytes

@@ -46,7 +46,7 @@ enum HealthBench {
         }
         let seconds = Date().timeIntervalSince(began)
         stream.stop()
-        let stored = try queue.count(stream: .health, status: .pending)
+        let stored = try queue.recordQueue.count(stream: .health, status: .pending)
         print(String(format: "health file source: %d lines (%.1f MB JSON Lines) ingested in %.2f s = %.0f lines/s (%d records in the queue; commits of up to 5,000 while behind, 500 once caught up)",
                      lines, Double(bytes) / 1e6, seconds, Double(lines) / seconds, stored))
     }

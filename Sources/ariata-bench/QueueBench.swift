@@ -33,7 +33,7 @@ enum QueueBench {
         let start = Monotonic.now
         for _ in 0..<count {
             let t0 = Monotonic.now
-            try queue.enqueue(NewRecord(stream: .location, capturedAt: Date(), payload: payload))
+            try queue.recordQueue.enqueue(NewRecord(stream: .location, capturedAt: Date(), payload: payload))
             latencies.append((Monotonic.now - t0) * 1e3)
         }
         let seconds = Monotonic.now - start
@@ -54,13 +54,13 @@ enum QueueBench {
             let batch = (0..<n).map { i in
                 NewRecord(stream: streams[(made + i) % 3], capturedAt: Date(), payload: payload)
             }
-            try queue.enqueue(batch, anchor: nil)
+            try queue.recordQueue.enqueue(batch, anchor: nil)
             made += n
         }
         print(String(format: "filled %d records in %.1f s (bulk, 20,000 per transaction)", records, Date().timeIntervalSince(t0)))
         // Upload a third of one stream so counts have several statuses.
-        let firstBatch = try queue.pendingBatch(stream: .health, maxCount: 500, maxBytes: 4_000_000)
-        try queue.markUploaded(firstBatch.map(\.seq))
+        let firstBatch = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 500, maxBytes: 4_000_000)
+        try queue.recordQueue.markUploaded(firstBatch.map(\.seq))
 
         let reps = 50
         var batchTimes: [Double] = []
@@ -68,15 +68,15 @@ enum QueueBench {
         var oldestTimes: [Double] = []
         for _ in 0..<reps {
             var t = Monotonic.now
-            let batch = try queue.pendingBatch(stream: .location, maxCount: 500, maxBytes: 4_000_000)
+            let batch = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 500, maxBytes: 4_000_000)
             batchTimes.append((Monotonic.now - t) * 1e3)
             precondition(batch.count == 500)
             t = Monotonic.now
-            let counts = try queue.counts()
+            let counts = try queue.recordQueue.counts()
             countTimes.append((Monotonic.now - t) * 1e3)
             precondition(counts.reduce(0) { $0 + $1.records } == records)
             t = Monotonic.now
-            _ = try queue.oldestPendingAge(stream: .microphone)
+            _ = try queue.recordQueue.oldestPendingAge(stream: .microphone)
             oldestTimes.append((Monotonic.now - t) * 1e3)
         }
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }

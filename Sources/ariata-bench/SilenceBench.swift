@@ -110,7 +110,7 @@ enum SilenceBench {
         config.uploadSilent = uploadSilent
         let stream = AudioBench.runStream(config: config, queue: queue, frames: seconds * 16_000)
         var chunks = Chunks(levels: [], silent: 0, audioBytes: 0, dropped: stream.stats().silentChunksDropped)
-        for record in try queue.records(stream: .microphone) {
+        for record in try queue.recordQueue.records(stream: .microphone) {
             let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
             chunks.levels.append(object?["average_db_level"] as? Double ?? .nan)
             if object?["is_silent"] as? Bool == true { chunks.silent += 1 }

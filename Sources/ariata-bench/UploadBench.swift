@@ -43,7 +43,7 @@ enum UploadBench {
         upload.batchMaxRecords = options.batchMaxRecords
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .warning
-        let uploader = Uploader(server: server, upload: upload, store: queue, logger: logger)
+        let uploader = Uploader(server: server, upload: upload, store: queue.recordQueue, logger: logger)
 
         let sampler = RSSSampler()
         sampler.resetPeak()
@@ -133,7 +133,7 @@ enum UploadBench {
             total += wire.count
             pending.append(record)
             if pending.count == 200 {
-                try queue.enqueue(pending, anchor: nil)
+                try queue.recordQueue.enqueue(pending, anchor: nil)
                 pending.removeAll(keepingCapacity: true)
             }
             // The queue's rule: add while within the bounds; a batch has at least one record.
@@ -145,7 +145,7 @@ enum UploadBench {
                                       lastAttemptAt: nil, lastError: nil))
             batchBytes += wire.count
         }
-        try queue.enqueue(pending, anchor: nil)
+        try queue.recordQueue.enqueue(pending, anchor: nil)
         try writeBody()
         return total
     }

@@ -28,7 +28,7 @@ final class CrashSafetyTests: XCTestCase {
 
             let queue = try AgentDatabase(path: db)
             XCTAssertEqual(try queue.integrityCheck(), "ok", "round \(round)")
-            let stored = Set(try queue.records(stream: .location).map(\.id) + queue.records(stream: .microphone).map(\.id))
+            let stored = Set(try queue.recordQueue.records(stream: .location).map(\.id) + queue.recordQueue.records(stream: .microphone).map(\.id))
             let lost = acknowledged.subtracting(stored)
             XCTAssertTrue(lost.isEmpty, "round \(round): \(lost.count) acknowledged records missing")
         }

@@ -68,37 +68,37 @@ final class HeldRecordsTests: XCTestCase {
 
     func testHeldRecordsAreInNoBatchAndNotCountedAsWaitingForUpload() throws {
         let provisional = Date(timeIntervalSince1970: 1_000)
-        try queue.enqueue(heldHealth(at: provisional, bootTime: 10))
+        try queue.recordQueue.enqueue(heldHealth(at: provisional, bootTime: 10))
         let sent = try NewRecord(stream: .health, capturedAt: t0, fields: ["timestamp": RFC3339.string(from: t0)])
-        try queue.enqueue(sent)
-        try queue.enqueue(heldHealth(at: provisional.addingTimeInterval(1), bootTime: 11))
-        try queue.enqueue(heldAudio(at: provisional, duration: 30, bootTime: 10))
-        try queue.enqueue(location(at: t0))
+        try queue.recordQueue.enqueue(sent)
+        try queue.recordQueue.enqueue(heldHealth(at: provisional.addingTimeInterval(1), bootTime: 11))
+        try queue.recordQueue.enqueue(heldAudio(at: provisional, duration: 30, bootTime: 10))
+        try queue.recordQueue.enqueue(location(at: t0))
 
-        XCTAssertEqual(try queue.pendingBatch(stream: .health, maxCount: 100, maxBytes: 10_000_000).map(\.id), [sent.id])
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000), [])
-        XCTAssertEqual(try queue.newestPending(stream: .health)?.id, sent.id)
-        XCTAssertNil(try queue.newestPending(stream: .microphone))
-        XCTAssertEqual(try queue.streamsWithPending(), [.health, .location], "a stream with only held records has nothing to send")
-        XCTAssertEqual(try queue.oldestPendingCapture(stream: .health), t0, "a provisional 1970 time is not the oldest pending")
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 100, maxBytes: 10_000_000).map(\.id), [sent.id])
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000), [])
+        XCTAssertEqual(try queue.recordQueue.newestPending(stream: .health)?.id, sent.id)
+        XCTAssertNil(try queue.recordQueue.newestPending(stream: .microphone))
+        XCTAssertEqual(try queue.recordQueue.streamsWithPending(), [.health, .location], "a stream with only held records has nothing to send")
+        XCTAssertEqual(try queue.recordQueue.oldestPendingCapture(stream: .health), t0, "a provisional 1970 time is not the oldest pending")
         // Held records stay pending in the counts (they are not lost) and are counted apart.
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 3)
-        let held = try queue.heldCounts(currentBootID: "boot-now")
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 3)
+        let held = try queue.recordQueue.heldCounts(currentBootID: "boot-now")
         XCTAssertEqual(held.thisBoot, 3)
         XCTAssertEqual(held.earlierBoots, 0)
         XCTAssertEqual(held.byStream, [.health: 2, .microphone: 1])
-        let heldHealthTotals = try queue.heldTotals(stream: .health)
+        let heldHealthTotals = try queue.recordQueue.heldTotals(stream: .health)
         XCTAssertEqual(heldHealthTotals.records, 2)
-        XCTAssertEqual(heldHealthTotals.bytes, Int64(try queue.records(stream: .health).filter { $0.id != sent.id }
+        XCTAssertEqual(heldHealthTotals.bytes, Int64(try queue.recordQueue.records(stream: .health).filter { $0.id != sent.id }
             .reduce(0) { $0 + $1.payload.count }))
     }
 
     func testNothingIsCorrectedWhileTheClockCannotBeBelieved() throws {
-        try queue.enqueue(heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 10))
+        try queue.recordQueue.enqueue(heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 10))
         let outcome = correction().pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 0)
         XCTAssertNotNil(outcome.waitingFor)
-        XCTAssertEqual(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000), [])
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000), [])
 
         // trust_system_clock does not make a 1970 clock right either.
         clock.set(Date(timeIntervalSince1970: 2_000))
@@ -112,8 +112,8 @@ final class HeldRecordsTests: XCTestCase {
         let provisional = Date(timeIntervalSince1970: 1_000.123)
         let health = try heldHealth(at: provisional, bootTime: 4_000.5)
         let audio = try heldAudio(at: provisional.addingTimeInterval(-30), duration: 29.937_5, bootTime: 3_970.5)
-        try queue.enqueue(health)
-        try queue.enqueue(audio)
+        try queue.recordQueue.enqueue(health)
+        try queue.recordQueue.enqueue(audio)
         try setSynchronised(true)
 
         let outcome = correction().pass(trustSystemClock: false)
@@ -123,7 +123,7 @@ final class HeldRecordsTests: XCTestCase {
         let trueMs = Int64(1_800_000_000_000) - 999_500
         let shiftMs = trueMs - 1_000_123
         XCTAssertEqual(outcome.shiftRange, Double(shiftMs) / 1000 ... Double(shiftMs) / 1000)
-        let sentHealth = try XCTUnwrap(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        let sentHealth = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sentHealth.payload)["timestamp"] as? String, RFC3339.string(milliseconds: trueMs))
         XCTAssertEqual(sentHealth.capturedAt.timeIntervalSince1970, Double(trueMs) / 1000, accuracy: 0.000_5)
         // Only the time changed: every other byte (including a source name that quotes a
@@ -133,7 +133,7 @@ final class HeldRecordsTests: XCTestCase {
                                   with: "\"timestamp\":\"\(RFC3339.string(milliseconds: trueMs))\"")
         XCTAssertEqual(String(decoding: sentHealth.payload, as: UTF8.self), expected)
 
-        let sentAudio = try XCTUnwrap(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let sentAudio = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
         let audioFields = try payloadObject(sentAudio.payload)
         let startMs = try XCTUnwrap(RFC3339.milliseconds(from: RFC3339.string(from: provisional.addingTimeInterval(-30))))
         let endMs = try XCTUnwrap(RFC3339.milliseconds(from: RFC3339.string(from: provisional.addingTimeInterval(-0.062_5))))
@@ -151,7 +151,7 @@ final class HeldRecordsTests: XCTestCase {
     func testAGPSFixCorrectsHeldRecordsWhileTheClockIsStillWrong() throws {
         clock.set(Date(timeIntervalSince1970: 2_000))
         let health = try heldHealth(at: Date(timeIntervalSince1970: 1_000.123), bootTime: 4_000.5)
-        try queue.enqueue(health)
+        try queue.recordQueue.enqueue(health)
         let evidence = TimeEvidence()
         evidence.record(trueTime: t0, at: BootInstant(bootID: "another-boot", seconds: 5_000), source: "gpsd 3D fix")
         let boot = bootNow
@@ -163,7 +163,7 @@ final class HeldRecordsTests: XCTestCase {
         let outcome = correction.pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1)
         XCTAssertEqual(outcome.source, "gpsd 3D fix")
-        let sent = try XCTUnwrap(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        let sent = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
     }
@@ -186,7 +186,7 @@ final class HeldRecordsTests: XCTestCase {
         // Written after the daemon's last pass, and one of an earlier boot.
         let last = try heldHealth(at: Date(timeIntervalSince1970: 1_000.123), bootTime: 4_000.5)
         let earlier = try heldHealth(at: t0.addingTimeInterval(-86_400), bootID: "boot-before", bootTime: 4_000.5)
-        try queue.enqueue([last, earlier], anchor: nil)
+        try queue.recordQueue.enqueue([last, earlier], anchor: nil)
         queue = nil
 
         let reopened = try AgentDatabase(path: path, clock: clock)
@@ -198,7 +198,7 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertEqual(outcome.source, "gpsd 3D fix")
         XCTAssertEqual(outcome.stillHeld.thisBoot, 0)
         XCTAssertEqual(outcome.stillHeld.earlierBoots, 1, "another boot's record is never corrected with this boot's fix")
-        let sent = try reopened.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        let sent = try reopened.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(sent.map(\.id), [last.id])
         XCTAssertEqual(try payloadObject(try XCTUnwrap(sent.first).payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
@@ -209,7 +209,7 @@ final class HeldRecordsTests: XCTestCase {
         // the boot before, which kept none, stays held.
         var straggler = try heldHealth(at: Date(timeIntervalSince1970: 1_500), bootTime: 4_500)
         straggler.id = UUID()
-        try reopened.enqueue(straggler)
+        try reopened.recordQueue.enqueue(straggler)
         let nextBoot = BootInstant(bootID: "boot-after", seconds: 6_000)
         let afterReboot = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock,
                                           bootClock: { nextBoot }, evidence: TimeEvidence(), logger: logger)
@@ -217,7 +217,7 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertEqual(afterReboot.corrected, 1)
         XCTAssertEqual(afterReboot.source, "gpsd 3D fix of an earlier boot")
         XCTAssertEqual(afterReboot.stillHeld.earlierBoots, 1, "the boot that kept no true time")
-        let afterRebootSent = try reopened.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        let afterRebootSent = try reopened.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(afterRebootSent.map(\.id), [last.id, straggler.id])
         XCTAssertEqual(try payloadObject(try XCTUnwrap(afterRebootSent.last).payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 500_000),
@@ -230,7 +230,7 @@ final class HeldRecordsTests: XCTestCase {
         let fix = TimeEvidence.Sample(trueTime: t0, boot: BootInstant(bootID: "boot-before", seconds: 5_000), source: "gpsd 3D fix")
         try queue.agentState.storeTimeEvidence(fix)
         let held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-before", bootTime: 4_990)
-        try queue.enqueue(held)
+        try queue.recordQueue.enqueue(held)
         let nextFix = TimeEvidence.Sample(trueTime: t0.addingTimeInterval(3_600), boot: bootNow, source: "gpsd 3D fix")
         try queue.agentState.storeTimeEvidence(nextFix)
         XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
@@ -243,7 +243,7 @@ final class HeldRecordsTests: XCTestCase {
                                       evidence: evidence, logger: logger).pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1)
         XCTAssertEqual(outcome.stillHeld.total, 0)
-        let sent = try XCTUnwrap(queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        let sent = try XCTUnwrap(queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(t0.timeIntervalSince1970 * 1_000) - 10_000))
         try queue.agentState.storeTimeEvidence(nextFix)
@@ -299,16 +299,16 @@ final class HeldRecordsTests: XCTestCase {
         let old = try location(at: t0)
         do {
             let writer = try AgentDatabase(path: path, clock: clock)
-            try writer.enqueue(old)
+            try writer.recordQueue.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 4, logDirectory: dir.path)
 
         let readOnly = try AgentDatabase(readOnlyPath: path, clock: clock)
         XCTAssertNil(try readOnly.agentState.storedTimeEvidence(bootID: "boot-now"))
-        XCTAssertEqual(try readOnly.heldCounts(currentBootID: "boot-now").total, 0)
+        XCTAssertEqual(try readOnly.recordQueue.heldCounts(currentBootID: "boot-now").total, 0)
 
         let migrated = try AgentDatabase(path: path, clock: clock)
-        XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
+        XCTAssertEqual(try migrated.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
         let fix = TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "gpsd 3D fix")
         try migrated.agentState.storeTimeEvidence(fix)
         XCTAssertEqual(try AgentDatabase(readOnlyPath: path, clock: clock).agentState.storedTimeEvidence(bootID: "boot-now"), fix)
@@ -321,31 +321,31 @@ final class HeldRecordsTests: XCTestCase {
         let old = try heldHealth(at: plausible, bootID: "boot-before", bootTime: 100)
         let unset = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-long-ago", bootTime: 50)
         let current = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 4_000)
-        try queue.enqueue([old, unset, current], anchor: nil)
+        try queue.recordQueue.enqueue([old, unset, current], anchor: nil)
         try setSynchronised(true)
 
         let outcome = correction().pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1, "only this boot's record can be corrected")
         XCTAssertEqual(outcome.releasedAsIs, 0)
         XCTAssertEqual(outcome.stillHeld.earlierBoots, 2)
-        XCTAssertEqual(try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [current.id])
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [current.id])
 
         // The user says the clock is right: what passes the server's rule goes as it was
         // captured; a 1970 time never does.
         let trusted = correction().pass(trustSystemClock: true)
         XCTAssertEqual(trusted.releasedAsIs, 1)
         XCTAssertEqual(trusted.stillHeld.earlierBoots, 1)
-        let batch = try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        let batch = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(batch.map(\.id), [old.id, current.id])
         XCTAssertEqual(batch.first?.payload, old.payload)
     }
 
     func testDeletingAHeldRecordForgetsItsProvisionalTime() throws {
-        try queue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
-        XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 1)
+        try queue.recordQueue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
+        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: "boot-now").total, 1)
         let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
-        XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 0)
+        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: "boot-now").total, 0)
     }
 
     /// A queue written by the agent before held records existed (schema 1) is migrated and
@@ -355,17 +355,17 @@ final class HeldRecordsTests: XCTestCase {
         let old = try location(at: t0)
         do {
             let writer = try AgentDatabase(path: path, clock: clock)
-            try writer.enqueue(old)
+            try writer.recordQueue.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 1, logDirectory: dir.path)
 
         let migrated = try AgentDatabase(path: path, clock: clock)
-        XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
-        XCTAssertEqual(try migrated.heldCounts(currentBootID: "boot-now").total, 0)
+        XCTAssertEqual(try migrated.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
+        XCTAssertEqual(try migrated.recordQueue.heldCounts(currentBootID: "boot-now").total, 0)
         var held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 1)
         held.id = UUID()
-        try migrated.enqueue(held)
-        XCTAssertEqual(try migrated.heldCounts(currentBootID: "boot-now").thisBoot, 1)
+        try migrated.recordQueue.enqueue(held)
+        XCTAssertEqual(try migrated.recordQueue.heldCounts(currentBootID: "boot-now").thisBoot, 1)
     }
 
     func testPayloadTimesRefuseWhatTheAgentDidNotWrite() throws {

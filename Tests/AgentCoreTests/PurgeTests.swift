@@ -17,10 +17,10 @@ final class PurgeTests: XCTestCase {
                 NewRecord(stream: stream, capturedAt: t0.addingTimeInterval(Double(i) * 3_600),
                           payload: Data(payload(i).utf8))
             }
-            try queue.enqueue(records, anchor: nil)
-            let seqs = try queue.records(stream: stream).map(\.seq)
-            try queue.markUploaded(Array(seqs.prefix(count / 2)))
-            try queue.markFailed(Array(seqs.suffix(10)), error: "E007 refused")
+            try queue.recordQueue.enqueue(records, anchor: nil)
+            let seqs = try queue.recordQueue.records(stream: stream).map(\.seq)
+            try queue.recordQueue.markUploaded(Array(seqs.prefix(count / 2)))
+            try queue.recordQueue.markFailed(Array(seqs.suffix(10)), error: "E007 refused")
         }
         try add(.location, 300) { "{\"latitude\":52.\($0)}" }
         let audio = String(repeating: "A", count: 30_000)
@@ -44,11 +44,11 @@ final class PurgeTests: XCTestCase {
         XCTAssertEqual(done.payloadBytes, preview.payloadBytes)
         XCTAssertGreaterThan(done.payloadBytes, 25 * 30_000)
 
-        let left = try queue.records(stream: .microphone)
+        let left = try queue.recordQueue.records(stream: .microphone)
         XCTAssertEqual(left.count, 15)
         XCTAssertTrue(left.allSatisfy { $0.capturedAt >= before })
-        XCTAssertEqual(try queue.records(stream: .location).count, 300, "other streams untouched")
-        XCTAssertEqual(try queue.records(stream: .health).count, 100)
+        XCTAssertEqual(try queue.recordQueue.records(stream: .location).count, 300, "other streams untouched")
+        XCTAssertEqual(try queue.recordQueue.records(stream: .health).count, 100)
         XCTAssertEqual(try queue.integrityCheck(), "ok")
         // The space is handed back, and the deleted audio is not left in the file.
         let sizeAfter = queue.fileBytes()
@@ -58,7 +58,7 @@ final class PurgeTests: XCTestCase {
         XCTAssertNil(file.range(of: Data("SECRET-CHUNK-3-".utf8)), "deleted audio lingers in the file")
         XCTAssertNotNil(file.range(of: Data("SECRET-CHUNK-30-".utf8)), "kept audio is there (the check can fail)")
         // The counts `status` reads follow.
-        let mic = try queue.counts().filter { $0.stream == .microphone }.reduce(0) { $0 + $1.records }
+        let mic = try queue.recordQueue.counts().filter { $0.stream == .microphone }.reduce(0) { $0 + $1.records }
         XCTAssertEqual(mic, 15)
         let event = try XCTUnwrap(try queue.housekeeping.latestPurge())
         XCTAssertTrue(event.message.contains("deleted 25 microphone records captured before"), event.message)
@@ -68,10 +68,10 @@ final class PurgeTests: XCTestCase {
         let dir = try TemporaryDirectory("purge")
         let queue = try filledQueue(dir)
         let selection = PurgeSelection(streams: StreamName.allCases, statuses: [.uploaded, .failed])
-        let expected = try queue.counts().filter { $0.status != .pending }.reduce(0) { $0 + $1.records }
+        let expected = try queue.recordQueue.counts().filter { $0.status != .pending }.reduce(0) { $0 + $1.records }
         XCTAssertEqual(try queue.housekeeping.purge(selection).records, expected)
-        XCTAssertTrue(try queue.counts().allSatisfy { $0.status == .pending })
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 300 - 150 - 10)
+        XCTAssertTrue(try queue.recordQueue.counts().allSatisfy { $0.status == .pending })
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 300 - 150 - 10)
         XCTAssertEqual(try queue.housekeeping.purge(selection).records, 0, "nothing left to delete")
         XCTAssertEqual(try queue.housekeeping.latestPurge()?.message, "deleted 0 all uploaded and failed records (0 bytes)")
     }

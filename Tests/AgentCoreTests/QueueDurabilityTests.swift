@@ -33,26 +33,26 @@ final class QueueDurabilityTests: XCTestCase {
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"), syncWindow: 30)
         XCTAssertFalse(queue.commitSync.isWaiting)
 
-        try queue.enqueue(fix(1))
+        try queue.recordQueue.enqueue(fix(1))
         XCTAssertTrue(queue.commitSync.isWaiting, "a fix's commit waits for a later fsync")
         XCTAssertEqual(try queue.durability(), "full", "the writer is FULL again after the commit that waited")
-        try queue.enqueue(fix(2))
+        try queue.recordQueue.enqueue(fix(2))
         XCTAssertTrue(queue.commitSync.isWaiting)
-        try queue.enqueue(chunk())
+        try queue.recordQueue.enqueue(chunk())
         XCTAssertFalse(queue.commitSync.isWaiting, "a chunk's commit is fsynced, and every commit before it with it")
 
-        try queue.enqueue(fix(3))
+        try queue.recordQueue.enqueue(fix(3))
         XCTAssertTrue(queue.commitSync.isWaiting)
-        let batch = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
+        let batch = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(batch.count, 3)
         XCTAssertFalse(queue.commitSync.isWaiting, "the uploader's read synced the waiting fix first")
 
-        try queue.enqueue(fix(4))
+        try queue.recordQueue.enqueue(fix(4))
         XCTAssertTrue(queue.syncWaitingCaptures(waitedAtLeast: 3_600), "nothing due: nothing to do")
         XCTAssertTrue(queue.commitSync.isWaiting, "a sync not due yet leaves the fix waiting")
         XCTAssertTrue(queue.syncWaitingCaptures())
         XCTAssertFalse(queue.commitSync.isWaiting)
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 4)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 4)
         XCTAssertEqual(try queue.integrityCheck(), "ok")
     }
 
@@ -61,10 +61,10 @@ final class QueueDurabilityTests: XCTestCase {
         let dir = try TemporaryDirectory("durability")
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         XCTAssertEqual(queue.commitSync.window, 0)
-        try queue.enqueue(fix(1))
+        try queue.recordQueue.enqueue(fix(1))
         XCTAssertFalse(queue.commitSync.isWaiting)
         queue.commitSync.window = 30
-        try queue.enqueue(fix(2))
+        try queue.recordQueue.enqueue(fix(2))
         XCTAssertTrue(queue.commitSync.isWaiting, "a window set on a running queue (SIGHUP) applies to the next commit")
     }
 

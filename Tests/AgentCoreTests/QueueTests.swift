@@ -22,10 +22,10 @@ final class QueueTests: XCTestCase {
     func testRoundTripKeepsIdTimePayloadAndOrder() throws {
         let first = try TestRecords.fix(at: clock.now())
         let second = record(.location, at: 10)
-        try queue.enqueue(first)
-        try queue.enqueue(second)
+        try queue.recordQueue.enqueue(first)
+        try queue.recordQueue.enqueue(second)
 
-        let batch = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
+        let batch = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(batch.map(\.id), [first.id, second.id])
         XCTAssertEqual(batch[0].payload, first.payload)
         XCTAssertEqual(batch[0].capturedAt.timeIntervalSince1970, first.capturedAt.timeIntervalSince1970, accuracy: 0.000_1)
@@ -33,45 +33,45 @@ final class QueueTests: XCTestCase {
         XCTAssertLessThan(batch[0].seq, batch[1].seq)
         let object = try JSONSerialization.jsonObject(with: batch[0].payload) as? [String: Any]
         XCTAssertEqual(object?["id"] as? String, first.id.uuidString.lowercased())
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 1_000_000), [])
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 1_000_000), [])
     }
 
     func testBatchIsBoundedByCountAndByBytes() throws {
-        for _ in 0..<10 { try queue.enqueue(record(.microphone, bytes: 1_000)) }
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 4, maxBytes: 1_000_000).count, 4)
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 3_500).count, 3)
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 3_000).count, 3)
+        for _ in 0..<10 { try queue.recordQueue.enqueue(record(.microphone, bytes: 1_000)) }
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 4, maxBytes: 1_000_000).count, 4)
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 3_500).count, 3)
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 3_000).count, 3)
         // A record larger than the byte bound still goes, alone, so it cannot block the stream.
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10).count, 1)
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10).count, 1)
     }
 
     func testMarkUploadedTakesRecordsOutOfPending() throws {
-        for _ in 0..<5 { try queue.enqueue(record(.health)) }
-        let batch = try queue.pendingBatch(stream: .health, maxCount: 3, maxBytes: 1_000_000)
-        try queue.markUploaded(batch.map(\.seq))
-        XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 3)
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
-        let next = try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        for _ in 0..<5 { try queue.recordQueue.enqueue(record(.health)) }
+        let batch = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 3, maxBytes: 1_000_000)
+        try queue.recordQueue.markUploaded(batch.map(\.seq))
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .uploaded), 3)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 2)
+        let next = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(next.count, 2)
         XCTAssertTrue(Set(next.map(\.seq)).isDisjoint(with: batch.map(\.seq)))
     }
 
     func testFifthFailedAttemptFailsTheRecordButNoteAttemptNeverDoes() throws {
-        try queue.enqueue(record(.location))
-        try queue.enqueue(record(.location))
-        let seqs = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
+        try queue.recordQueue.enqueue(record(.location))
+        try queue.recordQueue.enqueue(record(.location))
+        let seqs = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
         for attempt in 1...4 {
-            try queue.recordFailedAttempt([seqs[0]], error: "422 attempt \(attempt)")
-            XCTAssertEqual(try queue.records(stream: .location, status: .pending).first?.uploadAttempts, attempt)
+            try queue.recordQueue.recordFailedAttempt([seqs[0]], error: "422 attempt \(attempt)")
+            XCTAssertEqual(try queue.recordQueue.records(stream: .location, status: .pending).first?.uploadAttempts, attempt)
         }
-        for _ in 0..<20 { try queue.noteAttempt([seqs[1]], error: "E001 network time-out") }
-        try queue.recordFailedAttempt([seqs[0]], error: "422 attempt 5")
+        for _ in 0..<20 { try queue.recordQueue.noteAttempt([seqs[1]], error: "E001 network time-out") }
+        try queue.recordQueue.recordFailedAttempt([seqs[0]], error: "422 attempt 5")
 
-        let failed = try queue.records(stream: .location, status: .failed)
+        let failed = try queue.recordQueue.records(stream: .location, status: .failed)
         XCTAssertEqual(failed.map(\.seq), [seqs[0]])
         XCTAssertEqual(failed.first?.uploadAttempts, 5)
         XCTAssertEqual(failed.first?.lastError, "422 attempt 5")
-        let pending = try queue.records(stream: .location, status: .pending)
+        let pending = try queue.recordQueue.records(stream: .location, status: .pending)
         XCTAssertEqual(pending.map(\.seq), [seqs[1]])
         XCTAssertEqual(pending.first?.uploadAttempts, 0)
         XCTAssertEqual(pending.first?.lastError, "E001 network time-out")
@@ -79,57 +79,57 @@ final class QueueTests: XCTestCase {
     }
 
     func testMarkFailedAndCountsPerStreamAndStatus() throws {
-        for _ in 0..<3 { try queue.enqueue(record(.location, bytes: 50)) }
-        for _ in 0..<2 { try queue.enqueue(record(.microphone, bytes: 1_000)) }
-        let seqs = try queue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
-        try queue.markFailed([seqs[0]], error: "server rejected: latitude missing")
-        try queue.markUploaded([seqs[1]])
+        for _ in 0..<3 { try queue.recordQueue.enqueue(record(.location, bytes: 50)) }
+        for _ in 0..<2 { try queue.recordQueue.enqueue(record(.microphone, bytes: 1_000)) }
+        let seqs = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
+        try queue.recordQueue.markFailed([seqs[0]], error: "server rejected: latitude missing")
+        try queue.recordQueue.markUploaded([seqs[1]])
 
-        let counts = try queue.counts()
+        let counts = try queue.recordQueue.counts()
         func n(_ s: StreamName, _ st: RecordStatus) -> Int? { counts.first { $0.stream == s && $0.status == st }?.records }
         XCTAssertEqual(n(.location, .pending), 1)
         XCTAssertEqual(n(.location, .failed), 1)
         XCTAssertEqual(n(.location, .uploaded), 1)
         XCTAssertEqual(n(.microphone, .pending), 2)
         XCTAssertEqual(counts.first { $0.stream == .microphone }?.bytes, 2_000)
-        XCTAssertEqual(try queue.streamsWithPending(), [.location, .microphone])
+        XCTAssertEqual(try queue.recordQueue.streamsWithPending(), [.location, .microphone])
         // Marking twice, or marking a record that is no longer pending, changes nothing.
-        try queue.markUploaded([seqs[0], seqs[1]])
-        XCTAssertEqual(try queue.count(stream: .location, status: .failed), 1)
-        XCTAssertEqual(try queue.count(stream: .location, status: .uploaded), 1)
+        try queue.recordQueue.markUploaded([seqs[0], seqs[1]])
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .failed), 1)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .uploaded), 1)
     }
 
     func testOldestPendingAge() throws {
-        XCTAssertNil(try queue.oldestPendingAge(stream: .location))
-        try queue.enqueue(record(.location, at: -120))
-        try queue.enqueue(record(.location, at: -30))
+        XCTAssertNil(try queue.recordQueue.oldestPendingAge(stream: .location))
+        try queue.recordQueue.enqueue(record(.location, at: -120))
+        try queue.recordQueue.enqueue(record(.location, at: -30))
         clock.advance(by: 60)
-        XCTAssertEqual(try XCTUnwrap(queue.oldestPendingAge(stream: .location)), 180, accuracy: 0.001)
-        try queue.markUploaded(try queue.pendingBatch(stream: .location, maxCount: 1, maxBytes: 1_000_000).map(\.seq))
-        XCTAssertEqual(try XCTUnwrap(queue.oldestPendingAge(stream: .location)), 90, accuracy: 0.001)
+        XCTAssertEqual(try XCTUnwrap(queue.recordQueue.oldestPendingAge(stream: .location)), 180, accuracy: 0.001)
+        try queue.recordQueue.markUploaded(try queue.recordQueue.pendingBatch(stream: .location, maxCount: 1, maxBytes: 1_000_000).map(\.seq))
+        XCTAssertEqual(try XCTUnwrap(queue.recordQueue.oldestPendingAge(stream: .location)), 90, accuracy: 0.001)
     }
 
     func testRetentionDeletesUploadedAndFailedAfterThreeDaysAndNeverPending() throws {
-        for _ in 0..<6 { try queue.enqueue(record(.health)) }
-        let seqs = try queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
-        try queue.markUploaded([seqs[0], seqs[1]])
-        try queue.markFailed([seqs[2]], error: "bad")
+        for _ in 0..<6 { try queue.recordQueue.enqueue(record(.health)) }
+        let seqs = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
+        try queue.recordQueue.markUploaded([seqs[0], seqs[1]])
+        try queue.recordQueue.markFailed([seqs[2]], error: "bad")
         let policy = RetentionPolicy()
 
         clock.advance(by: 2 * 86_400)
-        try queue.markUploaded([seqs[3]])         // uploaded two days later than the others
+        try queue.recordQueue.markUploaded([seqs[3]])         // uploaded two days later than the others
         XCTAssertEqual(try queue.housekeeping.applyRetention(policy), 0)
 
         clock.advance(by: 86_400 + 1)            // 3 days + 1 s after the first marks
         XCTAssertEqual(try queue.housekeeping.applyRetention(policy), 3)
-        XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 1)
-        XCTAssertEqual(try queue.count(stream: .health, status: .failed), 0)
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .uploaded), 1)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .failed), 0)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 2)
 
         clock.advance(by: 365 * 86_400)          // pending records are never aged out
         try queue.housekeeping.applyRetention(policy)
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
-        XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 0)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 2)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .uploaded), 0)
     }
 
     func testSchemaVersionIsRecordedAndANewerDatabaseIsRefused() throws {
@@ -138,10 +138,10 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA page_size;"), "1024", "a new queue has 1 KiB pages")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA journal_mode;"), "wal")
         // Reopening an up-to-date database migrates nothing and keeps the data.
-        try queue.enqueue(record(.location))
+        try queue.recordQueue.enqueue(record(.location))
         queue = nil
         let reopened = try AgentDatabase(path: path, clock: clock)
-        XCTAssertEqual(try reopened.count(stream: .location, status: .pending), 1)
+        XCTAssertEqual(try reopened.recordQueue.count(stream: .location, status: .pending), 1)
 
         _ = try sqlite3Output(path, "PRAGMA user_version = 99;")
         XCTAssertThrowsError(try AgentDatabase(path: path)) { error in
@@ -152,17 +152,17 @@ final class QueueTests: XCTestCase {
 
     func testAnchorIsWrittenWithItsRecordsInOneTransaction() throws {
         let anchor = SourceAnchor(source: "hr.jsonl", device: 2049, inode: 77, offset: 4096, line: 12, extra: "{\"h\":1}")
-        try queue.enqueue([record(.health), record(.health)], anchor: anchor)
-        XCTAssertEqual(try queue.anchor(for: "hr.jsonl"), anchor)
+        try queue.recordQueue.enqueue([record(.health), record(.health)], anchor: anchor)
+        XCTAssertEqual(try queue.recordQueue.anchor(for: "hr.jsonl"), anchor)
 
         // A batch that fails (duplicate record id) leaves neither its records nor its anchor.
         let dup = record(.health)
-        try queue.enqueue(dup)
+        try queue.recordQueue.enqueue(dup)
         var moved = anchor
         moved.offset = 9_999
-        XCTAssertThrowsError(try queue.enqueue([record(.health), dup], anchor: moved))
-        XCTAssertEqual(try queue.anchor(for: "hr.jsonl"), anchor)
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 3)
+        XCTAssertThrowsError(try queue.recordQueue.enqueue([record(.health), dup], anchor: moved))
+        XCTAssertEqual(try queue.recordQueue.anchor(for: "hr.jsonl"), anchor)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 3)
     }
 
     func testConcurrentReaderSeesConsistentCountsWhileTheWriterInserts() throws {
@@ -170,7 +170,7 @@ final class QueueTests: XCTestCase {
         let total = 2_000
         let writer = Thread { [queue, clock] in
             for i in 0..<total {
-                try? queue!.enqueue(NewRecord(stream: i % 2 == 0 ? .location : .health, capturedAt: clock!.now(),
+                try? queue!.recordQueue.enqueue(NewRecord(stream: i % 2 == 0 ? .location : .health, capturedAt: clock!.now(),
                                               payload: Data("{\"i\":\(i)}".utf8)))
             }
         }
@@ -179,14 +179,14 @@ final class QueueTests: XCTestCase {
         var last = 0
         var reads = 0
         while last < total {
-            let n = try reader.counts().filter { $0.status == .pending }.reduce(0) { $0 + $1.records }
+            let n = try reader.recordQueue.counts().filter { $0.status == .pending }.reduce(0) { $0 + $1.records }
             XCTAssertGreaterThanOrEqual(n, last, "counts never go backwards while only inserts happen")
             XCTAssertLessThanOrEqual(n, total)
             last = n
             reads += 1
         }
         XCTAssertGreaterThan(reads, 1)
-        XCTAssertEqual(try reader.count(stream: .location, status: .pending), total / 2)
+        XCTAssertEqual(try reader.recordQueue.count(stream: .location, status: .pending), total / 2)
         XCTAssertEqual(try reader.integrityCheck(), "ok")
     }
 
@@ -199,10 +199,10 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(health[0].state, "healthy")
         XCTAssertEqual(health[1].code, .permissionDenied)
 
-        try queue.recordUploadResult(stream: .location, success: true, result: "200", code: nil, records: 10, bytes: 1_000)
+        try queue.recordQueue.recordUploadResult(stream: .location, success: true, result: "200", code: nil, records: 10, bytes: 1_000)
         clock.advance(by: 60)
-        try queue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 5, bytes: 500)
-        let stats = try XCTUnwrap(queue.uploadStats().first)
+        try queue.recordQueue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 5, bytes: 500)
+        let stats = try XCTUnwrap(queue.recordQueue.uploadStats().first)
         XCTAssertEqual(stats.recordsSent, 10)
         XCTAssertEqual(stats.bytesSent, 1_000)
         XCTAssertEqual(stats.lastErrorCode, .serverError)

@@ -28,7 +28,7 @@ final class StorageGuardTests: XCTestCase {
     }
 
     func pending(_ queue: AgentDatabase) throws -> [StreamName: Int] {
-        Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try queue.count(stream: $0, status: .pending)) })
+        Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try queue.recordQueue.count(stream: $0, status: .pending)) })
     }
 
     func describe(_ counts: [StreamName: Int]) -> String {
@@ -50,7 +50,7 @@ final class StorageGuardTests: XCTestCase {
             round += 1
             for stream in [StreamName.microphone, .location, .health] {
                 do {
-                    try queue.enqueue(record(stream))
+                    try queue.recordQueue.enqueue(record(stream))
                     written[stream, default: 0] += 1
                 } catch where audio == nil && isStorageFull(error) {
                     return written
@@ -65,7 +65,7 @@ final class StorageGuardTests: XCTestCase {
         var refused = 0
         while refused < 3 {
             do {
-                try queue.enqueue(record(.location))
+                try queue.recordQueue.enqueue(record(.location))
                 written[.location, default: 0] += 1
                 refused = 0
             } catch {
@@ -82,7 +82,7 @@ final class StorageGuardTests: XCTestCase {
         for round in 0..<rounds {
             for stream in [StreamName.microphone, .location, .health] {
                 do {
-                    try queue.enqueue(record(stream))
+                    try queue.recordQueue.enqueue(record(stream))
                 } catch {
                     XCTFail("round \(round): a \(stream) capture was refused on the full disk: \(error)")
                     throw error
@@ -92,7 +92,7 @@ final class StorageGuardTests: XCTestCase {
     }
 
     func microphoneIDs(_ queue: AgentDatabase) throws -> [UUID] {
-        try queue.records(stream: .microphone).map(\.id)
+        try queue.recordQueue.records(stream: .microphone).map(\.id)
     }
 
     /// The chunks of `oldest` that are gone after `rounds` rounds of capture: its oldest,
@@ -217,9 +217,9 @@ final class StorageGuardTests: XCTestCase {
         let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         try writeBacklog(queue, audio: 150)
-        let audio = try queue.records(stream: .microphone).map(\.seq)
-        try queue.markUploaded(Array(audio.prefix(60)))
-        try queue.markFailed([audio[60]], error: "refused")
+        let audio = try queue.recordQueue.records(stream: .microphone).map(\.seq)
+        try queue.recordQueue.markUploaded(Array(audio.prefix(60)))
+        try queue.recordQueue.markFailed([audio[60]], error: "refused")
         let pendingBefore = try pending(queue)
         storageGuard.pass()
         // The marks' WAL goes into the database first: emptying it alone would give the
@@ -230,7 +230,7 @@ final class StorageGuardTests: XCTestCase {
         // The ring: uploaded records make room for new captures, no pending record does.
         try captureWhileFull(queue, rounds: 5)
         XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
-        let uploadedLeft = try queue.count(stream: .microphone, status: .uploaded)
+        let uploadedLeft = try queue.recordQueue.count(stream: .microphone, status: .uploaded)
         XCTAssertLessThan(uploadedLeft, 60)
         XCTAssertGreaterThanOrEqual(uploadedLeft, 60 - 7, "a chunk's worth for each round, and a little more")
         XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
@@ -266,15 +266,15 @@ final class StorageGuardTests: XCTestCase {
         func records() -> Int64 { queue.fileBytes() - queue.walBytes() }
         XCTAssertLessThanOrEqual(records(), cap)
         XCTAssertGreaterThan(records(), cap - 2 * StorageLimits.mebibyte, "only down to the cap")
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), written[.location])
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), written[.health])
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), written[.location])
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), written[.health])
         XCTAssertGreaterThan(report.evicted[.microphone] ?? 0, 0)
         XCTAssertTrue(storageGuard.isBelowFloor || fs.freeBytes >= floor)
         // Capture goes on inside the cap.
         try captureWhileFull(queue, rounds: 5)
         storageGuard.pass()
         XCTAssertLessThanOrEqual(records(), cap)
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), (written[.location] ?? 0) + 5)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), (written[.location] ?? 0) + 5)
     }
 
     /// status --json, its text and the metrics say when the disk is below the floor.
@@ -317,7 +317,7 @@ final class StorageGuardTests: XCTestCase {
         let report = storageGuard.pass()
         XCTAssertNotNil(report.error, "no room even to delete")
         XCTAssertFalse(report.deletedAny)
-        XCTAssertThrowsError(try queue.enqueue(record(.location)), "capture stays refused")
+        XCTAssertThrowsError(try queue.recordQueue.enqueue(record(.location)), "capture stays refused")
     }
 
     /// At 0 bytes SQLite cannot even open the database (the -shm and -wal files are made
@@ -336,7 +336,7 @@ final class StorageGuardTests: XCTestCase {
 
         var reopened: AgentDatabase? = try AgentDatabase(path: path)
         XCTAssertFalse(reserve.isHeld, "opening handed the reserve back")
-        XCTAssertEqual(try reopened?.count(stream: .microphone, status: .pending), 20)
+        XCTAssertEqual(try reopened?.recordQueue.count(stream: .microphone, status: .pending), 20)
         reopened = nil
 
         try fs.fillWithAnotherProgram("filler-2")
@@ -353,10 +353,10 @@ final class StorageGuardTests: XCTestCase {
         let database = fs.file("agent.sqlite")
         let queue = try AgentDatabase(path: database)
         try writeBacklog(queue, audio: 40)                             // 3.2 MB of audio
-        let audio = try queue.records(stream: .microphone).map(\.seq)
-        try queue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
-        let location = try queue.records(stream: .location).map(\.seq)
-        try queue.markFailed([location[39]], error: "refused")
+        let audio = try queue.recordQueue.records(stream: .microphone).map(\.seq)
+        try queue.recordQueue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
+        let location = try queue.recordQueue.records(stream: .location).map(\.seq)
+        try queue.recordQueue.markFailed([location[39]], error: "refused")
 
         var config = AgentConfig()
         config.storage.database = database
@@ -370,9 +370,9 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(report.deletedUploaded, 3)
         XCTAssertEqual(report.deletedFailed, 1)
         XCTAssertLessThanOrEqual(queue.fileBytes(), 2 * StorageLimits.mebibyte)
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 39, "no pending location goes")
-        XCTAssertEqual(try queue.count(stream: .health, status: .pending), 40, "no pending health goes")
-        let left = try queue.records(stream: .microphone).map(\.seq)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 39, "no pending location goes")
+        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 40, "no pending health goes")
+        let left = try queue.recordQueue.records(stream: .microphone).map(\.seq)
         let evicted = 37 - left.count
         XCTAssertGreaterThan(evicted, 0)
         XCTAssertEqual(left, Array(audio[evicted..<37]), "the oldest audio went, the newest stayed")
@@ -395,20 +395,20 @@ final class StorageGuardTests: XCTestCase {
     func testLocationAndHealthGoOldestFirstOnlyWhenNoAudioIsLeft() throws {
         let dir = try TemporaryDirectory("guard-order")
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
-        try queue.enqueue(record(.microphone))
+        try queue.recordQueue.enqueue(record(.microphone))
         for _ in 0..<3_000 {
-            try queue.enqueue(record(.location))
-            try queue.enqueue(record(.health))
+            try queue.recordQueue.enqueue(record(.location))
+            try queue.recordQueue.enqueue(record(.health))
         }
-        let allSeqs = try (queue.records(stream: .location) + queue.records(stream: .health)).map(\.seq).sorted()
+        let allSeqs = try (queue.recordQueue.records(stream: .location) + queue.recordQueue.records(stream: .health)).map(\.seq).sorted()
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: 0, maxQueueBytes: StorageLimits.mebibyte),
                                         sliceBytes: 64 * 1_024)
         let report = storageGuard.pass()
 
         XCTAssertNil(report.error)
-        XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0, "the audio went first")
+        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 0, "the audio went first")
         XCTAssertLessThanOrEqual(queue.fileBytes(), StorageLimits.mebibyte)
-        let left = try (queue.records(stream: .location) + queue.records(stream: .health)).map(\.seq).sorted()
+        let left = try (queue.recordQueue.records(stream: .location) + queue.recordQueue.records(stream: .health)).map(\.seq).sorted()
         XCTAssertFalse(left.isEmpty)
         XCTAssertEqual(left, Array(allSeqs.suffix(left.count)), "oldest first across location and health")
         let gone = Set(allSeqs).subtracting(left)

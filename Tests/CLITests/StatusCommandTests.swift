@@ -35,13 +35,13 @@ final class StatusCommandTests: XCTestCase {
         let clock = ManualClock(Date().addingTimeInterval(-7_200))
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         for i in 0..<5 {
-            try queue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
+            try queue.recordQueue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
         }
-        try queue.enqueue(NewRecord(stream: .microphone, capturedAt: clock.now(), payload: Data(repeating: 65, count: 60_000)))
-        let seqs = try queue.pendingBatch(stream: .location, maxCount: 2, maxBytes: 1_000).map(\.seq)
-        try queue.markFailed([seqs[0]], error: "rejected")
-        try queue.markUploaded([seqs[1]])
-        try queue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
+        try queue.recordQueue.enqueue(NewRecord(stream: .microphone, capturedAt: clock.now(), payload: Data(repeating: 65, count: 60_000)))
+        let seqs = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 2, maxBytes: 1_000).map(\.seq)
+        try queue.recordQueue.markFailed([seqs[0]], error: "rejected")
+        try queue.recordQueue.markUploaded([seqs[1]])
+        try queue.recordQueue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
         try queue.agentState.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
         try PauseSwitches(queue: queue).pause([.microphone])
 

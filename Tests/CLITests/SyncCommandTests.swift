@@ -8,13 +8,13 @@ final class SyncCommandTests: XCTestCase {
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let now = Date()
         for i in 0..<location {
-            try queue.enqueue(try NewRecord(stream: .location, capturedAt: now, fields: [
+            try queue.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: now, fields: [
                 "timestamp": RFC3339.string(from: now.addingTimeInterval(Double(i) - 1_000)),
                 "latitude": 52.5, "longitude": 13.4,
             ]))
         }
         for _ in 0..<microphone {
-            try queue.enqueue(try NewRecord(stream: .microphone, capturedAt: now, fields: [
+            try queue.recordQueue.enqueue(try NewRecord(stream: .microphone, capturedAt: now, fields: [
                 "timestamp_start": RFC3339.string(from: now.addingTimeInterval(-60)),
                 "timestamp_end": RFC3339.string(from: now.addingTimeInterval(-30)),
                 "duration": 30, "overlap_duration": 2, "audio_format": "ogg", "sample_rate": 16_000,
@@ -66,8 +66,8 @@ final class SyncCommandTests: XCTestCase {
         XCTAssertEqual(try receiver.stats().stored(.location), 1_200)
         XCTAssertEqual(try receiver.stats().stored(.microphone), 30)
         XCTAssertEqual(try receiver.stats().duplicates, 0)
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 0)
-        XCTAssertEqual(try queue.count(stream: .location, status: .uploaded), 1_200)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 0)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .uploaded), 1_200)
         XCTAssertGreaterThanOrEqual(try receiver.requests(stream: .location).count, 6, "batches of at most 200")
 
         // Nothing left: a second sync sends nothing and succeeds.
@@ -88,7 +88,7 @@ final class SyncCommandTests: XCTestCase {
         let result = try cli.run(["sync"])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stdout.contains("location: not all sent"), result.stdout)
-        XCTAssertEqual(try AgentDatabase(path: dir.file("agent.sqlite")).count(stream: .location, status: .pending), 10,
+        XCTAssertEqual(try AgentDatabase(path: dir.file("agent.sqlite")).recordQueue.count(stream: .location, status: .pending), 10,
                        "nothing is dropped")
     }
 
@@ -125,7 +125,7 @@ final class SyncCommandTests: XCTestCase {
         let run = try ChildProcess(strace, ["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", trace,
                                             binary, "sync", "--config", cli.configPath], logDirectory: dir.path)
         XCTAssertEqual(run.wait(timeout: 120), 0, run.stdout() + run.stderr())
-        XCTAssertEqual(try queue.count(stream: .location, status: .uploaded), 1_200)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .uploaded), 1_200)
         let batches = try receiver.requests(stream: .location).count
         XCTAssertEqual(batches, 6)
         let fsyncs = try String(contentsOfFile: trace, encoding: .utf8)

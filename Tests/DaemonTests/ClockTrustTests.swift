@@ -105,7 +105,7 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertTrue(rig.agentLog.contains("true time from gpsd 3D fix"), rig.agentLog)
         for line in rig.agentLog.split(separator: "\n") where line.contains("corrected the times of") { print("agent: \(line)") }
         let received = Set(try rig.receiver.storedIDs(.microphone))
-        let sent = try queue.records(stream: .microphone).filter { received.contains($0.id.uuidString.lowercased()) }
+        let sent = try queue.recordQueue.records(stream: .microphone).filter { received.contains($0.id.uuidString.lowercased()) }
         XCTAssertGreaterThanOrEqual(sent.count, 2)
         for chunk in sent {
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: chunk.payload) as? [String: Any])
@@ -148,14 +148,14 @@ final class ClockTrustTests: XCTestCase {
         try rig.appendHeartRates([71, 72], at: Date().addingTimeInterval(-30))
         let refusedKey = StreamCounter.key(StreamName.health.rawValue, StreamCounter.refusedSamples)
         try waitUntil("the future lines refused and counted, and chunks written", timeout: 60) {
-            try queue.agentState.value(refusedKey) == "2" && queue.records(stream: .health).count == 2
-                && queue.records(stream: .microphone).count >= 2
+            try queue.agentState.value(refusedKey) == "2" && queue.recordQueue.records(stream: .health).count == 2
+                && queue.recordQueue.records(stream: .microphone).count >= 2
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         let stoppedAt = Date()
         XCTAssertTrue(rig.agentLog.contains("true time") && rig.agentLog.contains("ahead of"),
                       "the refusals are in the log: \(rig.agentLog)")
-        XCTAssertEqual(try queue.heldCounts(currentBootID: bootID).total, 0,
+        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: bootID).total, 0,
                        "the daemon corrected what its streams wrote as it stopped")
 
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
@@ -163,9 +163,9 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
 
         let final = try AgentDatabase(readOnlyPath: rig.databasePath)
-        XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0, "none held")
+        XCTAssertEqual(try final.recordQueue.heldCounts(currentBootID: bootID).total, 0, "none held")
         for stream in [StreamName.microphone, .location, .health] {
-            let records = try final.records(stream: stream)
+            let records = try final.recordQueue.records(stream: stream)
             let received = Set(try rig.receiver.storedIDs(stream))
             XCTAssertFalse(records.isEmpty, "\(stream)")
             for record in records {
@@ -173,13 +173,13 @@ final class ClockTrustTests: XCTestCase {
                 XCTAssertTrue(received.contains(record.id.uuidString.lowercased()), "\(stream) record \(record.seq) at the receiver")
             }
         }
-        let values = try final.records(stream: .health).compactMap {
+        let values = try final.recordQueue.records(stream: .health).compactMap {
             (try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["value"] as? Int
         }
         XCTAssertEqual(values.sorted(), [71, 72], "the future lines were never queued")
         XCTAssertEqual(try rig.receiver.stats().stored(.health), 2)
         XCTAssertEqual(try final.agentState.value(refusedKey), "2")
-        for chunk in try final.records(stream: .microphone) {
+        for chunk in try final.recordQueue.records(stream: .microphone) {
             let times = try Self.chunkTimes(chunk)
             // Early by the fraction of a second between a fix and its arrival.
             XCTAssertGreaterThanOrEqual(times.start, startedAt.addingTimeInterval(-6), "chunk \(chunk.seq)")
@@ -200,12 +200,12 @@ final class ClockTrustTests: XCTestCase {
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix kept and chunks held", timeout: 60) {
             try queue.agentState.storedTimeEvidence(bootID: bootID) != nil
-                && (queue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
+                && (queue.recordQueue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
         }
         rig.agent?.signal(SIGKILL)
         _ = rig.agent?.wait(timeout: 10)
         let killedAt = Date()
-        let held = try queue.heldRecords(bootID: bootID, limit: 1_000)
+        let held = try queue.recordQueue.heldRecords(bootID: bootID, limit: 1_000)
         XCTAssertGreaterThanOrEqual(held.count, 1, "the killed daemon left held records")
         XCTAssertTrue(held.allSatisfy { $0.capturedAt < CaptureTimeRule.earliest }, "held with their 1970 times")
 
@@ -221,10 +221,10 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertTrue(sync.stdout.contains("corrected the times of \(held.count) held records (true time from gpsd 3D fix)"), sync.stdout)
 
         let final = try AgentDatabase(readOnlyPath: rig.databasePath)
-        XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0)
+        XCTAssertEqual(try final.recordQueue.heldCounts(currentBootID: bootID).total, 0)
         let received = Set(try rig.receiver.storedIDs(.microphone))
         for record in held {
-            let chunk = try XCTUnwrap(try final.records(stream: .microphone).first { $0.seq == record.seq })
+            let chunk = try XCTUnwrap(try final.recordQueue.records(stream: .microphone).first { $0.seq == record.seq })
             XCTAssertEqual(chunk.status, .uploaded, "chunk \(chunk.seq)")
             try assertDelivered(chunk, received: received, between: startedAt, and: killedAt)
         }
@@ -245,20 +245,20 @@ final class ClockTrustTests: XCTestCase {
         Self.removeFaketimeSharedMemory(pid: firstPID)
         rig.feeder.stop()
         rig.gps.killGPSD()
-        let lastBefore = try queue.records(stream: .microphone).map(\.seq).max() ?? 0
+        let lastBefore = try queue.recordQueue.records(stream: .microphone).map(\.seq).max() ?? 0
 
         let restartedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
         try waitUntil("chunks of the second run corrected and delivered", timeout: 90) {
-            try queue.records(stream: .microphone, status: .uploaded).filter { $0.seq > lastBefore }.count >= 2
+            try queue.recordQueue.records(stream: .microphone, status: .uploaded).filter { $0.seq > lastBefore }.count >= 2
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         let stoppedAt = Date()
         XCTAssertTrue(rig.agentLog.contains("true time of this boot from gpsd 3D fix, kept in the database"), rig.agentLog)
-        XCTAssertEqual(try queue.heldCounts(currentBootID: bootID).total, 0)
+        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: bootID).total, 0)
         let received = Set(try rig.receiver.storedIDs(.microphone))
-        let second = try queue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
+        let second = try queue.recordQueue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
         for chunk in second {
             try assertDelivered(chunk, received: received, between: restartedAt, and: stoppedAt)
         }
@@ -292,15 +292,15 @@ final class ClockTrustTests: XCTestCase {
             Thread.sleep(forTimeInterval: 1)
         }
         try waitUntil("audio and health held while the clock is wrong", timeout: 60) {
-            let held = try queue.heldCounts(currentBootID: BootClock.bootID)
+            let held = try queue.recordQueue.heldCounts(currentBootID: BootClock.bootID)
             return (held.byStream[.microphone] ?? 0) >= 2 && held.byStream[.health] == 5
         }
         XCTAssertEqual(try rig.receiver.stats().stored(.microphone), 0, "nothing held is sent")
         XCTAssertEqual(try rig.receiver.stats().stored(.health), 0, "nothing held is sent")
-        let heldChunk = try XCTUnwrap(try queue.records(stream: .microphone).first)
+        let heldChunk = try XCTUnwrap(try queue.recordQueue.records(stream: .microphone).first)
         checkProvisional(heldChunk.capturedAt, Date())
         let bootID = try XCTUnwrap(BootClock.bootID)
-        let heldAtFirst = Set(try queue.heldRecords(bootID: bootID, limit: 1_000).map(\.seq))
+        let heldAtFirst = Set(try queue.recordQueue.heldRecords(bootID: bootID, limit: 1_000).map(\.seq))
 
         // status warns while records are held, with their count.
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
@@ -321,9 +321,9 @@ final class ClockTrustTests: XCTestCase {
             Thread.sleep(forTimeInterval: 1)
         }
         try waitUntil("every held record corrected and delivered", timeout: 90) {
-            let held = try queue.heldCounts(currentBootID: BootClock.bootID)
+            let held = try queue.recordQueue.heldCounts(currentBootID: BootClock.bootID)
             let stats = try rig.receiver.stats()
-            let uploaded = try queue.records(stream: .microphone, status: .uploaded) + queue.records(stream: .health, status: .uploaded)
+            let uploaded = try queue.recordQueue.records(stream: .microphone, status: .uploaded) + queue.recordQueue.records(stream: .health, status: .uploaded)
             return held.total == 0 && stats.stored(.health) == samples.count
                 && heldAtFirst.isSubset(of: Set(uploaded.map(\.seq)))
                 && uploaded.filter { $0.stream == .microphone }.count >= 4
@@ -337,11 +337,11 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertFalse(rig.agentLog.contains("chunk lost"), rig.agentLog)
 
         let final = try AgentDatabase(readOnlyPath: rig.databasePath)
-        XCTAssertEqual(try final.heldCounts(currentBootID: BootClock.bootID).total, 0)
+        XCTAssertEqual(try final.recordQueue.heldCounts(currentBootID: BootClock.bootID).total, 0)
 
         // Health: each sample once, delivered, dated within a second or two of when it
         // was written (the daemon reads the file as it grows).
-        let health = try final.records(stream: .health)
+        let health = try final.recordQueue.records(stream: .health)
         let receivedHealth = Set(try rig.receiver.storedIDs(.health))
         XCTAssertEqual(health.count, samples.count)
         var lateness: [Double] = []
@@ -363,7 +363,7 @@ final class ClockTrustTests: XCTestCase {
         // Audio: every chunk sent is at the receiver, all lie inside the time the daemon
         // really ran, and one follows the other with its overlap: none missing, none
         // misplaced (a chunk left three days or fifty years off would break the chain).
-        let chunks = try final.records(stream: .microphone)
+        let chunks = try final.recordQueue.records(stream: .microphone)
         let receivedAudio = Set(try rig.receiver.storedIDs(.microphone))
         var previousEnd: Date?
         for (index, chunk) in chunks.enumerated() {
@@ -386,7 +386,7 @@ final class ClockTrustTests: XCTestCase {
             }
             previousEnd = end
         }
-        XCTAssertEqual(try final.records(stream: .microphone, status: .failed).count, 0, "the receiver refused nothing")
-        XCTAssertEqual(try final.records(stream: .health, status: .failed).count, 0, "the receiver refused nothing")
+        XCTAssertEqual(try final.recordQueue.records(stream: .microphone, status: .failed).count, 0, "the receiver refused nothing")
+        XCTAssertEqual(try final.recordQueue.records(stream: .health, status: .failed).count, 0, "the receiver refused nothing")
     }
 }

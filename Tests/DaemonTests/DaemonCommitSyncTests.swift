@@ -41,7 +41,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         XCTAssertEqual(queue.commitSync.window, 45, "the window is the configuration's")
         daemon.start()
 
-        try queue.enqueue(fix())
+        try queue.recordQueue.enqueue(fix())
         XCTAssertTrue(queue.commitSync.isWaiting)
         daemon.tick()
         XCTAssertTrue(queue.commitSync.isWaiting, "45 s window, 30 s checks: a fix of a moment ago can wait for the next check")
@@ -50,7 +50,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         daemon.reload(config)
         XCTAssertEqual(queue.commitSync.window, 30, "a reload sets the new window")
         XCTAssertFalse(queue.commitSync.isWaiting, "the reload's stop synced what waited")
-        try queue.enqueue(fix())
+        try queue.recordQueue.enqueue(fix())
         XCTAssertTrue(queue.commitSync.isWaiting)
         daemon.tick()
         XCTAssertTrue(queue.commitSync.isWaiting,
@@ -61,7 +61,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         config.storage.syncSeconds = 2
         daemon.reload(config)
         XCTAssertFalse(queue.commitSync.isWaiting, "the reload's stop synced what waited")
-        try queue.enqueue(fix())
+        try queue.recordQueue.enqueue(fix())
         daemon.tick()
         XCTAssertTrue(queue.commitSync.isWaiting, "2 s window: the fix is not synced at the check")
         let synced = expectation(description: "the deadline syncs the waiting fix")
@@ -75,10 +75,10 @@ final class DaemonCommitSyncTests: XCTestCase {
         poll.start()
         wait(for: [synced], timeout: 25)
 
-        try queue.enqueue(fix())
+        try queue.recordQueue.enqueue(fix())
         XCTAssertTrue(queue.commitSync.isWaiting)
         daemon.stop()
         XCTAssertFalse(queue.commitSync.isWaiting, "a clean stop leaves nothing waiting")
-        XCTAssertEqual(try queue.count(stream: .location, status: .pending), 4)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 4)
     }
 }

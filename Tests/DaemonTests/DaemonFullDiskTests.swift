@@ -25,7 +25,7 @@ final class DaemonFullDiskTests: XCTestCase {
         let queue = try rig.openQueue()
         let reserve = StorageReserve(databasePath: database, size: StorageLimits.defaultReserveBytes)
         try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
-            try reserve.isHeld && queue.records(stream: .location).count >= 1
+            try reserve.isHeld && queue.recordQueue.records(stream: .location).count >= 1
         }
 
         _ = rig.notifySocket.drain()
@@ -33,7 +33,7 @@ final class DaemonFullDiskTests: XCTestCase {
         let filledAt = Date()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full")
         let storedAtFill = try queue.storedPayloadBytes()
-        let before = try StreamName.allCases.flatMap { try queue.records(stream: $0) }
+        let before = try StreamName.allCases.flatMap { try queue.recordQueue.records(stream: $0) }
         let beforeIDs = Set(before.map(\.id))
 
         // The other program holds the disk while capture goes on for a while: new audio
@@ -41,7 +41,7 @@ final class DaemonFullDiskTests: XCTestCase {
         var resumed: [StreamName: Date] = [:]
         try waitUntil("new audio and location records after the disk filled", timeout: 90, interval: 0.1) {
             for stream in [StreamName.microphone, .location] where resumed[stream] == nil {
-                if try queue.records(stream: stream).contains(where: { !beforeIDs.contains($0.id) }) { resumed[stream] = Date() }
+                if try queue.recordQueue.records(stream: stream).contains(where: { !beforeIDs.contains($0.id) }) { resumed[stream] = Date() }
             }
             return resumed.count == 2
         }
@@ -56,7 +56,7 @@ final class DaemonFullDiskTests: XCTestCase {
 
         // Every record from before is there but the oldest audio that new captures
         // replaced, one for one as they arrived; no location or health record went.
-        let now = try StreamName.allCases.flatMap { try queue.records(stream: $0) }
+        let now = try StreamName.allCases.flatMap { try queue.recordQueue.records(stream: $0) }
         let nowIDs = Set(now.map(\.id))
         let gone = before.filter { !nowIDs.contains($0.id) }
         XCTAssertTrue(gone.allSatisfy { $0.stream == .microphone }, "only audio went: \(gone.map(\.stream))")
@@ -130,21 +130,21 @@ final class DaemonFullDiskTests: XCTestCase {
         var opened: AgentDatabase?
         try waitUntil("the database readable again", timeout: 30) {
             opened = try? AgentDatabase(readOnlyPath: database)
-            return (try? opened?.counts()) != nil
+            return (try? opened?.recordQueue.counts()) != nil
         }
         let queue = try XCTUnwrap(opened)
         do {
             try waitUntil("location and audio captured on the disk that was full", timeout: 90, interval: 0.2) {
-                try queue.records(stream: .location).count >= 1
-                    && queue.records(stream: .microphone).contains { !backlog.contains($0.id) }
+                try queue.recordQueue.records(stream: .location).count >= 1
+                    && queue.recordQueue.records(stream: .microphone).contains { !backlog.contains($0.id) }
             }
         } catch {
             XCTFail("the daemon said:\n\(rig.agentLog)")
             throw error
         }
-        let left = Set(try queue.records(stream: .microphone).map(\.id))
+        let left = Set(try queue.recordQueue.records(stream: .microphone).map(\.id))
         let gone = backlog.filter { !left.contains($0) }
-        let newAudio = try queue.records(stream: .microphone).filter { !backlog.contains($0.id) }
+        let newAudio = try queue.recordQueue.records(stream: .microphone).filter { !backlog.contains($0.id) }
         XCTAssertEqual(Array(backlog.prefix(gone.count)), gone, "the oldest went first")
         XCTAssertLessThanOrEqual(gone.count, newAudio.reduce(0) { $0 + $1.payload.count } / 80_000 + 3,
                                  "only as much as the new captures needed")
@@ -166,21 +166,21 @@ final class DaemonFullDiskTests: XCTestCase {
         // A failing assertion must not leave the daemon running on the mount.
         defer { _ = rig.stopAgent() }
         let queue = try rig.openQueue()
-        try waitUntil("a location record", timeout: 60) { try queue.records(stream: .location).count >= 1 }
+        try waitUntil("a location record", timeout: 60) { try queue.recordQueue.records(stream: .location).count >= 1 }
         XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
 
         let config = try String(contentsOfFile: rig.configPath, encoding: .utf8)
         try config.replacingOccurrences(of: "min_free_mb = 4", with: "min_free_mb = 4\nmax_queue_mb = 2")
             .write(toFile: rig.configPath, atomically: true, encoding: .utf8)
-        let locationBefore = try queue.records(stream: .location).count
+        let locationBefore = try queue.recordQueue.records(stream: .location).count
         rig.agent?.signal(SIGHUP)
         try waitUntil("the queue under its new cap", timeout: 60) {
             (try queue.housekeeping.evictedTotals()[.microphone] ?? 0) > 0 && queue.fileBytes() <= 2 * StorageLimits.mebibyte
         }
-        let left = Set(try queue.records(stream: .microphone).map(\.id))
+        let left = Set(try queue.recordQueue.records(stream: .microphone).map(\.id))
         let evicted = backlog.filter { !left.contains($0) }
         XCTAssertEqual(Array(backlog.prefix(evicted.count)), evicted, "the oldest went")
-        XCTAssertGreaterThanOrEqual(try queue.records(stream: .location).count, locationBefore, "location stays")
+        XCTAssertGreaterThanOrEqual(try queue.recordQueue.records(stream: .location).count, locationBefore, "location stays")
         XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
         let status = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["status", "--json"])
         let report = try StatusReport.decode(Data(status.stdout.utf8))
@@ -205,7 +205,7 @@ final class DaemonFullDiskTests: XCTestCase {
         return try (0..<120).map { i in
             let record = NewRecord(stream: .microphone, capturedAt: Date().addingTimeInterval(-86_400 + Double(i) * 30),
                                    payload: payload)
-            try queue.enqueue(record)
+            try queue.recordQueue.enqueue(record)
             return record.id
         }
     }

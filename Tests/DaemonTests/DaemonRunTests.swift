@@ -25,7 +25,7 @@ final class DaemonRunTests: XCTestCase {
 
         // Stop in the middle of the second chunk: 9 s after the first one ended.
         let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
-        let first = try XCTUnwrap(queue.records(stream: .microphone).first)
+        let first = try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first)
         let firstFields = try XCTUnwrap(JSONSerialization.jsonObject(with: first.payload) as? [String: Any])
         let firstEnd = try XCTUnwrap((firstFields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
         let stopAt = firstEnd.addingTimeInterval(9)
@@ -33,7 +33,7 @@ final class DaemonRunTests: XCTestCase {
         let status = rig.stopAgent()
         XCTAssertEqual(status, 0, rig.agentLog)
 
-        let chunks = try AgentDatabase(readOnlyPath: rig.databasePath).records(stream: .microphone)
+        let chunks = try AgentDatabase(readOnlyPath: rig.databasePath).recordQueue.records(stream: .microphone)
         let last = try XCTUnwrap(chunks.last)
         XCTAssertNotEqual(last.id, first.id, "the chunk in progress is written on SIGTERM")
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: last.payload) as? [String: Any])
@@ -47,13 +47,13 @@ final class DaemonRunTests: XCTestCase {
         // Nothing pending is lost: every record is either delivered or still pending.
         let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         for stream in StreamName.allCases {
-            let all = try final.records(stream: stream)
+            let all = try final.recordQueue.records(stream: stream)
             XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")
             let uploadedIDs = Set(all.filter { $0.status == .uploaded }.map { $0.id.uuidString.lowercased() })
             let received = Set(try rig.receiver.storedIDs(stream))
             XCTAssertTrue(uploadedIDs.isSubset(of: received), "\(stream): uploaded means the receiver has it")
         }
-        let health = try final.records(stream: .health).compactMap {
+        let health = try final.recordQueue.records(stream: .health).compactMap {
             (try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["value"] as? Double
         }
         XCTAssertEqual(health, [61, 62, 63, 64, 65])
@@ -63,8 +63,8 @@ final class DaemonRunTests: XCTestCase {
         let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
-        try waitUntil("location records", timeout: 40) { try queue.count(stream: .location, status: .pending)
-            + queue.count(stream: .location, status: .uploaded) >= 1 }
+        try waitUntil("location records", timeout: 40) { try queue.recordQueue.count(stream: .location, status: .pending)
+            + queue.recordQueue.count(stream: .location, status: .uploaded) >= 1 }
 
         rig.gps.killGPSD()
         try waitUntil("the coordinator to store location as unhealthy", timeout: 30) {
@@ -78,8 +78,8 @@ final class DaemonRunTests: XCTestCase {
 
         try rig.gps.startGPSD()
         rig.restartFeed()
-        let countBefore = try queue.records(stream: .location).count
-        try waitUntil("location records again", timeout: 40) { try queue.records(stream: .location).count > countBefore }
+        let countBefore = try queue.recordQueue.records(stream: .location).count
+        try waitUntil("location records again", timeout: 40) { try queue.recordQueue.records(stream: .location).count > countBefore }
         try waitUntil("location healthy again", timeout: 30) {
             try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "healthy"
         }
@@ -104,9 +104,9 @@ final class DaemonRunTests: XCTestCase {
         try rig.startAgent()
         try waitUntil("the restarted daemon to report", timeout: 30) { rig.agentLog.contains("microphone paused") }
         // Stopping the paused stream wrote its chunk in progress; from here on nothing comes.
-        let chunksWhenPaused = try queue.records(stream: .microphone).count
+        let chunksWhenPaused = try queue.recordQueue.records(stream: .microphone).count
         Thread.sleep(forTimeInterval: 8)   // longer than a chunk: a running microphone would write one
-        XCTAssertEqual(try queue.records(stream: .microphone).count, chunksWhenPaused, "no audio while paused")
+        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).count, chunksWhenPaused, "no audio while paused")
         let status = try cli.run(["status", "--json"])
         let report = try StatusReport.decode(Data(status.stdout.utf8))
         XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.health, "paused")
@@ -115,7 +115,7 @@ final class DaemonRunTests: XCTestCase {
         let resume = try cli.run(["resume", "microphone"])
         XCTAssertEqual(resume.status, 0, resume.stderr)
         try waitUntil("audio again after resume", timeout: 40) {
-            try queue.records(stream: .microphone).count > chunksWhenPaused
+            try queue.recordQueue.records(stream: .microphone).count > chunksWhenPaused
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }

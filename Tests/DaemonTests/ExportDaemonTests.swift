@@ -23,13 +23,13 @@ final class ExportDaemonTests: XCTestCase {
         let queue = try rig.openQueue()
         try rig.appendHeartRates(Array(60..<90), at: Date().addingTimeInterval(-120))
         try waitUntil("fixes, audio and health samples", timeout: 60) {
-            try queue.records(stream: .location).count >= 6 && queue.records(stream: .microphone).count >= 3
-                && queue.records(stream: .health).count >= 30
+            try queue.recordQueue.records(stream: .location).count >= 6 && queue.recordQueue.records(stream: .microphone).count >= 3
+                && queue.recordQueue.records(stream: .health).count >= 30
         }
         let cut = Date().addingTimeInterval(-1)
         let until = RFC3339.string(from: cut)
         func expected(_ stream: StreamName) throws -> [QueuedRecord] {
-            try queue.records(stream: stream).filter { $0.capturedAt < cut && $0.status != .failed }
+            try queue.recordQueue.records(stream: stream).filter { $0.capturedAt < cut && $0.status != .failed }
                 .sorted { ($0.capturedAt, $0.seq) < ($1.capturedAt, $1.seq) }
         }
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)

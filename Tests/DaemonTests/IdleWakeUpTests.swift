@@ -46,7 +46,7 @@ final class IdleWakeUpTests: XCTestCase {
         try assertSleeps(pid: pid, rig: rig, "an idle daemon after a reload")
 
         let queue = try rig.openQueue()
-        XCTAssertEqual(try queue.records(stream: .health).count, 1, "the daemon read and committed the sample")
+        XCTAssertEqual(try queue.recordQueue.records(stream: .health).count, 1, "the daemon read and committed the sample")
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 

@@ -18,7 +18,7 @@ final class KillStormTests: XCTestCase {
     }
 
     func chunks(in queue: AgentDatabase) throws -> [Chunk] {
-        try queue.records(stream: .microphone).map { record in
+        try queue.recordQueue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(id: record.id,
                          start: try XCTUnwrap((fields["timestamp_start"] as? String).flatMap(RFC3339.date(from:))),
@@ -76,7 +76,7 @@ final class KillStormTests: XCTestCase {
         XCTAssertEqual(try queue.integrityCheck(), "ok")
 
         // Health: every line fed, exactly once.
-        let health = try queue.records(stream: .health).compactMap { record -> String? in
+        let health = try queue.recordQueue.records(stream: .health).compactMap { record -> String? in
             (try JSONSerialization.jsonObject(with: record.payload) as? [String: Any])?["timestamp"] as? String
         }
         XCTAssertEqual(health.count, healthFed, "every health sample fed is in the queue once")
@@ -88,7 +88,7 @@ final class KillStormTests: XCTestCase {
         let drive = NMEADrive.synthetic(epochs: 600, start: Date())
         var fixTimes: [Date] = []
         var driveStart: Set<Double> = []
-        for record in try queue.records(stream: .location) {
+        for record in try queue.recordQueue.records(stream: .location) {
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             let time = try XCTUnwrap((fields["timestamp"] as? String).flatMap(RFC3339.date(from:)))
             let latitude = try XCTUnwrap(fields["latitude"] as? Double), longitude = try XCTUnwrap(fields["longitude"] as? Double)
@@ -108,7 +108,7 @@ final class KillStormTests: XCTestCase {
 
         // Uploads ran and what is marked uploaded is at the receiver.
         for stream in StreamName.allCases {
-            let all = try queue.records(stream: stream)
+            let all = try queue.recordQueue.records(stream: stream)
             XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")
             let uploaded = Set(all.filter { $0.status == .uploaded }.map { $0.id.uuidString.lowercased() })
             XCTAssertTrue(uploaded.isSubset(of: Set(try rig.receiver.storedIDs(stream))), "\(stream)")

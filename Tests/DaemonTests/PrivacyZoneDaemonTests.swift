@@ -47,7 +47,7 @@ final class PrivacyZoneDaemonTests: XCTestCase {
             drive.firstIndex { abs($0.latitude - latitude) < 1e-7 && abs($0.longitude - longitude) < 1e-7 }
         }
         func fields() throws -> [[String: Any]] {
-            try queue.records(stream: .location).compactMap {
+            try queue.recordQueue.records(stream: .location).compactMap {
                 try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any]
             }
         }

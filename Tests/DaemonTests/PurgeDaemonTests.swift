@@ -12,30 +12,30 @@ final class PurgeDaemonTests: XCTestCase {
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         try waitUntil("audio and fixes in the queue", timeout: 60) {
-            try queue.records(stream: .microphone).count >= 3 && queue.records(stream: .location).count >= 5
+            try queue.recordQueue.records(stream: .microphone).count >= 3 && queue.recordQueue.records(stream: .location).count >= 5
         }
 
         // Without a terminal and without --yes nothing goes.
         let refused = try cli.run(["purge", "microphone"])
         XCTAssertEqual(refused.status, 1, refused.stdout + refused.stderr)
         XCTAssertTrue(refused.stderr.contains("add --yes"), refused.stderr)
-        XCTAssertFalse(try queue.records(stream: .microphone).isEmpty)
+        XCTAssertFalse(try queue.recordQueue.records(stream: .microphone).isEmpty)
 
         // Everything captured up to a moment ago, while the daemon goes on capturing and uploading.
         let cut = Date().addingTimeInterval(-1)
         let cutText = RFC3339.string(from: cut)
-        let expected = try queue.records(stream: .microphone).filter { $0.capturedAt < cut }.count
-        let expectedFixes = try queue.records(stream: .location).filter { $0.capturedAt < cut }.count
+        let expected = try queue.recordQueue.records(stream: .microphone).filter { $0.capturedAt < cut }.count
+        let expectedFixes = try queue.recordQueue.records(stream: .location).filter { $0.capturedAt < cut }.count
         let purge = try cli.run(["purge", "microphone", "--before", cutText, "--yes"])
         XCTAssertEqual(purge.status, 0, purge.stderr)
         XCTAssertTrue(purge.stdout.hasPrefix("deleted \(expected) microphone records captured before"), purge.stdout)
         let purgeFixes = try cli.run(["purge", "location", "--before", cutText, "--yes"])
         XCTAssertTrue(purgeFixes.stdout.hasPrefix("deleted \(expectedFixes) location records"), purgeFixes.stdout)
 
-        XCTAssertTrue(try queue.records(stream: .microphone).allSatisfy { $0.capturedAt >= cut })
-        XCTAssertTrue(try queue.records(stream: .location).allSatisfy { $0.capturedAt >= cut })
-        let chunks = try queue.records(stream: .microphone).count
-        try waitUntil("the daemon to capture on", timeout: 30) { try queue.records(stream: .microphone).count > chunks }
+        XCTAssertTrue(try queue.recordQueue.records(stream: .microphone).allSatisfy { $0.capturedAt >= cut })
+        XCTAssertTrue(try queue.recordQueue.records(stream: .location).allSatisfy { $0.capturedAt >= cut })
+        let chunks = try queue.recordQueue.records(stream: .microphone).count
+        try waitUntil("the daemon to capture on", timeout: 30) { try queue.recordQueue.records(stream: .microphone).count > chunks }
         XCTAssertEqual(try queue.integrityCheck(), "ok")
 
         let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))

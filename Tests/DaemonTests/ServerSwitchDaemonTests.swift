@@ -31,7 +31,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
 
         func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
-            return Uploader(server: config.server, upload: config.upload, store: queue, clock: scheduler,
+            return Uploader(server: config.server, upload: config.upload, store: queue.recordQueue, clock: scheduler,
                             logger: logger, random: { 0 }, scheduler: scheduler)
         }
     }
@@ -172,7 +172,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
         daemon.start()
         rig.scheduler.advance(by: 1)
         XCTAssertEqual(try receiver.verifyCalls().count, 1)
-        try rig.queue.enqueue(rig.fix())
+        try rig.queue.recordQueue.enqueue(rig.fix())
         try waitForUpload(rig, within: 600)
         XCTAssertEqual(try receiver.stats().statuses["503"], 2, "two failed uploads first")
         rig.scheduler.advance(by: 1)
@@ -181,9 +181,9 @@ final class ServerSwitchDaemonTests: XCTestCase {
     }
 
     private func waitForUpload(_ rig: Rig, within seconds: Int) throws {
-        for _ in 0..<seconds where try rig.queue.count(stream: .location, status: .pending) > 0 {
+        for _ in 0..<seconds where try rig.queue.recordQueue.count(stream: .location, status: .pending) > 0 {
             rig.scheduler.advance(by: 1)
         }
-        XCTAssertEqual(try rig.queue.count(stream: .location, status: .pending), 0)
+        XCTAssertEqual(try rig.queue.recordQueue.count(stream: .location, status: .pending), 0)
     }
 }

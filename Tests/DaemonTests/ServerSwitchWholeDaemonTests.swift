@@ -15,7 +15,7 @@ final class ServerSwitchWholeDaemonTests: XCTestCase {
         try rig.startAgent()
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
-        func fixes() throws -> Int { try queue.records(stream: .location).count }
+        func fixes() throws -> Int { try queue.recordQueue.records(stream: .location).count }
         func verifies() throws -> Int { try rig.receiver.verifyCalls().count }
         try waitUntil("location records", timeout: 30) { try fixes() > 0 }
         XCTAssertEqual(try rig.receiver.verifyCalls(), [200], "asked at start")

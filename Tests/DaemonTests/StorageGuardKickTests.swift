@@ -19,10 +19,10 @@ final class StorageGuardKickTests: XCTestCase {
                                         clock: scheduler, logger: Logger(label: "test"))
         let kick = StorageGuardKick(storageGuard, scheduler: scheduler)
         func addUploaded(_ count: Int) throws {
-            try queue.enqueue((0..<count).map { _ in TestRecords.sized(.location, bytes: 1_000, at: scheduler.now()) }, anchor: nil)
-            try queue.markUploaded(queue.records(stream: .location, status: .pending).map(\.seq))
+            try queue.recordQueue.enqueue((0..<count).map { _ in TestRecords.sized(.location, bytes: 1_000, at: scheduler.now()) }, anchor: nil)
+            try queue.recordQueue.markUploaded(queue.recordQueue.records(stream: .location, status: .pending).map(\.seq))
         }
-        func uploaded() throws -> Int { try queue.count(stream: .location, status: .uploaded) }
+        func uploaded() throws -> Int { try queue.recordQueue.count(stream: .location, status: .uploaded) }
 
         try addUploaded(3)
         kick.request()

@@ -56,7 +56,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
 
         func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
-            return Uploader(server: config.server, upload: config.upload, store: queue, clock: scheduler,
+            return Uploader(server: config.server, upload: config.upload, store: queue.recordQueue, clock: scheduler,
                             logger: logger, scheduler: scheduler)
         }
     }
@@ -162,7 +162,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         // Checks at 5 s, then every 30 s. A fix at 34 s waits 1 s by the check at 35 s,
         // which arms a deadline for 36 s, well before the next check at 65 s.
         rig.scheduler.advance(by: 34)
-        try rig.queue.enqueue(rig.fix())
+        try rig.queue.recordQueue.enqueue(rig.fix())
         XCTAssertTrue(rig.queue.commitSync.isWaiting)
         rig.scheduler.advance(by: 1.0)
         XCTAssertTrue(rig.queue.commitSync.isWaiting, "2 s window: the check leaves a fix 1 s old to its deadline")
@@ -179,16 +179,16 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertEqual(rig.queue.commitSync.window, 45)
         // The reload restarted the checks: at 5 s, 35 s, 65 s from now.
         rig.scheduler.advance(by: 6)
-        try rig.queue.enqueue(rig.fix())
+        try rig.queue.recordQueue.enqueue(rig.fix())
         rig.scheduler.advance(by: 44.9)
         XCTAssertTrue(rig.queue.commitSync.isWaiting, "not synced before the end of its 45 s window")
         rig.scheduler.advance(by: 0.2)
         XCTAssertFalse(rig.queue.commitSync.isWaiting, "synced at the end of its 45 s window, between checks")
 
-        try rig.queue.enqueue(rig.fix())
+        try rig.queue.recordQueue.enqueue(rig.fix())
         daemon.stop()
         XCTAssertFalse(rig.queue.commitSync.isWaiting, "a clean stop leaves nothing waiting")
-        XCTAssertEqual(try rig.queue.count(stream: .location, status: .pending), 3)
+        XCTAssertEqual(try rig.queue.recordQueue.count(stream: .location, status: .pending), 3)
     }
 
     // MARK: The power policy
@@ -216,8 +216,8 @@ final class VirtualTimeDaemonTests: XCTestCase {
         func power() throws -> StoredPowerState? {
             try queue.agentState.value(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
         }
-        func pending() throws -> Int { try queue.count(stream: .location, status: .pending) }
-        func uploaded() throws -> Int { try queue.count(stream: .location, status: .uploaded) }
+        func pending() throws -> Int { try queue.recordQueue.count(stream: .location, status: .pending) }
+        func uploaded() throws -> Int { try queue.recordQueue.count(stream: .location, status: .uploaded) }
 
         // Checks every second, uploads every 5 s on mains.
         let daemon = rig.daemon(uploads: true, tickInterval: 1)
@@ -226,7 +226,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertEqual(try power()?.source, "mains")
         XCTAssertEqual(try power()?.effects, [])
         XCTAssertTrue(rig.counts.running(.microphone))
-        try queue.enqueue(rig.fix())
+        try queue.recordQueue.enqueue(rig.fix())
         scheduler.advance(by: 5)
         XCTAssertEqual(try pending(), 0, "uploaded within the 5 s interval on mains")
 
@@ -236,7 +236,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertEqual(try power()?.source, "battery")
         XCTAssertEqual(try power()?.batteryPercent, 70)
         XCTAssertEqual(try power()?.effects, ["uploads every 30 s instead of 5 s (on battery)"])
-        try queue.enqueue(rig.fix())
+        try queue.recordQueue.enqueue(rig.fix())
         scheduler.advance(by: 28)
         XCTAssertEqual(try pending(), 1, "no upload 28 s into a 30 s interval")
         scheduler.advance(by: 2.5)
@@ -247,7 +247,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         scheduler.advance(by: 1)
         XCTAssertFalse(rig.counts.running(.microphone), "the microphone paused for the battery")
         XCTAssertEqual(try power()?.effects, ["microphone paused (battery 10 %, below 20 %)", "uploads wait for mains (battery 10 %, below 20 %)"])
-        try queue.enqueue(rig.fix())
+        try queue.recordQueue.enqueue(rig.fix())
         let requests = try receiver.stats().requests
         let micStarts = rig.counts.starts(.microphone)
         scheduler.advance(by: 120)

@@ -32,7 +32,7 @@ struct CrashWriter: ParsableCommand {
         while true {
             let record = NewRecord(stream: i % 3 == 0 ? .microphone : .location, capturedAt: Date(),
                                    payload: Data("{\"i\":\(i),\"pad\":\"\(String(repeating: "p", count: i % 3 == 0 ? 20_000 : 200))\"}".utf8))
-            try queue.enqueue(record)
+            try queue.recordQueue.enqueue(record)
             // Unbuffered write: once it returns the line is the kernel's, whatever kills us next.
             let line = Array("\(record.id.uuidString)\n".utf8)
             _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }

@@ -16,10 +16,10 @@ public final class RefusingQueue: RecordSink, Sendable {
 
     public func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
         if refusing.withLock({ $0 }) { throw QueueError.storageFull(path: queue.path) }
-        try queue.enqueue(records, anchor: anchor)
+        try queue.recordQueue.enqueue(records, anchor: anchor)
     }
 
     /// A health source's stored anchor (`HealthRecordQueue`, which the capture tests
     /// declare it to be).
-    public func anchor(for source: String) throws -> SourceAnchor? { try queue.anchor(for: source) }
+    public func anchor(for source: String) throws -> SourceAnchor? { try queue.recordQueue.anchor(for: source) }
 }

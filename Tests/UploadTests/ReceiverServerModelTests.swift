@@ -22,12 +22,12 @@ final class ReceiverServerModelTests: XCTestCase {
 
     func testLenientByDefaultStrictOnRequest() throws {
         let lenient = try UploadFixture(receiverArguments: [], strictReceiver: false)
-        try lenient.queue.enqueue([try unusualHealth()], anchor: nil)
+        try lenient.queue.recordQueue.enqueue([try unusualHealth()], anchor: nil)
         XCTAssertTrue(lenient.makeUploader().syncNow().drainedAll)
         XCTAssertEqual(try lenient.receiver.stats().stored(.health), 1, "the servers take it")
 
         let strict = try UploadFixture()
-        try strict.queue.enqueue([try unusualHealth()], anchor: nil)
+        try strict.queue.recordQueue.enqueue([try unusualHealth()], anchor: nil)
         strict.makeUploader().syncNow()
         XCTAssertEqual(try strict.receiver.stats().stored(.health), 0, "the contract refuses it")
     }
@@ -41,7 +41,7 @@ final class ReceiverServerModelTests: XCTestCase {
                                              "audio_data": TestRecords.fakeOgg(bytes: 100).base64EncodedString()]
         var withDuration = chunk
         withDuration["duration_seconds"] = 30.0
-        try f.queue.enqueue([try NewRecord(stream: .microphone, capturedAt: t, fields: chunk),
+        try f.queue.recordQueue.enqueue([try NewRecord(stream: .microphone, capturedAt: t, fields: chunk),
                              try NewRecord(stream: .microphone, capturedAt: t, fields: withDuration)], anchor: nil)
         let samples: [[String: any Sendable]] = [
             // Both shapes: read by both.
@@ -60,7 +60,7 @@ final class ReceiverServerModelTests: XCTestCase {
             // Read by no transform: archived only, out of both counts.
             ["metric_type": "active_energy", "value": 12.5],
         ]
-        try f.queue.enqueue(try samples.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
+        try f.queue.recordQueue.enqueue(try samples.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
         XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
 
         let report = try f.receiver.readable()

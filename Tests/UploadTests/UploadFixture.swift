@@ -40,7 +40,7 @@ final class UploadFixture {
     func makeUploader(clock: (any WallClock)? = nil) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, store: queue, clock: clock ?? self.clock,
+        return Uploader(server: server, upload: upload, store: queue.recordQueue, clock: clock ?? self.clock,
                         logger: logger, policy: policy)
     }
 
@@ -48,7 +48,7 @@ final class UploadFixture {
     func makeUploader(scheduler: VirtualScheduler) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, store: queue, clock: scheduler, logger: logger, policy: policy,
+        return Uploader(server: server, upload: upload, store: queue.recordQueue, clock: scheduler, logger: logger, policy: policy,
                         random: { 0 }, scheduler: scheduler)
     }
 
@@ -60,7 +60,7 @@ final class UploadFixture {
         let records = try (0..<count).map { index in
             try TestRecords.realistic(stream, at: Date().addingTimeInterval(-Double(count - index)), audioBytes: audioBytes)
         }
-        try queue.enqueue(records, anchor: nil)
+        try queue.recordQueue.enqueue(records, anchor: nil)
         return records.map { $0.id.uuidString.lowercased() }
     }
 
@@ -73,10 +73,10 @@ final class UploadFixture {
     // MARK: Reading back
 
     func ids(_ stream: StreamName, status: RecordStatus) throws -> Set<String> {
-        Set(try queue.records(stream: stream, status: status).map { $0.id.uuidString.lowercased() })
+        Set(try queue.recordQueue.records(stream: stream, status: status).map { $0.id.uuidString.lowercased() })
     }
 
     func allRecords() throws -> [QueuedRecord] {
-        try StreamName.allCases.flatMap { try queue.records(stream: $0) }
+        try StreamName.allCases.flatMap { try queue.recordQueue.records(stream: $0) }
     }
 }

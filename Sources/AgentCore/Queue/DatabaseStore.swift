@@ -3,10 +3,10 @@ import GRDB
 import Logging
 import Platform
 
-/// A focused store over `AgentDatabase` (`Housekeeping`, `AgentStateStore`): it holds
-/// nothing but the database, and its reads and writes take turns with every other on the
-/// database's one connection; a full disk is reported as the database's own writes report
-/// it (E004).
+/// A focused store over `AgentDatabase` (`RecordQueue`, `Housekeeping`, `AgentStateStore`):
+/// it holds nothing but the database, and its reads and writes take turns with every other
+/// on the database's one connection; a full disk is reported as the database's own writes
+/// report it (E004).
 protocol DatabaseStore: Sendable {
     var database: AgentDatabase { get }
 }

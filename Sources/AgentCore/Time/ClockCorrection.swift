@@ -84,7 +84,7 @@ public final class ClockCorrection: Sendable {
         let now = clock.now()
         let sample = boot.flatMap { keepEvidence(boot: $0, now: now) }
         do {
-            let held = try queue.heldCounts(currentBootID: boot?.bootID)
+            let held = try queue.recordQueue.heldCounts(currentBootID: boot?.bootID)
             guard held.total > 0 else { return outcome }
             let distrust = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now)
             if let why = distrust {
@@ -114,7 +114,7 @@ public final class ClockCorrection: Sendable {
             if distrust == nil, trustSystemClock, held.earlierBoots > 0 {
                 try releaseEarlierBoots(than: boot?.bootID ?? ProvisionalTime.unknownBoot, now: now, into: &outcome)
             }
-            outcome.stillHeld = try queue.heldCounts(currentBootID: boot?.bootID)
+            outcome.stillHeld = try queue.recordQueue.heldCounts(currentBootID: boot?.bootID)
         } catch {
             logger.error("cannot correct held records: \(error); they stay held and are tried again at the next liveness check")
             return outcome
@@ -152,7 +152,7 @@ public final class ClockCorrection: Sendable {
         let now = Date(timeIntervalSince1970: nowSeconds)
         var after: Int64 = 0
         while true {
-            let batch = try queue.heldRecords(bootID: bootID, afterSeq: after, limit: Self.batchSize)
+            let batch = try queue.recordQueue.heldRecords(bootID: bootID, afterSeq: after, limit: Self.batchSize)
             guard let last = batch.last else { return }
             after = last.seq
             var released: [ReleasedRecord] = []
@@ -170,7 +170,7 @@ public final class ClockCorrection: Sendable {
                 let shift = Double(shiftMs) / 1000
                 outcome.shiftRange = outcome.shiftRange.map { min($0.lowerBound, shift)...max($0.upperBound, shift) } ?? shift...shift
             }
-            try queue.release(released)
+            try queue.recordQueue.release(released)
             outcome.corrected += released.count
         }
     }
@@ -178,11 +178,11 @@ public final class ClockCorrection: Sendable {
     private func releaseEarlierBoots(than bootID: String, now: Date, into outcome: inout Outcome) throws {
         var after: Int64 = 0
         while true {
-            let batch = try queue.heldRecords(bootID: bootID, otherThan: true, afterSeq: after, limit: Self.batchSize)
+            let batch = try queue.recordQueue.heldRecords(bootID: bootID, otherThan: true, afterSeq: after, limit: Self.batchSize)
             guard let last = batch.last else { return }
             after = last.seq
             let plausible = batch.filter { CaptureTimeRule.isAcceptable($0.capturedAt, now: now) }
-            try queue.release(plausible.map { ReleasedRecord(seq: $0.seq, capturedAt: $0.capturedAt, payload: $0.payload) })
+            try queue.recordQueue.release(plausible.map { ReleasedRecord(seq: $0.seq, capturedAt: $0.capturedAt, payload: $0.payload) })
             outcome.releasedAsIs += plausible.count
         }
     }

@@ -17,7 +17,7 @@ public final class HealthStream: CaptureStream, Sendable {
 
     public convenience init(config: HealthConfig, queue: AgentDatabase, clock: any WallClock = SystemClock(),
                             clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
-        self.init(config: config, queue: queue as any HealthRecordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
+        self.init(config: config, queue: queue.recordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
     }
 
     /// - Parameter clockTrust: whether the wall clock can be believed; samples dated from

@@ -27,7 +27,7 @@ public struct AudioExport {
         }
         var written = Written()
         var used = Set<String>()
-        try queue.forEachRecord(stream: .microphone, since: since, until: until) { record in
+        try queue.recordQueue.forEachRecord(stream: .microphone, since: since, until: until) { record in
             guard let fields = ExportPayload.object(record.payload),
                   let base64 = fields["audio_data"] as? String,
                   let audio = Data(base64Encoded: base64) else {

@@ -19,7 +19,7 @@ public struct HealthExport {
         var count = 0
         switch format {
         case .jsonl:
-            try queue.forEachRecord(stream: .health, since: since, until: until) { record in
+            try queue.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
                 try out.write(record.payload)
                 try out.write("\n")
                 count += 1
@@ -28,12 +28,12 @@ public struct HealthExport {
             // Two passes: the columns must be known before
             // the first row, and health is small (a day is a few thousand samples).
             var keys = Set<String>()
-            try queue.forEachRecord(stream: .health, since: since, until: until) { record in
+            try queue.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
                 if let fields = ExportPayload.object(record.payload) { keys.formUnion(fields.keys) }
             }
             let columns = Self.leadingColumns.filter(keys.contains) + keys.subtracting(Self.leadingColumns).sorted()
             try out.write(columns.map(Self.csvField).joined(separator: ",") + "\r\n")
-            try queue.forEachRecord(stream: .health, since: since, until: until) { record in
+            try queue.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
                 let fields = ExportPayload.object(record.payload) ?? [:]
                 try out.write(columns.map { Self.csvField(Self.text(fields[$0])) }.joined(separator: ",") + "\r\n")
                 count += 1

@@ -22,7 +22,7 @@ public struct LocationExport {
     public func write(from queue: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
         var count = 0
         try header(out)
-        try queue.forEachRecord(stream: .location, since: since, until: until) { record in
+        try queue.recordQueue.forEachRecord(stream: .location, since: since, until: until) { record in
             guard let fix = ExportPayload.object(record.payload),
                   let latitude = ExportPayload.number(fix["latitude"]),
                   let longitude = ExportPayload.number(fix["longitude"]) else { return }

@@ -52,9 +52,9 @@ public struct StatusReader: Sendable {
         report.database.reserveBytes = StorageReserve(databasePath: queue.path, size: limits.reserveBytes).heldBytes
         do {
             let evicted = try queue.housekeeping.evictedTotals()
-            let counts = try queue.counts()
+            let counts = try queue.recordQueue.counts()
             let health = Dictionary(try queue.agentState.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
-            let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
+            let stats = Dictionary(try queue.recordQueue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
             let switches = PauseSwitches(queue: queue)
             let paused = try switches.pausedStreams(at: now)
             let server = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)
@@ -110,8 +110,8 @@ public struct StatusReader: Sendable {
                 } else if s.paused {
                     s.health = "paused"
                 }
-                s.oldestPendingAgeSeconds = try queue.oldestPendingAge(stream: name)
-                s.lastCapturedAt = try queue.lastCapture(stream: name)
+                s.oldestPendingAgeSeconds = try queue.recordQueue.oldestPendingAge(stream: name)
+                s.lastCapturedAt = try queue.recordQueue.lastCapture(stream: name)
                 if let st = stats[name] {
                     s.lastUploadAttemptAt = st.lastAttemptAt
                     s.lastUploadSuccessAt = st.lastSuccessAt
@@ -138,7 +138,7 @@ public struct StatusReader: Sendable {
             if config.server.gzip {
                 report.uploader.uncompressedSince = try queue.agentState.value(AgentStateKey.uploadPlainBodiesSince).flatMap(RFC3339.date(from:))
             }
-            report.uploader.errors = try queue.uploadErrorTotals().sorted { $0.key < $1.key }
+            report.uploader.errors = try queue.recordQueue.uploadErrorTotals().sorted { $0.key < $1.key }
                 .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
             // The daemon's power decision, while it runs (a stopped daemon changes nothing).
             if report.daemon.running, let text = try queue.agentState.value(AgentStateKey.powerState),
@@ -167,7 +167,7 @@ public struct StatusReader: Sendable {
     private func clockStatus(queue: AgentDatabase?, config: AgentConfig, now: Date) -> StatusReport.Clock {
         let sync = ClockSync.live()
         let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
-        let held = (try? queue?.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
+        let held = (try? queue?.recordQueue.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
         let evidence = BootClock.bootID.flatMap { boot in try? queue?.agentState.storedTimeEvidence(bootID: boot) }
         return StatusReport.Clock(synchronised: sync.unsynchronisedReason() == nil,
                                   trustSystemClock: config.daemon.trustSystemClock,

@@ -46,7 +46,7 @@ final class ChunkWriterTests: XCTestCase {
         XCTAssertEqual(writer.current().waiting, 0)
         XCTAssertEqual(writer.current().written, 2)
         XCTAssertEqual(synced.withLock { $0 }.count, 2, "a chunk the queue takes is synced by the queue")
-        XCTAssertEqual(try queue.records(stream: .microphone).count, 2)
+        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).count, 2)
         for path in paths {
             var info = stat()
             XCTAssertEqual(stat(path, &info), 0)

@@ -24,7 +24,7 @@ final class MicrophoneStreamTests: XCTestCase {
     }
 
     func chunks(in queue: AgentDatabase) throws -> [Chunk] {
-        try queue.records(stream: .microphone).map { record in
+        try queue.recordQueue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(start: try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? "")),
                          end: try XCTUnwrap(RFC3339.date(from: fields["timestamp_end"] as? String ?? "")),
@@ -53,7 +53,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func makeStream(rig: ALSARig, queue: AgentDatabase, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = rig.device
-        return MicrophoneStream(config: config, sink: queue, clock: clock, logger: logger, captureFactory: factory,
+        return MicrophoneStream(config: config, sink: queue.recordQueue, clock: clock, logger: logger, captureFactory: factory,
                          retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
     }
 
@@ -133,7 +133,7 @@ final class MicrophoneStreamTests: XCTestCase {
         try waitUntil("40 s read and the first chunk written", timeout: 60) {
             progress.frames == 40 * rate && stream.stats().chunksWritten == 1
         }
-        XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 1)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 1)
 
         stream.stop() // what the daemon does on SIGTERM
         let chunks = try chunks(in: queue)
@@ -191,8 +191,8 @@ final class MicrophoneStreamTests: XCTestCase {
         XCTAssertEqual(stream.stats().deviceOpens, 1, "capture does not wait for the clock")
         let held = try XCTUnwrap(try chunks(in: queue).first)
         XCTAssertLessThan(held.start, CaptureTimeRule.earliest, "provisional time from the 1970 clock")
-        XCTAssertEqual(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).count, 0, "held: not for upload")
-        XCTAssertEqual(try queue.heldCounts(currentBootID: BootClock.bootID).thisBoot, 1)
+        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).count, 0, "held: not for upload")
+        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: BootClock.bootID).thisBoot, 1)
 
         clock.set(t0) // NTP answered
         let syncFile = directory.file("clock-sync")
@@ -203,7 +203,7 @@ final class MicrophoneStreamTests: XCTestCase {
             .pass(trustSystemClock: false)
         let bootAfter = try XCTUnwrap(BootClock.now())
         XCTAssertEqual(outcome.corrected, 1)
-        let released = try XCTUnwrap(try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let released = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: released.payload) as? [String: Any])
         let start = try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? ""))
         let end = try XCTUnwrap(RFC3339.date(from: fields["timestamp_end"] as? String ?? ""))
@@ -291,7 +291,7 @@ extension MicrophoneStreamTests {
             progress.frames == 35 * rate && stream.liveness().code == .storageFull
         }
         XCTAssertEqual(stream.stats().chunksWaiting, 1)
-        XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
+        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 0)
 
         sink.setRefusing(false) // space was freed
         stream.stop()
@@ -312,7 +312,7 @@ extension MicrophoneStreamTests {
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
-        let stream = MicrophoneStream(config: config, sink: queue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, sink: queue.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: 2)
         stream.start()

@@ -110,7 +110,7 @@ final class HealthClockTests: XCTestCase {
             }
             stream.stop()
             let values = try bed.payloads().compactMap { $0["value"] as? Int }.sorted()
-            let held = try bed.queue.heldCounts(currentBootID: BootClock.bootID).thisBoot
+            let held = try bed.queue.recordQueue.heldCounts(currentBootID: BootClock.bootID).thisBoot
             return (values, stream.counters()[StreamCounter.refusedSamples] ?? -1, held)
         }
 

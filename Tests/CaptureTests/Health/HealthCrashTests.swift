@@ -35,7 +35,7 @@ final class HealthCrashTests: XCTestCase {
         let values = try bed.values()
         XCTAssertEqual(values.count, total, "no duplicates")
         XCTAssertEqual(values, (0..<total).map(Double.init), "no gaps, in order")
-        let anchor = try XCTUnwrap(bed.queue.anchor(for: "file:" + path))
+        let anchor = try XCTUnwrap(bed.queue.recordQueue.anchor(for: "file:" + path))
         XCTAssertEqual(anchor.offset, FileIdentity.of(path: path)?.size)
         XCTAssertEqual(anchor.line, Int64(total))
     }

@@ -43,7 +43,7 @@ final class HealthTestBed {
 
     /// The records' JSON objects in queue order.
     func payloads() throws -> [[String: Any]] {
-        try queue.records(stream: .health).map {
+        try queue.recordQueue.records(stream: .health).map {
             try XCTUnwrap(JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])
         }
     }
@@ -53,7 +53,7 @@ final class HealthTestBed {
         try payloads().map { ($0["value"] as? NSNumber)?.doubleValue ?? .nan }
     }
 
-    func count() throws -> Int { try queue.count(stream: .health, status: .pending) }
+    func count() throws -> Int { try queue.recordQueue.count(stream: .health, status: .pending) }
 
     func waitForCount(_ n: Int, timeout: TimeInterval = 30) throws {
         try waitUntil("\(n) health records in the queue", timeout: timeout) { try count() >= n }

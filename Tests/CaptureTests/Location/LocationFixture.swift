@@ -24,14 +24,14 @@ final class LocationFixture {
         let store = log
         var logger = Logger(label: "ariata.location") { _ in RecordingLogHandler(store: store) }
         logger.logLevel = .debug
-        stream = LocationStream(config: config, sink: queue, logger: logger, tuning: tuning)
+        stream = LocationStream(config: config, sink: queue.recordQueue, logger: logger, tuning: tuning)
     }
 
     deinit { stream.stop() }
 
     /// The location records in the queue, oldest first, as the JSON objects that will be sent.
     func records() throws -> [[String: Any]] {
-        try queue.records(stream: .location).map { record in
+        try queue.recordQueue.records(stream: .location).map { record in
             guard let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any] else {
                 throw RigFailure("a location payload is not a JSON object: \(String(decoding: record.payload, as: UTF8.self))")
             }

@@ -65,7 +65,7 @@ public final class StorageGuard: CaptureRoom {
         self.sliceBytes = max(1, sliceBytes)
         self.clock = clock
         self.logger = logger
-        queue.makeRoom(through: self)
+        queue.recordQueue.makeRoom(through: self)
     }
 
     /// A new configuration (SIGHUP): the floor and the cap apply from the next pass.
@@ -176,7 +176,7 @@ public final class StorageGuard: CaptureRoom {
         storedBreachUnchecked.store(false, ordering: .relaxed)
         let started = FloorBreach(since: clock.now(), ceiling: stored)
         breach.withLock { $0 = started }
-        let pending = (try? queue.counts())?.filter { $0.status == .pending }.reduce(0) { $0 + $1.records } ?? 0
+        let pending = (try? queue.recordQueue.counts())?.filter { $0.status == .pending }.reduce(0) { $0 + $1.records } ?? 0
         let cap = currentLimits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
         let message = "free disk \(mb(free ?? 0)) is below the floor \(mb(floor)) while the queue takes \(mb(queue.fileBytes())) "
             + "(cap \(mb(cap))): the disk was filled by something else. The backlog is kept (\(pending) pending records); "

@@ -18,7 +18,7 @@ public protocol HealthRecordQueue: RecordSink {
     func anchor(for source: String) throws -> SourceAnchor?
 }
 
-extension AgentDatabase: HealthRecordQueue {}
+extension RecordQueue: HealthRecordQueue {}
 
 /// What `status` shows of a source: its health and its counters since the agent started.
 public struct HealthSourceStatus: Sendable, Equatable {

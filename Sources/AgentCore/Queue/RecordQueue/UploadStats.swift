@@ -14,7 +14,7 @@ public struct UploadStats: Sendable, Equatable {
 
 /// The `upload_stats` table (each stream's last attempt, last success and totals) and the
 /// failed attempts by error code kept beside it in `agent_state`, for `status` and the metrics.
-extension AgentDatabase {
+extension RecordQueue {
     /// Records the outcome of one upload attempt of `stream`.
     public func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
                                    records: Int, bytes: Int) throws {
@@ -33,7 +33,7 @@ extension AgentDatabase {
     public func markDelivered(_ seqs: [Int64], stream: StreamName, result: String, bytes: Int) throws {
         let now = clock.now().timeIntervalSince1970
         try writing {
-            try fsyncedWrite { db in
+            try database.fsyncedWrite { db in
                 try Self.execute(Self.setUploadedSQL, for: seqs, in: db) { [now, now, $0] }
                 try Self.writeUploadResult(stream: stream, success: true, result: result, code: nil,
                                            records: seqs.count, bytes: bytes, at: now, in: db)
@@ -49,7 +49,7 @@ extension AgentDatabase {
         let now = clock.now().timeIntervalSince1970
         try writing {
             try connection.writeWithoutTransaction { db in
-                try Self.withoutFsync(db) {
+                try AgentDatabase.withoutFsync(db) {
                     try db.inTransaction {
                         try db.execute(sql: """
                             INSERT INTO upload_stats (stream, last_attempt_at) VALUES (?1, ?2)
