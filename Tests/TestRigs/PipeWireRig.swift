@@ -28,9 +28,9 @@ public final class PipeWireRig: @unchecked Sendable {
     public private(set) var startUpSeconds: Double = 0
     private var processes: [ChildProcess] = []
     private var module: String?
+    private var defaultChosen = false
     private var feeder: Thread?
-    private let feeding = Mutex(false)
-    private let feederDone = Mutex(true)
+    private let feederState = FeederState()
     private var saved: [String: String?] = [:]
 
     public init() throws {
@@ -90,7 +90,12 @@ public final class PipeWireRig: @unchecked Sendable {
         module = try pactl(["load-module", "module-pipe-source", "source_name=\(Self.sourceName)", "file=\(fifo)",
                             "format=s16le", "rate=16000", "channels=1"]).trimmingCharacters(in: .whitespacesAndNewlines)
         try waitUntil("the pipe source listed", timeout: 10) { try self.pactl(["list", "short", "sources"]).contains(Self.sourceName) }
-        _ = try pactl(["set-default-source", Self.sourceName])
+        // The person's choice, made once: WirePlumber remembers it and makes the source the
+        // default again whenever it comes back, as with a USB microphone plugged in again.
+        if !defaultChosen {
+            _ = try pactl(["set-default-source", Self.sourceName])
+            defaultChosen = true
+        }
     }
 
     /// Unplugs it: the source and its FIFO go.
@@ -107,13 +112,14 @@ public final class PipeWireRig: @unchecked Sendable {
         stopFeeding()
         let bytes = samples.map(\.littleEndian).withUnsafeBytes { Data($0) }
         let fifo = self.fifo
-        feeding.withLock { $0 = true }
-        feederDone.withLock { $0 = false }
-        let thread = Thread { [feeding, feederDone] in
-            defer { feederDone.withLock { $0 = true } }
+        let state = feederState
+        state.feeding.withLock { $0 = true }
+        state.done.withLock { $0 = false }
+        let thread = Thread {
+            defer { state.done.withLock { $0 = true } }
             var fd: Int32 = -1
             var offset = 0
-            while feeding.withLock({ $0 }) {
+            while state.feeding.withLock({ $0 }) {
                 if fd < 0 {
                     fd = open(fifo, O_WRONLY | O_NONBLOCK) // ENXIO/ENOENT while the source is away
                     if fd < 0 { usleep(20_000); continue }
@@ -139,8 +145,8 @@ public final class PipeWireRig: @unchecked Sendable {
     }
 
     public func stopFeeding() {
-        feeding.withLock { $0 = false }
-        try? waitUntil("the feeder stopped", timeout: 5) { self.feederDone.withLock { $0 } }
+        feederState.feeding.withLock { $0 = false }
+        try? waitUntil("the feeder stopped", timeout: 5) { self.feederState.done.withLock { $0 } }
         feeder = nil
     }
 
@@ -176,6 +182,12 @@ public final class PipeWireRig: @unchecked Sendable {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
     }
+}
+
+/// The feeder thread's flags: feed on, and whether it has ended.
+private final class FeederState: Sendable {
+    let feeding = Mutex(false)
+    let done = Mutex(true)
 }
 
 public struct RigFailed: Error, CustomStringConvertible {
