@@ -58,8 +58,8 @@ struct ServiceModeStep {
         }
         switch request.serviceMode {
         case .user?:
-            guard getuid() != 0 else {
-                throw OnboardFailure("--user-service sets up the service of the user who runs onboard: run it as that user, without sudo",
+            guard uid == getuid() else {
+                throw OnboardFailure("--user-service sets up the service of the user who runs onboard: run it as \(name), without sudo",
                                      exitCode: OnboardFailure.usage)
             }
             return .user
@@ -71,7 +71,8 @@ struct ServiceModeStep {
             return .system
         case nil:
             guard !sessions.isEmpty else { return .system }
-            guard getuid() != 0 else {
+            // Through sudo: the user service is the caller's, set up by the caller.
+            guard uid == getuid() else {
                 console.line("  recommended: as \(name), without sudo: ariata-agent onboard --user-service")
                 console.line("  going on with the system service (--system-service says so without this note)")
                 return .system
