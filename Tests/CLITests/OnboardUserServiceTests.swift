@@ -59,6 +59,53 @@ final class OnboardUserServiceTests: XCTestCase {
         XCTAssertTrue(forced.stdout.contains("the agent runs as the system service (user ariata); configuration: \(system.configPath)"), forced.stdout)
     }
 
+    /// On a terminal with a sound-server session, onboard asks; Enter takes the user
+    /// service, "n" the system service.
+    func testOnATerminalItAsksAndEnterTakesTheUserService() throws {
+        let rig = try makeRig()
+        let dir = try TemporaryDirectory("onboard-user-tty")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: Self.token)
+        defer { receiver.stop() }
+        let tokenFile = dir.file("token")
+        try Self.token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let home = dir.file("home")
+        var environment: [String: String?] = rig.environment.mapValues { $0 }
+        environment["HOME"] = home
+        environment["XDG_CONFIG_HOME"] = "\(home)/.config"
+        environment["XDG_STATE_HOME"] = "\(home)/.local/state"
+        environment["SUDO_USER"] = nil
+        environment["TERM"] = "xterm"
+        let binary = try BuildProducts.executable("ariata-agent")
+        let flags = ["onboard", "--endpoint", receiver.endpoint, "--token-file", tokenFile, "--device-name", "laptop"]
+        let user = try PexpectRig.run(command: [binary] + flags, script: """
+            expect("a desktop sound server runs for root: PipeWire")
+            expect("Run the agent as your user service (recommended here)? [Y/n]: ")
+            child.sendline("")
+            expect("the agent runs as the user service of root; configuration: \(home)/.config/ariata/agent.toml")
+            expect("ok    ALSA capture device \\"default\\": opens")
+            expect("The location check failed. Disable location for now? [y/N]: ")
+            child.sendline("")
+            expect("loginctl enable-linger root; systemctl --user enable --now ariata-agent.service")
+            expect("Done.")
+            finish()
+            """, directory: dir.path, environment: environment)
+        XCTAssertEqual(user.status, 0, user.log + "\n" + user.transcript)
+        XCTAssertEqual(try AgentConfig.load(path: "\(home)/.config/ariata/agent.toml", environment: [:]).storage.database,
+                       "\(home)/.local/state/ariata/agent.sqlite")
+
+        let systemConfig = try AgentCLI.writeConfig(in: dir.path, extra: "[location]\nenabled = false").configPath
+        let system = try PexpectRig.run(command: [binary] + flags + ["--config", systemConfig], script: """
+            expect("Run the agent as your user service (recommended here)? [Y/n]: ")
+            child.sendline("n")
+            expect("the agent runs as the system service (user ariata); configuration: \(systemConfig)")
+            expect("Done.")
+            finish()
+            """, directory: dir.path, environment: environment)
+        XCTAssertEqual(system.status, 0, system.log + "\n" + system.transcript)
+        XCTAssertEqual(try AgentConfig.load(path: systemConfig, environment: [:]).storage.database, dir.file("agent.sqlite"),
+                       "the system service's queue stays where the file has it")
+    }
+
     func testThroughSudoTheUserServiceIsTheCallersToSetUp() throws {
         let dir = try TemporaryDirectory("onboard-sudo")
         let cli = try AgentCLI.writeConfig(in: dir.path)
