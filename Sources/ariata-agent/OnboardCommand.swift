@@ -77,6 +77,7 @@ struct OnboardCommand: ParsableCommand {
               ariata-agent onboard --endpoint URL --token-file FILE --yes
               ariata-agent onboard --endpoint URL --link --yes
               ariata-agent onboard --endpoint URL --source-id ID --yes
+              ariata-agent onboard --endpoint URL --code A1B2C3 --user-service --yes   (a laptop, as yourself)
             Without a terminal on standard input, --yes is required.
 
             Exit status: 0 when the configuration was written; 1 when the server could not \
