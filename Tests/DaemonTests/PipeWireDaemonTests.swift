@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -62,7 +63,7 @@ final class PipeWireDaemonTests: XCTestCase {
             return try setup.receiver.stats().stored(.microphone) >= 1
         }
         agent.stop(grace: 10)
-        let queue = try SQLiteQueue(readOnlyPath: setup.cli.directory + "/agent.sqlite")
+        let queue = try AgentDatabase(readOnlyPath: setup.cli.directory + "/agent.sqlite")
         let levels = try queue.records(stream: .microphone).map {
             try XCTUnwrap((try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["average_db_level"] as? Double)
         }

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -9,7 +10,7 @@ import XCTest
 /// and the log says so once.
 final class SilentChunkDaemonTests: XCTestCase {
     func testDroppedSilentChunksAreCountedInStatusJSONAndMetrics() throws {
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, healthInterval: 1,
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, checkInterval: 1,
                                 locationEnabled: false, microphoneConfig: "silence_threshold_db = 0\nupload_silent = false")
         try rig.startAgent()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
@@ -37,7 +38,7 @@ final class SilentChunkDaemonTests: XCTestCase {
     }
 
     func assertMatchesSchema(_ json: String, in dir: TemporaryDirectory) throws {
-        let schema = DaemonRig.repositoryRoot + "/docs/status.schema.json"
+        let schema = Repository.root + "/docs/status.schema.json"
         let path = dir.file("status.json")
         try json.write(toFile: path, atomically: true, encoding: .utf8)
         let check = try ChildProcess("/usr/bin/python3", ["-c", """

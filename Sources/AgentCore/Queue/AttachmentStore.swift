@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Platform
 
 /// The files of records' attachments (schema 4): `<database>.attachments/<record id>-<n>.<ext>`,
 /// one per record that has one (a chunk's Ogg Opus audio), owned by the queue.
@@ -184,34 +185,7 @@ struct AttachmentStore: Sendable {
     }
 }
 
-extension SQLiteQueue {
-    /// Unlinks the attachment files of records deleted so far. Every deletion (retention,
-    /// the storage guard, purge) calls it after its commit.
-    func removeDeletedAttachments() throws {
-        guard hasAttachmentTables else { return }
-        try writing { try attachments.emptyTrash(connection) }
-    }
-
-    /// At the daemon's start, before capture begins: removes attachment files that no
-    /// record names (a crash between a file's placing and its record's commit, or before a
-    /// deleted record's unlink) and logs records whose file is missing (E009). Returns how
-    /// many files were removed.
-    @discardableResult
-    public func sweepAttachments() throws -> Int {
-        var report = AttachmentStore.SweepReport()
-        try writing { report = try attachments.sweep(connection) }
-        if report.strays > 0 {
-            logger.notice("attachments: removed files no record names (left by a crash)",
-                          metadata: ["count": "\(report.strays)", "directory": "\(attachments.directory)"])
-        }
-        if !report.missing.isEmpty {
-            logger.error("\(AgentErrorCode.attachmentMissing.rawValue) queued records whose attachment file is missing; \(AgentErrorCode.attachmentMissing.hint)",
-                         metadata: ["count": "\(report.missing.count)", "first_seq": "\(report.missing[0])",
-                                    "directory": "\(attachments.directory)"])
-        }
-        return report.strays
-    }
-
+extension AgentDatabase {
     /// The directory of the attachment files (`<database>.attachments`).
     public var attachmentDirectory: String { attachments.directory }
 }

@@ -80,7 +80,7 @@ public struct AudioCaptureError: Error, Sendable, Equatable, CustomStringConvert
         getpwuid(getuid()).map { "user '\(String(cString: $0.pointee.pw_name))'" } ?? "uid \(getuid())"
     }
 
-    public var health: StreamHealth {
+    public var health: Liveness {
         .unhealthy(reason: description, code: code)
     }
 }

@@ -101,14 +101,14 @@ final class PipeWireCaptureTests: XCTestCase {
         // monitor: digital silence) or leaves it waiting; either way a chunk of no tone.
         let unplugged = sink.records().count
         try waitUntil("a chunk of the gap, or the stream unhealthy", timeout: 15) {
-            sink.levels().dropFirst(unplugged).contains { $0 < -40 } || !stream.health().isHealthy
+            sink.levels().dropFirst(unplugged).contains { $0 < -40 } || !stream.liveness().isHealthy
         }
         try rig.loadSource()
         let returned = sink.records().count
         try waitUntil("a whole chunk of the tone after the source came back", timeout: 20) {
             sink.levels().dropFirst(returned).contains { abs($0 + 20) < 0.5 }
         }
-        XCTAssertTrue(stream.health().isHealthy, "\(stream.health())")
+        XCTAssertTrue(stream.liveness().isHealthy, "\(stream.liveness())")
         print("chunk levels across the unplug: \(sink.levels().map { String(format: "%.1f", $0) }) "
               + "(\(log.count(.info, containing: "microphone capture started")) opens, \(log.count(.warning)) warnings)")
     }
