@@ -121,7 +121,7 @@ grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG/lib/systemd/system/$PACKAGE
 # user; `systemctl --user enable` is each person's choice (onboard --user-service).
 install -d "$PKG/usr/lib/systemd/user"
 sed -e 's|^ExecStart=%h/.local/bin/|ExecStart=/usr/bin/|' \
-    -e 's|^# Install: make install-user.*|# Installed by the ariata-agent package. Set up (as yourself, no sudo): ariata-agent onboard --user-service|' \
+    -e 's|^# Install: make install-user.*|# Installed by the ariata-agent package. Set it up as yourself (no sudo) with|' \
     systemd/user/ariata-agent.service > "$PKG/usr/lib/systemd/user/$PACKAGE.service"
 grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG/usr/lib/systemd/user/$PACKAGE.service" ||
   die "systemd/user/ariata-agent.service: its ExecStart no longer starts %h/.local/bin/ariata-agent; update the sed in $0"
