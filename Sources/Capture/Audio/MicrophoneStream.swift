@@ -285,10 +285,12 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                         metadata: ["device": "\(selection.chosen)", "settings": "\(opened.settingsDescription)"])
             setDevice(selection.chosen, reason: "the chosen device ([microphone] device)")
         }
+        /// Logged once per switch: away from the chosen device (a warning), back to it.
         func switched(to device: String, reason: String) {
             control.withLock { $0.switches += 1 }
-            logger.warning("microphone switched to '\(device)': \(reason); the chunk in progress ended at the switch",
-                           metadata: ["device": "\(device)", "chosen": "\(selection.chosen)"])
+            logger.log(level: device == selection.chosen ? .notice : .warning,
+                       "microphone switched to '\(device)': \(reason); the chunk in progress ended at the switch",
+                       metadata: ["device": "\(device)", "chosen": "\(selection.chosen)"])
         }
         func failed(_ error: AudioCaptureError, fallbackError: AudioCaptureError? = nil) {
             failures += 1
