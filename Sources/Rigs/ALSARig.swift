@@ -9,7 +9,8 @@ import Foundation
 /// pointed at it; the previous value is put back when the rig goes, so later tests see the
 /// normal configuration. The environment is process-wide: use one rig at a time.
 ///
-/// Several devices can be defined at once, each over its own input: `unplug` takes a
+/// Several devices can be defined at once, each over its own input and listed in ALSA's
+/// device hints (`arecord -L`) with `description(of:)`: `unplug` takes a
 /// device's input away (opening the device then fails with ENOENT, as for a USB microphone
 /// that is not there) and `plugIn` puts it back.
 ///
@@ -53,6 +54,7 @@ public final class ALSARig: @unchecked Sendable {
                 file "/dev/null"
                 infile "\(device.input)"
                 format "raw"
+                hint { show on description "\(Self.description(of: device.name))" }
             }
 
             """
@@ -62,6 +64,9 @@ public final class ALSARig: @unchecked Sendable {
         previousConfigPath = ProcessInfo.processInfo.environment["ALSA_CONFIG_PATH"]
         setenv("ALSA_CONFIG_PATH", configPath, 1)
     }
+
+    /// The readable name ALSA's device hints give a rig device (`arecord -L`).
+    public static func description(of device: String) -> String { "Test microphone \(device)" }
 
     /// Whether `device`'s input is there (it opens).
     public func isPlugged(_ device: String) -> Bool {

@@ -30,6 +30,8 @@ public struct OnboardRequest: Sendable {
     public var linkTimeout: TimeInterval
     /// `--source-id` (Virtues' QR flow): the pending source to complete.
     public var sourceID: String?
+    /// `--microphone-device`: the ALSA capture device to write as `[microphone] device`.
+    public var microphoneDevice: String?
 
     /// A pending pairing on the servers lives 10 minutes: `--link` waits as long by default.
     public static let defaultLinkTimeout: TimeInterval = 600
@@ -38,7 +40,9 @@ public struct OnboardRequest: Sendable {
                 tokenFile: String? = nil, deviceName: String? = nil, ingestPath: String? = nil, caFile: String? = nil,
                 acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata",
                 pairingCode: String? = nil, disableFailing: Bool = false, link: Bool = false,
-                linkTimeout: TimeInterval = OnboardRequest.defaultLinkTimeout, sourceID: String? = nil) {
+                linkTimeout: TimeInterval = OnboardRequest.defaultLinkTimeout, sourceID: String? = nil,
+                microphoneDevice: String? = nil) {
+        self.microphoneDevice = microphoneDevice
         self.pairingCode = pairingCode
         self.link = link
         self.linkTimeout = linkTimeout
