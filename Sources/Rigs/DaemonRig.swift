@@ -25,6 +25,9 @@ public final class DaemonRig: @unchecked Sendable {
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
 
+    /// The ALSA device the rig feeds speech at real-time pace.
+    public static let feedDevice = "daemon_mic"
+
     public static var repositoryRoot: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
@@ -39,6 +42,7 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - locationInterval, healthCommitInterval: short for tests; a real device's
     ///     (10 s, 300 s) for benchmarks.
     ///   - microphoneConfig: more `[microphone]` keys (complexity).
+    ///   - microphoneDevice: `[microphone] device`; the rig's FIFO-fed device is `feedDevice`.
     ///   - driveSeconds: how long gpsd is fed the synthetic drive (one epoch a second).
     ///   - tls: the receiver serves HTTPS with this certificate, which the agent trusts as
     ///     its `ca_file` (the receiver's control API is then out of reach: see `ReceiverRig`).
@@ -47,6 +51,7 @@ public final class DaemonRig: @unchecked Sendable {
                 healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
+                microphoneDevice: String = DaemonRig.feedDevice,
                 driveSeconds: Int = 600, tls: (certificate: String, key: String)? = nil,
                 caFile: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-daemon")
@@ -63,7 +68,7 @@ public final class DaemonRig: @unchecked Sendable {
         alsaConfig = directory.file("asound.conf")
         try """
             <\(ALSARig.systemConfig)>
-            pcm.daemon_mic {
+            pcm.\(Self.feedDevice) {
                 type file
                 slave.pcm "null"
                 file "/dev/null"
@@ -99,7 +104,7 @@ public final class DaemonRig: @unchecked Sendable {
             gpsd_port = \(gps.port)
             interval = \(locationInterval)
             [microphone]
-            device = "daemon_mic"
+            device = "\(microphoneDevice)"
             chunk_seconds = \(chunkSeconds)
             overlap_seconds = \(overlapSeconds)
             \(microphoneConfig)
