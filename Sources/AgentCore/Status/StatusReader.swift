@@ -84,7 +84,7 @@ public struct StatusReader: Sendable {
                 }
                 if name == .microphone {
                     s.silentChunksDropped = try counter(StreamCounter.silentChunksDropped)
-                    if report.daemon.running && s.enabled, let reason = try detail(StreamCounter.deviceReason) {
+                    if report.daemon.running && s.enabled && !s.paused, let reason = try detail(StreamCounter.deviceReason) {
                         let inUse = try detail(StreamCounter.deviceInUse).flatMap { $0.isEmpty ? nil : $0 }
                         s.device = .init(inUse: inUse, chosen: config.microphone.device,
                                          onFallback: inUse != nil && inUse != config.microphone.device, reason: reason,
