@@ -98,4 +98,51 @@ final class OnboardMicrophoneTests: XCTestCase {
         XCTAssertEqual(empty.status, 64, empty.stdout + empty.stderr)
         XCTAssertTrue(empty.stderr.contains("--microphone-device: give an ALSA capture device name"), empty.stderr)
     }
+
+    /// In a PipeWire session (PipeWire, WirePlumber and pipewire-pulse started in the
+    /// test's own session D-Bus and runtime directory, a `module-pipe-source` as the
+    /// microphone): its source is listed with its description as `pipewire:NODE=…`, and
+    /// the name opens through pipewire-alsa (the device check passes).
+    func testAPipeWireSessionsSourceIsListedAndOpensThroughPipeWireALSA() throws {
+        for program in ["dbus-run-session", "pipewire", "wireplumber", "pipewire-pulse", "pactl"] {
+            _ = try ChildProcess.locate(program)
+        }
+        let dir = try TemporaryDirectory("onboard-pipewire")
+        let receiver = try ReceiverRig(logDirectory: dir.path, token: Self.token)
+        defer { receiver.stop() }
+        let cli = try seedConfig(dir)
+        let runtime = dir.file("run")
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let session = dir.file("session.sh")
+        try """
+            # $1: the runtime directory; the rest: the command to run in the session.
+            export XDG_RUNTIME_DIR="$1"; shift
+            unset ALSA_CONFIG_PATH PULSE_SERVER
+            pipewire >"$XDG_RUNTIME_DIR/pipewire.log" 2>&1 & pids=$!
+            wireplumber >"$XDG_RUNTIME_DIR/wireplumber.log" 2>&1 & pids="$pids $!"
+            pipewire-pulse >"$XDG_RUNTIME_DIR/pipewire-pulse.log" 2>&1 & pids="$pids $!"
+            trap 'kill $pids 2>/dev/null' EXIT
+            waitfor() { i=0; until "$@" >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 150 ] || { echo "timed out: $*" >&2; exit 90; }; sleep 0.1; done; }
+            waitfor pactl info
+            pactl load-module module-pipe-source source_name=ariata_pipe_mic file="$XDG_RUNTIME_DIR/mic.fifo" \\
+                format=s16le rate=16000 channels=1 source_properties=device.description=Ariata_pipe_microphone >/dev/null || exit 91
+            waitfor sh -c 'pactl list sources short | grep -q ariata_pipe_mic'
+            "$@"
+            """.write(toFile: session, atomically: true, encoding: .utf8)
+        let binary = try BuildProducts.executable("ariata-agent")
+        let onboard = [binary, "onboard", "--config", cli.configPath, "--endpoint", receiver.endpoint, "--token", Self.token,
+                       "--device-name", "laptop", "--yes"]
+
+        let listed = try ChildProcess("dbus-run-session", ["--", "sh", session, runtime] + onboard, logDirectory: dir.path)
+        XCTAssertEqual(listed.wait(timeout: 60), 0, listed.stdout() + listed.stderr())
+        XCTAssertTrue(listed.stdout().contains("pipewire:NODE=ariata_pipe_mic  Ariata_pipe_microphone"), listed.stdout())
+        XCTAssertFalse(listed.stdout().contains(".monitor"), "the outputs' monitors are not microphones\n\(listed.stdout())")
+
+        let chosen = try ChildProcess("dbus-run-session", ["--", "sh", session, runtime] + onboard
+                                      + ["--microphone-device", "pipewire:NODE=ariata_pipe_mic"], logDirectory: dir.path)
+        XCTAssertEqual(chosen.wait(timeout: 60), 0, chosen.stdout() + chosen.stderr())
+        XCTAssertTrue(chosen.stdout().contains("ALSA capture device \"pipewire:NODE=ariata_pipe_mic\": opens for 16 kHz mono capture"),
+                      chosen.stdout())
+        XCTAssertEqual(try AgentConfig.load(path: cli.configPath, environment: [:]).microphone.device, "pipewire:NODE=ariata_pipe_mic")
+    }
 }
