@@ -271,18 +271,15 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         func tryChosen() {
             let opened: any AudioCapture
             do throws(AudioCaptureError) {
-                opened = try captureFactory(selection.chosen, sampleRate)
+                opened = try open(selection.chosen)
             } catch {
                 selection.chosenStillMissing(now: Monotonic.now)
                 return
             }
             release()
-            control.withLock { $0.opens += 1 }
             capture = opened
             _ = selection.usingChosen()
             switched(to: selection.chosen, reason: "the chosen device is back")
-            logger.info("microphone capture started",
-                        metadata: ["device": "\(selection.chosen)", "settings": "\(opened.settingsDescription)"])
             setDevice(selection.chosen, reason: "the chosen device ([microphone] device)")
         }
         /// Logged once per switch: away from the chosen device (a warning), back to it.
