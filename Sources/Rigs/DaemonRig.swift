@@ -22,6 +22,8 @@ public final class DaemonRig: @unchecked Sendable {
     /// How long gpsd is fed the synthetic drive, at start and at `restartFeed`.
     private let driveSeconds: Int
     private let pcmFeeder: ChildProcess
+    /// The feeders of the devices `plugInDevice` added.
+    private var pluggedFeeders: [ChildProcess] = []
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
 
@@ -126,6 +128,7 @@ public final class DaemonRig: @unchecked Sendable {
         agent?.stop(grace: 10)
         feeder.stop()
         pcmFeeder.stop(grace: 1)
+        for feeder in pluggedFeeders { feeder.stop(grace: 1) }
         receiver.stop()
     }
 
@@ -197,6 +200,28 @@ public final class DaemonRig: @unchecked Sendable {
         handle.seekToEndOfFile()
         handle.write(Data(lines.utf8))
         try handle.close()
+    }
+
+    /// Plugs a capture device in while the agent runs: `name` is added to the agent's ALSA
+    /// configuration (alsa-lib reads it again at the next open, as it does when a card
+    /// appears) as a `file` device fed `input` (raw 16 kHz S16_LE mono) at real-time pace
+    /// through a FIFO of its own.
+    public func plugInDevice(_ name: String, input: String) throws {
+        let fifo = directory.file("\(name).fifo")
+        guard mkfifo(fifo, 0o600) == 0 else { throw RigFailure("mkfifo \(fifo) failed") }
+        pluggedFeeders.append(try ChildProcess("python3", ["\(Self.repositoryRoot)/tools/demo/pcm-feeder.py", input, fifo],
+                                               name: "pcm-feeder-\(name)", logDirectory: directory.path))
+        let text = try String(contentsOfFile: alsaConfig, encoding: .utf8) + """
+            pcm.\(name) {
+                type file
+                slave.pcm "null"
+                file "/dev/null"
+                infile "\(fifo)"
+                format "raw"
+            }
+
+            """
+        try text.write(toFile: alsaConfig, atomically: true, encoding: .utf8)
     }
 
     /// Restarts the NMEA feed with epochs starting now (after gpsd was restarted, say).
