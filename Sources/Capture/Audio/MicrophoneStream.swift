@@ -269,10 +269,16 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         /// While on the fallback, every `chosenRetry` seconds: the chosen device, if it is
         /// back, replaces the fallback; the chunk in progress ends at the switch.
         func tryChosen() {
-            let opened: any AudioCapture
-            do throws(AudioCaptureError) {
-                opened = try open(selection.chosen)
-            } catch {
+            // Without alsa-lib's own line for each attempt at a device still unplugged
+            // (docs/streams/microphone.md): the switch is what the log says.
+            let attempt = ALSADiagnostics.dropped { () -> (any AudioCapture)? in
+                do throws(AudioCaptureError) {
+                    return try open(selection.chosen)
+                } catch {
+                    return nil
+                }
+            }
+            guard let opened = attempt else {
                 selection.chosenStillMissing(now: Monotonic.now)
                 return
             }
