@@ -57,7 +57,7 @@ install-user: build
 	install -D -m 0755 .build/release/ariata-agent $(HOME)/.local/bin/ariata-agent
 	install -D -m 0644 systemd/user/ariata-agent.service $(HOME)/.config/systemd/user/ariata-agent.service
 	install -d -m 0700 $(HOME)/.config/ariata $(HOME)/.local/state/ariata
-	@echo "installed for $(USER). Next: ariata-agent onboard --config ~/.config/ariata/agent.toml, then systemctl --user enable --now ariata-agent"
+	@echo "installed for $(USER). Next: ariata-agent onboard --user-service   (it writes ~/.config/ariata/agent.toml and starts the user service)"
 
 test:
 	bash scripts/test.sh

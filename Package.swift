@@ -39,37 +39,47 @@ let package = Package(
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
 
-        // The queue, records, config, error codes, clock, ReliableTimer, health types.
+        // The system primitives, named for what they are and knowing nothing of the agent:
+        // threads (NamedThread, Waker, Poll), the kernel's clocks (Monotonic, the boot
+        // clock, suspend, WallClock), timers (ReliableTimer and the scheduler seam), durable
+        // file writes and disk space, /proc readers.
+        .target(name: "Platform", dependencies: ["CThread"]),
+        // The queue, records, config, error codes, time evidence, health types.
         .target(name: "AgentCore", dependencies: [
+            "Platform",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
             "TOMLKit",
         ]),
+        // What the agent tells a person or a program about its data, read from the
+        // database and the configuration: status (text, JSON, Prometheus) and export (GPX,
+        // GeoJSON, CSV, JSON Lines, audio files).
+        .target(name: "Reports", dependencies: ["AgentCore", "Platform"]),
         // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
         // Health/ (sources, parsers, normaliser).
         .target(name: "Capture", dependencies: [
-            "AgentCore", "CGPS", "CALSA", "COpus", "COgg", "CThread",
+            "AgentCore", "Platform", "CGPS", "CALSA", "COpus", "COgg",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Batches, libcurl transport, backoff, circuit breaker, answer rules.
         .target(name: "Upload", dependencies: [
-            "AgentCore", "CCurl", "CZlib", "CCrypto",
+            "AgentCore", "Platform", "CCurl", "CZlib", "CCrypto",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Wiring, health coordinator, sd_notify, service lifecycle.
+        // Wiring, the supervisor, sd_notify, service lifecycle.
         .target(name: "Daemon", dependencies: [
-            "AgentCore", "Capture", "Upload", "CNetlink",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "CNetlink",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Upload", "Capture", "CQREncode",
+            "AgentCore", "Platform", "Reports", "Upload", "Capture", "CQREncode",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [
-            "AgentCore", "Capture", "Upload", "Daemon", "Setup",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Setup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["hot-code.order"], linkerSettings: [
@@ -84,34 +94,35 @@ let package = Package(
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,
         // Benchmarks). Depends on nothing under Tests/.
         .executableTarget(name: "ariata-bench", dependencies: [
-            "AgentCore", "Capture", "Upload", "Daemon", "Rigs",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Rigs",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The real-component rigs the benchmarks and the tests share: child processes, free
-        // ports, gpsd + pty, ALSA file plugin, the reference receiver, the whole daemon,
-        // /proc/PID/status. Not in any product: the package installs only ariata-agent.
-        .target(name: "Rigs", dependencies: ["AgentCore"]),
+        // ports, gpsd + pty, ALSA file plugin, the reference receiver, the whole daemon.
+        // Not in any product: the package installs only ariata-agent.
+        .target(name: "Rigs", dependencies: ["AgentCore", "Platform"]),
 
         // The rigs only the tests use (network namespaces, small file systems, pexpect,
         // older queues), and Rigs re-exported.
-        .target(name: "TestRigs", dependencies: ["AgentCore", "Rigs"], path: "Tests/TestRigs"),
+        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "Rigs"], path: "Tests/TestRigs"),
         // The tests' child processes (a queue writer to kill, health sources), found beside
         // the test bundle: built with the tests, not installed.
         .executableTarget(name: "ariata-test-helper", dependencies: [
-            "AgentCore", "Capture",
+            "AgentCore", "Platform", "Capture",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHelper"),
-        .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "TestRigs"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
-        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Upload", "TestRigs"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestRigs"]),
+        .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "Reports", "TestRigs"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
+        .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "Reports", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child process.
-        .testTarget(name: "CLITests", dependencies: ["AgentCore", "Setup", "TestRigs"]),
+        .testTarget(name: "CLITests", dependencies: ["AgentCore", "Platform", "Reports", "Setup", "TestRigs"]),
         // `ariata-bench` run as a user would (its options, help and errors), the rigs'
         // /proc reader, and the hot-code order against the built program's symbols.
-        .testTarget(name: "BenchTests", dependencies: ["ariata-bench", "TestRigs",
+        .testTarget(name: "BenchTests", dependencies: ["ariata-bench", "Platform", "TestRigs",
                                                    .product(name: "ArgumentParser", package: "swift-argument-parser")]),
     ]
 )

@@ -117,6 +117,14 @@ sed -e 's|^ExecStart=/usr/local/bin/|ExecStart=/usr/bin/|' \
     systemd/ariata-agent.service > "$PKG/lib/systemd/system/$PACKAGE.service"
 grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG/lib/systemd/system/$PACKAGE.service" ||
   die "systemd/ariata-agent.service: its ExecStart no longer starts /usr/local/bin/ariata-agent; update the sed in $0"
+# The user unit (a laptop's own account, docs/install.md "Laptop or board"), for every
+# user; `systemctl --user enable` is each person's choice (onboard --user-service).
+install -d "$PKG/usr/lib/systemd/user"
+sed -e 's|^ExecStart=%h/.local/bin/|ExecStart=/usr/bin/|' \
+    -e 's|^# Install: make install-user.*|# Installed by the ariata-agent package. Set it up as yourself (no sudo) with|' \
+    systemd/user/ariata-agent.service > "$PKG/usr/lib/systemd/user/$PACKAGE.service"
+grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG/usr/lib/systemd/user/$PACKAGE.service" ||
+  die "systemd/user/ariata-agent.service: its ExecStart no longer starts %h/.local/bin/ariata-agent; update the sed in $0"
 install -D -m 0644 systemd/ariata-agent.sysusers "$PKG/usr/lib/sysusers.d/$PACKAGE.conf"
 install -D -m 0644 packaging/deb/ariata-agent.tmpfiles "$PKG/usr/lib/tmpfiles.d/$PACKAGE.conf"
 # A conffile: dpkg keeps the administrator's version on upgrades. postinst makes it the

@@ -190,6 +190,19 @@ kinds = db.execute("SELECT json_extract(record, '$.metric_type'), COUNT(*) FROM 
 if kinds:
     print("health:", ", ".join(f"{k} {n}" for k, n in kinds))
 PY
+say "what the server can show (the receiver's model of both servers' transforms)"
+python3 - "$RECEIVER" <<'PY'
+import json, sys, urllib.request
+report = json.load(urllib.request.urlopen(sys.argv[1] + "/_control/readable"))["readable"]
+labels = {"location": "location", "microphone": "audio", "healthkit": "health"}
+for generation in ("ariata", "virtues"):
+    counts = report[generation]
+    print(f"what the server can show ({generation}): "
+          + ", ".join(f"{labels[s]} {counts[s]['read']}/{counts[s]['received']}" for s in labels))
+archived = report["archived_only"]["healthkit"]
+if archived:
+    print(f"health samples no transform reads yet (archived raw by both): {archived}")
+PY
 say "the daemon's cost, all three streams live"
 echo "$COST"
 say "done; cleaning up $WORK"

@@ -271,6 +271,7 @@ check_file() {  # check_file PATH TYPE MODE OWNER:GROUP
 }
 check_file /usr/bin/ariata-agent "regular file" 755 root:root
 check_file /lib/systemd/system/ariata-agent.service "regular file" 644 root:root
+check_file /usr/lib/systemd/user/ariata-agent.service "regular file" 644 root:root
 check_file /usr/lib/sysusers.d/ariata-agent.conf "regular file" 644 root:root
 check_file /usr/lib/tmpfiles.d/ariata-agent.conf "regular file" 644 root:root
 check_file /etc/ariata directory 750 root:ariata
@@ -284,6 +285,8 @@ check_file /usr/share/doc/ariata-agent/copyright "regular file" 644 root:root
 check_file /usr/share/doc/ariata-agent/changelog.Debian.gz "regular file" 644 root:root
 grep -q '^ExecStart=/usr/bin/ariata-agent run --config /etc/ariata/agent.toml' "$R/lib/systemd/system/ariata-agent.service" ||
   die "the unit does not start /usr/bin/ariata-agent"
+grep -q '^ExecStart=/usr/bin/ariata-agent run --config %E/ariata/agent.toml' "$R/usr/lib/systemd/user/ariata-agent.service" ||
+  die "the user unit does not start /usr/bin/ariata-agent with ~/.config/ariata/agent.toml"
 inroot id ariata | grep -q 'audio' && inroot id ariata | grep -q 'dialout' || die "the user ariata is not in audio and dialout: $(inroot id ariata)"
 inroot dpkg-query -W -f='${Conffiles}\n' ariata-agent | grep -q '/etc/ariata/agent.toml' || die "/etc/ariata/agent.toml is not a conffile"
 ok "files, owners and modes; user $(inroot id ariata)"

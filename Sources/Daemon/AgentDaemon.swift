@@ -1,48 +1,57 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
+import Upload
 
 /// What the daemon needs of the uploader.
 public protocol UploadComponent: AnyObject, Sendable {
     func start()
     func stop()
-    func health() -> StreamHealth
+    func liveness() -> Liveness
     func updateServer(_ server: ServerConfig)
     /// The network came back after an outage: forget the backoff it caused, send now.
     func networkReturned(_ why: String)
     /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
     func setPower(factor: Int, held: Bool)
+    /// `handler` runs when an upload succeeds after an outage (the daemon asks the server
+    /// for its stream switches then).
+    func onRecovery(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension UploadComponent {
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// Builds the parts the daemon runs; the live one wires the real streams and uploader,
 /// tests may wire the same real parts differently (another gpsd port, say).
 public protocol ComponentFactory: Sendable {
     /// A new capture stream for `stream` (the daemon asks only for enabled streams).
-    func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream
-    func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent
+    func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream
+    func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent
 }
 
 /// The running agent: the enabled streams, the uploader, and the one maintenance timer
-/// (health coordinator, pause switches, retention and the storage guard). Data moves one
+/// (supervisor, pause switches, retention and the storage guard). Data moves one
 /// way: streams write to the queue, the uploader reads from it; they never meet.
 public final class AgentDaemon: Sendable {
-    public let queue: SQLiteQueue
+    public let queue: AgentDatabase
     private let factory: any ComponentFactory
     private let notifier: SystemdNotifier
     private let logger: Logger
     private let clock: any WallClock
     private let state: Mutex<State>
-    private let coordinator: HealthCoordinator
+    private let coordinator: Supervisor
     private let tickInterval: TimeInterval
     /// Makes the daemon's timers: Dispatch's (`ReliableTimer`) unless a test drives time.
     private let scheduler: any TimerScheduling
     private let maintenance: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     /// Fires when the earliest timed pause ends, so capture resumes on time rather than
-    /// at the next health check (a wall-clock deadline: it fires on waking from suspend).
+    /// at the next liveness check (a wall-clock deadline: it fires on waking from suspend).
     private let pauseEnd: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     /// Fires when the oldest capture waiting for its fsync reaches `[storage] sync_seconds`
-    /// before the next health check would (armed by the check; see `armCommitSync`).
+    /// before the next liveness check would (armed by the check; see `armCommitSync`).
     private let commitSyncDeadline: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     private let network: Mutex<NetworkWatcher?> = Mutex(nil)
     private let storageGuard: StorageGuard
@@ -50,6 +59,8 @@ public final class AgentDaemon: Sendable {
     private let clockCorrection: ClockCorrection
     private let metrics = MetricsTextfile(logger: Logger(label: "ariata.metrics"))
     private let power: PowerGovernor
+    /// The server's stream switches (`POST /api/devices/verify`), kept in the database.
+    private let serverSwitches: Mutex<ServerSwitchKeeper?> = Mutex(nil)
 
     private struct State {
         var config: AgentConfig
@@ -61,10 +72,11 @@ public final class AgentDaemon: Sendable {
     }
 
     /// - Parameters:
-    ///   - tickInterval: the health coordinator's period (30 s; tests use less).
-    ///   - scheduler: makes the maintenance, pause-end and commit-sync timers; a test
-    ///     passes a `VirtualScheduler` (also as `clock`) and moves time itself.
-    public init(config: AgentConfig, queue: SQLiteQueue, factory: any ComponentFactory,
+    ///   - tickInterval: the supervisor's period (30 s; tests use less).
+    ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
+    ///     timers and gives the supervisor's monotonic clock; a test passes a
+    ///     `VirtualScheduler` (also as `clock`) and moves time itself.
+    public init(config: AgentConfig, queue: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
                 tickInterval: TimeInterval = 30, logger: Logger) {
@@ -78,16 +90,49 @@ public final class AgentDaemon: Sendable {
         state = Mutex(State(config: config))
         queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
-        coordinator = HealthCoordinator(components: [], store: queue, notifier: notifier,
-                                        healthRewrite: 10 * tickInterval, logger: Logger(label: "ariata.health"))
+        coordinator = Supervisor(components: [], store: queue, notifier: notifier,
+                                 livenessRewrite: 10 * tickInterval, clock: scheduler.monotonicSeconds,
+                                 logger: Logger(label: "ariata.health"))
         storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(label: "ariata.storage"))
-        storageKick = StorageGuardKick(storageGuard)
+        storageKick = StorageGuardKick(storageGuard, scheduler: scheduler)
         clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
         power = PowerGovernor(queue: queue, logger: Logger(label: "ariata.power"))
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
         queue.storagePressure.onRaise { kick.request() }
+        let keeper = ServerSwitchKeeper(server: config.server, queue: queue, clock: clock, scheduler: scheduler,
+                                        logger: Logger(label: "ariata.switches")) { [weak self] old, new in
+            self?.serverSwitchesChanged(from: old, to: new)
+        }
+        serverSwitches.withLock { $0 = keeper }
+    }
+
+    private var switchKeeper: ServerSwitchKeeper? { serverSwitches.withLock { $0 } }
+
+    /// The configuration the streams run with: the file's, with what the server's last
+    /// answer sets and the file leaves open (docs/upload.md#the-servers-stream-switches).
+    private func streamConfig() -> AgentConfig {
+        let config = state.withLock { $0.config }
+        return switchKeeper?.current?.applied(to: config) ?? config
+    }
+
+    /// Streams on in the file that the server switched off (the file is a veto, not this).
+    private func serverSwitchedOff() -> Set<StreamName> {
+        switchKeeper?.current?.switchedOffStreams ?? []
+    }
+
+    /// A new answer from the server: streams whose settings it changed are restarted with
+    /// them (a paused one starts with them when it resumes), and the switches are applied
+    /// now, so a stream switched off stops within seconds of the answer.
+    private func serverSwitchesChanged(from old: ServerSwitches?, to new: ServerSwitches) {
+        let supervisors = state.withLock { $0.supervisors }
+        let file = state.withLock { $0.config }
+        let before = old?.applied(to: file) ?? file
+        let after = new.applied(to: file)
+        if before.location != after.location { supervisors[.location]?.restart() }
+        if before.health.serverMetrics != after.health.serverMetrics { supervisors[.health]?.restart() }
+        applyPauseSwitches()
     }
 
     /// Starts every enabled stream (unless paused) and the uploader; returns at once.
@@ -97,7 +142,7 @@ public final class AgentDaemon: Sendable {
         // Attachment files a crash left without a record go first (no capture is running
         // yet, so no file is between its placing and its record's commit).
         do {
-            try queue.sweepAttachments()
+            try queue.housekeeping.sweepAttachments()
         } catch {
             logger.error("cannot sweep the attachment directory: \(error)")
         }
@@ -106,18 +151,24 @@ public final class AgentDaemon: Sendable {
         // checks a time against it.
         clockCorrection.loadEvidence()
         let config = state.withLock { $0.config }
+        // The switches kept for this configuration's server apply from the first moment.
+        switchKeeper?.use(config.server)
         let switches = PauseSwitches(queue: queue)
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)
         power.pass(config: config, uploader: nil)
         var paused = (try? switches.pausedStreams(at: now)) ?? []
         if power.policy?.microphonePaused == true { paused.insert(.microphone) }
+        // The server's last answer holds until the next: a restart without network keeps it.
+        let switchedOff = serverSwitchedOff()
+        paused.formUnion(switchedOff)
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, queue = self.queue
             let streamLogger = Logger(label: "ariata.\(stream.rawValue)")
-            let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) {
-                factory.makeStream(stream, config: config, queue: queue, logger: streamLogger)
+            // Each start reads the settings then in force, the server's latest included.
+            let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) { [weak self] in
+                factory.makeStream(stream, config: self?.streamConfig() ?? config, queue: queue, logger: streamLogger)
             }
             supervisors[stream] = supervisor
         }
@@ -128,11 +179,15 @@ public final class AgentDaemon: Sendable {
         }
         for stream in StreamName.allCases {
             supervisors[stream]?.start()
-            let word = supervisors[stream] == nil ? "disabled" : paused.contains(stream) ? "paused" : "started"
+            let word = supervisors[stream] == nil ? "disabled"
+                : switchedOff.contains(stream) ? "switched off by the server" : paused.contains(stream) ? "paused" : "started"
             logger.info("\(stream.rawValue) \(word)")
         }
         if let policy = power.policy { uploader.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld) }
+        let keeper = switchKeeper
+        uploader.onRecovery { keeper?.askSoon("uploads work again after an outage") }
         uploader.start()
+        keeper?.start(server: config.server)
         let watcher = NetworkWatcher(logger: Logger(label: "ariata.network")) { [weak uploader] what in
             uploader?.networkReturned(what)
         }
@@ -167,6 +222,7 @@ public final class AgentDaemon: Sendable {
             return current
         }?.stop()
         storageKick.stop()
+        switchKeeper?.stop()
         network.withLock { current -> NetworkWatcher? in
             defer { current = nil }
             return current
@@ -204,15 +260,19 @@ public final class AgentDaemon: Sendable {
             }
         } catch {
             // They read as not paused all the same; clearing is tidiness, retried next time.
-            logger.warning("cannot clear ended pauses: \(error); retrying at the next health check")
+            logger.warning("cannot clear ended pauses: \(error); retrying at the next liveness check")
         }
         guard let paused = try? switches.pausedStreams(at: now) else { return }
         let powerPausesMicrophone = power.policy?.microphonePaused == true
+        let switchedOff = serverSwitchedOff()
         let supervisors = state.withLock { $0.supervisors }
         for (stream, supervisor) in supervisors {
-            let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream)
-            supervisor.setPaused(paused.contains(stream) || byPower, until: try? switches.pausedUntil(stream, at: now),
-                                 why: byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
+            let byServer = switchedOff.contains(stream) && !paused.contains(stream)
+            let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream) && !byServer
+            let why = byServer ? "the server switched it off (its web UI); it resumes when switched on there"
+                : byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil
+            supervisor.setPaused(paused.contains(stream) || byPower || byServer, until: try? switches.pausedUntil(stream, at: now),
+                                 why: why)
         }
         armPauseEnd()
     }
@@ -273,7 +333,7 @@ public final class AgentDaemon: Sendable {
     /// full disk everything after it writes to the queue; each part runs whatever the
     /// others did, and none of them throws, so a failing disk cannot stop the tick.
     @discardableResult
-    public func tick() -> [String: StreamHealth] {
+    public func tick() -> [String: Liveness] {
         trimMemory(round: state.withLock { $0.ticks += 1; return $0.ticks })
         armCommitSync()
         storageGuard.pass()
@@ -292,10 +352,10 @@ public final class AgentDaemon: Sendable {
         }
         if due {
             do {
-                let deleted = try queue.applyRetention(config.storage.retention)
+                let deleted = try queue.housekeeping.applyRetention(config.storage.retention)
                 if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
             } catch {
-                logger.error("retention failed: \(error); it runs again at the next health check")
+                logger.error("retention failed: \(error); it runs again at the next liveness check")
                 state.withLock { $0.lastRetention = nil }
             }
         }
@@ -309,6 +369,6 @@ final class UploaderSupervision: SupervisedComponent, Sendable {
     let uploader: any UploadComponent
     init(_ uploader: any UploadComponent) { self.uploader = uploader }
     var componentName: String { "uploader" }
-    func health() -> StreamHealth { uploader.health() }
+    func liveness() -> Liveness { uploader.liveness() }
     func restart() {}
 }

@@ -1,7 +1,7 @@
 import AgentCore
-import Capture
 import Foundation
 import Logging
+import Platform
 import ServiceLifecycle
 import UnixSignals
 
@@ -26,7 +26,7 @@ public struct AgentService: Service {
             throw DaemonError.alreadyRunning(database: daemon.queue.path)
         }
         defer { held.release() }
-        try? daemon.queue.setState(AgentStateKey.daemonPID, String(getpid()))
+        try? daemon.queue.agentState.set(AgentStateKey.daemonPID, String(getpid()))
 
         await NamedThread.run(name: "ariata-start") { daemon.start() }
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
@@ -41,7 +41,7 @@ public struct AgentService: Service {
         }
         logger.info("shutting down")
         await NamedThread.run(name: "ariata-stop") { daemon.stop() }
-        try? daemon.queue.setState(AgentStateKey.daemonPID, nil)
+        try? daemon.queue.agentState.set(AgentStateKey.daemonPID, nil)
     }
 
     private func reload() async {

@@ -9,7 +9,7 @@ import Upload
 public struct LiveComponents: ComponentFactory {
     public init() {}
 
-    public func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+    public func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
@@ -23,7 +23,7 @@ public struct LiveComponents: ComponentFactory {
         }
     }
 
-    public func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent {
+    public func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
         Uploader(server: config.server, upload: config.upload, store: queue, logger: logger,
                  uploadLock: FileLock.upload(databasePath: queue.path))
     }

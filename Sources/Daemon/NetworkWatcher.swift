@@ -1,7 +1,7 @@
 import CNetlink
-import Capture
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Tells when the network comes back, without polling: a netlink route socket

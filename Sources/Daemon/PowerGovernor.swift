@@ -1,17 +1,18 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
-/// Applies `[power]` at every health check: reads /sys/class/power_supply (a handful of
+/// Applies `[power]` at every liveness check: reads /sys/class/power_supply (a handful of
 /// small files), decides what the power state changes (PowerPolicy), tells the uploader,
 /// and keeps the decision where the daemon's pause switches and `status` read it.
 final class PowerGovernor: Sendable {
-    private let queue: SQLiteQueue
+    private let queue: AgentDatabase
     private let logger: Logger
     private let current = Mutex<PowerPolicy?>(nil)
 
-    init(queue: SQLiteQueue, logger: Logger) {
+    init(queue: AgentDatabase, logger: Logger) {
         self.queue = queue
         self.logger = logger
     }
@@ -26,7 +27,7 @@ final class PowerGovernor: Sendable {
             let had = current.withLock { p -> Bool in defer { p = nil }; return p != nil }
             if had {
                 uploader?.setPower(factor: 1, held: false)
-                try? queue.setState(AgentStateKey.powerState, nil)
+                try? queue.agentState.set(AgentStateKey.powerState, nil)
             }
             return had
         }
@@ -46,7 +47,7 @@ final class PowerGovernor: Sendable {
                                       batteryStatus: reading.batteryStatus, microphonePaused: policy.microphonePaused,
                                       uploadsHeld: policy.uploadsHeld, uploadFactor: policy.uploadFactor, effects: effects)
         do {
-            try queue.setState(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
+            try queue.agentState.set(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
         } catch {
             logger.warning("cannot store the power state for status: \(error)")
         }

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 /// Holds one capture stream for the daemon: starts it unless paused, stops it on pause,
-/// restarts it when the health coordinator asks.
+/// restarts it when the supervisor asks.
 public final class StreamSupervisor: SupervisedComponent, Sendable {
     public let stream: StreamName
     private let make: @Sendable () -> any CaptureStream
@@ -83,10 +83,10 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         }
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         let (current, paused) = state.withLock { ($0.current, $0.paused) }
         if paused { return .disabled }
-        return current?.health() ?? .unhealthy(reason: "not running")
+        return current?.liveness() ?? .unhealthy(reason: "not running")
     }
 
     public func restart() {

@@ -21,6 +21,7 @@ public final class DaemonRig: @unchecked Sendable {
     public private(set) var feeder: NMEAFeeder
     /// How long gpsd is fed the synthetic drive, at start and at `restartFeed`.
     private let driveSeconds: Int
+    private let drivePeriod: TimeInterval
     private let pcmFeeder: ChildProcess
     /// The feeders of the devices `plugInDevice` added.
     private var pluggedFeeders: [ChildProcess] = []
@@ -29,11 +30,6 @@ public final class DaemonRig: @unchecked Sendable {
 
     /// The ALSA device the rig feeds speech at real-time pace.
     public static let feedDevice = "daemon_mic"
-
-    public static var repositoryRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-    }
 
     /// - Parameters:
     ///   - chunkSeconds: audio chunk length (short chunks keep tests short).
@@ -45,23 +41,27 @@ public final class DaemonRig: @unchecked Sendable {
     ///     (10 s, 300 s) for benchmarks.
     ///   - microphoneConfig: more `[microphone]` keys (complexity).
     ///   - microphoneDevice: `[microphone] device`; the rig's FIFO-fed device is `feedDevice`.
-    ///   - driveSeconds: how long gpsd is fed the synthetic drive (one epoch a second).
+    ///   - driveSeconds: how many epochs (seconds of driving) gpsd is fed.
+    ///   - drivePeriod: wall seconds per epoch (1: as a receiver sends them; 0.5 drives
+    ///     twice as fast, which the agent accepts while the fix times stay within its
+    ///     5 minutes ahead of the clock).
     ///   - tls: the receiver serves HTTPS with this certificate, which the agent trusts as
     ///     its `ca_file` (the receiver's control API is then out of reach: see `ReceiverRig`).
     ///   - caFile: the agent's `ca_file` instead (a bundle that holds the certificate).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
-                healthInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
+                checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
                 microphoneDevice: String = DaemonRig.feedDevice,
-                driveSeconds: Int = 600, tls: (certificate: String, key: String)? = nil,
+                driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
                 caFile: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
         try receiver.start()
         gps = try GPSDRig()
         self.driveSeconds = driveSeconds
-        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
+        self.drivePeriod = drivePeriod
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: drivePeriod)
         feeder.start()
 
         let speech = try SpeechInput.make(seconds: 60, in: directory.path)
@@ -79,7 +79,7 @@ public final class DaemonRig: @unchecked Sendable {
             }
 
             """.write(toFile: alsaConfig, atomically: true, encoding: .utf8)
-        pcmFeeder = try ChildProcess("python3", ["\(Self.repositoryRoot)/tools/demo/pcm-feeder.py", speech, fifo],
+        pcmFeeder = try ChildProcess("python3", ["\(Repository.path("tools/demo/pcm-feeder.py"))", speech, fifo],
                                      name: "pcm-feeder", logDirectory: directory.path)
 
         healthPath = directory.file("health.jsonl")
@@ -119,7 +119,7 @@ public final class DaemonRig: @unchecked Sendable {
             format = "jsonl"
             name = "test-watch"
             [daemon]
-            health_interval = \(healthInterval)
+            check_interval = \(checkInterval)
             \(extraConfig)
             """.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
@@ -135,7 +135,7 @@ public final class DaemonRig: @unchecked Sendable {
     /// The `Environment=` assignments of the system unit (systemd/ariata-agent.service):
     /// the rig runs the daemon in the environment the unit gives it.
     public static func unitEnvironment(unit: String = "systemd/ariata-agent.service") throws -> [String: String] {
-        let text = try String(contentsOfFile: "\(repositoryRoot)/\(unit)", encoding: .utf8)
+        let text = try String(contentsOfFile: Repository.path(unit), encoding: .utf8)
         var environment: [String: String] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("Environment=") {
             for assignment in line.dropFirst("Environment=".count).split(separator: " ") {
@@ -174,13 +174,13 @@ public final class DaemonRig: @unchecked Sendable {
     public var agentLog: String { agent?.stderr() ?? "" }
 
     /// The agent's queue, read-only, once the daemon has created it and run its first
-    /// health check.
-    public func openQueue(timeout: TimeInterval = 30) throws -> SQLiteQueue {
-        var queue: SQLiteQueue?
+    /// liveness check.
+    public func openQueue(timeout: TimeInterval = 30) throws -> AgentDatabase {
+        var queue: AgentDatabase?
         do {
-            try waitUntil("the daemon's first health check", timeout: timeout) {
-                if queue == nil { queue = try? SQLiteQueue(readOnlyPath: databasePath) }
-                return (try? queue?.storedHealth().isEmpty == false) ?? false
+            try waitUntil("the daemon's first liveness check", timeout: timeout) {
+                if queue == nil { queue = try? AgentDatabase(readOnlyPath: databasePath) }
+                return (try? queue?.agentState.storedLiveness().isEmpty == false) ?? false
             }
         } catch {
             // Say why: the agent's own words are the first thing to read.
@@ -209,7 +209,7 @@ public final class DaemonRig: @unchecked Sendable {
     public func plugInDevice(_ name: String, input: String) throws {
         let fifo = directory.file("\(name).fifo")
         guard mkfifo(fifo, 0o600) == 0 else { throw RigFailure("mkfifo \(fifo) failed") }
-        pluggedFeeders.append(try ChildProcess("python3", ["\(Self.repositoryRoot)/tools/demo/pcm-feeder.py", input, fifo],
+        pluggedFeeders.append(try ChildProcess("python3", ["\(Repository.path("tools/demo/pcm-feeder.py"))", input, fifo],
                                                name: "pcm-feeder-\(name)", logDirectory: directory.path))
         let text = try String(contentsOfFile: alsaConfig, encoding: .utf8) + """
             pcm.\(name) {
@@ -227,7 +227,7 @@ public final class DaemonRig: @unchecked Sendable {
     /// Restarts the NMEA feed with epochs starting now (after gpsd was restarted, say).
     public func restartFeed() {
         feeder.stop()
-        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: 1)
+        feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: drivePeriod)
         feeder.start()
     }
 }

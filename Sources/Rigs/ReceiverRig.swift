@@ -89,11 +89,7 @@ public final class ReceiverRig: @unchecked Sendable {
         public let description: String
     }
 
-    public static let script: String = {
-        let here = URL(fileURLWithPath: #filePath)
-        return here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("tools/ingest-receiver/receiver.py").path
-    }()
+    public static let script = Repository.path("tools/ingest-receiver/receiver.py")
 
     /// python3's absolute path, searched here because this branch's base had a
     /// ChildProcess.locate that split PATH wrongly (fixed on main since; after the merge
@@ -120,14 +116,17 @@ public final class ReceiverRig: @unchecked Sendable {
     private var process: ChildProcess?
 
     /// Starts the receiver on `port` (a free one when nil) and waits until it answers.
-    /// - Parameter arguments: more receiver options (`--fault`, `--reject-status`, ...).
+    /// - Parameters:
+    ///   - arguments: more receiver options (`--fault`, `--reject-status`, `--inflate`, ...).
+    ///   - strict: the receiver's `--strict`, the contract's checks that no server makes
+    ///     (the agent's tests hold it to the contract); false plays the servers' leniency.
     public init(logDirectory: String, token: String = "test-token", host: String = "127.0.0.1", port: Int? = nil,
-                arguments: [String] = [],
+                arguments: [String] = [], strict: Bool = true,
                 tls: (certificate: String, key: String)? = nil, start: Bool = true) throws {
         self.token = token
         self.host = host
         self.logDirectory = logDirectory
-        self.arguments = arguments
+        self.arguments = (strict ? ["--strict"] : []) + arguments
         self.tls = tls
         self.port = try port ?? FreePort.find()
         if start { try self.start() }
@@ -241,6 +240,67 @@ public final class ReceiverRig: @unchecked Sendable {
             var linked: [Entry]
         }
         return try JSONDecoder().decode(Links.self, from: get("/_control/links")).linked.map { ($0.device_id, $0.how, $0.device_info) }
+    }
+
+    /// Changes the server's stream switches that `POST /api/devices/verify` answers with:
+    /// per wire stream name `is_enabled` and `config` keys (merged), e.g.
+    /// `["location": ["is_enabled": false]]`. `status` answers verify with that HTTP status
+    /// instead (404: a server without the route); `clearStatus` gives the Ariata answer back.
+    public func setVerify(_ streams: [String: [String: Any]] = [:], status: Int? = nil, clearStatus: Bool = false) throws {
+        var body: [String: Any] = streams
+        if let status { body["status"] = status } else if clearStatus { body["status"] = NSNull() }
+        _ = try send("POST", "/_control/verify", body: body)
+    }
+
+    /// The HTTP statuses the receiver answered verify requests with, in order.
+    public func verifyCalls() throws -> [Int] { try verifyRequests().map(\.status) }
+
+    /// One verify request: when it was answered (seconds since 1970) and with what status.
+    public struct VerifyCall: Decodable, Sendable {
+        public var at: Double
+        public var status: Int
+    }
+
+    public func verifyRequests() throws -> [VerifyCall] {
+        struct Calls: Decodable { var calls: [VerifyCall] }
+        return try JSONDecoder().decode(Calls.self, from: get("/_control/verify")).calls
+    }
+
+    /// Records received and records read by one server generation's transforms, per wire stream.
+    public struct Readable: Decodable, Sendable, Equatable {
+        public var received: Int
+        public var read: Int
+
+        public init(received: Int, read: Int) {
+            self.received = received
+            self.read = read
+        }
+    }
+
+    /// `GET /_control/readable`: per generation (`ariata`, `virtues`) and wire stream.
+    public func readable() throws -> [String: [String: Readable]] {
+        struct Answer: Decodable {
+            var readable: [String: [String: Readable]]
+            enum CodingKeys: String, CodingKey { case readable }
+            init(from decoder: any Decoder) throws {
+                // "archived_only" holds bare counts: read the generations only.
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                let all = try c.nestedContainer(keyedBy: AnyKey.self, forKey: .readable)
+                var out: [String: [String: Readable]] = [:]
+                for key in all.allKeys where key.stringValue != "archived_only" {
+                    out[key.stringValue] = try all.decode([String: Readable].self, forKey: key)
+                }
+                readable = out
+            }
+        }
+        return try JSONDecoder().decode(Answer.self, from: get("/_control/readable")).readable
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     /// Forgets stored records, counters and faults.

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// The kernel's count of a thread's voluntary context switches (each time it gave up the
 /// CPU: slept in poll, waited for a lock or for the disk): how tests count wake-ups

@@ -36,6 +36,14 @@ struct ALSAProbe {
         case .notFound:
             return DeviceCheck(name: name, stream: .microphone, outcome: .failed, detail: "cannot open it: \(error.detail)\(alsaSaid)",
                                fix: "list capture devices with 'arecord -L' and set [microphone] device, or disable the microphone")
+        case .soundServerUnreachable:
+            return DeviceCheck(name: name, stream: .microphone, outcome: .failed,
+                               detail: "goes to a sound server (PipeWire or PulseAudio) this user cannot reach: \(error.detail)\(alsaSaid)",
+                               fix: "on a laptop or desktop run the agent as your user service: ariata-agent onboard --user-service (without sudo); on a board without a sound server set [microphone] device to a card from 'arecord -L'")
+        case .managedBySoundServer:
+            return DeviceCheck(name: name, stream: .microphone, outcome: .warning,
+                               detail: "not opened: \(error.detail); the agent does not take a card from the sound server (it would take the microphone from your calls)",
+                               fix: "set [microphone] device = \"default\" (or \"pipewire\") and run the agent as your user service: ariata-agent onboard --user-service")
         case .failed, .stalled:
             return DeviceCheck(name: name, stream: .microphone, outcome: .failed,
                                detail: "opens but refuses 16 kHz mono S16_LE: \(error.detail)\(alsaSaid)",

@@ -33,7 +33,7 @@ struct BackfillStep {
         }
         let directory = (database as NSString).deletingLastPathComponent
         let directoryExisted = FileManager.default.fileExists(atPath: directory)
-        var queue: SQLiteQueue?
+        var queue: AgentDatabase?
         for source in files {
             guard FileManager.default.fileExists(atPath: source.path) else {
                 console.line("  \(source.name): no file yet; it is read from its start when it appears")
@@ -45,7 +45,7 @@ struct BackfillStep {
             }
             if !prompter.isInteractive { console.line("  importing the last \(source.backfillDays) days of \(source.name) (--yes)") }
             do {
-                if queue == nil { queue = try SQLiteQueue(path: database, logger: logger) }
+                if queue == nil { queue = try AgentDatabase(path: database, logger: logger) }
                 guard let queue else { continue }
                 let bar = ProgressBar(label: "health")
                 let status = try HealthBackfill.run(source, queue: queue, logger: logger) { p in

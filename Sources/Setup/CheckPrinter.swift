@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 
 /// Renders check results the same way for onboarding and doctor:
 ///

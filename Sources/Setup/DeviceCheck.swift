@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 
 /// The outcome of one device check of `onboard` and `doctor`: the Linux version of the
 /// iOS app's permission prompts.

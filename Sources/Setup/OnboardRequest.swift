@@ -30,6 +30,8 @@ public struct OnboardRequest: Sendable {
     public var linkTimeout: TimeInterval
     /// `--source-id` (Virtues' QR flow): the pending source to complete.
     public var sourceID: String?
+    /// `--user-service` or `--system-service`; nil: decided from the sound server (`ServiceModeStep`).
+    public var serviceMode: ServiceMode?
     /// `--microphone-device`: the ALSA capture device to write as `[microphone] device`.
     public var microphoneDevice: String?
 
@@ -41,7 +43,8 @@ public struct OnboardRequest: Sendable {
                 acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata",
                 pairingCode: String? = nil, disableFailing: Bool = false, link: Bool = false,
                 linkTimeout: TimeInterval = OnboardRequest.defaultLinkTimeout, sourceID: String? = nil,
-                microphoneDevice: String? = nil) {
+                serviceMode: ServiceMode? = nil, microphoneDevice: String? = nil) {
+        self.serviceMode = serviceMode
         self.microphoneDevice = microphoneDevice
         self.pairingCode = pairingCode
         self.link = link

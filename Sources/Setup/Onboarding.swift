@@ -8,10 +8,10 @@ import Logging
 /// 0600 and owned by the service user, with a stable device id; (4) the health backfill;
 /// (5) the service. Nothing is written before the server is verified.
 public final class Onboarding {
-    private let request: OnboardRequest
+    private var request: OnboardRequest
     private let prompter: any Prompter
     private let console: Console
-    private let checks: DeviceChecks
+    private var checks: DeviceChecks
     private let logger: Logger
     private let printer: CheckPrinter
     /// The device id was made by this run (the file had none): it is kept only if onboarding writes the file.
@@ -29,10 +29,18 @@ public final class Onboarding {
 
     /// Runs every step; throws `OnboardFailure` (with its exit status) when it stops early.
     public func run() throws {
+        console.line("Setting up ariata-agent \(AgentVersion.string) on this device.")
+        let mode = try ServiceModeStep(request: request, prompter: prompter, console: console).decide()
+        let userPaths = UserServicePaths()
+        if mode == .user {
+            request = ServiceModeStep.userRequest(request, paths: userPaths)
+            checks.serviceUser = request.serviceUser
+        }
         var config = try loadExisting()
+        if mode == .user { ServiceModeStep.userConfig(&config, paths: userPaths) }
         let path = request.configPath
         let existed = FileManager.default.fileExists(atPath: path)
-        console.line("Setting up ariata-agent \(AgentVersion.string) on this device (configuration: \(path)\(existed ? ", updating it" : "")).")
+        console.line("  the agent runs as the \(mode == .user ? "user service of \(request.serviceUser)" : "system service (user \(request.serviceUser))"); configuration: \(path)\(existed ? ", updating it" : "")")
         if !prompter.isInteractive { console.line("Non-interactive (--yes): every question takes its default.") }
 
         console.line("")
@@ -60,7 +68,7 @@ public final class Onboarding {
 
         console.line("")
         console.line("5/5 Service")
-        try ServiceStep(configPath: path, prompter: prompter, console: console).run()
+        try ServiceStep(configPath: path, prompter: prompter, console: console, mode: mode).run()
 
         console.line("")
         console.line("Done. See how it is doing with: ariata-agent status\(path == AgentConfig.defaultPath ? "" : " --config \(path)")")

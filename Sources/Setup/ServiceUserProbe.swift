@@ -1,4 +1,5 @@
 import AgentCore
+import Capture
 import Foundation
 
 /// Is the service user in the groups its devices need (`audio` for the microphone,
@@ -15,7 +16,11 @@ struct ServiceUserProbe {
         }
         let primary = entry.pointee.pw_gid
         var needed: [(group: String, stream: StreamName)] = []
-        if config.microphone.enabled { needed.append(("audio", .microphone)) }
+        // Through a sound server of the user's own session the server opens the card,
+        // not the agent: no group needed.
+        let viaSoundServer = SoundCardGuard.card(of: config.microphone.device) == nil
+            && !SoundServerSession.find(runtimeDirectory: SoundServerSession.runtimeDirectory(uid: entry.pointee.pw_uid)).isEmpty
+        if config.microphone.enabled && !viaSoundServer { needed.append(("audio", .microphone)) }
         if config.health.enabled && config.health.sources.contains(where: { $0.kind == .serial }) {
             needed.append(("dialout", .health))
         }

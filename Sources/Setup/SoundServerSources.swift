@@ -7,12 +7,15 @@ import Foundation
 ///
 /// A source is offered under the ALSA name that opens it through `pipewire-alsa`
 /// (`pipewire:NODE=<source name>`), so only where that plugin's `pipewire` PCM is in the
-/// ALSA configuration. Sources come from `pactl list sources` when `pactl` is installed and
-/// a server answers it; otherwise there are none (ALSA's own list still has `default`).
+/// ALSA configuration. Sources come from `pactl list sources` (pipewire-pulse) when the
+/// person has a PipeWire session and `pactl` is installed; otherwise there are none
+/// (ALSA's own list still has `default`). Finding the session is `SoundServerSession`'s.
 struct SoundServerSources {
-    /// The `pactl list sources` text, or nil when there is no pactl or no server.
+    /// The `pactl list sources` text, or nil when there is no PipeWire session for the
+    /// person running onboard (`SoundServerSession`), no pactl, or no answer.
     var listing: () -> String? = {
-        guard let pactl = CommandOutput.find("pactl"),
+        let sessions = SoundServerSession.find(runtimeDirectory: SoundServerSession.runtimeDirectory(uid: getuid()))
+        guard sessions.contains(where: { $0.server == .pipewire }), let pactl = CommandOutput.find("pactl"),
               let result = CommandOutput.run(pactl, ["list", "sources"]), result.status == 0 else { return nil }
         return result.output
     }

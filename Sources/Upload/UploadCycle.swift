@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// What every upload cycle works with: built once by the `Uploader`, handed to each cycle.
 struct UploadContext: Sendable {
@@ -13,6 +14,8 @@ struct UploadContext: Sendable {
     let makeTransport: HTTPTransportFactory
     let random: @Sendable () -> Double
     let isStopping: @Sendable () -> Bool
+    /// Called when the endpoint answers again after an outage.
+    let recovered: @Sendable () -> Void
 }
 
 /// One pass over the queue: for each stream with pending records, batches bounded by
@@ -35,7 +38,11 @@ struct UploadCycle {
         self.forced = forced
         self.context = context
         self.progress = progress
-        settings = context.state.with { $0.settings }
+        settings = context.state.with { s in
+            var settings = s.settings
+            if s.uncompressed { settings.gzip = false }
+            return settings
+        }
     }
 
     private var store: any UploadStore { context.store }
@@ -201,9 +208,9 @@ struct UploadCycle {
         let batchID = BatchID.make(stream: stream, recordIDs: batch.map(\.id))
         let body = IngestBody.build(stream: stream, deviceID: settings.deviceID, records: batch,
                                     batchID: batchID, timestamp: clock.now())
-        let request: HTTPRequest
+        let compressed: HTTPRequest
         do {
-            request = try IngestBody.request(settings: settings, body: body, batchID: batchID)
+            compressed = try IngestBody.request(settings: settings, body: body, batchID: batchID)
             if transport == nil { transport = try context.makeTransport(settings, context.isStopping) }
         } catch {
             return .failed(Failure(kind: .outage, reason: "\(error)"))
@@ -218,7 +225,18 @@ struct UploadCycle {
             return .storeError("\(error)")
         }
         result.requests += 1
-        let verdict = IngestVerdict.of(transport.send(request), sent: batch.count, now: clock.now())
+        var request = compressed
+        var answer = transport.send(request)
+        if let plain = uncompressedRetry(after: answer, body: body, batchID: batchID, stream: stream) {
+            // Never a refusal, never a split: the same batch once more, uncompressed.
+            result.requests += 1
+            request = plain
+            answer = transport.send(plain)
+            noteUncompressedAnswer(answer)
+        } else if settings.gzip, case .success(let response) = answer, (200..<300).contains(response.status) {
+            gzipWasRead()
+        }
+        let verdict = IngestVerdict.of(answer, sent: batch.count, now: clock.now())
         logger.debug("batch \(batchID.uuidString.lowercased()) of \(batch.count) \(stream.rawValue) records (\(body.count) bytes): \(verdict)")
 
         switch verdict {
@@ -247,6 +265,42 @@ struct UploadCycle {
         case .retryLater, .unauthorized, .blamed:
             return .failed(Failure(verdict))
         }
+    }
+
+    /// The same batch uncompressed, when a gzip body was answered 400 or 415: neither server
+    /// inflates bodies, and a proxy that would is missing (docs/upload.md#gzip). Nil when
+    /// the body was not compressed or the answer was another.
+    private func uncompressedRetry(after answer: Result<HTTPResponse, TransportFailure>, body: RequestBody,
+                                   batchID: UUID, stream: StreamName) -> HTTPRequest? {
+        guard settings.gzip, case .success(let response) = answer, [400, 415].contains(response.status) else { return nil }
+        var plain = settings
+        plain.gzip = false
+        guard let retry = try? IngestBody.request(settings: plain, body: body, batchID: batchID) else { return nil }
+        logger.notice("the server answered a gzip body of \(stream.rawValue) records HTTP \(response.status) (\(IngestVerdict.serverMessage(response))): sending the same batch once more uncompressed")
+        return retry
+    }
+
+    /// The uncompressed retry was read (any answer but 400/415): the server does not
+    /// inflate bodies, so the rest of this process sends them uncompressed, and `status` says so.
+    private mutating func noteUncompressedAnswer(_ answer: Result<HTTPResponse, TransportFailure>) {
+        guard case .success(let response) = answer, ![400, 415].contains(response.status) else { return }
+        settings.gzip = false
+        state.with {
+            $0.uncompressed = true
+            $0.uncompressedNoted = true
+        }
+        try? store.setState(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: clock.now()))
+        logger.warning("the server does not inflate gzip bodies (it read the batch uncompressed): uploads go uncompressed from now on; set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
+    }
+
+    /// A gzip body was answered 2xx: bodies are inflated now (a proxy was put in
+    /// front), so `status` no longer says they are not.
+    private func gzipWasRead() {
+        let noted = state.with { s -> Bool in
+            defer { s.uncompressedNoted = false }
+            return s.uncompressedNoted
+        }
+        if noted { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
     }
 
     /// Sends the records of a refused batch again as `plan` says (after marking what the
@@ -361,6 +415,11 @@ struct UploadCycle {
     /// The endpoint answered as an ingest endpoint: it is up and the token is good; and
     /// when it stored records of `stream`, it takes that stream.
     private func endpointAnswered(stream: StreamName, tookRecords: Bool) {
+        let afterOutage = state.with { s -> Bool in
+            defer { s.sawOutage = false }
+            return s.sawOutage
+        }
+        if afterOutage { context.recovered() }
         state.with { s in
             if tookRecords { s.memory.refusals[stream.rawValue] = nil }
             s.memory.breaker.recordSuccess()
@@ -408,6 +467,7 @@ struct UploadCycle {
                              schedule: policy.backoff, random: random())
                 s.memory.retries[stream.rawValue] = retry
                 guard failure.kind == .outage else { return (retry.nextAttemptAt ?? now, false) }
+                s.sawOutage = true
                 s.memory.breaker.recordFailure(at: now, retryAfter: failure.retryAfter, schedule: policy.backoff, random: random())
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 guard case .open(let until) = s.memory.breaker.state(at: now) else { return (retry.nextAttemptAt ?? now, false) }

@@ -2,7 +2,7 @@ import AgentCore
 import Foundation
 
 /// Everything the uploader reads from and writes to: the queue, plus the bookkeeping
-/// that `status` reads. `SQLiteQueue` is the one implementation.
+/// that `status` reads. `AgentDatabase` is the one implementation.
 public protocol UploadStore: UploadQueue {
     /// Records and payload bytes pending in `stream` (for progress).
     func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64)
@@ -15,7 +15,11 @@ public protocol UploadStore: UploadQueue {
     func state(_ key: String) throws -> String?
 }
 
-extension SQLiteQueue: UploadStore {
+extension AgentDatabase: UploadStore {
+    public func setState(_ key: String, _ value: String?) throws { try agentState.set(key, value) }
+
+    public func state(_ key: String) throws -> String? { try agentState.value(key) }
+
     public func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64) {
         let pending = try counts().first { $0.stream == stream && $0.status == .pending }
         let held = try heldTotals(stream: stream) // waiting for a true time: not sent now

@@ -2,6 +2,7 @@ import AgentCore
 import Dispatch
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Sends the queue to the ingest endpoint: a cycle every `[upload] interval` seconds (and
@@ -27,10 +28,18 @@ public final class Uploader: Sendable {
     /// The power policy's say ([power]): the interval multiplied on battery, scheduled
     /// cycles held on a low battery. `sync` (the user asking) is never held.
     private let power = Mutex((factor: 1, held: false))
-    private let suspend = Mutex(SuspendDetector())
+    private let suspend: Mutex<SuspendDetector>
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
     private let uploadLock: FileLock?
+    /// Run when an upload succeeds after an outage (`onRecovery`).
+    private let recovery = RecoveryHandler()
+
+    /// Holds `onRecovery`'s handler for the cycles.
+    final class RecoveryHandler: Sendable {
+        let handler = Mutex<(@Sendable () -> Void)?>(nil)
+        func call() { handler.withLock { $0 }?() }
+    }
 
     /// Set by `stop()`, read by cycles and the transport's abort check.
     final class StopFlag: Sendable {
@@ -40,7 +49,7 @@ public final class Uploader: Sendable {
     }
 
     /// - Parameters:
-    ///   - store: the queue (`SQLiteQueue`). What decides the next attempt (backoff,
+    ///   - store: the queue (`AgentDatabase`). What decides the next attempt (backoff,
     ///     breaker, token pause, 429 hold, refused streams) is read back from it, so a
     ///     restart does not hammer a failing server.
     ///   - clock: the time used for backoff, pauses and the body's `timestamp`;
@@ -49,8 +58,9 @@ public final class Uploader: Sendable {
     ///   - random: jitter source, values in [0, 1).
     ///   - uploadLock: held during each scheduled cycle (the daemon passes
     ///     `FileLock.upload(databasePath:)`; `sync` takes that lock itself).
-    ///   - scheduler: makes the cycle timer; a test passes a `VirtualScheduler` (also as
-    ///     `clock`) to run intervals and backoff without waiting.
+    ///   - scheduler: makes the cycle timer and gives the clocks a suspend is told by; a
+    ///     test passes a `VirtualScheduler` (also as `clock`) to run intervals, backoff and
+    ///     suspends without waiting.
     public init(server: ServerConfig, upload: UploadConfig, store: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.upload"),
                 policy: UploadPolicy = UploadPolicy(),
@@ -59,6 +69,7 @@ public final class Uploader: Sendable {
                 uploadLock: FileLock? = nil, scheduler: any TimerScheduling = DispatchScheduler()) {
         self.uploadLock = uploadLock
         self.scheduler = scheduler
+        suspend = Mutex(SuspendDetector(clocks: scheduler))
         self.upload = upload
         self.policy = policy
         self.store = store
@@ -71,9 +82,14 @@ public final class Uploader: Sendable {
         if let restored, !restored.isEmpty {
             logger.info("upload waits read back from the last run: \(Self.describe(restored, at: clock.now()))")
         }
-        state = UploaderStateBox(UploaderState(
-            settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
-            published: restored))
+        // A new process (or a reload) tries gzip again (a proxy may have been put in front);
+        // what the last one saw stays for `status` until a gzip body is read.
+        let plainNoted = (try? store.state(AgentStateKey.uploadPlainBodiesSince)) != nil
+        if plainNoted, !settings.gzip { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
+        var initial = UploaderState(settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
+                                    published: restored)
+        initial.uncompressedNoted = plainNoted && settings.gzip
+        state = UploaderStateBox(initial)
         if restored == nil, stored != nil {
             // Another server or token than the memory was about: its waits do not apply,
             // and `status` must not go on showing them.
@@ -83,8 +99,10 @@ public final class Uploader: Sendable {
         }
         let stopping = StopFlag()
         self.stopping = stopping
+        let recovery = self.recovery
         context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
-                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet })
+                                makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
+                                recovered: { recovery.call() })
     }
 
     deinit {
@@ -162,12 +180,15 @@ public final class Uploader: Sendable {
         let changed = state.with { s -> Bool in
             guard s.settings != settings else { return false }
             s.settings = settings
+            s.uncompressed = false
+            s.uncompressedNoted = false
             s.memory = UploaderMemory(policy: policy, server: UploaderMemory.fingerprint(settings))
             s.published = s.memory
             return true
         }
         guard changed else { return }
-        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt] {
+        for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt,
+                    AgentStateKey.uploadPlainBodiesSince] {
             try? store.setState(key, nil)
         }
         timer.withLock { $0 }?.fireNow()
@@ -189,10 +210,16 @@ public final class Uploader: Sendable {
         timer.withLock { $0 }?.fireNow()
     }
 
+    /// `handler` runs (on the cycle's thread) when the endpoint answers again after an
+    /// outage: the daemon then asks the server for its stream switches.
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {
+        recovery.handler.withLock { $0 = handler }
+    }
+
     // MARK: Reading
 
-    /// The uploader's health for the health coordinator.
-    public func health() -> StreamHealth {
+    /// The uploader's liveness, for the supervisor.
+    public func liveness() -> Liveness {
         let now = clock.now()
         return state.with { s in
             if let problem = s.settings.configurationProblem { return .unhealthy(reason: problem) }

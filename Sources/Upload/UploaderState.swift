@@ -24,7 +24,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     var breaker: CircuitBreaker
     var authPause: GrowingPause
     var hold: EndpointHold?
-    /// The last failure that did not blame the records, for `health()`.
+    /// The last failure that did not blame the records, for `liveness()`.
     var lastFailure: LastFailure?
 
     struct LastFailure: Sendable, Equatable, Codable {
@@ -76,12 +76,20 @@ struct UploaderMemory: Sendable, Equatable, Codable {
 }
 
 /// The uploader's state between cycles. Guarded by `UploaderStateBox`'s lock; cycles and
-/// `health()` hold it only for short reads and updates, never across a request.
+/// `liveness()` hold it only for short reads and updates, never across a request.
 struct UploaderState: Sendable {
     var settings: ServerSettings
     var memory: UploaderMemory
     /// What was last written to `agent_state`, so unchanged values are not rewritten.
     var published: UploaderMemory?
+    /// The endpoint failed (network, 5xx) since it last answered; a network return that
+    /// forgets the backoff does not clear it, the next answer does.
+    var sawOutage = false
+    /// The server read a batch uncompressed after refusing it gzipped: bodies go
+    /// uncompressed for the rest of the process (docs/upload.md#gzip).
+    var uncompressed = false
+    /// `AgentStateKey.uploadPlainBodiesSince` is set (by this process or the last one).
+    var uncompressedNoted = false
 
     func retry(_ stream: StreamName) -> RetryState? { memory.retries[stream.rawValue] }
 

@@ -1,6 +1,7 @@
 import AgentCore
 import ArgumentParser
 import Foundation
+import Reports
 
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -81,9 +82,9 @@ struct ExportCommand: ParsableCommand {
         }
         let since = try time(self.since, "--since"), until = try time(self.until, "--until")
         let config = try AgentConfig.load(path: options.config, missingOK: true)
-        let queue: SQLiteQueue
+        let queue: AgentDatabase
         do {
-            queue = try SQLiteQueue(readOnlyPath: config.storage.database)
+            queue = try AgentDatabase(readOnlyPath: config.storage.database)
         } catch {
             throw ExportError("cannot read \(config.storage.database): \(error); run as the service user or root (sudo), or pass --config")
         }

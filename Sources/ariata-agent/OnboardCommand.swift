@@ -62,6 +62,19 @@ struct OnboardCommand: ParsableCommand {
             ariata-agent (or restarts it so it reads the new file); otherwise prints the \
             command that starts the agent.
 
+            Laptop or board: first, onboard looks for a desktop sound server (a PipeWire or \
+            PulseAudio session: $XDG_RUNTIME_DIR/pipewire-0 or pulse/native) of the person \
+            running it. A sound server serves only the session of the person logged in, so on \
+            a laptop or desktop the agent runs as that person's user service: onboard, run as \
+            that person without sudo, offers it (--user-service takes it without asking); the \
+            configuration is then ~/.config/ariata/agent.toml (what the user unit reads) and \
+            the queue ~/.local/state/ariata/agent.sqlite, and step 5 turns lingering on \
+            (loginctl enable-linger: the agent starts at boot and keeps running while you are \
+            logged out) and runs systemctl --user enable --now ariata-agent. Without a sound \
+            server (a headless board), or with --system-service, it is the system service: \
+            user ariata, /etc/ariata/agent.toml. Run through sudo on a machine with a sound \
+            server, onboard says to run it again as yourself with --user-service.
+
             Questions show their default in brackets, taken from the existing file; Enter \
             takes it. The token is never shown, printed or logged.
 
@@ -70,6 +83,7 @@ struct OnboardCommand: ParsableCommand {
               ariata-agent onboard --endpoint URL --token-file FILE --yes
               ariata-agent onboard --endpoint URL --link --yes
               ariata-agent onboard --endpoint URL --source-id ID --yes
+              ariata-agent onboard --endpoint URL --code A1B2C3 --user-service --yes   (a laptop, as yourself)
             Without a terminal on standard input, --yes is required.
 
             Exit status: 0 when the configuration was written; 1 when the server could not \
@@ -132,6 +146,12 @@ struct OnboardCommand: ParsableCommand {
                                valueName: "user"))
     var serviceUser: String = "ariata"
 
+    @Flag(help: ArgumentHelp("Run the agent as your own user service (a laptop or desktop with PipeWire or PulseAudio): the configuration under ~/.config/ariata, systemctl --user, lingering. Run onboard as yourself, without sudo."))
+    var userService = false
+
+    @Flag(help: ArgumentHelp("Run the agent as the system service (user ariata, /etc/ariata/agent.toml; a headless board), even where a desktop sound server runs."))
+    var systemService = false
+
     @Flag(name: [.customShort("y"), .long], help: "Do not ask: take every default answer (for scripted installs).")
     var yes = false
 
@@ -157,6 +177,7 @@ struct OnboardCommand: ParsableCommand {
             throw ValidationError("--microphone-device: give an ALSA capture device name (see 'arecord -L'), e.g. default")
         }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
+        if userService && systemService { throw ValidationError("give one of --user-service and --system-service") }
     }
 
     /// `--source-id`: a bare source id, or the QR code's whole text.
@@ -182,7 +203,8 @@ struct OnboardCommand: ParsableCommand {
                 timeout: timeout, serviceUser: serviceUser,
                 pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing,
                 link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
-                sourceID: pendingSource?.sourceID, microphoneDevice: microphoneDevice)
+                sourceID: pendingSource?.sourceID,
+                serviceMode: userService ? .user : systemService ? .system : nil, microphoneDevice: microphoneDevice)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(label: "ariata.onboard"))
             try onboarding.run()

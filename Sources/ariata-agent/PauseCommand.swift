@@ -17,13 +17,13 @@ struct StreamSelection: ParsableArguments {
 }
 
 /// Writes the pause switches to the queue database and tells a running daemon to apply
-/// them at once (SIGUSR1); the daemon also rereads them every health check (30 s).
+/// them at once (SIGUSR1); the daemon also rereads them every liveness check (30 s).
 /// `until` ends the pause by itself (nil: until `resume`).
 func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, options: ConfigOptions) throws {
     let config = try AgentConfig.load(path: options.config, missingOK: true)
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
     do {
-        queue = try SQLiteQueue(path: config.storage.database)
+        queue = try AgentDatabase(path: config.storage.database)
     } catch {
         throw CleanExit.message("cannot open \(config.storage.database): \(error)\nrun as the service user or root, e.g. sudo ariata-agent \(paused ? "pause" : "resume")")
     }
@@ -32,7 +32,7 @@ func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, option
     let names = streams.map(\.rawValue).joined(separator: ", ")
     var told = "the daemon is not running; it will start with this setting"
     if FileLock.daemon(databasePath: config.storage.database).isHeld(),
-       let pid = try queue.state(AgentStateKey.daemonPID).flatMap(Int32.init) {
+       let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int32.init) {
         told = kill(pid, SIGUSR1) == 0 ? "the daemon (pid \(pid)) applied it"
             : "could not signal the daemon (pid \(pid)): it applies the setting within 30 s"
     }
@@ -42,6 +42,11 @@ func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, option
               + "also across a restart or a suspend; 'ariata-agent resume' ends the pause earlier.")
     } else {
         print("\(paused ? "paused" : "resumed") \(names): \(told). It stays so across restarts.")
+    }
+    // A resume cannot undo the server's switch: say so rather than let it look resumed.
+    let serverOff = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)?.switchedOffStreams ?? []
+    for stream in streams where !paused && serverOff.contains(stream) {
+        print("\(stream.rawValue) stays off: the server switched it off in its web UI; it resumes when switched on there")
     }
 }
 
@@ -114,7 +119,9 @@ struct ResumeCommand: ParsableCommand {
         discussion: """
             Ends the pause of one stream, or of every stream when none is named, at once: \
             the daemon is signalled and starts capture again. A timed pause \
-            ('pause --for', '--until') needs no resume: it ends by itself.
+            ('pause --for', '--until') needs no resume: it ends by itself. A stream the \
+            server switched off in its web UI stays off (resume says so): it resumes when \
+            switched on there ('ariata-agent status' shows it as off (server)).
             """)
 
     @OptionGroup var options: ConfigOptions

@@ -87,13 +87,13 @@ struct PurgeCommand: ParsableCommand {
             print("nothing to delete: there is no queue at \(path) yet")
             return
         }
-        let queue: SQLiteQueue
+        let queue: AgentDatabase
         do {
-            queue = try SQLiteQueue(path: path)
+            queue = try AgentDatabase(path: path)
         } catch {
             throw CommandFailure("cannot open \(path): \(error); run as the service user or root, e.g. sudo ariata-agent purge")
         }
-        let preview = try queue.purgePreview(selection)
+        let preview = try queue.housekeeping.purgePreview(selection)
         guard preview.records > 0 else {
             print("nothing to delete: no \(selection.description) in \(path)")
             return
@@ -114,7 +114,7 @@ struct PurgeCommand: ParsableCommand {
             }
         }
         let sizeBefore = queue.fileBytes()
-        let done = try queue.purge(selection)
+        let done = try queue.housekeeping.purge(selection)
         let sizeAfter = queue.fileBytes()
         print("deleted \(done.records) \(selection.description) (\(Self.bytes(done.payloadBytes))\(Self.breakdown(done))); "
               + "the queue file went from \(Self.bytes(sizeBefore)) to \(Self.bytes(sizeAfter))")

@@ -54,9 +54,9 @@ struct RunCommand: AsyncParsableCommand {
             logger.critical("\(DaemonError.notOnboarded(file: config.file))")
             throw ExitCode(78)
         }
-        let queue: SQLiteQueue
+        let queue: AgentDatabase
         do {
-            queue = try SQLiteQueue(path: config.storage.database, logger: Logger(label: "ariata.queue"))
+            queue = try AgentDatabase(path: config.storage.database, logger: Logger(label: "ariata.queue"))
         } catch {
             logger.critical("\(error)")
             throw ExitCode(73)   // EX_CANTCREAT
@@ -66,7 +66,7 @@ struct RunCommand: AsyncParsableCommand {
             "endpoint": "\(config.server.ingestURL)", "device_id": "\(config.server.deviceID)",
         ])
         let daemon = AgentDaemon(config: config, queue: queue, factory: LiveComponents(),
-                                 tickInterval: TimeInterval(config.daemon.healthInterval), logger: logger)
+                                 tickInterval: TimeInterval(config.daemon.checkInterval), logger: logger)
         let path = options.config
         let service = AgentService(daemon: daemon, logger: logger) { try AgentConfig.load(path: path) }
         let group = ServiceGroup(configuration: .init(

@@ -46,7 +46,7 @@ struct SyncCommand: ParsableCommand {
             handler.logLevel = .warning
             return handler
         }
-        let queue = try SQLiteQueue(path: config.storage.database)
+        let queue = try AgentDatabase(path: config.storage.database)
         let lock = FileLock.upload(databasePath: config.storage.database)
         var held = try lock.tryAcquire()
         if held == nil {

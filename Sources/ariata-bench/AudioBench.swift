@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 
 /// `ariata-bench audio [--seconds N] [--complexity C] [--dir D]`: CPU time to capture and
@@ -65,7 +66,7 @@ enum AudioBench {
 
     static func streamRun(seconds: Int, device: String, complexity: Int, in work: String)
         throws -> (cpu: CPU, wall: Double, chunks: Int, averageBytes: Double, overruns: Int, peakRSSKiB: Int) {
-        let queue = try SQLiteQueue(path: "\(work)/queue.sqlite")
+        let queue = try AgentDatabase(path: "\(work)/queue.sqlite")
         var config = MicrophoneConfig()
         config.device = device
         config.complexity = complexity
@@ -89,7 +90,7 @@ enum AudioBench {
     /// Runs the real microphone stream on the benchmark's ALSA device until `frames` have
     /// been captured (the device opened once, through `wrap`), and stops it.
     @discardableResult
-    static func runStream(config: MicrophoneConfig, queue: SQLiteQueue, frames: Int, journal: MicrophoneStream.Journaling? = nil,
+    static func runStream(config: MicrophoneConfig, queue: AgentDatabase, frames: Int, journal: MicrophoneStream.Journaling? = nil,
                           wrap: @escaping @Sendable (any AudioCapture) -> any AudioCapture = { $0 }) -> MicrophoneStream {
         let ended = EndFlag()
         let opened = EndFlag()

@@ -92,7 +92,7 @@ enum AudioJournalBench {
         let rig = try ALSARig(input: pcm, device: "ariata_journal_bench_mic")
         defer { withExtendedLifetime(rig) {} }
         let device = rig.device
-        let queue = try SQLiteQueue(path: "\(work)/queue.sqlite")
+        let queue = try AgentDatabase(path: "\(work)/queue.sqlite")
         var microphone = MicrophoneConfig()
         microphone.device = device
         let start = Date()

@@ -1,6 +1,7 @@
 import AgentCore
 import Capture
 import Foundation
+import Reports
 import Rigs
 
 /// Time to export a day of data: `swift run -c release ariata-bench export [--fixes 8600]
@@ -13,7 +14,7 @@ import Rigs
 enum ExportBench {
     static func run(fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
         let dir = try TemporaryDirectory("export-bench")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let start = Date().addingTimeInterval(-86_400)
         print("filling a queue: \(fixes) fixes, \(chunks) audio chunks of \(chunkBytes) bytes, \(samples) health samples")
         try fill(queue, start: start, fixes: fixes, chunks: chunks, chunkBytes: chunkBytes, samples: samples)
@@ -39,7 +40,7 @@ enum ExportBench {
         }
     }
 
-    static func fill(_ queue: SQLiteQueue, start: Date, fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
+    static func fill(_ queue: AgentDatabase, start: Date, fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
         var batch: [NewRecord] = []
         func flush(_ stream: StreamName) throws {
             try queue.enqueue(batch, anchor: nil)

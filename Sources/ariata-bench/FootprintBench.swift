@@ -1,6 +1,7 @@
 import AgentCore
 import Capture
 import Foundation
+import Platform
 import Rigs
 import Upload
 
@@ -14,7 +15,7 @@ import Upload
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
 /// a health file that gains a sample every `--health-every` seconds, the reference
 /// receiver) and the defaults of a real device (30 s chunks with 2 s overlap, a fix every
-/// 10 s, uploads every 300 s, health checks every 30 s). From 10 s after the start to the
+/// 10 s, uploads every 300 s, liveness checks every 30 s). From 10 s after the start to the
 /// end it reads /proc/PID and prints: peak RSS, CPU % of one core and its split by thread,
 /// voluntary context switches per second, bytes written to storage (`write_bytes`) per
 /// hour and per byte captured (Opus bytes of the chunks plus the other records' bytes), and
@@ -57,7 +58,7 @@ enum FootprintBench {
         let device = BlockDeviceWrites(directory: queueDirectory)
         let tlsDirectory = try options.tls ? TemporaryDirectory("ariata-footprint-tls") : nil
         let tls = try tlsDirectory.map { try certificateAndTrust(in: $0.path, bundle: options.caBundle) }
-        let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, healthInterval: 30,
+        let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, checkInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options.syncSeconds)",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
@@ -116,7 +117,7 @@ enum FootprintBench {
         feeding.set()
 
         // What was captured in the window, read back from the queue.
-        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
         var captured = (opus: 0, records: 0, audioSeconds: 0.0, chunks: 0, fixes: 0, samples: 0)
         for stream in StreamName.allCases {
             for record in try queue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
@@ -324,7 +325,7 @@ extension FootprintBench {
             defer { receiver.stop() }
             let database = directory.file("queue.sqlite")
             let fill = Date()
-            let payload = try UploadBench.enqueueBacklog(options, queue: try SQLiteQueue(path: database), bodiesDirectory: nil)
+            let payload = try UploadBench.enqueueBacklog(options, queue: try AgentDatabase(path: database), bodiesDirectory: nil)
             print(String(format: "backlog: %d audio chunks, %.2f GB of payload (written in %.1f s)",
                          options.records, Double(payload) / 1e9, Date().timeIntervalSince(fill)))
             let config = directory.file("agent.toml")

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 
 /// `ariata-bench health [throughput [lines] | idle [seconds]]`: how fast a file source
@@ -36,7 +37,7 @@ enum HealthBench {
         }
         try text.write(toFile: file, atomically: false, encoding: .utf8)
         let bytes = text.utf8.count
-        let queue = try SQLiteQueue(path: "\(directory)/queue.sqlite")
+        let queue = try AgentDatabase(path: "\(directory)/queue.sqlite")
         let stream = HealthStream(config: fileConfig(file), queue: queue, logger: quietLogger())
         let began = Date()
         stream.start()
@@ -55,7 +56,7 @@ enum HealthBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = "\(directory)/idle.jsonl"
         try (#"{"timestamp":"\#(RFC3339.string(from: Date()))","hr":60}"# + "\n").write(toFile: file, atomically: false, encoding: .utf8)
-        let queue = try SQLiteQueue(path: "\(directory)/queue.sqlite")
+        let queue = try AgentDatabase(path: "\(directory)/queue.sqlite")
         let stream = HealthStream(config: fileConfig(file, name: "idle"), queue: queue, logger: quietLogger())
         stream.start()
         // Let it read the one line and make its commit (commit_interval = 1 s) first.

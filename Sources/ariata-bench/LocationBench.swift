@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 
 /// CPU time and wakeups of the location stream per minute while gpsd delivers a fix every
@@ -33,7 +34,7 @@ enum LocationBench {
     private static func measure(_ options: Options) throws {
         let rig = try GPSDRig()
         let directory = try TemporaryDirectory("ariata-bench-location")
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = LocationConfig()
         config.gpsdHost = "127.0.0.1"
         config.gpsdPort = rig.port

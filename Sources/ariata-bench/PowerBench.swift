@@ -2,7 +2,7 @@ import AgentCore
 import Foundation
 import Rigs
 
-/// Cost of the power policy's read, the work `[power]` adds to each health check:
+/// Cost of the power policy's read, the work `[power]` adds to each liveness check:
 /// `swift run -c release ariata-bench power [--reads 2000] [--sysfs PATH]`. Without
 /// --sysfs, a laptop-like fake tree (AC, BAT0, a mouse battery) in a temporary directory;
 /// with it, the machine's own /sys/class/power_supply. The read happens inside the health
@@ -28,7 +28,7 @@ enum PowerBench {
         }
         let cpu = (ExportBench.cpuSeconds() - cpuBefore) / Double(reads)
         let wall = Date().timeIntervalSince(started) / Double(reads)
-        print(String(format: "measured: power read of %@ (%@): %.3f ms CPU, %.3f ms wall per tick; at the default health_interval "
+        print(String(format: "measured: power read of %@ (%@): %.3f ms CPU, %.3f ms wall per tick; at the default check_interval "
                      + "of 30 s: %.3f s CPU per hour, 0 extra wake-ups", path, "\(reading)", cpu * 1_000, wall * 1_000, cpu * 120))
     }
 }

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 
 /// `ariata-bench queue [--records N] [--dir D]`: enqueue throughput and latency, batch and
 /// count times on a large table, bytes per record.
@@ -26,16 +27,16 @@ enum QueueBench {
 
     static func enqueueLatency(label: String, payload: Data, count: Int, in dir: String) throws {
         let path = "\(dir)/latency-\(UUID().uuidString).sqlite"
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         var latencies: [Double] = []
         latencies.reserveCapacity(count)
-        let start = DispatchTime.now().uptimeNanoseconds
+        let start = Monotonic.now
         for _ in 0..<count {
-            let t0 = DispatchTime.now().uptimeNanoseconds
+            let t0 = Monotonic.now
             try queue.enqueue(NewRecord(stream: .location, capturedAt: Date(), payload: payload))
-            latencies.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e6)
+            latencies.append((Monotonic.now - t0) * 1e3)
         }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let seconds = Monotonic.now - start
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
         print(String(format: "enqueue %@: %d records, %.0f records/s, p50 %.2f ms, p99 %.2f ms, max %.2f ms",
@@ -44,7 +45,7 @@ enum QueueBench {
 
     static func largeTable(records: Int, payload: Data, in dir: String) throws {
         let path = "\(dir)/large.sqlite"
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         let t0 = Date()
         let streams: [StreamName] = [.location, .health, .microphone]
         var made = 0
@@ -66,17 +67,17 @@ enum QueueBench {
         var countTimes: [Double] = []
         var oldestTimes: [Double] = []
         for _ in 0..<reps {
-            var t = DispatchTime.now().uptimeNanoseconds
+            var t = Monotonic.now
             let batch = try queue.pendingBatch(stream: .location, maxCount: 500, maxBytes: 4_000_000)
-            batchTimes.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6)
+            batchTimes.append((Monotonic.now - t) * 1e3)
             precondition(batch.count == 500)
-            t = DispatchTime.now().uptimeNanoseconds
+            t = Monotonic.now
             let counts = try queue.counts()
-            countTimes.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6)
+            countTimes.append((Monotonic.now - t) * 1e3)
             precondition(counts.reduce(0) { $0 + $1.records } == records)
-            t = DispatchTime.now().uptimeNanoseconds
+            t = Monotonic.now
             _ = try queue.oldestPendingAge(stream: .microphone)
-            oldestTimes.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e6)
+            oldestTimes.append((Monotonic.now - t) * 1e3)
         }
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
         print(String(format: "with %d records: take a batch of 500 %.2f ms, counts per stream/status %.3f ms, oldest pending %.3f ms (medians of %d)",

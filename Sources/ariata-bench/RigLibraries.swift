@@ -1,5 +1,6 @@
 import Daemon
 import Foundation
+import Platform
 
 /// Keeps the rig's own processes out of the daemon's resident set (docs/development.md,
 /// Benchmarks).

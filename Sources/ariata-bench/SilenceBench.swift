@@ -77,7 +77,7 @@ enum SilenceBench {
 
     /// tools/demo/speech.opus as 16 kHz mono samples (opusdec from opus-tools, then sox).
     static func decodeSpeech(in work: String) throws -> [Int16] {
-        let opus = DaemonRig.repositoryRoot + "/tools/demo/speech.opus"
+        let opus = Repository.root + "/tools/demo/speech.opus"
         try AudioBench.runTool("opusdec", ["--quiet", "--rate", "16000", opus, "\(work)/speech.wav"])
         try AudioBench.runTool("sox", ["\(work)/speech.wav", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer",
                                        "-t", "raw", "\(work)/speech.raw"])
@@ -104,7 +104,7 @@ enum SilenceBench {
         defer { try? FileManager.default.removeItem(atPath: database) }
         let rig = try ALSARig(input: path, device: "ariata_bench_mic")
         defer { withExtendedLifetime(rig) {} }
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         var config = MicrophoneConfig()
         config.device = rig.device
         config.uploadSilent = uploadSilent

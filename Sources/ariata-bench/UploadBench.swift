@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import Rigs
 import Synchronization
 import Upload
@@ -24,7 +25,7 @@ enum UploadBench {
 
         // The backlog, written as capture would write it; the same records become the
         // bodies curl posts.
-        let queue = try SQLiteQueue(path: directory + "/queue.sqlite")
+        let queue = try AgentDatabase(path: directory + "/queue.sqlite")
         let fill = Date()
         let payloadBytes = try enqueueBacklog(options, queue: queue, bodiesDirectory: curl ? directory : nil)
         let bodyCount = curl ? (try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("body-") }.count) : 0
@@ -86,7 +87,7 @@ enum UploadBench {
 
     /// Writes the backlog into the queue in transactions of 200, and (when asked) the
     /// bodies the agent will send, cut by the same bounds, as files for curl.
-    static func enqueueBacklog(_ options: BacklogOptions, queue: SQLiteQueue, bodiesDirectory: String?) throws -> Int {
+    static func enqueueBacklog(_ options: BacklogOptions, queue: AgentDatabase, bodiesDirectory: String?) throws -> Int {
         var noise = Data("OggS".utf8)
         var state: UInt64 = 0x2545_F491_4F6C_DD1D
         while noise.count < options.audioBytes {

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 
@@ -9,19 +10,17 @@ import XCTest
 final class AttachmentTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: SQLiteQueue!
+    var queue: AgentDatabase!
     var path: String { dir.file("agent.sqlite") }
 
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("attachments")
         clock = ManualClock()
-        queue = try SQLiteQueue(path: path, clock: clock)
+        queue = try AgentDatabase(path: path, clock: clock)
     }
 
     /// 60 KB of bytes that do not compress, as an Opus chunk.
-    func audio(_ seed: Int = 1, bytes: Int = 60_000) -> Data {
-        Data((0..<bytes).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 2_654_435_761 >> 13) })
-    }
+    func audio(_ seed: Int = 1, bytes: Int = 60_000) -> Data { TestRecords.incompressibleAudio(bytes: bytes, seed: seed) }
 
     func chunk(_ seed: Int = 1, existingFile: String? = nil, id: UUID = UUID()) throws -> NewRecord {
         var record = try NewRecord(id: id, stream: .microphone, capturedAt: clock.now(),
@@ -34,9 +33,7 @@ final class AttachmentTests: XCTestCase {
         ((try? FileManager.default.contentsOfDirectory(atPath: queue.attachmentDirectory)) ?? []).sorted()
     }
 
-    func walBytes() -> Int64 {
-        (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-    }
+    func walBytes() -> Int64 { DatabaseFiles.walBytes(path) }
 
     func object(_ payload: Data) throws -> [String: Any] {
         try XCTUnwrap(JSONSerialization.jsonObject(with: payload) as? [String: Any])
@@ -102,18 +99,18 @@ final class AttachmentTests: XCTestCase {
         let first = try XCTUnwrap(queue.records(stream: .microphone).first).seq
         try queue.markUploaded([first])
         clock.advance(by: 4 * 86_400)
-        XCTAssertEqual(try queue.applyRetention(RetentionPolicy()), 1)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(RetentionPolicy()), 1)
         XCTAssertEqual(storeFiles(), [])
 
         // The storage guard's eviction (pending audio goes first).
         try queue.enqueue(try chunk(2))
-        let slice = try queue.evictSlice(.pendingAudio, maxBytes: 1)
+        let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
         XCTAssertEqual(storeFiles(), [])
 
         // Purge.
         try queue.enqueue(try chunk(3))
-        XCTAssertEqual(try queue.purge(PurgeSelection(streams: [.microphone])).records, 1)
+        XCTAssertEqual(try queue.housekeeping.purge(PurgeSelection(streams: [.microphone])).records, 1)
         XCTAssertEqual(storeFiles(), [])
         XCTAssertEqual(queue.fileBytes(), Int64(FileManager.default.contents(atPath: path)?.count ?? 0) + walBytes())
     }
@@ -126,10 +123,10 @@ final class AttachmentTests: XCTestCase {
         // a rename that never happened.
         let store = queue.attachmentDirectory
         XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/\(UUID().uuidString.lowercased())-0.ogg", contents: audio(2)))
-        XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/\(UUID().uuidString.lowercased())-0.ogg.part", contents: audio(3)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/.\(UUID().uuidString.lowercased())-0.ogg.4242.tmp", contents: audio(3)))
         // Killed between a deletion's commit and its unlink: the name is in the trash.
         try queue.enqueue(try chunk(4))
-        let doomed = try XCTUnwrap(storeFiles().first { $0 != kept && !$0.hasSuffix(".part") && !$0.hasSuffix("-0.ogg") })
+        let doomed = try XCTUnwrap(storeFiles().first { $0 != kept && !$0.hasSuffix(".tmp") && !$0.hasSuffix("-0.ogg") })
         let sqlite = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
@@ -140,7 +137,7 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(sqlite.wait(), 0, sqlite.stderr())
         XCTAssertEqual(storeFiles().count, 4)
 
-        XCTAssertEqual(try queue.sweepAttachments(), 2, "the two files no record names")
+        XCTAssertEqual(try queue.housekeeping.sweepAttachments(), 2, "the two files no record names")
         XCTAssertEqual(storeFiles(), [kept], "the trash was emptied and the strays removed, the queued audio kept")
         XCTAssertEqual(try object(try XCTUnwrap(queue.records(stream: .microphone).first).payload)["audio_data"] as? String,
                        audio(1).base64EncodedString())
@@ -219,7 +216,7 @@ final class AttachmentTests: XCTestCase {
     /// guard is called for, and no part-written file stays behind.
     func testAFullDiskRefusesTheAudioAsStorageFullAndLeavesNothing() throws {
         let filesystem = try SmallFilesystem.make(.tmpfs, megabytes: 8)
-        let full = try SQLiteQueue(path: filesystem.file("agent.sqlite"), clock: clock)
+        let full = try AgentDatabase(path: filesystem.file("agent.sqlite"), clock: clock)
         try full.enqueue(try NewRecord(stream: .location, capturedAt: clock.now(), fields: ["latitude": 1.0]))
         _ = full.storagePressure.take()
         _ = try filesystem.fillWithAnotherProgram()

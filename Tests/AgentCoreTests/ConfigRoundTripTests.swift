@@ -7,8 +7,7 @@ import XCTest
 /// `onboard` saves reads back as the configuration it was given.
 final class ConfigRoundTripTests: XCTestCase {
     /// The repository's reference file.
-    static let examplePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("etc/agent.toml").path
+    static let examplePath = Repository.path("etc/agent.toml")
 
     /// A configuration with no key at its default (`token_file` aside: see
     /// `testTokenFileRoundTrips`); arrays of tables (zones, health sources) only when
@@ -47,7 +46,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.silenceThresholdDB = -42
         c.microphone.uploadSilent = false
         c.health.commitInterval = 60
-        c.daemon.healthInterval = 15
+        c.daemon.checkInterval = 15
         c.daemon.trustSystemClock = true
         c.metrics.textfile = "/var/lib/prometheus/node-exporter/ariata-agent.prom"
         c.power.enabled = false
@@ -122,6 +121,22 @@ final class ConfigRoundTripTests: XCTestCase {
         let known = Set(AgentConfig.keyNames)
         XCTAssertEqual(known.subtracting(reference.values.keys).sorted(), [], "keys missing from etc/agent.toml")
         XCTAssertEqual(Set(reference.values.keys).subtracting(known).sorted(), [], "keys in etc/agent.toml the reader does not know")
+    }
+
+    /// `[location] interval` wins over the server's `update_interval_seconds` only when
+    /// the file gives it: a file without it reads as not explicit and is written without it
+    /// (so a rewrite by `onboard` does not pin the default); one with it keeps it, even at 10.
+    func testTheLocationIntervalIsExplicitOnlyWhenTheFileGivesIt() throws {
+        let unset = try AgentConfig(toml: "[location]\nenabled = true\n", file: "a.toml")
+        XCTAssertFalse(unset.location.intervalIsExplicit)
+        XCTAssertEqual(unset.location.interval, 10)
+        XCTAssertFalse(TOMLKeyLines(ConfigWriter.render(unset)).values.keys.contains("location.interval"))
+        let set = try AgentConfig(toml: "[location]\ninterval = 10\n", file: "b.toml")
+        XCTAssertTrue(set.location.intervalIsExplicit)
+        let written = ConfigWriter.render(set)
+        XCTAssertEqual(TOMLKeyLines(written).values["location.interval"], ["10"])
+        XCTAssertTrue(try AgentConfig(toml: written, file: "c.toml").location.intervalIsExplicit)
+        XCTAssertThrowsError(try AgentConfig(toml: "[location]\ninterval = 0\n", file: "d.toml"), "the range still holds")
     }
 
     /// Turning the metrics file off removes its key from the file being edited.

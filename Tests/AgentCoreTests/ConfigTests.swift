@@ -5,10 +5,7 @@ import XCTest
 
 final class ConfigTests: XCTestCase {
     /// The repository's example file.
-    var examplePath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("etc/agent.toml").path
-    }
+    var examplePath: String { Repository.path("etc/agent.toml") }
 
     func testExampleFileParsesToTheDefaults() throws {
         let config = try AgentConfig.load(path: examplePath, environment: [:])
@@ -94,6 +91,10 @@ final class ConfigTests: XCTestCase {
             ("location = 5", "location", "expected a table"),
             ("[server\nendpoint = 1", nil, "line 1"),
             ("[server]\nconnect_timeout = 1.5", "server.connect_timeout", "got the number 1.5"),
+            ("[daemon]\nhealth_interval = 0", "daemon.health_interval", "0 is out of range: allowed 1 to 60 seconds"),
+            ("[daemon]\nhealth_interval = 10\ncheck_interval = 20", "daemon.health_interval",
+             "health_interval is the former name of check_interval, which is also given: keep only check_interval"),
+            ("[daemon]\ncheck_intervall = 5", "daemon.check_intervall", "unknown key; keys allowed here: check_interval, trust_system_clock"),
         ]
         for c in cases {
             XCTAssertThrowsError(try AgentConfig(toml: c.toml, file: "/etc/ariata/agent.toml"), c.toml) { error in
@@ -104,6 +105,27 @@ final class ConfigTests: XCTestCase {
                 XCTAssertTrue(e.description.hasPrefix("/etc/ariata/agent.toml: "), e.description)
             }
         }
+    }
+
+    /// `[daemon] health_interval`, the name of `check_interval` before the liveness checks
+    /// were told apart from health samples, is still read; a rewrite writes the new name.
+    func testTheFormerNameOfCheckIntervalIsStillRead() throws {
+        let config = try AgentConfig(toml: "[daemon]\nhealth_interval = 12", file: "a.toml")
+        XCTAssertEqual(config.daemon.checkInterval, 12)
+        XCTAssertEqual(try AgentConfig(toml: "[daemon]\ncheck_interval = 13", file: "a.toml").daemon.checkInterval, 13)
+        let written = ConfigWriter.render(config)
+        XCTAssertTrue(written.contains("check_interval = 12"), written)
+        XCTAssertFalse(written.contains("health_interval"), written)
+        XCTAssertEqual(try AgentConfig(toml: written, file: "a.toml"), config)
+
+        // Edited in place (onboard), a file that still says health_interval gets the new
+        // name on that line, its comment kept, and never both names.
+        let existing = "[daemon]\n# seconds between checks\nhealth_interval = 12\n"
+        var changed = try AgentConfig(toml: existing, file: "a.toml")
+        changed.daemon.checkInterval = 20
+        let edited = ConfigWriter.text(for: changed, editing: existing, path: "a.toml")
+        XCTAssertEqual(edited, "[daemon]\n# seconds between checks\ncheck_interval = 20\n")
+        XCTAssertEqual(try AgentConfig(toml: edited, file: "a.toml").daemon.checkInterval, 20)
     }
 
     func testMissingFileUnreadableTokenFileAndEnvironmentOverrides() throws {

@@ -26,7 +26,7 @@ final class CrashSafetyTests: XCTestCase {
             XCTAssertFalse(ids.isEmpty)
             acknowledged.formUnion(ids)
 
-            let queue = try SQLiteQueue(path: db)
+            let queue = try AgentDatabase(path: db)
             XCTAssertEqual(try queue.integrityCheck(), "ok", "round \(round)")
             let stored = Set(try queue.records(stream: .location).map(\.id) + queue.records(stream: .microphone).map(\.id))
             let lost = acknowledged.subtracting(stored)

@@ -1,12 +1,12 @@
 import Foundation
+import TestRigs
 import XCTest
 
 /// Every relative link in README.md, CHANGELOG.md and docs/**/*.md leads somewhere: the
 /// file exists, and a `#anchor` names a heading of its target (GitHub's slugs). Every
 /// `docs/<page>.md` that a comment in the code cites exists. See docs/development.md.
 final class DocumentationLinksTests: XCTestCase {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = Repository.root
 
     func testEveryRelativeLinkAndAnchorResolves() throws {
         let pages = try DocumentationLinks.pages(root: Self.root)

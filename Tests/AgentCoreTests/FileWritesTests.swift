@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 import TestRigs
 import XCTest
@@ -10,7 +11,7 @@ import XCTest
 final class HeldRecordsTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: SQLiteQueue!
+    var queue: AgentDatabase!
     var syncFile: String!
     let logger = Logger(label: "ariata.time.test")
     /// The wall clock once it is right, and the boot clock at that moment.
@@ -20,7 +21,7 @@ final class HeldRecordsTests: XCTestCase {
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("held")
         clock = ManualClock(t0)
-        queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         syncFile = dir.file("clock-sync")
         try setSynchronised(false)
     }
@@ -188,8 +189,8 @@ final class HeldRecordsTests: XCTestCase {
         try queue.enqueue([last, earlier], anchor: nil)
         queue = nil
 
-        let reopened = try SQLiteQueue(path: path, clock: clock)
-        XCTAssertEqual(try reopened.storedTimeEvidence(bootID: "boot-now"), fix)
+        let reopened = try AgentDatabase(path: path, clock: clock)
+        XCTAssertEqual(try reopened.agentState.storedTimeEvidence(bootID: "boot-now"), fix)
         let syncEvidence = TimeEvidence()
         let outcome = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
                                       evidence: syncEvidence, logger: logger).pass(trustSystemClock: false)
@@ -227,13 +228,13 @@ final class HeldRecordsTests: XCTestCase {
     /// goes with its last one; a record of a boot that never knew its true time stays held.
     func testAnEarlierBootsEvidenceStaysWhileItHoldsRecords() throws {
         let fix = TimeEvidence.Sample(trueTime: t0, boot: BootInstant(bootID: "boot-before", seconds: 5_000), source: "gpsd 3D fix")
-        try queue.storeTimeEvidence(fix)
+        try queue.agentState.storeTimeEvidence(fix)
         let held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-before", bootTime: 4_990)
         try queue.enqueue(held)
         let nextFix = TimeEvidence.Sample(trueTime: t0.addingTimeInterval(3_600), boot: bootNow, source: "gpsd 3D fix")
-        try queue.storeTimeEvidence(nextFix)
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
-        XCTAssertEqual(try queue.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
+        try queue.agentState.storeTimeEvidence(nextFix)
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
 
         let boot = bootNow
         let evidence = TimeEvidence()
@@ -245,8 +246,8 @@ final class HeldRecordsTests: XCTestCase {
         let sent = try XCTUnwrap(queue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(t0.timeIntervalSince1970 * 1_000) - 10_000))
-        try queue.storeTimeEvidence(nextFix)
-        XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
+        try queue.agentState.storeTimeEvidence(nextFix)
+        XCTAssertNil(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
     }
 
     /// A fix comes every second: the evidence is written when it is new (a boot's first,
@@ -262,15 +263,15 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertFalse(try store.keep(sample(5_299, offsetMs: 500)), "moved, but within five minutes")
         XCTAssertFalse(try store.keep(sample(5_400, offsetMs: 20)), "five minutes on, but not moved")
         XCTAssertFalse(try TimeEvidenceStore(queue: queue).keep(sample(5_002)), "a new process compares with what is stored")
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
         XCTAssertTrue(try store.keep(sample(5_400, offsetMs: 150)), "five minutes on and moved")
         XCTAssertTrue(try store.keep(sample(5_401, offsetMs: 150, source: "the system clock while NTP kept it")), "another source")
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
         XCTAssertTrue(try store.keep(sample(10, bootID: "boot-after")), "a new boot")
-        XCTAssertNil(try queue.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
+        XCTAssertNil(try queue.agentState.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
     }
 
-    /// A synchronised clock is evidence too, kept once; the passes of the health checks
+    /// A synchronised clock is evidence too, kept once; the passes of the liveness checks
     /// after it (every 30 s, ten minutes of them) write nothing while it stays where it was.
     func testQuietPassesKeepTheEvidenceOnceAndWriteNothingMore() throws {
         try setSynchronised(true)
@@ -279,11 +280,9 @@ final class HeldRecordsTests: XCTestCase {
                                          bootClock: { BootInstant(bootID: "boot-now", seconds: bootSeconds.withLock { $0 }) },
                                          evidence: TimeEvidence(), logger: logger)
         correction.pass(trustSystemClock: false)
-        XCTAssertEqual(try queue.storedTimeEvidence(bootID: "boot-now"),
+        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now"),
                        TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "the system clock while NTP kept it"))
-        func walBytes() -> Int64 {
-            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-        }
+        func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         let first = walBytes()
         for _ in 0..<20 {
             bootSeconds.withLock { $0 += 30 }
@@ -299,20 +298,20 @@ final class HeldRecordsTests: XCTestCase {
         let path = dir.file("four.sqlite")
         let old = try location(at: t0)
         do {
-            let writer = try SQLiteQueue(path: path, clock: clock)
+            let writer = try AgentDatabase(path: path, clock: clock)
             try writer.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 4, logDirectory: dir.path)
 
-        let readOnly = try SQLiteQueue(readOnlyPath: path, clock: clock)
-        XCTAssertNil(try readOnly.storedTimeEvidence(bootID: "boot-now"))
+        let readOnly = try AgentDatabase(readOnlyPath: path, clock: clock)
+        XCTAssertNil(try readOnly.agentState.storedTimeEvidence(bootID: "boot-now"))
         XCTAssertEqual(try readOnly.heldCounts(currentBootID: "boot-now").total, 0)
 
-        let migrated = try SQLiteQueue(path: path, clock: clock)
+        let migrated = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
         let fix = TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "gpsd 3D fix")
-        try migrated.storeTimeEvidence(fix)
-        XCTAssertEqual(try SQLiteQueue(readOnlyPath: path, clock: clock).storedTimeEvidence(bootID: "boot-now"), fix)
+        try migrated.agentState.storeTimeEvidence(fix)
+        XCTAssertEqual(try AgentDatabase(readOnlyPath: path, clock: clock).agentState.storedTimeEvidence(bootID: "boot-now"), fix)
     }
 
     func testRecordsHeldInAnEarlierBootStayHeldUnlessTheUserTrustsTheClock() throws {
@@ -344,7 +343,7 @@ final class HeldRecordsTests: XCTestCase {
     func testDeletingAHeldRecordForgetsItsProvisionalTime() throws {
         try queue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
         XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 1)
-        let slice = try queue.evictSlice(.pendingAudio, maxBytes: 1)
+        let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
         XCTAssertEqual(try queue.heldCounts(currentBootID: "boot-now").total, 0)
     }
@@ -355,12 +354,12 @@ final class HeldRecordsTests: XCTestCase {
         let path = dir.file("old.sqlite")
         let old = try location(at: t0)
         do {
-            let writer = try SQLiteQueue(path: path, clock: clock)
+            let writer = try AgentDatabase(path: path, clock: clock)
             try writer.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 1, logDirectory: dir.path)
 
-        let migrated = try SQLiteQueue(path: path, clock: clock)
+        let migrated = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try migrated.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.id), [old.id])
         XCTAssertEqual(try migrated.heldCounts(currentBootID: "boot-now").total, 0)
         var held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 1)

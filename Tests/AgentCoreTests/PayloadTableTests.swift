@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 
@@ -15,7 +16,7 @@ final class PayloadTableTests: XCTestCase {
 
     /// A chunk as the microphone writes it now: 60 KB of audio as its attachment.
     func chunk(at time: Date) throws -> NewRecord {
-        let audio = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+        let audio = TestRecords.incompressibleAudio()
         var record = try NewRecord(stream: .microphone, capturedAt: time, fields: ["timestamp_start": "x"])
         record.attachment = RecordAttachment(field: "audio_data", data: audio, fileExtension: "ogg")
         return record
@@ -24,7 +25,7 @@ final class PayloadTableTests: XCTestCase {
     /// An audio-sized record (80 KB of base64 in its payload), as the microphone wrote one
     /// before schema 4.
     func audioRecord(at time: Date) throws -> NewRecord {
-        let audio = Data((0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).base64EncodedString()
+        let audio = TestRecords.incompressibleAudio().base64EncodedString()
         return try NewRecord(stream: .microphone, capturedAt: time, fields: ["timestamp_start": "x", "audio_data": audio])
     }
 
@@ -40,17 +41,13 @@ final class PayloadTableTests: XCTestCase {
         XCTAssertEqual(py.wait(), 0, py.stderr())
     }
 
-    func walBytes(_ path: String) -> Int64 {
-        (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-    }
-
     func testMarkingAnUploadWritesAFewPagesNotTheAudio() throws {
         let path = dir.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         let record = try chunk(at: Date())
         try queue.enqueue(record)
         try checkpoint(path)
-        XCTAssertEqual(walBytes(path), 0)
+        XCTAssertEqual(DatabaseFiles.walBytes(path), 0)
 
         let queued = try XCTUnwrap(queue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first)
         try queue.noteSending(stream: .microphone)
@@ -58,8 +55,8 @@ final class PayloadTableTests: XCTestCase {
         // Before schema 3 each of the two updates changed the row's size, and SQLite wrote
         // its ~80 KB of overflow pages again: over 160 KB of WAL. Now: the row's page, its
         // index pages and the counts, twice.
-        print("measured: WAL after marking a 60 KB chunk sent and uploaded: \(walBytes(path)) bytes")
-        XCTAssertLessThan(walBytes(path), 48 * 1_024, "marking rewrote the audio")
+        print("measured: WAL after marking a 60 KB chunk sent and uploaded: \(DatabaseFiles.walBytes(path)) bytes")
+        XCTAssertLessThan(DatabaseFiles.walBytes(path), 48 * 1_024, "marking rewrote the audio")
         let read = try XCTUnwrap(queue.records(stream: .microphone).first)
         XCTAssertEqual(read.payload, queued.payload)
         XCTAssertEqual(read.status, .uploaded)
@@ -71,12 +68,12 @@ final class PayloadTableTests: XCTestCase {
         let path = dir.file("old.sqlite")
         let old = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_000))
         do {
-            let writer = try SQLiteQueue(path: path)
+            let writer = try AgentDatabase(path: path)
             try writer.enqueue(old)
         }
         try OlderQueue.downgrade(path, to: 2, logDirectory: dir.path)
 
-        let queue = try SQLiteQueue(path: path)
+        let queue = try AgentDatabase(path: path)
         let new = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_030))
         try queue.enqueue(new)
         let batch = try queue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000)
@@ -96,17 +93,17 @@ final class PayloadTableTests: XCTestCase {
         let path = dir.file("agent.sqlite")
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         do {
-            let writer = try SQLiteQueue(path: path, clock: clock)
+            let writer = try AgentDatabase(path: path, clock: clock)
             try writer.enqueue(try audioRecord(at: clock.now()))
         }
         try OlderQueue.downgrade(path, to: 3, logDirectory: dir.path)
-        let queue = try SQLiteQueue(path: path, clock: clock)
+        let queue = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try queue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
                        "the schema 3 row reads its payload from the payload table")
         let seq = try XCTUnwrap(queue.records(stream: .microphone).first).seq
         try queue.markUploaded([seq])
         clock.advance(by: 30 * 86_400)
-        XCTAssertEqual(try queue.applyRetention(RetentionPolicy()), 1)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(RetentionPolicy()), 1)
         let py = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])

@@ -10,8 +10,8 @@ final class PurgeTests: XCTestCase {
 
     /// 300 location, 40 microphone (30 kB each, a marker inside) and 100 health records
     /// an hour apart from `t0`; the first half of each stream uploaded, ten failed.
-    func filledQueue(_ dir: TemporaryDirectory) throws -> SQLiteQueue {
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+    func filledQueue(_ dir: TemporaryDirectory) throws -> AgentDatabase {
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         func add(_ stream: StreamName, _ count: Int, payload: (Int) -> String) throws {
             let records = try (0..<count).map { i in
                 NewRecord(stream: stream, capturedAt: t0.addingTimeInterval(Double(i) * 3_600),
@@ -35,11 +35,11 @@ final class PurgeTests: XCTestCase {
         let before = t0.addingTimeInterval(25 * 3_600)   // microphone records 0...24
 
         let selection = PurgeSelection(streams: [.microphone], statuses: RecordStatus.allCases, capturedBefore: before)
-        let preview = try queue.purgePreview(selection)
+        let preview = try queue.housekeeping.purgePreview(selection)
         XCTAssertEqual(preview.records, 25)
         XCTAssertEqual(preview.byStream, [.microphone: 25])
         let sizeBefore = queue.fileBytes()
-        let done = try queue.purge(selection, batch: 7)   // several transactions
+        let done = try queue.housekeeping.purge(selection, batch: 7)   // several transactions
         XCTAssertEqual(done.records, 25)
         XCTAssertEqual(done.payloadBytes, preview.payloadBytes)
         XCTAssertGreaterThan(done.payloadBytes, 25 * 30_000)
@@ -60,7 +60,7 @@ final class PurgeTests: XCTestCase {
         // The counts `status` reads follow.
         let mic = try queue.counts().filter { $0.stream == .microphone }.reduce(0) { $0 + $1.records }
         XCTAssertEqual(mic, 15)
-        let event = try XCTUnwrap(try queue.latestPurge())
+        let event = try XCTUnwrap(try queue.housekeeping.latestPurge())
         XCTAssertTrue(event.message.contains("deleted 25 microphone records captured before"), event.message)
     }
 
@@ -69,11 +69,11 @@ final class PurgeTests: XCTestCase {
         let queue = try filledQueue(dir)
         let selection = PurgeSelection(streams: StreamName.allCases, statuses: [.uploaded, .failed])
         let expected = try queue.counts().filter { $0.status != .pending }.reduce(0) { $0 + $1.records }
-        XCTAssertEqual(try queue.purge(selection).records, expected)
+        XCTAssertEqual(try queue.housekeeping.purge(selection).records, expected)
         XCTAssertTrue(try queue.counts().allSatisfy { $0.status == .pending })
         XCTAssertEqual(try queue.count(stream: .location, status: .pending), 300 - 150 - 10)
-        XCTAssertEqual(try queue.purge(selection).records, 0, "nothing left to delete")
-        XCTAssertEqual(try queue.latestPurge()?.message, "deleted 0 all uploaded and failed records (0 bytes)")
+        XCTAssertEqual(try queue.housekeeping.purge(selection).records, 0, "nothing left to delete")
+        XCTAssertEqual(try queue.housekeeping.latestPurge()?.message, "deleted 0 all uploaded and failed records (0 bytes)")
     }
 
     func testTimeArguments() throws {

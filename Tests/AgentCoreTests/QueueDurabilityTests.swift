@@ -13,14 +13,11 @@ final class QueueDurabilityTests: XCTestCase {
     func testTheWriterCommitsWithSynchronousFull() throws {
         let dir = try TemporaryDirectory("durability")
         let path = dir.file("agent.sqlite")
-        XCTAssertEqual(try SQLiteQueue(path: path).durability(), "full", "a new queue")
-        XCTAssertEqual(try SQLiteQueue(path: path).durability(), "full", "an existing queue opened again")
+        XCTAssertEqual(try AgentDatabase(path: path).durability(), "full", "a new queue")
+        XCTAssertEqual(try AgentDatabase(path: path).durability(), "full", "an existing queue opened again")
     }
 
-    func fix(_ index: Int) throws -> NewRecord {
-        try NewRecord(stream: .location, capturedAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
-                      fields: ["latitude": 52.5, "longitude": 13.4])
-    }
+    func fix(_ index: Int) throws -> NewRecord { try TestRecords.fix(at: Date(timeIntervalSince1970: 1_800_000_000 + Double(index))) }
 
     func chunk() throws -> NewRecord {
         var record = try NewRecord(stream: .microphone, capturedAt: Date(), fields: ["duration": 30])
@@ -30,10 +27,10 @@ final class QueueDurabilityTests: XCTestCase {
 
     /// In the queue: a fix's commit waits (and the writer is back at FULL for every other
     /// commit), a chunk's commit is fsynced and takes the waiting fix with it, the uploader's
-    /// read syncs before it reads, and the health check's sync leaves nothing waiting.
+    /// read syncs before it reads, and the liveness check's sync leaves nothing waiting.
     func testAFixWaitsAChunkDoesNotAndNothingIsReadForUploadBeforeItsSync() throws {
         let dir = try TemporaryDirectory("durability")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), syncWindow: 30)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), syncWindow: 30)
         XCTAssertFalse(queue.commitSync.isWaiting)
 
         try queue.enqueue(fix(1))
@@ -62,7 +59,7 @@ final class QueueDurabilityTests: XCTestCase {
     /// With `sync_seconds = 0` every capture's commit is fsynced, as before the window.
     func testAWindowOfZeroSyncsEveryCommit() throws {
         let dir = try TemporaryDirectory("durability")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         XCTAssertEqual(queue.commitSync.window, 0)
         try queue.enqueue(fix(1))
         XCTAssertFalse(queue.commitSync.isWaiting)

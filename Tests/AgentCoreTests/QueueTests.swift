@@ -1,26 +1,26 @@
 import AgentCore
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 
 final class QueueTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: SQLiteQueue!
+    var queue: AgentDatabase!
 
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("queue")
         clock = ManualClock()
-        queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
     }
 
     func record(_ stream: StreamName, bytes: Int = 100, at offset: TimeInterval = 0) -> NewRecord {
-        let filler = String(repeating: "x", count: max(0, bytes - 2))
-        return NewRecord(stream: stream, capturedAt: clock.now().addingTimeInterval(offset), payload: Data("\"\(filler)\"".utf8))
+        TestRecords.sized(stream, bytes: bytes, at: clock.now().addingTimeInterval(offset))
     }
 
     func testRoundTripKeepsIdTimePayloadAndOrder() throws {
-        let first = try NewRecord(stream: .location, capturedAt: clock.now(), fields: ["latitude": 52.5, "longitude": 13.4])
+        let first = try TestRecords.fix(at: clock.now())
         let second = record(.location, at: 10)
         try queue.enqueue(first)
         try queue.enqueue(second)
@@ -118,16 +118,16 @@ final class QueueTests: XCTestCase {
 
         clock.advance(by: 2 * 86_400)
         try queue.markUploaded([seqs[3]])         // uploaded two days later than the others
-        XCTAssertEqual(try queue.applyRetention(policy), 0)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(policy), 0)
 
         clock.advance(by: 86_400 + 1)            // 3 days + 1 s after the first marks
-        XCTAssertEqual(try queue.applyRetention(policy), 3)
+        XCTAssertEqual(try queue.housekeeping.applyRetention(policy), 3)
         XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 1)
         XCTAssertEqual(try queue.count(stream: .health, status: .failed), 0)
         XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
 
         clock.advance(by: 365 * 86_400)          // pending records are never aged out
-        try queue.applyRetention(policy)
+        try queue.housekeeping.applyRetention(policy)
         XCTAssertEqual(try queue.count(stream: .health, status: .pending), 2)
         XCTAssertEqual(try queue.count(stream: .health, status: .uploaded), 0)
     }
@@ -140,11 +140,11 @@ final class QueueTests: XCTestCase {
         // Reopening an up-to-date database migrates nothing and keeps the data.
         try queue.enqueue(record(.location))
         queue = nil
-        let reopened = try SQLiteQueue(path: path, clock: clock)
+        let reopened = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try reopened.count(stream: .location, status: .pending), 1)
 
         _ = try sqlite3Output(path, "PRAGMA user_version = 99;")
-        XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
+        XCTAssertThrowsError(try AgentDatabase(path: path)) { error in
             XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 5))
             XCTAssertTrue("\(error)".contains("newer ariata-agent"))
         }
@@ -174,7 +174,7 @@ final class QueueTests: XCTestCase {
                                               payload: Data("{\"i\":\(i)}".utf8)))
             }
         }
-        let reader = try SQLiteQueue(path: path)   // a second connection, like `status`
+        let reader = try AgentDatabase(path: path)   // a second connection, like `status`
         writer.start()
         var last = 0
         var reads = 0
@@ -191,10 +191,10 @@ final class QueueTests: XCTestCase {
     }
 
     func testComponentHealthUploadStatsAndState() throws {
-        try queue.storeHealth(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
-        try queue.storeHealth(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
-        try queue.storeHealth(component: "location", .healthy)
-        let health = try queue.storedHealth()
+        try queue.agentState.storeLiveness(component: "location", .unhealthy(reason: "gpsd not reachable", code: nil))
+        try queue.agentState.storeLiveness(component: "microphone", .unhealthy(reason: "no access to hw:0", code: .permissionDenied))
+        try queue.agentState.storeLiveness(component: "location", .healthy)
+        let health = try queue.agentState.storedLiveness()
         XCTAssertEqual(health.map(\.component), ["location", "microphone"])
         XCTAssertEqual(health[0].state, "healthy")
         XCTAssertEqual(health[1].code, .permissionDenied)
@@ -209,10 +209,10 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(stats.lastAttemptAt, clock.now())
         XCTAssertEqual(stats.lastSuccessAt, clock.now().addingTimeInterval(-60))
 
-        try queue.setState("paused.microphone", "1")
-        XCTAssertEqual(try queue.state("paused.microphone"), "1")
-        try queue.setState("paused.microphone", nil)
-        XCTAssertNil(try queue.state("paused.microphone"))
+        try queue.agentState.set("paused.microphone", "1")
+        XCTAssertEqual(try queue.agentState.value("paused.microphone"), "1")
+        try queue.agentState.set("paused.microphone", nil)
+        XCTAssertNil(try queue.agentState.value("paused.microphone"))
     }
 
     private func sqlite3Output(_ path: String, _ sql: String) throws -> String {

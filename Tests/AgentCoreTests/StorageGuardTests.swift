@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -23,10 +24,10 @@ final class StorageGuardTests: XCTestCase {
 
     func record(_ stream: StreamName, at time: Date = Date()) -> NewRecord {
         let size = stream == .microphone ? Self.audioBytes : stream == .location ? Self.locationBytes : Self.healthBytes
-        return NewRecord(stream: stream, capturedAt: time, payload: Data("\"\(String(repeating: "a", count: size - 2))\"".utf8))
+        return TestRecords.sized(stream, bytes: size, at: time)
     }
 
-    func pending(_ queue: SQLiteQueue) throws -> [StreamName: Int] {
+    func pending(_ queue: AgentDatabase) throws -> [StreamName: Int] {
         Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try queue.count(stream: $0, status: .pending)) })
     }
 
@@ -42,7 +43,7 @@ final class StorageGuardTests: XCTestCase {
     /// Writes a backlog: one audio chunk, then a location fix and a health sample, over
     /// and over, `audio` times (or until the disk is full when nil). Returns what was written.
     @discardableResult
-    func writeBacklog(_ queue: SQLiteQueue, audio: Int?) throws -> [StreamName: Int] {
+    func writeBacklog(_ queue: AgentDatabase, audio: Int?) throws -> [StreamName: Int] {
         var written: [StreamName: Int] = [:]
         var round = 0
         while audio.map({ round < $0 }) ?? true {
@@ -60,7 +61,7 @@ final class StorageGuardTests: XCTestCase {
     }
 
     /// Small writes until three in a row are refused: the disk is at 0 bytes for SQLite.
-    func fillTheLastBytes(_ queue: SQLiteQueue, into written: inout [StreamName: Int]) {
+    func fillTheLastBytes(_ queue: AgentDatabase, into written: inout [StreamName: Int]) {
         var refused = 0
         while refused < 3 {
             do {
@@ -77,7 +78,7 @@ final class StorageGuardTests: XCTestCase {
 
     /// Each of `rounds` rounds writes an audio chunk, a location fix and a health sample,
     /// as capture does while the disk stays full; every write must succeed.
-    func captureWhileFull(_ queue: SQLiteQueue, rounds: Int) throws {
+    func captureWhileFull(_ queue: AgentDatabase, rounds: Int) throws {
         for round in 0..<rounds {
             for stream in [StreamName.microphone, .location, .health] {
                 do {
@@ -90,13 +91,13 @@ final class StorageGuardTests: XCTestCase {
         }
     }
 
-    func microphoneIDs(_ queue: SQLiteQueue) throws -> [UUID] {
+    func microphoneIDs(_ queue: AgentDatabase) throws -> [UUID] {
         try queue.records(stream: .microphone).map(\.id)
     }
 
     /// The chunks of `oldest` that are gone after `rounds` rounds of capture: its oldest,
     /// in order, a chunk for each new chunk and at most two more for the fixes and samples.
-    func assertOldestReplaced(_ oldest: [UUID], in queue: SQLiteQueue, rounds: Int,
+    func assertOldestReplaced(_ oldest: [UUID], in queue: AgentDatabase, rounds: Int,
                               file: StaticString = #filePath, line: UInt = #line) throws -> [UUID] {
         let left = Set(try microphoneIDs(queue))
         let gone = oldest.filter { !left.contains($0) }
@@ -108,7 +109,7 @@ final class StorageGuardTests: XCTestCase {
 
     func testTheAgentsOwnBacklogFillingTheDiskKeepsItAndNewCapturesReplaceTheOldest() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         storageGuard.pass()
         XCTAssertTrue(storageGuard.reserve.isHeld, "the first pass makes the reserve while there is room")
@@ -122,7 +123,7 @@ final class StorageGuardTests: XCTestCase {
         let before = try pending(queue)
         XCTAssertEqual(before[.location], written[.location], "no location went while there was audio")
         XCTAssertEqual(before[.health], written[.health])
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
                        "every chunk that went is counted")
 
         let report = storageGuard.pass()
@@ -160,7 +161,7 @@ final class StorageGuardTests: XCTestCase {
     /// records as it arrives, so the queue keeps its size and holds the newest data.
     func diskFilledByAnotherProgram(_ kind: SmallFilesystem.Kind) throws {
         let fs = try mount(kind)
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         let written = try writeBacklog(queue, audio: 150)          // 12 MB of audio
         XCTAssertFalse(storageGuard.pass().deletedAny, "plenty of room: nothing to do")
@@ -176,7 +177,7 @@ final class StorageGuardTests: XCTestCase {
         }
         XCTAssertTrue(storageGuard.isBelowFloor)
         XCTAssertEqual(try pending(queue), written, "the whole backlog is kept")
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        let event = try XCTUnwrap(queue.agentState.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
         XCTAssertTrue(event.message.contains("The backlog is kept (450 pending records)"), event.message)
 
@@ -188,8 +189,8 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(after[.location], (written[.location] ?? 0) + 100, "location survives")
         XCTAssertEqual(after[.health], (written[.health] ?? 0) + 100, "health survives")
         let gone = try assertOldestReplaced(oldest, in: queue, rounds: 100)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], Int64(gone.count))
-        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], Int64(gone.count))
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
         XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")
         XCTAssertTrue(FileManager.default.fileExists(atPath: fs.file("filler")), "the other program's file is not ours to touch")
         XCTAssertEqual(try queue.integrityCheck(), "ok")
@@ -198,11 +199,11 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         storageGuard.pass()
         XCTAssertFalse(storageGuard.isBelowFloor)
-        XCTAssertNil(try queue.state(AgentStateKey.storageBelowFloorSince))
+        XCTAssertNil(try queue.agentState.value(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
-        let evicted = try queue.evictedTotals()[.microphone]
+        let evicted = try queue.housekeeping.evictedTotals()[.microphone]
         try captureWhileFull(queue, rounds: 10)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], evicted)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], evicted)
         XCTAssertGreaterThan(try queue.storedPayloadBytes(), stored, "above the floor the queue grows")
         print("measured: another program (\(filler) bytes) on a 40 MB \(kind): backlog \(describe(written)) kept; "
               + "100 rounds at 0 bytes free replaced \(gone.count) chunks, nothing else")
@@ -213,7 +214,7 @@ final class StorageGuardTests: XCTestCase {
     /// of them to give the floor back; pending records stay.
     func testBelowTheFloorUploadedAndFailedRecordsGoFirstAndPendingStay() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         try writeBacklog(queue, audio: 150)
         let audio = try queue.records(stream: .microphone).map(\.seq)
@@ -223,12 +224,12 @@ final class StorageGuardTests: XCTestCase {
         storageGuard.pass()
         // The marks' WAL goes into the database first: emptying it alone would give the
         // floor back.
-        try queue.checkpointWAL()
+        try queue.housekeeping.checkpointWAL()
         try fs.fillWithAnotherProgram()
 
         // The ring: uploaded records make room for new captures, no pending record does.
         try captureWhileFull(queue, rounds: 5)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
         let uploadedLeft = try queue.count(stream: .microphone, status: .uploaded)
         XCTAssertLessThan(uploadedLeft, 60)
         XCTAssertGreaterThanOrEqual(uploadedLeft, 60 - 7, "a chunk's worth for each round, and a little more")
@@ -240,7 +241,7 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertGreaterThan(report.deletedUploaded, 0, "\(report)")
         XCTAssertEqual(report.deletedFailed, 1)
         XCTAssertEqual(report.evictedPending, 0)
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
         XCTAssertEqual(try pending(queue)[.location], (pendingBefore[.location] ?? 0) + 5, "no pending record goes")
         XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
     }
@@ -249,7 +250,7 @@ final class StorageGuardTests: XCTestCase {
     /// cap. The cap takes the oldest audio down to it, and no further.
     func testBelowTheFloorAndAboveTheCapTheCapTakesTheOldestAudioAndNoMore() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         let written = try writeBacklog(queue, audio: 150)
         storageGuard.pass()
@@ -280,7 +281,7 @@ final class StorageGuardTests: XCTestCase {
     func testStatusSaysTheDiskWasFilledBySomethingElse() throws {
         let fs = try mount()
         let database = fs.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         try writeBacklog(queue, audio: 20)
         storageGuard.pass()
@@ -292,7 +293,7 @@ final class StorageGuardTests: XCTestCase {
         config.storage.minFreeMB = 4
         let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
         let json = try status.json()
-        try assertMatchesSchema(json)
+        try StatusSchema.assertMatches(json)
         XCTAssertNotNil(try StatusReport.decode(json).database.belowFloorSince)
         XCTAssertTrue(PrometheusText.render(status).contains("ariata_agent_storage_below_floor 1"))
         XCTAssertTrue(StatusText(colour: false).render(status).contains("the disk was filled by something else"))
@@ -309,7 +310,7 @@ final class StorageGuardTests: XCTestCase {
     /// reserve is for (and what the guard did before it had one).
     func testWithoutAReserveTheOwnBacklogWedgesTheQueue() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         var written = try writeBacklog(queue, audio: nil)
         fillTheLastBytes(queue, into: &written)
         let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap, reserveBytes: 0))
@@ -326,20 +327,20 @@ final class StorageGuardTests: XCTestCase {
         let path = fs.file("agent.sqlite")
         let reserve = StorageReserve(databasePath: path, size: StorageLimits.defaultReserveBytes)
         do {
-            let queue = try SQLiteQueue(path: path)
+            let queue = try AgentDatabase(path: path)
             try writeBacklog(queue, audio: 20)
             StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap)).pass()
         }
         XCTAssertTrue(reserve.isHeld)
         try fs.fillWithAnotherProgram("filler-1")
 
-        var reopened: SQLiteQueue? = try SQLiteQueue(path: path)
+        var reopened: AgentDatabase? = try AgentDatabase(path: path)
         XCTAssertFalse(reserve.isHeld, "opening handed the reserve back")
         XCTAssertEqual(try reopened?.count(stream: .microphone, status: .pending), 20)
         reopened = nil
 
         try fs.fillWithAnotherProgram("filler-2")
-        XCTAssertThrowsError(try SQLiteQueue(path: path)) { error in
+        XCTAssertThrowsError(try AgentDatabase(path: path)) { error in
             XCTAssertTrue(self.isStorageFull(error), "\(error)")
             XCTAssertTrue("\(error)".contains("E004"), "\(error)")
         }
@@ -350,7 +351,7 @@ final class StorageGuardTests: XCTestCase {
     func testCapEvictsUploadedThenFailedThenOldestAudioAndStatusCountsMatch() throws {
         let fs = try mount()
         let database = fs.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         try writeBacklog(queue, audio: 40)                             // 3.2 MB of audio
         let audio = try queue.records(stream: .microphone).map(\.seq)
         try queue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
@@ -380,7 +381,7 @@ final class StorageGuardTests: XCTestCase {
         // status --json and the text say the same.
         let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
         let json = try status.json()
-        try assertMatchesSchema(json)
+        try StatusSchema.assertMatches(json)
         let decoded = try StatusReport.decode(json)
         XCTAssertEqual(decoded.streams.map(\.evicted), [0, Int64(evicted), 0])
         XCTAssertEqual(decoded.database.maxQueueBytes, 2 * StorageLimits.mebibyte)
@@ -393,7 +394,7 @@ final class StorageGuardTests: XCTestCase {
 
     func testLocationAndHealthGoOldestFirstOnlyWhenNoAudioIsLeft() throws {
         let dir = try TemporaryDirectory("guard-order")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         try queue.enqueue(record(.microphone))
         for _ in 0..<3_000 {
             try queue.enqueue(record(.location))
@@ -413,13 +414,13 @@ final class StorageGuardTests: XCTestCase {
         let gone = Set(allSeqs).subtracting(left)
         XCTAssertEqual((report.evicted[.location] ?? 0) + (report.evicted[.health] ?? 0), gone.count)
         XCTAssertEqual(report.evicted[.microphone], 1)
-        XCTAssertEqual(try queue.evictedTotals(), [.microphone: 1, .location: Int64(report.evicted[.location] ?? 0),
+        XCTAssertEqual(try queue.housekeeping.evictedTotals(), [.microphone: 1, .location: Int64(report.evicted[.location] ?? 0),
                                                    .health: Int64(report.evicted[.health] ?? 0)])
     }
 
     func testAWriteRefusedForSpaceAsksForAPass() throws {
         let fs = try mount()
-        let queue = try SQLiteQueue(path: fs.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
         let asked = expectation(description: "the storage-pressure handler runs")
         asked.assertForOverFulfill = false
         queue.storagePressure.onRaise { asked.fulfill() }
@@ -454,22 +455,5 @@ final class StorageGuardTests: XCTestCase {
         }
         XCTAssertEqual(StorageLimits(minFreeBytes: 0).effectiveFloor, StorageLimits.defaultReserveBytes,
                        "the floor is never below the reserve")
-    }
-
-    // MARK: Helpers
-
-    /// Validates with Debian's python3-jsonschema against docs/status.schema.json.
-    func assertMatchesSchema(_ json: Data, file: StaticString = #filePath, line: UInt = #line) throws {
-        let dir = try TemporaryDirectory("status-schema")
-        let schema = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/status.schema.json").path
-        let path = dir.file("status.json")
-        try json.write(to: URL(fileURLWithPath: path))
-        let check = try ChildProcess("/usr/bin/python3", ["-c", """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
-            jsonschema.Draft202012Validator(schema).validate(doc)
-            """, schema, path], logDirectory: dir.path)
-        XCTAssertEqual(check.wait(), 0, "status --json does not match docs/status.schema.json: \(check.stderr())", file: file, line: line)
     }
 }

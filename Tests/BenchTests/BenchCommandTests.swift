@@ -8,8 +8,7 @@ import XCTest
 /// documentation quotes still parses, bad values are refused with the option named, the
 /// help lists every benchmark, and a short benchmark runs to its figure.
 final class BenchCommandTests: XCTestCase {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = Repository.root
 
     /// Every `ariata-bench …` command in the docs, the README and the scripts, as written
     /// (optional parts `[…]` included, placeholders such as `M` or `"$MINUTES"` given a

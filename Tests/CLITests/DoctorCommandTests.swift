@@ -120,19 +120,12 @@ final class DoctorCommandTests: XCTestCase {
         try pty.plug()
         defer { pty.unplug() }
         func doctor(path: String, baud: Int) throws -> AgentCLI.Result {
-            let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
-                [location]
-                enabled = false
-                [microphone]
-                enabled = false
-                [health]
-                enabled = true
-                [[health.source]]
+            let cli = try AgentCLI.writeConfig(in: dir.path, extra: AgentCLI.healthOnly(source: """
                 kind = "serial"
                 path = "\(path)"
                 format = "keyvalue"
                 baud = \(baud)
-                """)
+                """))
             return try cli.run(["doctor"])
         }
         let good = try doctor(path: pty.a, baud: 115_200)

@@ -20,19 +20,12 @@ final class OnboardBackfillTests: XCTestCase {
             #"{"timestamp":"\#(RFC3339.string(from: recent.addingTimeInterval(Double(i) * 60)))","metric_type":"heart_rate","value":\#(60 + i % 40)}"#
         }
         try (lines.joined(separator: "\n") + "\n").write(toFile: samples, atomically: true, encoding: .utf8)
-        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
-            [location]
-            enabled = false
-            [microphone]
-            enabled = false
-            [health]
-            enabled = true
-            [[health.source]]
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: AgentCLI.healthOnly(source: """
             kind = "file"
             path = "\(samples)"
             format = "jsonl"
             name = "watch"
-            """)
+            """))
 
         let first = try cli.run(["onboard", "--endpoint", receiver.endpoint, "--token", "bf-token", "--yes"])
         XCTAssertEqual(first.status, 0, first.stdout + first.stderr)
@@ -43,7 +36,7 @@ final class OnboardBackfillTests: XCTestCase {
         XCTAssertTrue(bar.contains("100%") && bar.contains("1,500 samples"), String(bar))
         XCTAssertTrue(first.stdout.contains("ok    watch: imported 1,500 samples"), first.stdout)
 
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         XCTAssertEqual(try queue.count(stream: .health, status: .pending), 1_500, "10-day-old samples stay out")
 
         let second = try cli.run(["onboard", "--yes"])

@@ -192,7 +192,7 @@ final class OnboardLinkTests: XCTestCase {
         let dir = try TemporaryDirectory("sync-wall")
         let receiver = try ReceiverRig(logDirectory: dir.path, token: "linked-id", arguments: ["--generation", "virtues"])
         defer { receiver.stop() }
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         for second in 0..<3 {
             try queue.enqueue(try NewRecord(stream: .location, capturedAt: Date(), fields: [
                 "timestamp": RFC3339.string(from: Date().addingTimeInterval(Double(second) - 100)), "latitude": 52.5, "longitude": 13.4,

@@ -95,7 +95,7 @@ final class OnboardPairingTests: XCTestCase {
         let receiver = try ReceiverRig(logDirectory: dir.path, token: Self.token)
         defer { receiver.stop() }
         try receiver.addPairingCode("C3D4E5")
-        let example = try String(contentsOfFile: "\(DaemonRig.repositoryRoot)/etc/agent.toml", encoding: .utf8)
+        let example = try String(contentsOfFile: Repository.path("etc/agent.toml"), encoding: .utf8)
         // The user's own touches: a comment of theirs, a key they changed, the test's paths.
         let edited = example
             .replacingOccurrences(of: "database = \"/var/lib/ariata/agent.sqlite\"",

@@ -8,7 +8,7 @@ final class PurgeCommandTests: XCTestCase {
     func testATerminalIsAskedAndANoKeepsEverything() throws {
         let dir = try TemporaryDirectory("purge-cli")
         let cli = try AgentCLI.writeConfig(in: dir.path)
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let t0 = Date().addingTimeInterval(-86_400)
         try queue.enqueue((0..<12).map { i in
             NewRecord(stream: .health, capturedAt: t0.addingTimeInterval(Double(i) * 60), payload: Data("{\"hr\":\(60 + i)}".utf8))

@@ -1,27 +1,12 @@
 import AgentCore
 import Foundation
+import Platform
+import Reports
 import TestRigs
 import XCTest
 
 final class StatusCommandTests: XCTestCase {
     let server = "endpoint = \"http://127.0.0.1:9\"\ntoken = \"status-test-token\"\ndevice_id = \"dev-1\""
-
-    var schemaPath: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/status.schema.json").path
-    }
-
-    /// Validates with Debian's python3-jsonschema against docs/status.schema.json.
-    func assertMatchesSchema(_ json: String, in dir: TemporaryDirectory, file: StaticString = #filePath, line: UInt = #line) throws {
-        let path = dir.file("status-\(UUID().uuidString).json")
-        try json.write(toFile: path, atomically: true, encoding: .utf8)
-        let check = try ChildProcess("/usr/bin/python3", ["-c", """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
-            jsonschema.Draft202012Validator(schema).validate(doc)
-            """, schemaPath, path], logDirectory: dir.path)
-        XCTAssertEqual(check.wait(), 0, "status --json does not match docs/status.schema.json: \(check.stderr())", file: file, line: line)
-    }
 
     func testEmptyDatabaseAndNotConfigured() throws {
         let dir = try TemporaryDirectory("status-empty")
@@ -34,7 +19,7 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertFalse(text.stdout.contains("\u{1B}["), "no colour when not on a terminal")
 
         let json = try cli.run(["status", "--json"])
-        try assertMatchesSchema(json.stdout, in: dir)
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
         let report = try StatusReport.decode(Data(json.stdout.utf8))
         XCTAssertFalse(report.configured)
         XCTAssertFalse(report.database.exists)
@@ -48,7 +33,7 @@ final class StatusCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("status-counts")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
         let clock = ManualClock(Date().addingTimeInterval(-7_200))
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: clock)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         for i in 0..<5 {
             try queue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
         }
@@ -57,11 +42,11 @@ final class StatusCommandTests: XCTestCase {
         try queue.markFailed([seqs[0]], error: "rejected")
         try queue.markUploaded([seqs[1]])
         try queue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
-        try queue.storeHealth(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
+        try queue.agentState.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
         try PauseSwitches(queue: queue).pause([.microphone])
 
         let json = try cli.run(["status", "--json"])
-        try assertMatchesSchema(json.stdout, in: dir)
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
         XCTAssertFalse(json.stdout.contains("status-test-token"))
         let report = try StatusReport.decode(Data(json.stdout.utf8))
         XCTAssertTrue(report.configured)
@@ -121,7 +106,7 @@ final class StatusCommandTests: XCTestCase {
     func testAMillionRecordDatabase() throws {
         let dir = try TemporaryDirectory("status-million")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
-        _ = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        _ = try AgentDatabase(path: dir.file("agent.sqlite"))
         // Fill it in bulk with SQL (the triggers keep the counts, as they do for the daemon).
         let fill = try ChildProcess("/usr/bin/python3", ["-c", """
             import sqlite3, sys, time

@@ -4,8 +4,8 @@ import TestRigs
 import XCTest
 
 final class SyncCommandTests: XCTestCase {
-    func makeQueue(_ dir: TemporaryDirectory, location: Int, microphone: Int) throws -> SQLiteQueue {
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+    func makeQueue(_ dir: TemporaryDirectory, location: Int, microphone: Int) throws -> AgentDatabase {
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let now = Date()
         for i in 0..<location {
             try queue.enqueue(try NewRecord(stream: .location, capturedAt: now, fields: [
@@ -88,7 +88,7 @@ final class SyncCommandTests: XCTestCase {
         let result = try cli.run(["sync"])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stdout.contains("location: not all sent"), result.stdout)
-        XCTAssertEqual(try SQLiteQueue(path: dir.file("agent.sqlite")).count(stream: .location, status: .pending), 10,
+        XCTAssertEqual(try AgentDatabase(path: dir.file("agent.sqlite")).count(stream: .location, status: .pending), 10,
                        "nothing is dropped")
     }
 

@@ -1,5 +1,7 @@
 import AgentCore
 import Foundation
+import Platform
+import Reports
 import TestRigs
 import XCTest
 
@@ -51,7 +53,7 @@ final class ClockTrustTests: XCTestCase {
     }
 
     /// The rig's queue, or a failure that says what the agent said (it may have exited).
-    func openQueue(_ rig: DaemonRig) throws -> SQLiteQueue {
+    func openQueue(_ rig: DaemonRig) throws -> AgentDatabase {
         do {
             return try rig.openQueue()
         } catch {
@@ -90,7 +92,7 @@ final class ClockTrustTests: XCTestCase {
     /// and gpsd's 3D fixes give the true time instead. Location records carry gpsd's time;
     /// audio is corrected from the fixes and delivered without NTP ever answering.
     func testAGPSFixGivesTheTrueTimeWhenNTPNeverAnswers() throws {
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2)
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
@@ -131,14 +133,14 @@ final class ClockTrustTests: XCTestCase {
     /// fix's true time are refused when read, counted, and never sent.
     func testAfterAStopWithoutNTPSyncDeliversEveryRecordAndFutureLinesAreRefusedAtCapture() throws {
         // No scheduled upload: what reaches the receiver is what sync sends.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, checkInterval: 2)
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
-            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+            try queue.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
         }
         // Two lines the server would refuse (an hour and a day ahead), two it takes.
         try rig.appendHeartRates([181], at: Date().addingTimeInterval(3_600))
@@ -146,7 +148,7 @@ final class ClockTrustTests: XCTestCase {
         try rig.appendHeartRates([71, 72], at: Date().addingTimeInterval(-30))
         let refusedKey = StreamCounter.key(StreamName.health.rawValue, StreamCounter.refusedSamples)
         try waitUntil("the future lines refused and counted, and chunks written", timeout: 60) {
-            try queue.state(refusedKey) == "2" && queue.records(stream: .health).count == 2
+            try queue.agentState.value(refusedKey) == "2" && queue.records(stream: .health).count == 2
                 && queue.records(stream: .microphone).count >= 2
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
@@ -160,7 +162,7 @@ final class ClockTrustTests: XCTestCase {
         let sync = try cli.run(["sync"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile], timeout: 120)
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
 
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0, "none held")
         for stream in [StreamName.microphone, .location, .health] {
             let records = try final.records(stream: stream)
@@ -176,7 +178,7 @@ final class ClockTrustTests: XCTestCase {
         }
         XCTAssertEqual(values.sorted(), [71, 72], "the future lines were never queued")
         XCTAssertEqual(try rig.receiver.stats().stored(.health), 2)
-        XCTAssertEqual(try final.state(refusedKey), "2")
+        XCTAssertEqual(try final.agentState.value(refusedKey), "2")
         for chunk in try final.records(stream: .microphone) {
             let times = try Self.chunkTimes(chunk)
             // Early by the fraction of a second between a fix and its arrival.
@@ -188,16 +190,16 @@ final class ClockTrustTests: XCTestCase {
     /// The daemon killed (no clean stop) with chunks held and no NTP: `sync`, which never
     /// saw a fix, corrects them from the fix the daemon kept in the database and sends them.
     func testSyncCorrectsWhatAKilledDaemonHeldFromTheFixItKept() throws {
-        // One health check at 5 s (when the fix is kept), the next a minute later: the
+        // One liveness check at 5 s (when the fix is kept), the next a minute later: the
         // chunks written meanwhile stay held.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, healthInterval: 60)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, checkInterval: 60)
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix kept and chunks held", timeout: 60) {
-            try queue.storedTimeEvidence(bootID: bootID) != nil
+            try queue.agentState.storedTimeEvidence(bootID: bootID) != nil
                 && (queue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
         }
         rig.agent?.signal(SIGKILL)
@@ -218,7 +220,7 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
         XCTAssertTrue(sync.stdout.contains("corrected the times of \(held.count) held records (true time from gpsd 3D fix)"), sync.stdout)
 
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try final.heldCounts(currentBootID: bootID).total, 0)
         let received = Set(try rig.receiver.storedIDs(.microphone))
         for record in held {
@@ -231,12 +233,12 @@ final class ClockTrustTests: XCTestCase {
     /// A restart in the same boot with gpsd gone (no fix, no NTP): the new daemon takes the
     /// fix the last one kept in the database and corrects and sends what it captures.
     func testTheNextStartOfTheSameBootCorrectsFromTheFixTheLastOneKept() throws {
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2)
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         let queue = try openQueue(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
-            try queue.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+            try queue.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
         }
         let firstPID = rig.agent?.pid
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
@@ -270,7 +272,7 @@ final class ClockTrustTests: XCTestCase {
     func runWithAWrongClockThatIsSetWhileRunning(fakeTime: String, checkProvisional: (Date, Date) -> Void) throws {
         // No location: a 3D fix is evidence of the true time too (see the GPS test below),
         // and here the clock alone must do it.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, healthInterval: 2, locationEnabled: false)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2, locationEnabled: false)
         let fakeFile = try startUnderFaketime(rig, fakeTime: fakeTime)
         let startedAt = Date()
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
@@ -334,7 +336,7 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertFalse(rig.agentLog.contains("dropped"), rig.agentLog)
         XCTAssertFalse(rig.agentLog.contains("chunk lost"), rig.agentLog)
 
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try final.heldCounts(currentBootID: BootClock.bootID).total, 0)
 
         // Health: each sample once, delivered, dated within a second or two of when it

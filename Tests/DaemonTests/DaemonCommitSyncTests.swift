@@ -6,7 +6,7 @@ import TestRigs
 import XCTest
 
 /// The daemon's part in `[storage] sync_seconds` (docs/queue.md, Durability): the window comes
-/// from the configuration (and a reload), the health check arms a deadline for what would
+/// from the configuration (and a reload), the liveness check arms a deadline for what would
 /// otherwise wait past the window before the next check, and a clean stop leaves nothing
 /// waiting.
 final class DaemonCommitSyncTests: XCTestCase {
@@ -15,29 +15,27 @@ final class DaemonCommitSyncTests: XCTestCase {
     final class IdleUploader: UploadComponent, @unchecked Sendable {
         func start() {}
         func stop() {}
-        func health() -> StreamHealth { .healthy }
+        func liveness() -> Liveness { .healthy }
         func updateServer(_ server: ServerConfig) {}
         func networkReturned(_ why: String) {}
         func setPower(factor: Int, held: Bool) {}
     }
 
     struct NoStreams: ComponentFactory {
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
             preconditionFailure("every stream is disabled in this test")
         }
-        func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent { IdleUploader() }
+        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent { IdleUploader() }
     }
 
-    func fix() throws -> NewRecord {
-        try NewRecord(stream: .location, capturedAt: Date(), fields: ["latitude": 52.5, "longitude": 13.4])
-    }
+    func fix() throws -> NewRecord { try TestRecords.fix(at: Date()) }
 
     func testTheHealthCheckAndAStopSyncWhatWaitsAndAReloadSetsTheWindow() throws {
         let dir = try TemporaryDirectory("commit-sync")
         var config = try AgentConfig(toml: "[storage]\nsync_seconds = 45\n", file: dir.file("agent.toml"))
         for stream in StreamName.allCases { config.setEnabled(stream, false) }
         config.storage.database = dir.file("agent.sqlite")
-        let queue = try SQLiteQueue(path: config.storage.database)
+        let queue = try AgentDatabase(path: config.storage.database)
         let daemon = AgentDaemon(config: config, queue: queue, factory: NoStreams(), tickInterval: 30,
                                  logger: Logger(label: "test"))
         XCTAssertEqual(queue.commitSync.window, 45, "the window is the configuration's")

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -16,7 +17,7 @@ final class DaemonFullDiskTests: XCTestCase {
 
         // The cap well above the queue (a quarter of the 40 MB would be the backlog's size):
         // this is the floor's test.
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
+        let rig = try DaemonRig(checkInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
         rig.receiver.stop()   // the server is down: nothing leaves the queue
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
@@ -45,11 +46,11 @@ final class DaemonFullDiskTests: XCTestCase {
             return resumed.count == 2
         }
         Thread.sleep(forTimeInterval: 30)
-        let event = try XCTUnwrap(queue.latestEvent(code: .storageFull))
+        let event = try XCTUnwrap(queue.agentState.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
-        // The health checks went on through it and kept telling systemd the daemon is alive.
-        try waitUntil("a health check after the disk filled", timeout: 30) {
-            try queue.storedHealth().contains { $0.component == "location" && $0.checkedAt > filledAt }
+        // The liveness checks went on through it and kept telling systemd the daemon is alive.
+        try waitUntil("a liveness check after the disk filled", timeout: 30) {
+            try queue.agentState.storedLiveness().contains { $0.component == "location" && $0.checkedAt > filledAt }
         }
         try waitUntil("WATCHDOG=1 after the disk filled", timeout: 30) { rig.notifySocket.drain().contains("WATCHDOG=1") }
 
@@ -67,7 +68,7 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertGreaterThan(newRecords.filter { $0.stream == .microphone }.count, 0)
         XCTAssertLessThanOrEqual(goneBacklog.count, newBytes / 80_000 + 2, "only as much as the new captures needed")
         XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), storedAtFill + 80_000, "the queue did not grow")
-        let totals = try queue.evictedTotals()
+        let totals = try queue.housekeeping.evictedTotals()
         XCTAssertEqual(totals[.location], 0)
         XCTAssertEqual(totals[.health], 0)
         XCTAssertEqual(totals[.microphone], Int64(goneBacklog.count))
@@ -88,7 +89,7 @@ final class DaemonFullDiskTests: XCTestCase {
         // The other program lets go: the queue may grow again and the reserve comes back.
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         try waitUntil("the floor given back and the reserve made again", timeout: 30) {
-            try reserve.isHeld && queue.state(AgentStateKey.storageBelowFloorSince) == nil
+            try reserve.isHeld && queue.agentState.value(AgentStateKey.storageBelowFloorSince) == nil
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         // What happened, in the daemon's words (the journal's view).
@@ -112,7 +113,7 @@ final class DaemonFullDiskTests: XCTestCase {
         let backlog = try writeAudioBacklog(database)
         do {
             // The reserve a previous run of the daemon made.
-            let queue = try SQLiteQueue(path: database)
+            let queue = try AgentDatabase(path: database)
             StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: 4 * StorageLimits.mebibyte,
                                                              maxQueueBytes: 1_000 * StorageLimits.mebibyte)).pass()
         }
@@ -120,15 +121,15 @@ final class DaemonFullDiskTests: XCTestCase {
         try fs.fillWithAnotherProgram()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full before the daemon starts")
 
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
+        let rig = try DaemonRig(checkInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100")
         rig.receiver.stop()
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
         defer { _ = rig.stopAgent() }
         // Readers cannot open the database until the daemon has handed the reserve back.
-        var opened: SQLiteQueue?
+        var opened: AgentDatabase?
         try waitUntil("the database readable again", timeout: 30) {
-            opened = try? SQLiteQueue(readOnlyPath: database)
+            opened = try? AgentDatabase(readOnlyPath: database)
             return (try? opened?.counts()) != nil
         }
         let queue = try XCTUnwrap(opened)
@@ -147,8 +148,8 @@ final class DaemonFullDiskTests: XCTestCase {
         XCTAssertEqual(Array(backlog.prefix(gone.count)), gone, "the oldest went first")
         XCTAssertLessThanOrEqual(gone.count, newAudio.reduce(0) { $0 + $1.payload.count } / 80_000 + 3,
                                  "only as much as the new captures needed")
-        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
-        XCTAssertNotNil(try queue.state(AgentStateKey.storageBelowFloorSince))
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
+        XCTAssertNotNil(try queue.agentState.value(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(rig.agent?.isRunning ?? false)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
@@ -159,14 +160,14 @@ final class DaemonFullDiskTests: XCTestCase {
         let directory = try TemporaryDirectory("daemon-cap")
         let database = directory.file("agent.sqlite")
         let backlog = try writeAudioBacklog(database)
-        let rig = try DaemonRig(healthInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
+        let rig = try DaemonRig(checkInterval: 2, databasePath: database, storageConfig: "min_free_mb = 4")
         rig.receiver.stop()
         try rig.startAgent()
         // A failing assertion must not leave the daemon running on the mount.
         defer { _ = rig.stopAgent() }
         let queue = try rig.openQueue()
         try waitUntil("a location record", timeout: 60) { try queue.records(stream: .location).count >= 1 }
-        XCTAssertEqual(try queue.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0, "the automatic cap of a big disk is far away")
 
         let config = try String(contentsOfFile: rig.configPath, encoding: .utf8)
         try config.replacingOccurrences(of: "min_free_mb = 4", with: "min_free_mb = 4\nmax_queue_mb = 2")
@@ -174,17 +175,17 @@ final class DaemonFullDiskTests: XCTestCase {
         let locationBefore = try queue.records(stream: .location).count
         rig.agent?.signal(SIGHUP)
         try waitUntil("the queue under its new cap", timeout: 60) {
-            (try queue.evictedTotals()[.microphone] ?? 0) > 0 && queue.fileBytes() <= 2 * StorageLimits.mebibyte
+            (try queue.housekeeping.evictedTotals()[.microphone] ?? 0) > 0 && queue.fileBytes() <= 2 * StorageLimits.mebibyte
         }
         let left = Set(try queue.records(stream: .microphone).map(\.id))
         let evicted = backlog.filter { !left.contains($0) }
         XCTAssertEqual(Array(backlog.prefix(evicted.count)), evicted, "the oldest went")
         XCTAssertGreaterThanOrEqual(try queue.records(stream: .location).count, locationBefore, "location stays")
-        XCTAssertEqual(try queue.evictedTotals()[.location], 0)
+        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
         let status = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["status", "--json"])
         let report = try StatusReport.decode(Data(status.stdout.utf8))
         XCTAssertEqual(report.database.maxQueueBytes, 2 * StorageLimits.mebibyte)
-        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, try queue.evictedTotals()[.microphone])
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.evicted, try queue.housekeeping.evictedTotals()[.microphone])
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 
@@ -199,7 +200,7 @@ final class DaemonFullDiskTests: XCTestCase {
     /// An old backlog of audio, as after a week offline: 120 chunks (9.6 MB), pending,
     /// written before the daemon starts. Returns their ids, oldest first.
     func writeAudioBacklog(_ database: String) throws -> [UUID] {
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         let payload = Data("\"\(String(repeating: "a", count: 79_998))\"".utf8)
         return try (0..<120).map { i in
             let record = NewRecord(stream: .microphone, capturedAt: Date().addingTimeInterval(-86_400 + Double(i) * 30),

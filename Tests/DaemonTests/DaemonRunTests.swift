@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -16,14 +17,14 @@ final class DaemonRunTests: XCTestCase {
             let stored = try rig.receiver.stats().records
             return (stored[StreamName.location.wireName] ?? 0) >= 2 && (stored[StreamName.microphone.wireName] ?? 0) >= 1 && (stored[StreamName.health.wireName] ?? 0) >= 5
         }
-        // sd_notify: READY once started, then STATUS and WATCHDOG from the health coordinator.
+        // sd_notify: READY once started, then STATUS and WATCHDOG from the supervisor.
         let notes = rig.notifySocket.drain()
         XCTAssertTrue(notes.contains { $0.hasPrefix("READY=1") }, "\(notes)")
         XCTAssertTrue(notes.contains { $0.hasPrefix("STATUS=") && $0.contains("location") }, "\(notes)")
         XCTAssertTrue(notes.contains("WATCHDOG=1"), "\(notes)")
 
         // Stop in the middle of the second chunk: 9 s after the first one ended.
-        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
         let first = try XCTUnwrap(queue.records(stream: .microphone).first)
         let firstFields = try XCTUnwrap(JSONSerialization.jsonObject(with: first.payload) as? [String: Any])
         let firstEnd = try XCTUnwrap((firstFields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
@@ -32,7 +33,7 @@ final class DaemonRunTests: XCTestCase {
         let status = rig.stopAgent()
         XCTAssertEqual(status, 0, rig.agentLog)
 
-        let chunks = try SQLiteQueue(readOnlyPath: rig.databasePath).records(stream: .microphone)
+        let chunks = try AgentDatabase(readOnlyPath: rig.databasePath).records(stream: .microphone)
         let last = try XCTUnwrap(chunks.last)
         XCTAssertNotEqual(last.id, first.id, "the chunk in progress is written on SIGTERM")
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: last.payload) as? [String: Any])
@@ -44,7 +45,7 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertFalse(rig.agentLog.contains("daemon-token"), "the token is never logged")
 
         // Nothing pending is lost: every record is either delivered or still pending.
-        let final = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let final = try AgentDatabase(readOnlyPath: rig.databasePath)
         for stream in StreamName.allCases {
             let all = try final.records(stream: stream)
             XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")
@@ -59,7 +60,7 @@ final class DaemonRunTests: XCTestCase {
     }
 
     func testACrashedStreamIsMarkedUnhealthyRestartedAndRecovers() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
         try waitUntil("location records", timeout: 40) { try queue.count(stream: .location, status: .pending)
@@ -67,9 +68,9 @@ final class DaemonRunTests: XCTestCase {
 
         rig.gps.killGPSD()
         try waitUntil("the coordinator to store location as unhealthy", timeout: 30) {
-            try queue.storedHealth().first { $0.component == "location" }?.state == "unhealthy"
+            try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "unhealthy"
         }
-        let reason = try XCTUnwrap(queue.storedHealth().first { $0.component == "location" }?.reason)
+        let reason = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" }?.reason)
         XCTAssertTrue(reason.contains("gpsd"), reason)
         try waitUntil("a restart of the stream by the coordinator", timeout: 30) {
             rig.agentLog.contains("location still unhealthy") && rig.agentLog.contains("restarting it")
@@ -80,13 +81,13 @@ final class DaemonRunTests: XCTestCase {
         let countBefore = try queue.records(stream: .location).count
         try waitUntil("location records again", timeout: 40) { try queue.records(stream: .location).count > countBefore }
         try waitUntil("location healthy again", timeout: 30) {
-            try queue.storedHealth().first { $0.component == "location" }?.state == "healthy"
+            try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "healthy"
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 
     func testPauseAndResumeFromAnotherProcessSurviveARestart() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
 
@@ -120,7 +121,7 @@ final class DaemonRunTests: XCTestCase {
     }
 
     func testSIGHUPReloadsAGoodConfigAndKeepsRunningOnABadOne() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
         _ = try rig.openQueue()
         let good = try String(contentsOfFile: rig.configPath, encoding: .utf8)

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -17,7 +18,7 @@ final class ExportDaemonTests: XCTestCase {
         for tool in ["/usr/bin/xmllint", "/usr/bin/gpsbabel", "/usr/bin/opusdec"] {
             guard FileManager.default.isExecutableFile(atPath: tool) else { return XCTFail("\(tool) is not installed: run scripts/install-deps.sh") }
         }
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, healthInterval: 1)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
         try rig.appendHeartRates(Array(60..<90), at: Date().addingTimeInterval(-120))

@@ -17,7 +17,7 @@ final class KillStormTests: XCTestCase {
         var audio: Data
     }
 
-    func chunks(in queue: SQLiteQueue) throws -> [Chunk] {
+    func chunks(in queue: AgentDatabase) throws -> [Chunk] {
         try queue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(id: record.id,
@@ -36,7 +36,7 @@ final class KillStormTests: XCTestCase {
         let kills = Int(ProcessInfo.processInfo.environment["KILL_STORM_KILLS"] ?? "") ?? 25
         // 6 s chunks overlapping by 2 s (a new one every 4 s): kills land in first chunks,
         // later chunks and overlaps.
-        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 2, uploadInterval: 5, healthInterval: 2)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 2, uploadInterval: 5, checkInterval: 2)
         let healthBase = Date().addingTimeInterval(-3_600).rounded()
         var healthFed = 0
         func feedHealth() throws {
@@ -64,7 +64,7 @@ final class KillStormTests: XCTestCase {
             agent.signal(SIGKILL)
             XCTAssertEqual(agent.wait(timeout: 10), SIGKILL, "kill \(kill): the agent was running until killed: \(agent.stderr())")
             logs += agent.stderr()
-            let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+            let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
             XCTAssertEqual(try queue.integrityCheck(), "ok", "after kill \(kill)")
             try rig.startAgent()
         }
@@ -72,7 +72,7 @@ final class KillStormTests: XCTestCase {
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         logs += rig.agentLog
 
-        let queue = try SQLiteQueue(readOnlyPath: rig.databasePath)
+        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
         XCTAssertEqual(try queue.integrityCheck(), "ok")
 
         // Health: every line fed, exactly once.

@@ -1,5 +1,6 @@
 @testable import Daemon
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 
@@ -80,7 +81,7 @@ final class MemoryFootprintTests: XCTestCase {
     /// (docs/decisions/0005-start-up-page-drop.md). Seen with strace on the real daemon: the program's first mapping
     /// is advised MADV_PAGEOUT once per drop.
     func testTheDaemonDropsItsPagesAgainOnceItsStreamsRun() throws {
-        let rig = try DaemonRig(healthInterval: 2)
+        let rig = try DaemonRig(checkInterval: 2)
         let trace = rig.directory.file("madvise.txt")
         try rig.startAgent(launcher: [try ChildProcess.locate("strace"), "-f", "-qq", "-e", "trace=madvise", "-o", trace])
         func drops() -> Int {

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -31,7 +32,7 @@ final class MetricsDaemonTests: XCTestCase {
             return XCTFail("promtool is not installed (Debian's prometheus package): run scripts/install-deps.sh")
         }
         let textfile = "METRICS_DIR/ariata-agent.prom"
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, healthInterval: 1)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, checkInterval: 1)
         let path = textfile.replacingOccurrences(of: "METRICS_DIR", with: rig.directory.path)
         try (try String(contentsOfFile: rig.configPath, encoding: .utf8) + "\n[metrics]\ntextfile = \"\(path)\"\n")
             .write(toFile: rig.configPath, atomically: true, encoding: .utf8)

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -11,7 +12,7 @@ import XCTest
 final class MicrophoneFallbackDaemonTests: XCTestCase {
     func testAMissingChosenDeviceCapturesFromTheFallbackAndStatusSaysSo() throws {
         let missing = "ariata_unplugged_mic"
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, healthInterval: 1, locationEnabled: false,
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, checkInterval: 1, locationEnabled: false,
                                 microphoneConfig: "fallback_device = \"\(DaemonRig.feedDevice)\"", microphoneDevice: missing)
         try rig.startAgent()
         defer { _ = rig.stopAgent() }
@@ -49,7 +50,7 @@ final class MicrophoneFallbackDaemonTests: XCTestCase {
         }
         let back = Date().timeIntervalSince(plugged)
         print("microphone fallback (daemon): the chosen device in use again \(String(format: "%.1f", back)) s after it appeared, as status shows it")
-        XCTAssertLessThan(back, 10, "tried every 5 s, seen by status at the next health check (1 s here)")
+        XCTAssertLessThan(back, 10, "tried every 5 s, seen by status at the next check (1 s here)")
         XCTAssertEqual(device?.onFallback, false)
         XCTAssertEqual(device?.reason, "the chosen device ([microphone] device)")
         XCTAssertTrue(try cli.run(["status"]).stdout.contains("microphone: capturing from '\(missing)'\n"))

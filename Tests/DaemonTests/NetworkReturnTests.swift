@@ -29,19 +29,9 @@ final class NetworkReturnTests: XCTestCase {
             database = "\(directory.file("agent.sqlite"))"
             [upload]
             interval = 5
-            [location]
-            enabled = false
-            [microphone]
-            enabled = false
-            [health]
-            enabled = true
-            commit_interval = 1
-            [[health.source]]
-            kind = "file"
-            path = "\(health)"
-            format = "jsonl"
             [daemon]
-            health_interval = 2
+            check_interval = 2
+            \(AgentCLI.healthOnly(source: "kind = \"file\"\npath = \"\(health)\"\nformat = \"jsonl\"", healthKeys: "commit_interval = 1"))
             """.write(toFile: config, atomically: true, encoding: .utf8)
 
         let command = try host.exec([try BuildProducts.executable("ariata-agent"), "run", "--config", config])

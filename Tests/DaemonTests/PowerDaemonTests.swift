@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -7,7 +8,7 @@ import XCTest
 /// test switches between mains, battery and a low battery.
 final class PowerDaemonTests: XCTestCase {
     func testThePowerPolicyFollowsTheSupply() throws {
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, uploadInterval: 5, healthInterval: 1)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, uploadInterval: 5, checkInterval: 1)
         let sysfs = rig.directory.file("power_supply")
         func set(ac online: Bool, battery: Int) throws {
             try FakePowerSupply(path: sysfs).laptop(onMains: online, battery: battery)

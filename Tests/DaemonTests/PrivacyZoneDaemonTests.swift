@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -16,13 +17,16 @@ final class PrivacyZoneDaemonTests: XCTestCase {
     }
 
     func testFixesOfATrackThroughAZoneAreMissingExactlyInsideIt() throws {
-        // The rig feeds this drive (its positions do not depend on the start time), one
-        // epoch a second from when the rig is made; the daemon samples every 2 s.
+        // The rig feeds this drive (its positions do not depend on the start time), two
+        // epochs a second from when the rig is made (the fix times run ahead of the clock,
+        // by under a minute at epoch 100, within the 5 minutes the agent accepts); the
+        // daemon samples every second, so every other epoch, as at one epoch a second
+        // sampled every 2 s.
         let drive = NMEADrive.synthetic(epochs: 600, start: Date())
         let home = (drive[30].latitude, drive[30].longitude), homeRadius = 70.0
         let cafe = (drive[75].latitude, drive[75].longitude), cafeRadius = 60.0
         XCTAssertGreaterThan(metres(home, cafe), homeRadius + cafeRadius + 100, "the zones are apart")
-        let rig = try DaemonRig(healthInterval: 1, extraConfig: """
+        let rig = try DaemonRig(checkInterval: 1, extraConfig: """
             [[location.exclude]]
             name = "home"
             latitude = \(home.0)
@@ -34,7 +38,7 @@ final class PrivacyZoneDaemonTests: XCTestCase {
             longitude = \(cafe.1)
             radius = \(cafeRadius)
             action = "coarsen"
-            """)
+            """, locationInterval: 1, drivePeriod: 0.5)
         try rig.startAgent()
         let queue = try rig.openQueue()
 
@@ -54,7 +58,7 @@ final class PrivacyZoneDaemonTests: XCTestCase {
             }
         }
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
-        Thread.sleep(forTimeInterval: 2)   // one more health check stores the counters
+        Thread.sleep(forTimeInterval: 2)   // one more liveness check stores the counters
         let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
 

@@ -1,12 +1,13 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
 /// `ariata-agent purge` while the real daemon captures and uploads.
 final class PurgeDaemonTests: XCTestCase {
     func testPurgeWhileTheDaemonWrites() throws {
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, healthInterval: 1)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, checkInterval: 1)
         try rig.startAgent()
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -9,7 +10,7 @@ import XCTest
 /// and the log says so once.
 final class SilentChunkDaemonTests: XCTestCase {
     func testDroppedSilentChunksAreCountedInStatusJSONAndMetrics() throws {
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, healthInterval: 1,
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, checkInterval: 1,
                                 locationEnabled: false, microphoneConfig: "silence_threshold_db = 0\nupload_silent = false")
         try rig.startAgent()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)

@@ -4,7 +4,7 @@ import XCTest
 
 /// Validates `status --json` with Debian's python3-jsonschema against docs/status.schema.json.
 func assertMatchesSchema(_ json: String, in dir: TemporaryDirectory, file: StaticString = #filePath, line: UInt = #line) throws {
-    let schema = DaemonRig.repositoryRoot + "/docs/status.schema.json"
+    let schema = Repository.root + "/docs/status.schema.json"
     let path = dir.file("status.json")
     try json.write(toFile: path, atomically: true, encoding: .utf8)
     let check = try ChildProcess("/usr/bin/python3", ["-c", """

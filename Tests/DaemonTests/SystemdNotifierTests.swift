@@ -1,5 +1,6 @@
 import AgentCore
 import Daemon
+import Platform
 import TestRigs
 import Synchronization
 import XCTest
@@ -29,29 +30,29 @@ final class SystemdNotifierTests: XCTestCase {
     }
 }
 
-final class HealthCoordinatorTests: XCTestCase {
-    /// A component whose health the test sets, counting restarts.
+final class SupervisorTests: XCTestCase {
+    /// A component whose liveness the test sets, counting restarts.
     final class Switchable: SupervisedComponent, @unchecked Sendable {
         let componentName: String
-        var current: StreamHealth = .healthy
+        var current: Liveness = .healthy
         var restarts = 0
         init(_ name: String) { componentName = name }
-        func health() -> StreamHealth { current }
+        func liveness() -> Liveness { current }
         func restart() { restarts += 1 }
     }
 
     func testStoresHealthRestartsAfterTwoUnhealthyTicksAndFeedsTheWatchdog() throws {
         let dir = try TemporaryDirectory("coordinator")
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"))
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let socket = try NotifySocket(path: dir.file("notify.sock"))
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         mic.current = .disabled
-        let coordinator = HealthCoordinator(components: [gps, mic], store: queue,
+        let coordinator = Supervisor(components: [gps, mic], store: queue,
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
         coordinator.tick()
-        XCTAssertEqual(try queue.storedHealth().map(\.state), ["healthy", "disabled"])
+        XCTAssertEqual(try queue.agentState.storedLiveness().map(\.state), ["healthy", "disabled"])
 
         gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
         coordinator.tick()
@@ -59,7 +60,7 @@ final class HealthCoordinatorTests: XCTestCase {
         coordinator.tick()
         XCTAssertEqual(gps.restarts, 1)
         XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
-        let stored = try XCTUnwrap(queue.storedHealth().first { $0.component == "location" })
+        let stored = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" })
         XCTAssertEqual(stored.state, "unhealthy")
         XCTAssertEqual(stored.reason, "cannot reach gpsd at localhost:2947")
 
@@ -68,21 +69,19 @@ final class HealthCoordinatorTests: XCTestCase {
         XCTAssertTrue(messages.contains("STATUS=location unhealthy, microphone disabled"), "\(messages)")
     }
 
-    /// A health check is one commit at most, and none when nothing changed: a quiet daemon
+    /// A liveness check is one commit at most, and none when nothing changed: a quiet daemon
     /// must not append to the WAL (and fsync) every 30 s for the same rows.
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
         let dir = try TemporaryDirectory("coordinator-writes")
         let wall = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let queue = try SQLiteQueue(path: dir.file("agent.sqlite"), clock: wall)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: wall)
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         let monotonic = Mutex<TimeInterval>(0)
-        let coordinator = HealthCoordinator(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
-                                            healthRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
-        func walBytes() -> Int64 {
-            (try? FileManager.default.attributesOfItem(atPath: dir.file("agent.sqlite") + "-wal")[.size] as? NSNumber)?.int64Value ?? 0
-        }
-        func checked(_ name: String) throws -> Date? { try queue.storedHealth().first { $0.component == name }?.checkedAt }
+        let coordinator = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
+                                            livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
+        func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
+        func checked(_ name: String) throws -> Date? { try queue.agentState.storedLiveness().first { $0.component == name }?.checkedAt }
 
         coordinator.tick()
         let first = walBytes()
@@ -102,7 +101,7 @@ final class HealthCoordinatorTests: XCTestCase {
         coordinator.tick()
         let changed = walBytes()
         XCTAssertGreaterThan(changed, first, "a change is written at once")
-        XCTAssertEqual(try queue.storedHealth().first { $0.component == "location" }?.reason, "cannot reach gpsd")
+        XCTAssertEqual(try queue.agentState.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
         XCTAssertEqual(try checked("microphone"), Date(timeIntervalSince1970: 1_800_000_000), "only what changed")
 
         // Past the rewrite interval every component's checked_at is fresh again.

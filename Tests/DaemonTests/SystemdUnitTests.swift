@@ -4,7 +4,7 @@ import XCTest
 
 /// The shipped units, checked by systemd's own tools.
 final class SystemdUnitTests: XCTestCase {
-    var root: String { DaemonRig.repositoryRoot }
+    var root: String { Repository.root }
 
     /// `systemd-analyze verify` must be silent: any warning fails.
     func testUnitsVerifyWithoutAWarning() throws {

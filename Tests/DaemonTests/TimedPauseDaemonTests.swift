@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -7,13 +8,13 @@ import XCTest
 /// is restarted in the middle of it, and `status` says when.
 final class TimedPauseDaemonTests: XCTestCase {
     func testATimedPauseEndsByItselfAcrossARestart() throws {
-        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, healthInterval: 30)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 0, checkInterval: 30)
         try rig.startAgent()
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         try waitUntil("a first audio chunk", timeout: 40) { try !queue.records(stream: .microphone).isEmpty }
 
-        // The health check runs every 30 s here: resuming on time is the pause-end timer's doing.
+        // The liveness check runs every 30 s here: resuming on time is the pause-end timer's doing.
         let pausedAt = Date()
         let pause = try cli.run(["pause", "microphone", "--for", "20s"])
         XCTAssertEqual(pause.status, 0, pause.stderr)
@@ -56,7 +57,7 @@ final class TimedPauseDaemonTests: XCTestCase {
     }
 
     func testResumeEndsATimedPauseEarly() throws {
-        let rig = try DaemonRig(healthInterval: 30)
+        let rig = try DaemonRig(checkInterval: 30)
         try rig.startAgent()
         let queue = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -13,7 +14,7 @@ final class UploadStatusTests: XCTestCase {
     }
 
     func testStatusShowsARefusedStreamAFixedTokenAndMalformedLines() throws {
-        let rig = try DaemonRig(healthInterval: 1)
+        let rig = try DaemonRig(checkInterval: 1)
         // A server whose device connection has no healthkit stream.
         try rig.receiver.configure(streams: ["location", "microphone"])
         try rig.startAgent()

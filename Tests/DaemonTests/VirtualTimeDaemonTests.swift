@@ -2,6 +2,7 @@ import AgentCore
 import Daemon
 import Foundation
 import Logging
+import Platform
 import Synchronization
 import TestRigs
 import Upload
@@ -25,7 +26,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         }
         func start() { counts.add(stream, started: true) }
         func stop() { counts.add(stream, started: false) }
-        func health() -> StreamHealth { .healthy }
+        func liveness() -> Liveness { .healthy }
     }
 
     final class Counts: Sendable {
@@ -49,11 +50,11 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         var uploads = false
 
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
             CountingStream(stream, counts: counts)
         }
 
-        func makeUploader(config: AgentConfig, queue: SQLiteQueue, logger: Logger) -> any UploadComponent {
+        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
             return Uploader(server: config.server, upload: config.upload, store: queue, clock: scheduler,
                             logger: logger, scheduler: scheduler)
@@ -66,7 +67,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         let counts = Counts()
         var config: AgentConfig
-        let queue: SQLiteQueue
+        let queue: AgentDatabase
 
         init(_ name: String, streams: Set<StreamName>, toml: String = "") throws {
             directory = try TemporaryDirectory(name)
@@ -75,7 +76,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
             config = try AgentConfig(toml: toml, file: directory.file("agent.toml"))
             for stream in StreamName.allCases { config.setEnabled(stream, streams.contains(stream)) }
             config.storage.database = directory.file("agent.sqlite")
-            queue = try SQLiteQueue(path: config.storage.database, syncWindow: TimeInterval(config.storage.syncSeconds),
+            queue = try AgentDatabase(path: config.storage.database, syncWindow: TimeInterval(config.storage.syncSeconds),
                                     clock: scheduler, syncClock: scheduler.monotonicSeconds)
         }
 
@@ -86,13 +87,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         }
 
         /// A fix as the location stream writes it, stamped now on the virtual clock.
-        func fix() throws -> NewRecord {
-            let now = scheduler.now()
-            return try NewRecord(stream: .location, capturedAt: now, fields: [
-                "timestamp": RFC3339.string(from: now), "latitude": 52.52, "longitude": 13.405, "altitude": 34.0,
-                "speed": 1.2, "course": 90.0, "horizontal_accuracy": 4.5, "vertical_accuracy": 6.0, "fix_mode": 3,
-                "satellites_used": 8])
-        }
+        func fix() throws -> NewRecord { try TestRecords.realistic(.location, at: scheduler.now()) }
     }
 
     // MARK: The timed pause
@@ -108,13 +103,13 @@ final class VirtualTimeDaemonTests: XCTestCase {
         try switches.pause([.location], until: rig.scheduler.now().addingTimeInterval(20), at: rig.scheduler.now())
         daemon.applyPauseSwitches()
         XCTAssertFalse(rig.counts.running(.location), "paused")
-        // The health check runs at 5 s and 35 s: resuming at 20 s is the pause-end timer's doing.
+        // The liveness check runs at 5 s and 35 s: resuming at 20 s is the pause-end timer's doing.
         rig.scheduler.advance(by: 19.9)
         XCTAssertFalse(rig.counts.running(.location), "not resumed before the end")
         rig.scheduler.advance(by: 0.2)
-        XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next health check")
+        XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next liveness check")
         XCTAssertEqual(try switches.pausedStreams(at: rig.scheduler.now()), [])
-        XCTAssertNil(try rig.queue.state("paused.location"), "the ended pause is cleared")
+        XCTAssertNil(try rig.queue.agentState.value("paused.location"), "the ended pause is cleared")
 
         // A 10-minute pause, the daemon stopped 100 s in and a new one started: it reads the
         // stored pause, keeps the stream paused, and ends it at its time.
@@ -135,6 +130,27 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertTrue(rig.counts.running(.location), "resumed at the end by the new daemon's timer")
         XCTAssertEqual(restarted.tick()["location"], .healthy)
         restarted.stop()
+    }
+
+    // MARK: The supervisor
+
+    /// The supervisor stores an unchanged liveness again every ten checks (300 s at the
+    /// default interval) on the scheduler's monotonic clock, so `status` can tell a live
+    /// daemon's check from a stale one; between those, a quiet daemon writes nothing.
+    func testAnUnchangedLivenessIsStoredAgainEveryTenChecksOnTheSchedulersClock() throws {
+        let rig = try Rig("virtual-liveness", streams: [.location])
+        let daemon = rig.daemon()
+        daemon.start()
+        defer { daemon.stop() }
+        let started = rig.scheduler.now()
+        func checked() throws -> Date? { try rig.queue.agentState.storedLiveness().first { $0.component == "location" }?.checkedAt }
+
+        rig.scheduler.advance(by: 5)   // the first check
+        XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 5, accuracy: 0.01)
+        rig.scheduler.advance(by: 270) // nine more, nothing changed
+        XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 5, accuracy: 0.01, "not rewritten within 300 s")
+        rig.scheduler.advance(by: 30)  // the tenth after the first: 300 s on
+        XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 305, accuracy: 0.01, "rewritten 300 s after")
     }
 
     // MARK: The commit-sync deadline
@@ -198,7 +214,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         rig.config.server.deviceID = "test-device"
         let queue = rig.queue, scheduler = rig.scheduler
         func power() throws -> StoredPowerState? {
-            try queue.state(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
+            try queue.agentState.value(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
         }
         func pending() throws -> Int { try queue.count(stream: .location, status: .pending) }
         func uploaded() throws -> Int { try queue.count(stream: .location, status: .uploaded) }

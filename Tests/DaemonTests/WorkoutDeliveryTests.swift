@@ -7,7 +7,7 @@ import XCTest
 /// is stored, none refused (the receiver knows the `workout` kind and its string value).
 final class WorkoutDeliveryTests: XCTestCase {
     func testWorkoutsFromAFileAreStoredByTheReceiver() throws {
-        let rig = try DaemonRig(healthInterval: 1, locationEnabled: false, microphoneConfig: "enabled = false")
+        let rig = try DaemonRig(checkInterval: 1, locationEnabled: false, microphoneConfig: "enabled = false")
         try rig.startAgent()
         let time = RFC3339.string(from: Date().addingTimeInterval(-600))
         let lines: [String] = [

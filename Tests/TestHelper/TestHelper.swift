@@ -27,7 +27,7 @@ struct CrashWriter: ParsableCommand {
     func run() throws {
         // The daemon's default `[storage] sync_seconds`: commits wait for their fsync, and a
         // kill must not cost any of them (they are in the page cache when enqueue returns).
-        let queue = try SQLiteQueue(path: database, syncWindow: 30)
+        let queue = try AgentDatabase(path: database, syncWindow: 30)
         var i = 0
         while true {
             let record = NewRecord(stream: i % 3 == 0 ? .microphone : .location, capturedAt: Date(),
@@ -55,7 +55,7 @@ struct HealthIngest: ParsableCommand {
     var format: HealthSourceConfig.Format = .jsonl
 
     func run() throws {
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
@@ -90,7 +90,7 @@ struct HealthProbe: ParsableCommand {
     var path: String
 
     func run() throws {
-        let queue = try SQLiteQueue(path: database)
+        let queue = try AgentDatabase(path: database)
         var config = HealthConfig()
         config.enabled = true
         config.sources = [HealthSourceConfig(kind: kind, path: path, format: .jsonl, name: "probe")]
@@ -99,10 +99,10 @@ struct HealthProbe: ParsableCommand {
         let stream = HealthStream(config: config, queue: queue, logger: logger)
         stream.start()
         let deadline = Date().addingTimeInterval(10)
-        while stream.health().reason == "probe: starting", Date() < deadline {
+        while stream.liveness().reason == "probe: starting", Date() < deadline {
             Thread.sleep(forTimeInterval: 0.02)
         }
-        print(stream.health())
+        print(stream.liveness())
         stream.stop()
     }
 }

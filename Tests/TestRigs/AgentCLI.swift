@@ -42,4 +42,19 @@ public struct AgentCLI {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         return AgentCLI(directory: directory, configPath: path)
     }
+
+    /// Config sections for the health stream alone: location and microphone off, health on
+    /// with `healthKeys` (lines of `[health]`) and one `[[health.source]]` of `source` lines.
+    public static func healthOnly(source: String, healthKeys: String = "") -> String {
+        """
+        [location]
+        enabled = false
+        [microphone]
+        enabled = false
+        [health]
+        enabled = true
+        \(healthKeys.isEmpty ? "" : healthKeys + "\n")[[health.source]]
+        \(source)
+        """
+    }
 }

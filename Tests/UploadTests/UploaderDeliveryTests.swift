@@ -58,11 +58,12 @@ final class UploaderDeliveryTests: XCTestCase {
             XCTAssertNotNil(stat.lastSuccessAt)
             XCTAssertNil(stat.lastErrorCode)
         }
-        XCTAssertEqual(uploader.health(), .healthy)
+        XCTAssertEqual(uploader.liveness(), .healthy)
     }
 
+    /// Behind a proxy that inflates bodies (the receiver's `--inflate`), gzip stays on.
     func testGzipBodiesAreDecodedByTheReceiver() throws {
-        let f = try UploadFixture()
+        let f = try UploadFixture(receiverArguments: ["--inflate"])
         f.server.gzip = true
         let ids = Set(try f.enqueue(.microphone, count: 8, audioBytes: 40_000))
         let report = f.makeUploader().syncNow()
@@ -88,7 +89,7 @@ final class UploaderDeliveryTests: XCTestCase {
     private func assertPoisonIsolated(receiverArguments: [String]) throws {
         let f = try UploadFixture(receiverArguments: receiverArguments)
         f.upload.batchMaxRecords = 100
-        var records = try (0..<99).map { try UploadFixture.record(.location, at: Date().addingTimeInterval(-Double(100 - $0))) }
+        var records = try (0..<99).map { try TestRecords.realistic(.location, at: Date().addingTimeInterval(-Double(100 - $0))) }
         let poison = try UploadFixture.poisonLocation()
         records.insert(poison, at: 37)
         try f.queue.enqueue(records, anchor: nil)
@@ -118,7 +119,7 @@ final class UploaderDeliveryTests: XCTestCase {
         let f = try UploadFixture(receiverArguments: ["--max-body-bytes", "250000"])
         f.upload.batchMaxBytes = 4_000_000
         let small = Set(try f.enqueue(.microphone, count: 10, audioBytes: 40_000))
-        let huge = try UploadFixture.record(.microphone, at: Date(), audioBytes: 300_000)
+        let huge = try TestRecords.realistic(.microphone, at: Date(), audioBytes: 300_000)
         try f.queue.enqueue(huge)
 
         let report = f.makeUploader().syncNow()
@@ -150,7 +151,7 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertEqual(try f.queue.count(stream: .microphone, status: .pending), 3)
         let stats = try XCTUnwrap(try f.queue.uploadStats().first { $0.stream == .microphone })
         XCTAssertEqual(stats.lastErrorCode, .serverError)
-        XCTAssertEqual(uploader.health().code, .serverError)
+        XCTAssertEqual(uploader.liveness().code, .serverError)
     }
 
     func testAnAnswerThatBlamesTheBatchCostsAttemptsUntilTheRecordsFail() throws {
@@ -184,7 +185,7 @@ extension UploaderDeliveryTests {
         let uploader = f.makeUploader()
         guard case .notConfigured(let reason) = uploader.syncNow().skipped else { return XCTFail("no token") }
         XCTAssertTrue(reason.contains("token"), reason)
-        XCTAssertFalse(uploader.health().isHealthy)
+        XCTAssertFalse(uploader.liveness().isHealthy)
         XCTAssertEqual(try f.receiver.stats().requests, 0)
         XCTAssertEqual(try f.queue.count(stream: .location, status: .pending), 3)
     }

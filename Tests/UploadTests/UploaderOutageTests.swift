@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 @testable import Upload
@@ -30,7 +31,7 @@ final class UploaderOutageTests: XCTestCase {
             XCTAssertTrue(reason.contains("cannot connect"), reason)
         }
         var until = try assertOpen(uploader, f, waitWithin: 24...30)
-        XCTAssertEqual(uploader.health().code, .networkTimeout)
+        XCTAssertEqual(uploader.liveness().code, .networkTimeout)
 
         // Before the breaker's time nothing is tried.
         f.clock.advance(by: 10)
@@ -45,7 +46,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(report.requests, 1, "one probe")
         XCTAssertEqual(uploader.schedule().breakerTrips, 2)
         until = try assertOpen(uploader, f, waitWithin: 48...60)
-        XCTAssertEqual(uploader.health().code, .serverError)
+        XCTAssertEqual(uploader.liveness().code, .serverError)
 
         // 3. A reset connection: the next step, 120 s.
         f.clock.set(until)
@@ -60,7 +61,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(report.requests, 1)
         until = try XCTUnwrap(uploader.schedule().rateLimitedUntil, "\(uploader.schedule())")
         XCTAssertEqual(until.timeIntervalSince(f.clock.now()), 45)
-        XCTAssertEqual(uploader.health().code, .rateLimited)
+        XCTAssertEqual(uploader.liveness().code, .rateLimited)
         XCTAssertEqual(uploader.runScheduledCycle().skipped, .rateLimited(until: until))
 
         // 5. Up: the probe succeeds, the breaker closes and the cycle drains everything.
@@ -68,7 +69,7 @@ final class UploaderOutageTests: XCTestCase {
         report = uploader.runScheduledCycle()
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(uploader.schedule().breaker, .closed)
-        XCTAssertEqual(uploader.health(), .healthy)
+        XCTAssertEqual(uploader.liveness(), .healthy)
 
         for (stream, ids) in sent {
             let stored = try f.receiver.storedIDs(stream)
@@ -126,7 +127,7 @@ final class UploaderOutageTests: XCTestCase {
         guard case .unauthorized(_, let until) = report.streams[.location]?.outcome else { return XCTFail("\(report)") }
         XCTAssertEqual(until, f.clock.now().addingTimeInterval(300))
         XCTAssertEqual(uploader.schedule().authPausedUntil, until)
-        XCTAssertEqual(uploader.health().code, .invalidToken)
+        XCTAssertEqual(uploader.liveness().code, .invalidToken)
         XCTAssertEqual(try f.queue.state(AgentStateKey.uploadAuthPausedUntil), RFC3339.string(from: until))
         XCTAssertEqual(try f.queue.uploadStats().first?.lastErrorCode, .invalidToken)
 
@@ -151,7 +152,7 @@ final class UploaderOutageTests: XCTestCase {
         report = uploader.runScheduledCycle()
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), ids)
-        XCTAssertEqual(uploader.health(), .healthy)
+        XCTAssertEqual(uploader.liveness(), .healthy)
         XCTAssertNil(try f.queue.state(AgentStateKey.uploadAuthPausedUntil))
     }
 

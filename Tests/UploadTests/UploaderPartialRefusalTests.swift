@@ -130,7 +130,7 @@ final class UploaderPartialRefusalTests: XCTestCase {
         let now = Date()
         let records = try (0..<count).map { index -> NewRecord in
             guard badAt.contains(index) else {
-                return try UploadFixture.record(.health, at: now.addingTimeInterval(-Double(count - index)))
+                return try TestRecords.realistic(.health, at: now.addingTimeInterval(-Double(count - index)))
             }
             return try NewRecord(stream: .health, capturedAt: Date(timeIntervalSince1970: 900_000_000 + Double(index)),
                                  fields: ["timestamp": "1998-07-09T16:00:00.000Z", "metric_type": "heart_rate", "value": 61,

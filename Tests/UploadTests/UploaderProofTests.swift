@@ -49,7 +49,7 @@ final class UploaderProofTests: XCTestCase {
         let kept = try f.queue.records(stream: .health)
         XCTAssertEqual(kept.count, 5)
         XCTAssertTrue(kept.allSatisfy { $0.status == .pending && $0.uploadAttempts == 0 }, "\(kept)")
-        XCTAssertEqual(uploader.health().code, .streamRefused)
+        XCTAssertEqual(uploader.liveness().code, .streamRefused)
         XCTAssertEqual(try f.queue.uploadStats().first { $0.stream == .health }?.lastErrorCode, .streamRefused)
         XCTAssertEqual(uploader.schedule().streamRefusedUntil[.health], until)
 
@@ -71,7 +71,7 @@ final class UploaderProofTests: XCTestCase {
         XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), health)
         XCTAssertEqual(try f.queue.count(stream: .health, status: .uploaded), 5)
         XCTAssertEqual(try f.queue.count(stream: .health, status: .failed), 0)
-        XCTAssertEqual(uploader.health(), .healthy)
+        XCTAssertEqual(uploader.liveness(), .healthy)
     }
 
     /// A whole batch of bad records at the head of the queue with good ones behind it is
@@ -112,7 +112,7 @@ final class UploaderProofTests: XCTestCase {
             XCTAssertEqual(try f.queue.count(stream: .location, status: .uploaded), 0, words)
             XCTAssertEqual(try f.queue.count(stream: .location, status: .pending), 8, words)
             XCTAssertTrue(try f.queue.records(stream: .location).allSatisfy { $0.uploadAttempts == 0 })
-            XCTAssertEqual(uploader.health().code, .notIngestEndpoint)
+            XCTAssertEqual(uploader.liveness().code, .notIngestEndpoint)
             XCTAssertEqual(try f.queue.uploadStats().first?.lastErrorCode, .notIngestEndpoint)
         }
         XCTAssertEqual(try f.receiver.stats().stored(.location), 0, "the lies stored nothing")
@@ -143,7 +143,7 @@ final class UploaderProofTests: XCTestCase {
         XCTAssertEqual(until, f.clock.now().addingTimeInterval(120))
         XCTAssertEqual(report.streams[.location]?.outcome, .notReached)
         XCTAssertEqual(report.streams[.microphone]?.outcome, .notReached)
-        XCTAssertEqual(uploader.health().code, .rateLimited)
+        XCTAssertEqual(uploader.liveness().code, .rateLimited)
         XCTAssertEqual(try f.queue.state(AgentStateKey.uploadRetryAt), RFC3339.string(from: until))
 
         f.clock.advance(by: 119)
@@ -176,7 +176,7 @@ final class UploaderProofTests: XCTestCase {
         guard case .open(let until) = restarted.schedule().breaker else { return XCTFail("\(restarted.schedule())") }
         XCTAssertEqual(restarted.runScheduledCycle().skipped, .circuitOpen(until: until))
         XCTAssertEqual(try f.receiver.stats().requests, before, "no request before the persisted wait")
-        XCTAssertEqual(restarted.health().code, .serverError)
+        XCTAssertEqual(restarted.liveness().code, .serverError)
 
         // After the wait the restarted uploader probes, and delivers once the server is well.
         try f.receiver.clearFaults()

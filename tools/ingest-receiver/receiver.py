@@ -50,6 +50,22 @@ available_streams are listed as {"descriptor": {"name": ...}, "config_schema",
 /_control/login-wall {"on": true} plays the 2026-02 release whose web login answers
 every device route 401 {"error":"Unauthorized"}.
 
+It models the servers' leniency: by default it checks what the Ariata and Virtues
+servers check (token, JSON body, the envelope's fields, record ids, timestamps, numbers)
+and no more; --strict adds the contract's own checks that no server makes (an X-Batch-Id,
+metadata.source, a known health metric, audio that is an Ogg file). Like both servers it
+answers a gzip body 400 with a plain-text error, unless --inflate plays a proxy in front
+that inflates bodies.
+
+It answers POST /api/devices/verify (Bearer token, no body) in the Ariata server's shape:
+each push stream with its is_enabled switch and config, settable with --verify or
+/_control/verify ({"status": N} answers N instead). In virtues mode it answers 404, as
+Virtues has no such route.
+
+GET /_control/readable reports how many received records each server generation's
+transforms would read, per stream, by the rules of the contract's table "What the servers
+make of the records" (health records of the kinds no transform reads are counted apart).
+
 It can be told to misbehave, from the command line (--fault) or at run time through a
 small control API under /_control/ on the same port:
 
@@ -73,6 +89,13 @@ small control API under /_control/ on the same port:
   POST   /_control/login-wall         {"on": true} every device route answers 401 Unauthorized
                                       (virtues mode)
   GET    /_control/links              the ids linked (by hand or QR), with the device_info sent
+  GET    /_control/verify             the verify answer now, and the verify requests seen
+  POST   /_control/verify             {"location": {"is_enabled": false, "config": {...}}, ...}
+                                      changes streams' switches (config keys are merged);
+                                      {"status": 404} answers verify with that status instead
+                                      (null: the Ariata answer again)
+  GET    /_control/readable           per generation and stream: records received, records
+                                      its transforms read
 
 A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request(s):
 
@@ -118,8 +141,13 @@ STREAMS = ("location", "microphone", "healthkit")
 LIES = ("html", "json", "short")
 BAD_RECORD_MODES = ("refuse", "store-good", "buffer-prefix")
 PAIRING_PATH = "/api/devices/pairing/complete"
+VERIFY_PATH = "/api/devices/verify"
 HEALTH_METRICS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps",
                   "active_energy", "distance", "oxygen_saturation", "sleep", "workout")
+# An oversize body up to this size is read before the 413 is answered.
+DRAINED_OVERSIZE = 64 * 1024 * 1024
+# What the servers' JSON extractor answers to a gzip body (they do not inflate).
+GZIP_REFUSED = "Failed to parse the request body as JSON: expected value at line 1 column 1"
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 MAX_AHEAD = datetime.timedelta(minutes=5)
 
@@ -175,6 +203,173 @@ class Fault:
         return self.stream is None or self.stream == stream
 
 
+# ---------------------------------------------------------------- stream switches (verify)
+
+# What the Ariata server's web UI shows for each push stream; `config` holds its defaults.
+VERIFY_STREAMS = {
+    "location": {"display_name": "Location", "description": "GPS location", "config": {"accuracy": "high"},
+                 "default_cron_schedule": "0 */5 * * * *"},
+    "microphone": {"display_name": "Microphone", "description": "Audio recording",
+                   "config": {"enable_transcription": True, "store_audio": True, "sample_duration_seconds": 30},
+                   "default_cron_schedule": "0 */5 * * * *"},
+    "healthkit": {"display_name": "HealthKit", "description": "Health data",
+                  "config": {"sampling_interval_seconds": 300}, "default_cron_schedule": "0 */15 * * * *"},
+}
+
+
+class StreamSwitches:
+    """The server's per-stream settings that POST /api/devices/verify answers with. Guarded
+    by the Receiver's lock."""
+
+    def __init__(self, specs):
+        self.enabled = {name: True for name in STREAMS}
+        self.config = {name: dict(VERIFY_STREAMS[name]["config"]) for name in STREAMS}
+        self.status = None  # an HTTP status to answer instead (404: a server without the route)
+        self.calls = []  # time.time() of each verify request, with its answer's status
+        for spec in specs or []:
+            self.apply_spec(spec)
+
+    def apply_spec(self, spec):
+        """STREAM=on|off, or STREAM.KEY=VALUE (a JSON value, else text; a comma-separated
+        list for enabled_metrics)."""
+        target, sep, value = spec.partition("=")
+        if not sep:
+            raise ValueError(f"--verify {spec!r}: use STREAM=on|off or STREAM.KEY=VALUE")
+        name, _, key = target.strip().partition(".")
+        if name not in STREAMS:
+            raise ValueError(f"--verify {spec!r}: unknown stream {name!r}: use one of {', '.join(STREAMS)}")
+        value = value.strip()
+        if not key:
+            if value not in ("on", "off"):
+                raise ValueError(f"--verify {spec!r}: a stream is on or off")
+            self.enabled[name] = value == "on"
+        elif key == "enabled_metrics":
+            self.config[name][key] = [m.strip() for m in value.split(",") if m.strip()]
+        else:
+            try:
+                self.config[name][key] = json.loads(value)
+            except ValueError:
+                self.config[name][key] = value
+
+    def update(self, request):
+        """A /_control/verify body: {"status": N|null} and/or per stream {"is_enabled", "config"}."""
+        if not isinstance(request, dict):
+            raise ValueError("the body must be a JSON object")
+        for name, change in request.items():
+            if name == "status":
+                self.status = None if change is None else int(change)
+                continue
+            if name not in STREAMS or not isinstance(change, dict):
+                raise ValueError(f"unknown stream {name!r}, or its change is not an object")
+            if "is_enabled" in change:
+                self.enabled[name] = bool(change["is_enabled"])
+            if isinstance(change.get("config"), dict):
+                self.config[name].update(change["config"])
+
+    def answer(self, streams):
+        """The Ariata server's 200 answer for a device whose connection has `streams`."""
+        enabled = []
+        for name in streams:
+            meta = VERIFY_STREAMS[name]
+            enabled.append({"stream_name": name, "display_name": meta["display_name"],
+                            "description": meta["description"], "is_enabled": self.enabled[name],
+                            "config": dict(self.config[name]), "supports_incremental": False,
+                            "default_cron_schedule": meta["default_cron_schedule"]})
+        return {"source_id": "receiver-source", "configuration_complete": True, "enabled_streams": enabled}
+
+
+# ---------------------------------------------------------------- what each server generation reads
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_integer(value):
+    """An integer literal on the wire: json gives `12` as int and `12.0` as float."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def has_time(record, field):
+    return isinstance(record.get(field), str) and bool(record.get(field))
+
+
+# Health kinds some transform reads; the others (active_energy, distance,
+# oxygen_saturation) are archived raw by both and read by neither.
+READ_HEALTH_KINDS = ("heart_rate", "resting_heart_rate", "heart_rate_variability", "steps", "sleep", "workout")
+
+
+def virtues_reads(stream, record):
+    """The Virtues transforms' rules (contract table, left column)."""
+    if stream == "location":
+        return is_number(record.get("latitude")) and is_number(record.get("longitude")) and has_time(record, "timestamp")
+    if stream == "microphone":
+        return ((has_time(record, "timestamp_start") or has_time(record, "timestamp"))
+                and has_time(record, "timestamp_end") and is_number(record.get("duration_seconds")))
+    if stream == "healthkit":
+        kind, value = record.get("metric_type"), record.get("value")
+        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        if kind in ("heart_rate", "resting_heart_rate", "heart_rate_variability"):
+            return is_number(value)
+        if kind == "steps":
+            return is_integer(value)
+        if kind == "sleep":
+            minutes = is_integer(metadata.get("duration_minutes")) or is_integer(record.get("sleep_duration"))
+            return minutes and isinstance(record.get("sleep_stage"), str)
+        if kind == "workout":
+            name = record.get("workout_type") if record.get("workout_type") is not None else value
+            duration = record.get("workout_duration")
+            measures = all(record.get(f) is None or is_number(record.get(f)) for f in ("active_energy", "distance", "heart_rate"))
+            return isinstance(name, str) and (duration is None or is_integer(duration)) and measures
+    return False
+
+
+def ariata_reads(stream, record):
+    """The Ariata transforms' rules (contract table, right column): health by its
+    top-level fields only, whatever metric_type says."""
+    if stream == "location":
+        return is_number(record.get("latitude")) and is_number(record.get("longitude")) and has_time(record, "timestamp")
+    if stream == "microphone":
+        return is_number(record.get("duration_seconds"))
+    if stream == "healthkit":
+        kind = record.get("metric_type")
+        if kind in ("heart_rate", "resting_heart_rate"):
+            return is_number(record.get("heart_rate"))
+        if kind == "heart_rate_variability":
+            return is_number(record.get("hrv"))
+        if kind == "steps":
+            return is_integer(record.get("steps"))
+        if kind == "sleep":
+            return is_integer(record.get("sleep_duration")) and isinstance(record.get("sleep_stage"), str)
+        if kind == "workout":
+            return isinstance(record.get("workout_type"), str)
+    return False
+
+
+def readable_report(rows):
+    """From (stream, record JSON) rows: per generation and stream, the records received
+    and the records its transforms read; health records of kinds no transform reads are
+    left out of both and counted under "archived_only"."""
+    report = {gen: {name: {"received": 0, "read": 0} for name in STREAMS} for gen in ("ariata", "virtues")}
+    archived_only = {name: 0 for name in STREAMS}
+    for stream, text in rows:
+        if stream not in STREAMS:
+            continue
+        try:
+            record = json.loads(text)
+        except (TypeError, ValueError):
+            record = None
+        if not isinstance(record, dict):
+            continue
+        if stream == "healthkit" and record.get("metric_type") not in READ_HEALTH_KINDS:
+            archived_only[stream] += 1
+            continue
+        for gen, reads in (("ariata", ariata_reads), ("virtues", virtues_reads)):
+            report[gen][stream]["received"] += 1
+            report[gen][stream]["read"] += 1 if reads(stream, record) else 0
+    report["archived_only"] = archived_only
+    return report
+
+
 # ---------------------------------------------------------------- state
 
 class Receiver:
@@ -191,6 +386,9 @@ class Receiver:
         self.streams = parse_streams(args.streams)
         self.on_bad_record = parse_bad_record_mode(args.on_bad_record)
         self.name_errors = not args.unnamed_errors
+        self.strict = args.strict
+        self.inflate = args.inflate
+        self.switches = StreamSwitches(args.verify)
         # code -> expiry (time.time()); a code works once.
         self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
         self.paired = []
@@ -325,6 +523,30 @@ class Receiver:
             rows = self.db.execute("SELECT id, copies FROM records WHERE stream = ? ORDER BY rowid", (stream,)).fetchall()
             return [row[0] for row in rows], {row[0]: row[1] for row in rows if row[1] != 1}
 
+    def readable(self):
+        """`readable_report` of every stored record (null without payloads)."""
+        if not self.keep_payloads:
+            return None
+        with self.lock:
+            rows = self.db.execute("SELECT stream, record FROM records ORDER BY rowid").fetchall()
+        return readable_report(rows)
+
+    def verify(self, token):
+        """(status, answer) of POST /api/devices/verify for a request with `token`."""
+        with self.lock:
+            sw = self.switches
+            if self.generation == "virtues":
+                # Virtues has no such route: its switches live in its web UI only.
+                status, answer = 404, {"error": "Not Found"}
+            elif sw.status is not None:
+                status, answer = sw.status, {"error": "Not Found" if sw.status == 404 else f"status {sw.status}"}
+            elif not token or token != self.token:
+                status, answer = 401, {"error": "Invalid device token"}
+            else:
+                status, answer = 200, sw.answer(self.streams)
+            sw.calls.append({"at": time.time(), "status": status})
+            return status, answer
+
 
 # ---------------------------------------------------------------- validation
 
@@ -368,8 +590,9 @@ def number(record, field):
     return value
 
 
-def check_record(stream, record, now):
-    """Raises ValueError naming what is wrong with one record."""
+def check_record(stream, record, now, strict=True):
+    """Raises ValueError naming what is wrong with one record. Without `strict`, only
+    what the servers check: no metadata.source, known metric or Ogg header demanded."""
     if not isinstance(record, dict):
         raise ValueError("a record must be a JSON object")
     try:
@@ -395,18 +618,18 @@ def check_record(stream, record, now):
             binascii.a2b_base64(audio)
         except (binascii.Error, ValueError):
             raise ValueError("audio_data is not base64") from None
-        if not head.startswith(b"OggS"):
+        if strict and not head.startswith(b"OggS"):
             raise ValueError("audio_data is not an Ogg file")
     elif stream == "healthkit":
         parse_time(record.get("timestamp"), "timestamp", now)
-        if record.get("metric_type") not in HEALTH_METRICS:
+        if strict and record.get("metric_type") not in HEALTH_METRICS:
             raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
         if record.get("metric_type") in ("sleep", "workout") and isinstance(record.get("value"), str):
             pass  # a sleep record's value is its stage's name, a workout's its type
-        else:
+        elif strict:
             number(record, "value")
         metadata = record.get("metadata")
-        if not isinstance(metadata, dict) or not isinstance(metadata.get("source"), str):
+        if strict and (not isinstance(metadata, dict) or not isinstance(metadata.get("source"), str)):
             raise ValueError("metadata must be an object with a source")
 
 
@@ -553,6 +776,12 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/_control/requests":
             with r.lock:
                 self.answer(200, {"requests": list(r.requests)})
+        elif url.path == "/_control/verify":
+            with r.lock:
+                self.answer(200, {"status": r.switches.status, "calls": list(r.switches.calls),
+                                  "answer": r.switches.answer(r.streams)})
+        elif url.path == "/_control/readable":
+            self.answer(200, {"readable": r.readable()})
         elif url.path == "/_control/pairings":
             with r.lock:
                 self.answer(200, {"paired": list(r.paired)})
@@ -598,6 +827,10 @@ class Handler(BaseHTTPRequestHandler):
                     if "name_errors" in request:
                         r.name_errors = bool(request["name_errors"])
                 self.answer(200, {"ok": True})
+            elif path == "/_control/verify":
+                with r.lock:
+                    r.switches.update(request)
+                self.answer(200, {"ok": True})
             elif path == "/_control/reset":
                 r.reset()
                 self.answer(200, {"ok": True})
@@ -620,6 +853,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == PAIRING_PATH:
             self.pairing()
+            return
+        if path == VERIFY_PATH:
+            self.verify_device()
             return
         started = time.monotonic()
         entry = {"at": time.time(), "path": path, "stream": None, "batch_id": self.headers.get("X-Batch-Id"),
@@ -645,6 +881,25 @@ class Handler(BaseHTTPRequestHandler):
         if self.verbose or status not in (200, "client went away"):
             sys.stderr.write(f"POST {path} stream={entry['stream']} records={entry['records']} "
                              f"bytes={entry['wire_bytes']} fault={entry['fault']} -> {status}\n")
+
+    def verify_device(self):
+        """POST /api/devices/verify: the Ariata server's stream settings for this device."""
+        self.read_body()
+        authorization = self.headers.get("Authorization") or ""
+        token = authorization[len("Bearer "):] if authorization.startswith("Bearer ") else None
+        status, answer = self.receiver.verify(token)
+        self.answer(status, answer)
+        if self.verbose:
+            sys.stderr.write(f"POST {VERIFY_PATH} -> {status}\n")
+
+    def answer_text(self, status, text):
+        """A plain-text answer, as the servers' JSON extractor gives for a body it cannot read."""
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def pairing(self):
         try:
@@ -782,6 +1037,10 @@ class Handler(BaseHTTPRequestHandler):
             return 411
         if int(length) > r.max_body_bytes:
             self.close_connection = True
+            if int(length) <= DRAINED_OVERSIZE:
+                # Read first: answering while the client still sends makes its send fail
+                # with a broken pipe instead of reading the 413 (a race that load decides).
+                self.read_body()
             self.answer(413, {"error": f"body of {length} bytes is over the limit of {r.max_body_bytes}"})
             return 413
         raw = self.read_body()
@@ -791,7 +1050,9 @@ class Handler(BaseHTTPRequestHandler):
         problem = None
         encoding = (self.headers.get("Content-Encoding") or "identity").lower()
         data = raw
-        if encoding == "gzip":
+        if encoding == "gzip" and not r.inflate:
+            problem = GZIP_REFUSED
+        elif encoding == "gzip":
             try:
                 data = gzip.decompress(raw)
             except (OSError, EOFError) as error:
@@ -828,12 +1089,18 @@ class Handler(BaseHTTPRequestHandler):
         if not (self.headers.get("Content-Type") or "").startswith("application/json"):
             self.answer(400, {"error": "Content-Type must be application/json"})
             return 400
-        batch_id = self.headers.get("X-Batch-Id")
-        try:
-            uuid.UUID(batch_id or "")
-        except ValueError:
-            self.answer(400, {"error": "X-Batch-Id must be a UUID"})
+        if problem is GZIP_REFUSED:
+            # Neither server inflates bodies: their JSON extractor fails on the gzip bytes.
+            self.answer_text(400, GZIP_REFUSED)
             return 400
+        batch_id = self.headers.get("X-Batch-Id")
+        if r.strict:
+            try:
+                uuid.UUID(batch_id or "")
+            except ValueError:
+                self.answer(400, {"error": "X-Batch-Id must be a UUID"})
+                return 400
+        batch_id = batch_id or str(uuid.uuid4())
         if problem is not None:
             self.answer(400, {"error": problem})
             return 400
@@ -858,7 +1125,7 @@ class Handler(BaseHTTPRequestHandler):
         first_bad = None
         for index, record in enumerate(records):
             try:
-                check_record(stream, record, now)
+                check_record(stream, record, now, strict=r.strict)
                 good.append(record)
             except ValueError as error:
                 rid = record.get("id") if isinstance(record, dict) else None
@@ -967,6 +1234,17 @@ def main(argv=None):
                         help="a one-time pairing code a device may exchange for the token (repeatable)")
     parser.add_argument("--pairing-ttl", type=float, default=600, metavar="SECONDS",
                         help="how long a --pairing-code stays valid (default 600)")
+    parser.add_argument("--strict", action="store_true",
+                        help="also make the contract's checks no server makes: an X-Batch-Id UUID, metadata.source "
+                             "and a known metric_type with a numeric value on health records, an Ogg file as audio_data "
+                             "(default: only what the Ariata and Virtues servers check)")
+    parser.add_argument("--inflate", action="store_true",
+                        help="inflate gzip request bodies, as a proxy in front of the server would (default: answer "
+                             "a gzip body 400 with a plain-text error, as both servers do)")
+    parser.add_argument("--verify", action="append", metavar="SPEC",
+                        help="a stream switch for POST /api/devices/verify (repeatable): STREAM=on|off, or "
+                             "STREAM.KEY=VALUE for its config, e.g. location.update_interval_seconds=30 or "
+                             "healthkit.enabled_metrics=heart_rate,steps (default: every stream on)")
     parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
                         help="larger bodies get 413 (default 32 MiB)")
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")

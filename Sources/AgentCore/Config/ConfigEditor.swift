@@ -26,18 +26,21 @@ public enum ConfigEditor {
         }
     }
 
-    public static func apply(_ edits: [Edit], to text: String) -> String {
+    /// `formerNames`: keys' names before a rename, by dotted current name
+    /// (`daemon.check_interval`: `health_interval`); a key set or removed replaces (or
+    /// removes) the line of its former name, so the file never gives both.
+    public static func apply(_ edits: [Edit], to text: String, formerNames: [String: String] = [:]) -> String {
         var lines = text.components(separatedBy: "\n")
         // A file that ends with a newline splits into a last empty element: keep it last.
         let trailingNewline = lines.last == ""
         if trailingNewline { lines.removeLast() }
         for edit in edits {
-            apply(edit, to: &lines)
+            apply(edit, former: formerNames["\(edit.section).\(edit.key)"], to: &lines)
         }
         return lines.joined(separator: "\n") + (trailingNewline || lines.isEmpty ? "\n" : "")
     }
 
-    private static func apply(_ edit: Edit, to lines: inout [String]) {
+    private static func apply(_ edit: Edit, former: String?, to lines: inout [String]) {
         let rendered = edit.value.map { "\(edit.key) = \($0)" }
         guard let range = sectionRange(edit.section, in: lines) else {
             guard let rendered else { return }
@@ -46,7 +49,8 @@ public enum ConfigEditor {
             lines.append(rendered)
             return
         }
-        if let index = range.first(where: { keyName(of: lines[$0]) == edit.key }) {
+        if let index = range.first(where: { keyName(of: lines[$0]) == edit.key })
+            ?? range.first(where: { former != nil && keyName(of: lines[$0]) == former }) {
             if let rendered {
                 let indent = String(lines[index].prefix { $0 == " " || $0 == "\t" })
                 lines[index] = indent + rendered

@@ -10,6 +10,10 @@ struct ConfigKey<Table> {
     let write: (Table) -> (any TOMLValueConvertible)?
     /// For a key that holds tables: the dotted names of their keys below `name`.
     var leaves: ((String) -> [String])?
+    /// The key's name before a rename, still read (`formerly`).
+    var formerName: String?
+    /// For a key that holds a table: its keys' former names, by dotted current name.
+    var formerNames: ((String) -> [String: String])?
 
     init(_ name: String, read: @escaping (ConfigSection, inout Table) throws -> Void,
          write: @escaping (Table) -> (any TOMLValueConvertible)?) {
@@ -20,6 +24,21 @@ struct ConfigKey<Table> {
 }
 
 extension ConfigKey {
+    /// The key as it is, also read under `former`, its name before a rename (docs/configuration.md
+    /// lists the former names). Written under its current name only, so the next rewrite
+    /// of the file (`onboard`) drops the former one.
+    func formerly(_ former: String) -> Self {
+        let name = self.name
+        let read = self.read
+        var key = Self(name, read: { s, t in
+            try s.accept(formerName: former, for: name)
+            try read(s, &t)
+        }, write: write)
+        key.leaves = leaves
+        key.formerName = former
+        return key
+    }
+
     static func bool(_ name: String, _ field: WritableKeyPath<Table, Bool>) -> Self {
         Self(name, read: { s, t in t[keyPath: field] = try s.bool(name, default: t[keyPath: field]) },
              write: { $0[keyPath: field] })
@@ -90,6 +109,7 @@ extension ConfigKey {
             return table.isEmpty ? nil : table
         })
         key.leaves = { Value.leafNames(prefix: $0) }
+        key.formerNames = { Value.formerNames(prefix: $0) }
         return key
     }
 

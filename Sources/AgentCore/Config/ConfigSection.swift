@@ -8,6 +8,10 @@ public final class ConfigSection {
     public let path: String
     private let table: TOMLTable?
     private var known: Set<String> = []
+    /// Keys read under a former name: the current name and the name the file used.
+    private var formerNames: [String: String] = [:]
+    /// Former names a reader accepts: not unknown, not offered in the list of keys.
+    private var formerNamesRead: Set<String> = []
 
     init(file: String, path: String, table: TOMLTable?) {
         self.file = file
@@ -17,7 +21,13 @@ public final class ConfigSection {
 
     public var isPresent: Bool { table != nil }
 
-    func keyPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    /// Whether the table gives `key` (without reading it).
+    public func contains(_ key: String) -> Bool { table?[formerNames[key] ?? key] != nil }
+
+    func keyPath(_ key: String) -> String {
+        let spelled = formerNames[key] ?? key
+        return path.isEmpty ? spelled : "\(path).\(spelled)"
+    }
 
     func error(_ key: String, _ message: String) -> ConfigError {
         ConfigError(file: file, key: keyPath(key), message: message)
@@ -25,7 +35,20 @@ public final class ConfigSection {
 
     private func value(_ key: String) -> (any TOMLValueConvertible)? {
         known.insert(key)
+        if let former = formerNames[key] { return table?[former] }
         return table?[key]
+    }
+
+    /// Reads `key` from `former`, its name before a rename, when the file still uses that
+    /// name (errors then name it as the file spells it); a file that gives both is refused,
+    /// since one of the two values would be silently ignored.
+    func accept(formerName former: String, for key: String) throws {
+        formerNamesRead.insert(former)
+        guard table?[former] != nil else { return }
+        guard table?[key] == nil else {
+            throw error(former, "\(former) is the former name of \(key), which is also given: keep only \(key)")
+        }
+        formerNames[key] = former
     }
 
     public func string(_ key: String, default fallback: String) throws -> String {
@@ -106,7 +129,7 @@ public final class ConfigSection {
     /// Fails on the first key of this table that no reader asked for.
     public func finish() throws {
         guard let table else { return }
-        for key in table.keys.sorted() where !known.contains(key) {
+        for key in table.keys.sorted() where !known.contains(key) && !formerNamesRead.contains(key) {
             let allowed = known.sorted().joined(separator: ", ")
             throw error(key, "unknown key; keys allowed here: \(allowed)")
         }

@@ -36,6 +36,19 @@ extension ConfigTable {
         return table
     }
 
+    /// The former name of every key read under one too, by the key's dotted current name
+    /// (`daemon.check_interval`: `health_interval`), so an edit of the file in place
+    /// replaces the former name's line instead of adding a second name.
+    static func formerNames(prefix: String) -> [String: String] {
+        var names: [String: String] = [:]
+        for key in keys {
+            let name = prefix.isEmpty ? key.name : "\(prefix).\(key.name)"
+            if let former = key.formerName { names[name] = former }
+            if let nested = key.formerNames { names.merge(nested(name)) { current, _ in current } }
+        }
+        return names
+    }
+
     /// The dotted names of every leaf key below this table (`location.exclude.radius`).
     static func leafNames(prefix: String) -> [String] {
         keys.flatMap { key in

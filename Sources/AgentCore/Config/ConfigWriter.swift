@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import TOMLKit
 
 /// Writes a configuration back to TOML (what `onboard` saves). TOMLKit renders the
@@ -25,7 +26,7 @@ public enum ConfigWriter {
               let edits = edits(from: original, to: config) else {
             return render(config)
         }
-        return ConfigEditor.apply(edits, to: existing)
+        return ConfigEditor.apply(edits, to: existing, formerNames: AgentConfig.formerNames(prefix: ""))
     }
 
     /// The single-key edits that turn a file reading as `original` into one reading as

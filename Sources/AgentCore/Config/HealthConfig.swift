@@ -4,6 +4,10 @@ public struct HealthConfig: Sendable, Equatable {
     /// Samples read are committed at least this often (seconds).
     public var commitInterval: Int = 300
     public var sources: [HealthSourceConfig] = []
+    /// The metrics the server lets the device capture (its `enabled_metrics`), nil for all.
+    /// Not a key of the file: the daemon sets it from the server's answer
+    /// (docs/upload.md#the-servers-stream-switches).
+    public var serverMetrics: Set<String>?
 
     public init() {}
 
@@ -38,6 +42,9 @@ public struct HealthSourceConfig: Sendable, Equatable {
     public var name: String
     /// File only: on first start, import samples of the last N days already in the file.
     public var backfillDays: Int = 7
+    /// The metrics the server lets the device capture, nil for all: `HealthConfig.serverMetrics`,
+    /// handed to each source by the health stream (not a key of the file).
+    public var serverMetrics: Set<String>?
 
     public init(kind: Kind, path: String, format: Format, name: String? = nil) {
         self.kind = kind

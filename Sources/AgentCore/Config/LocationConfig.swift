@@ -3,8 +3,11 @@ public struct LocationConfig: Sendable, Equatable {
     public var enabled: Bool = true
     public var gpsdHost: String = "localhost"
     public var gpsdPort: Int = 2947
-    /// Seconds between records.
-    public var interval: Int = 10
+    /// Seconds between records. Setting it (in the file or in code) makes it explicit.
+    public var interval: Int = 10 { didSet { intervalIsExplicit = true } }
+    /// Whether the file sets `interval`: only then does it win over the server's
+    /// `update_interval_seconds` (docs/upload.md#the-servers-stream-switches).
+    public var intervalIsExplicit = false
     /// `[[location.exclude]]`: privacy zones where fixes are not written (or coarsened).
     public var exclude: [PrivacyZone] = []
 
@@ -18,7 +21,12 @@ extension LocationConfig: ConfigTable {
         [.bool("enabled", \.enabled),
          .string("gpsd_host", \.gpsdHost),
          .int("gpsd_port", \.gpsdPort, range: 1...65_535),
-         .int("interval", \.interval, range: 1...3_600, unit: "seconds"),
+         // Read only when given, and written only when given, so a default interval
+         // leaves room for the server's (and stays the default after a rewrite).
+         ConfigKey("interval", read: { s, t in
+             let value = try s.int("interval", default: t.interval, range: 1...3_600, unit: "seconds")
+             if s.contains("interval") { t.interval = value }
+         }, write: { $0.intervalIsExplicit ? $0.interval : nil }),
          .tables("exclude", \.exclude)]
     }
 }

@@ -24,11 +24,13 @@ public struct ServerConfig: Sendable, Equatable {
     public var isOnboarded: Bool { !endpoint.isEmpty && !token.isEmpty }
 
     /// The full URL of the ingest endpoint.
-    public var ingestURL: String {
+    public var ingestURL: String { url(path: ingestPath) }
+
+    /// The full URL of `path` below the endpoint (`/api/devices/verify`).
+    public func url(path: String) -> String {
         var base = endpoint
         while base.hasSuffix("/") { base.removeLast() }
-        let path = ingestPath.hasPrefix("/") ? ingestPath : "/" + ingestPath
-        return base + path
+        return base + (path.hasPrefix("/") ? path : "/" + path)
     }
 
 }

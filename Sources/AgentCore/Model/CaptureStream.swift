@@ -6,7 +6,7 @@ public protocol CaptureStream: AnyObject, Sendable {
     func start()
     /// Stops capture, finishing and writing what is in progress; returns when done.
     func stop()
-    func health() -> StreamHealth
+    func liveness() -> Liveness
     /// Running totals `status` shows (e.g. the health stream's malformed lines), by name.
     func counters() -> [String: Int]
     /// What the stream is doing right now that `status` shows as text (the microphone's

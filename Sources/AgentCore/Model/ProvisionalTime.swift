@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// Where on the boot clock a record was captured while the system clock could not be
 /// believed. The record's times are provisional: the queue holds it (the uploader never

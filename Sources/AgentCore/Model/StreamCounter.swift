@@ -6,6 +6,9 @@ public enum StreamCounter {
     public static let malformedLines = "malformed_lines"
     /// Health samples read but refused by the contract's rules (impossible values, units).
     public static let refusedSamples = "refused_samples"
+    /// Health samples not captured because the server did not enable their metric
+    /// (its `enabled_metrics`, docs/upload.md#the-servers-stream-switches).
+    public static let serverSkippedSamples = "server_skipped_samples"
     /// Location fixes not written because they lay in a privacy zone (`[[location.exclude]]`).
     public static let privacySkipped = "privacy_skipped"
     /// Location fixes written coarsened (about 1 km) because they lay in a zone with `action = "coarsen"`.

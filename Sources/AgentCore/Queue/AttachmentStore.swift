@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Platform
 
 /// The files of records' attachments (schema 4): `<database>.attachments/<record id>-<n>.<ext>`,
 /// one per record that has one (a chunk's Ogg Opus audio), owned by the queue.
@@ -8,8 +9,8 @@ import Logging
 /// Order of writes, so that no crash leaves a record without its file or a file counted
 /// twice:
 /// 1. `place`: the file is made durable in the store (the journal file hard-linked in and
-///    fdatasync'ed, or the bytes written to `<name>.part`, fdatasync'ed and renamed), and
-///    the directory fsync'ed;
+///    fdatasync'ed, or the bytes written by `FileWrites.replace`: a temporary file, fsynced
+///    and renamed), and the directory fsync'ed;
 /// 2. the record and its `attachments` row are committed together;
 /// 3. a deleted record's file name goes to `attachment_trash` in the deleting transaction
 ///    (trigger), and `emptyTrash` unlinks it after the commit.
@@ -51,18 +52,11 @@ struct AttachmentStore: Sendable {
             FileWrites.syncDirectory(directory)
             return
         }
-        let part = destination + ".part"
-        let descriptor = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw failure("create", part, errno) }
-        var failed = FileWrites.writeAll(attachment.data, to: descriptor) ?? 0
-        if failed == 0 && fdatasync(descriptor) != 0 { failed = errno }
-        close(descriptor)
-        if failed == 0 && rename(part, destination) != 0 { failed = errno }
-        if failed != 0 {
-            unlink(part)
-            throw failure("write", part, failed)
+        do {
+            try FileWrites.replace(destination, with: attachment.data, mode: 0o600, durable: true)
+        } catch let error as FileWriteError {
+            throw failure(error.step.rawValue, error.path, error.code)
         }
-        FileWrites.syncDirectory(directory)
     }
 
     /// Hard-links `source` as `destination` when it holds exactly `expectedBytes`, then
@@ -184,34 +178,7 @@ struct AttachmentStore: Sendable {
     }
 }
 
-extension SQLiteQueue {
-    /// Unlinks the attachment files of records deleted so far. Every deletion (retention,
-    /// the storage guard, purge) calls it after its commit.
-    func removeDeletedAttachments() throws {
-        guard hasAttachmentTables else { return }
-        try writing { try attachments.emptyTrash(connection) }
-    }
-
-    /// At the daemon's start, before capture begins: removes attachment files that no
-    /// record names (a crash between a file's placing and its record's commit, or before a
-    /// deleted record's unlink) and logs records whose file is missing (E009). Returns how
-    /// many files were removed.
-    @discardableResult
-    public func sweepAttachments() throws -> Int {
-        var report = AttachmentStore.SweepReport()
-        try writing { report = try attachments.sweep(connection) }
-        if report.strays > 0 {
-            logger.notice("attachments: removed files no record names (left by a crash)",
-                          metadata: ["count": "\(report.strays)", "directory": "\(attachments.directory)"])
-        }
-        if !report.missing.isEmpty {
-            logger.error("\(AgentErrorCode.attachmentMissing.rawValue) queued records whose attachment file is missing; \(AgentErrorCode.attachmentMissing.hint)",
-                         metadata: ["count": "\(report.missing.count)", "first_seq": "\(report.missing[0])",
-                                    "directory": "\(attachments.directory)"])
-        }
-        return report.strays
-    }
-
+extension AgentDatabase {
     /// The directory of the attachment files (`<database>.attachments`).
     public var attachmentDirectory: String { attachments.directory }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import Synchronization
 
 /// When the queue's commits reach the disk (docs/queue.md, Durability; docs/decisions/0004-fsync-window.md).
@@ -12,7 +13,7 @@ import Synchronization
 ///   committed with the fsync, which makes every commit before it durable too;
 /// - any other fsynced commit (an audio chunk's, every 28 s while the microphone runs)
 ///   does the same;
-/// - the daemon's health check syncs what would otherwise wait past the window before the
+/// - the daemon's liveness check syncs what would otherwise wait past the window before the
 ///   next check, a clean stop syncs what waits, and nothing waiting is read for upload
 ///   (the uploader's reads sync first), so the server never holds a record that a power
 ///   cut could take back from the queue.
@@ -42,7 +43,7 @@ public final class CommitSync: Sendable {
     /// CLOCK_BOOTTIME in seconds (the uptime where it cannot be read): the clock `now` reads
     /// unless a test hands it a virtual one.
     @Sendable public static func bootSeconds() -> Double {
-        SuspendDetector.bootTime() ?? ProcessInfo.processInfo.systemUptime
+        Monotonic.bootSeconds ?? ProcessInfo.processInfo.systemUptime
     }
 
     /// The longest a capture without a file waits for its fsync, in seconds (0: none waits).

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-extension SQLiteQueue {
+extension AgentDatabase {
     /// Calls `body` with every record of `stream` still in the queue (pending or uploaded:
     /// failed ones were refused and are not the user's data as captured), captured in
     /// [`since`, `until`), oldest capture first.

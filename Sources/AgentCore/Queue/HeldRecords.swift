@@ -37,7 +37,7 @@ public struct ReleasedRecord: Sendable, Equatable {
     }
 }
 
-extension SQLiteQueue {
+extension AgentDatabase {
     /// The SQL condition (on `records r`) that leaves held records out.
     static let notHeld = "NOT EXISTS (SELECT 1 FROM provisional_times p WHERE p.seq = r.seq)"
 

@@ -8,7 +8,7 @@ public protocol RecordLookup: Sendable {
     func containsRecord(id: UUID) throws -> Bool
 }
 
-extension SQLiteQueue: RecordLookup {
+extension AgentDatabase: RecordLookup {
     /// Whatever the record's status (pending, uploaded or failed): the id is UNIQUE.
     public func containsRecord(id: UUID) throws -> Bool {
         try connection.read { db in

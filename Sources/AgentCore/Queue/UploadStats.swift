@@ -14,7 +14,7 @@ public struct UploadStats: Sendable, Equatable {
 
 /// The `upload_stats` table (each stream's last attempt, last success and totals) and the
 /// failed attempts by error code kept beside it in `agent_state`, for `status` and the metrics.
-extension SQLiteQueue {
+extension AgentDatabase {
     /// Records the outcome of one upload attempt of `stream`.
     public func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
                                    records: Int, bytes: Int) throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Puts true times on held records once the system clock can be believed, and lets them
@@ -24,7 +25,7 @@ import Synchronization
 /// `status` reports it. With `[daemon] trust_system_clock = true` the user vouches that
 /// the clock was right: such records whose time passes the server's rule then go as they are.
 public final class ClockCorrection: Sendable {
-    private let queue: SQLiteQueue
+    private let queue: AgentDatabase
     private let sync: any ClockSyncSource
     private let clock: any WallClock
     private let bootClock: @Sendable () -> BootInstant?
@@ -53,7 +54,7 @@ public final class ClockCorrection: Sendable {
         public var source: String?
     }
 
-    public init(queue: SQLiteQueue, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
+    public init(queue: AgentDatabase, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
                 bootClock: @escaping @Sendable () -> BootInstant? = BootClock.now, evidence: TimeEvidence = .shared,
                 logger: Logger) {
         self.queue = queue
@@ -103,7 +104,7 @@ public final class ClockCorrection: Sendable {
                 // The true time now, when known, bounds the earlier boots' times; their own
                 // evidence makes them exact either way.
                 let trueNow = distrust == nil ? now.timeIntervalSince1970 : sample.map { $0.boot.seconds + $0.offset }
-                for earlier in try queue.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
+                for earlier in try queue.agentState.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
                     let before = outcome.corrected
                     try correct(bootID: earlier.boot.bootID, offset: earlier.offset,
                                 now: trueNow ?? Date.distantFuture.timeIntervalSince1970, into: &outcome)
@@ -115,7 +116,7 @@ public final class ClockCorrection: Sendable {
             }
             outcome.stillHeld = try queue.heldCounts(currentBootID: boot?.bootID)
         } catch {
-            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next health check")
+            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next liveness check")
             return outcome
         }
         report(outcome, trustSystemClock: trustSystemClock)

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// Decides whether a capture time read from the system clock can be believed now, and
 /// when it cannot, stamps the capture on the boot clock instead so its true time can be

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import Synchronization
 
 /// The true time learnt from something other than a clock the agent believes now: a gpsd

@@ -172,8 +172,10 @@ public final class ALSACapture: AudioCapture {
         snd_strerror(error).map { String(cString: $0) } ?? "error \(error)"
     }
 
-    /// The factory the stream uses by default.
+    /// The factory the stream (and onboard's and doctor's check) uses: a card a sound
+    /// server manages is never opened (`SoundCardGuard`).
     public static let factory: AudioCaptureFactory = { device, rate throws(AudioCaptureError) in
-        try ALSACapture(device: device, sampleRate: rate)
+        if let refusal = SoundCardGuard().refusal(for: device) { throw refusal }
+        return try ALSACapture(device: device, sampleRate: rate)
     }
 }

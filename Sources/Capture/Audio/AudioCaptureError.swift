@@ -14,6 +14,12 @@ public struct AudioCaptureError: Error, Sendable, Equatable, CustomStringConvert
         case failed
         /// The device delivered nothing for too long.
         case stalled
+        /// The device goes to a sound server (PipeWire, PulseAudio) this user has no
+        /// session of (EHOSTDOWN, ECONNREFUSED): a system service on a desktop.
+        case soundServerUnreachable
+        /// The device opens a card a sound server manages: not opened, so the card stays
+        /// the sound server's (`SoundCardGuard`).
+        case managedBySoundServer
     }
 
     public var kind: Kind
@@ -34,6 +40,7 @@ public struct AudioCaptureError: Error, Sendable, Equatable, CustomStringConvert
         case ENOENT, ENODEV, ENXIO: kind = .notFound
         case EBUSY: kind = .busy
         case EACCES, EPERM: kind = .permissionDenied
+        case EHOSTDOWN, ECONNREFUSED: kind = .soundServerUnreachable
         default: kind = .failed
         }
         self.init(kind: kind, device: device, detail: detail)
@@ -56,10 +63,24 @@ public struct AudioCaptureError: Error, Sendable, Equatable, CustomStringConvert
             return "ALSA capture device '\(device)' failed (\(detail)); retrying"
         case .stalled:
             return "ALSA capture device '\(device)' delivers no audio (\(detail)); reopening"
+        case .soundServerUnreachable:
+            return "ALSA capture device '\(device)' goes to a sound server (PipeWire or PulseAudio) that \(Self.processUser) cannot reach (\(detail)): "
+                + "a sound server serves only the session of the person logged in, and a system service has none. "
+                + "On a laptop or desktop run the agent as that person's user service (ariata-agent onboard --user-service, docs/install.md); "
+                + "on a board without a sound server use the card (arecord -L); retrying"
+        case .managedBySoundServer:
+            return "ALSA capture device '\(device)' not opened: \(detail), and holding the card would take the microphone from its other programs (calls) "
+                + "or fail whenever they use it. Set [microphone] device = \"default\" (or \"pipewire\") and run the agent as the desktop user's service "
+                + "(ariata-agent onboard --user-service, docs/install.md); retrying"
         }
     }
 
-    public var health: StreamHealth {
+    /// Who this process runs as, for the messages.
+    static var processUser: String {
+        getpwuid(getuid()).map { "user '\(String(cString: $0.pointee.pw_name))'" } ?? "uid \(getuid())"
+    }
+
+    public var health: Liveness {
         .unhealthy(reason: description, code: code)
     }
 }

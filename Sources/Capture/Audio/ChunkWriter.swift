@@ -2,6 +2,7 @@ import AgentCore
 import Dispatch
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// Writes finished chunks to the queue off the capture thread, one transaction per chunk,
@@ -16,7 +17,7 @@ import Synchronization
 /// journal go.
 final class ChunkWriter: @unchecked Sendable {
     // @unchecked: `backlog` is touched only on `queue`, a serial queue. What other threads
-    // read (`status`) sits in a Mutex, so health() never waits for a slow write.
+    // read (`status`) sits in a Mutex, so liveness() never waits for a slow write.
     private let sink: any RecordSink
     private let logger: Logger
     private let queue = DispatchQueue(label: "ariata.microphone.writer")

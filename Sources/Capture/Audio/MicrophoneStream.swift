@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The `microphone` stream: captures from ALSA on its own thread, encodes 30 s Ogg Opus
@@ -15,7 +16,7 @@ import Synchronization
 /// `StreamSupervisor` starts a new stream when it ends).
 ///
 /// With an audio journal, the pages of each chunk in progress are on disk as they are
-/// encoded, and every start (of the process, or a restart by the health coordinator)
+/// encoded, and every start (of the process, or a restart by the supervisor)
 /// first turns what a crash, a kill or an earlier stop left there into records.
 public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     // @unchecked: the capture state (device, chunker, buffers, `chunkTimes`) lives only on
@@ -59,7 +60,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     private struct Control {
         var phase = Phase.idle
-        var captureHealth: StreamHealth = .unhealthy(reason: "not started")
+        var captureHealth: Liveness = .unhealthy(reason: "not started")
         var overruns = 0
         var opens = 0
         var silentDropped = 0
@@ -151,7 +152,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         journal?.waitForSyncs()
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         let captureHealth = control.withLock { $0.captureHealth }
         guard captureHealth.isHealthy else { return captureHealth }
         let writes = writer.current()
@@ -488,8 +489,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         }
     }
 
-    private func setCaptureHealth(_ health: StreamHealth) {
-        let previous = control.withLock { control -> StreamHealth in
+    private func setCaptureHealth(_ health: Liveness) {
+        let previous = control.withLock { control -> Liveness in
             defer { control.captureHealth = health }
             return control.captureHealth
         }

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// The backfill as onboarding runs it: a file source's first import (the last
 /// `backfill_days` days of the existing file) in the foreground with progress, instead

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// Parse, normalise, count, log: one line in, the records it makes out. Shared by every
 /// source kind so bad input is treated the same wherever it comes from.
@@ -14,9 +15,13 @@ struct HealthLineProcessor {
     /// The last answer of `clockTrust` and when (uptime) it was asked: it is a kernel call,
     /// and a backlog is read at thousands of lines a second.
     private var trustChecked: (at: TimeInterval, trusted: Bool)?
+    /// The metrics the server enabled (nil: all); samples of others are counted, not captured.
+    let serverMetrics: Set<String>?
+    private var toldServerSkip = false
 
     init(format: HealthSourceConfig.Format, sourceName: String, counters: HealthSourceCounters, logger: Logger,
-         clockTrust: ClockTrust = .live(trustSystemClock: false)) {
+         clockTrust: ClockTrust = .live(trustSystemClock: false), serverMetrics: Set<String>? = nil) {
+        self.serverMetrics = serverMetrics
         parser = HealthLineParsers.make(format)
         self.sourceName = sourceName
         self.counters = counters
@@ -38,13 +43,14 @@ struct HealthLineProcessor {
     mutating func process(_ line: Substring, place: @autoclosure () -> String, now: Date,
                           notBefore: Date? = nil, into records: inout [NewRecord]) {
         let outcome = parser.parse(line)
-        var malformed = 0, rejected = 0, old = 0
+        var malformed = 0, rejected = 0, old = 0, serverSkipped = 0
         defer {
             counters.update {
                 $0.linesRead += 1
                 $0.malformedLines += malformed
                 $0.rejectedSamples += rejected
                 $0.skippedOld += old
+                $0.serverSkippedSamples += serverSkipped
             }
         }
         switch outcome {
@@ -62,6 +68,14 @@ struct HealthLineProcessor {
                     rejected += 1
                     log.warning("skipping sample at \(place()): \(reason)")
                 case .accepted(let sample):
+                    if let serverMetrics, !serverMetrics.contains(sample.metric.rawValue) {
+                        serverSkipped += 1
+                        if !toldServerSkip {
+                            toldServerSkip = true
+                            log.logger.notice("\(sourceName): \(sample.metric.rawValue) samples are not captured: the server enables only \(serverMetrics.sorted().joined(separator: ", ")) (its enabled_metrics); they are counted in 'ariata-agent status'")
+                        }
+                        continue
+                    }
                     if let notBefore, sample.timestamp < notBefore {
                         old += 1
                         continue

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The `health` stream: runs every configured source on a thread of its own and says
@@ -14,7 +15,7 @@ public final class HealthStream: CaptureStream, Sendable {
     /// Sources that could not be made or given a thread, with why.
     private let failures = Mutex<[String]>([])
 
-    public convenience init(config: HealthConfig, queue: SQLiteQueue, clock: any WallClock = SystemClock(),
+    public convenience init(config: HealthConfig, queue: AgentDatabase, clock: any WallClock = SystemClock(),
                             clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         self.init(config: config, queue: queue as any HealthRecordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
     }
@@ -25,7 +26,11 @@ public final class HealthStream: CaptureStream, Sendable {
                 clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         self.config = config
         self.logger = logger
-        sources = config.sources.map {
+        sources = config.sources.map { source in
+            var source = source
+            source.serverMetrics = config.serverMetrics
+            return source
+        }.map {
             HealthSourceFactory.make($0, queue: queue, commitInterval: TimeInterval(config.commitInterval),
                                      clock: clock, clockTrust: clockTrust, logger: logger)
         }
@@ -69,7 +74,7 @@ public final class HealthStream: CaptureStream, Sendable {
         for thread in threads { thread.join() }
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         if let failure = failures.withLock({ $0.first }) { return .unhealthy(reason: failure) }
         let unhealthy = statuses().filter { !$0.health.isHealthy }
         guard let first = unhealthy.first else { return .healthy }
@@ -83,6 +88,7 @@ public final class HealthStream: CaptureStream, Sendable {
     public func counters() -> [String: Int] {
         let all = statuses()
         return [StreamCounter.malformedLines: all.reduce(0) { $0 + $1.malformedLines },
-                StreamCounter.refusedSamples: all.reduce(0) { $0 + $1.rejectedSamples }]
+                StreamCounter.refusedSamples: all.reduce(0) { $0 + $1.rejectedSamples },
+                StreamCounter.serverSkippedSamples: all.reduce(0) { $0 + $1.serverSkippedSamples }]
     }
 }

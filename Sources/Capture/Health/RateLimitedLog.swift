@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Platform
 
 /// Logs at most `burst` messages a minute, then counts the rest and says how many it
 /// held back: a file full of garbage must not fill the journal.

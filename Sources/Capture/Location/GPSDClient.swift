@@ -1,5 +1,6 @@
 import CGPS
 import Foundation
+import Platform
 import Synchronization
 
 /// What one message from gpsd meant to us.

@@ -2,7 +2,7 @@ import CGPS
 import Foundation
 
 /// Why the gpsd connection is not delivering. The description is the reason shown by
-/// `health()` and `status`, so each case says what to do.
+/// `liveness()` and `status`, so each case says what to do.
 public enum GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `gps_open` failed: nothing listens there, the name does not resolve, ...
     case unreachable(endpoint: String, detail: String)

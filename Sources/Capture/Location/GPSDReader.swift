@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 
 /// The location thread's loop: connect to gpsd, pass on every report, run the sampling
 /// ticks, and when gpsd is absent or goes away, reconnect with backoff. It logs once per

@@ -1,7 +1,7 @@
 import AgentCore
 import Foundation
 
-/// A snapshot of the location stream for the health coordinator and `status`.
+/// A snapshot of the location stream for the supervisor and `status`.
 public struct LocationStatus: Sendable, Equatable {
     public var endpoint: String
     public var link: GPSDLinkState
@@ -19,7 +19,7 @@ public struct LocationStatus: Sendable, Equatable {
     /// Healthy while connected, writing, and fixes keep arriving. A receiver without a fix
     /// for longer than `staleFixAfter` counts as unhealthy: no fix means no records, and
     /// the user should hear why the stream went quiet.
-    public func health(now: Date, staleFixAfter: TimeInterval) -> StreamHealth {
+    public func health(now: Date, staleFixAfter: TimeInterval) -> Liveness {
         switch link {
         case .idle:
             return .unhealthy(reason: "the location stream is not running")

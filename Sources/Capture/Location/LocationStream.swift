@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The `location` stream: gpsd fixes in, one record per interval out, straight to the
@@ -110,7 +111,7 @@ public final class LocationStream: CaptureStream {
         logger.info("location stream stopped")
     }
 
-    public func health() -> StreamHealth {
+    public func liveness() -> Liveness {
         status().health(now: clock.now(), staleFixAfter: tuning.staleFixLimit(interval: config.interval))
     }
 

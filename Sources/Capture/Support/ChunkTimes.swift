@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 
 /// Which audio chunks got their time from a clock that could not be believed, and where
 /// each began on the boot clock. A run of audio is timed from one anchor (the wall clock

@@ -2,6 +2,7 @@ import AgentCore
 @testable import Capture
 import Foundation
 import Logging
+import Platform
 import TestRigs
 import XCTest
 
@@ -116,7 +117,7 @@ final class AudioJournalTests: XCTestCase {
     /// of a newer version (left alone).
     func testRecoveryAtStartWritesOnlyWhatIsNotQueuedAndBeyondItsOverlap() throws {
         let work = try TemporaryDirectory()
-        let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: work.file("queue.sqlite"))
         let directory = AudioJournal.directory(forDatabase: queue.path)
         let cut = UUID(), overlapOnly = UUID(), queued = UUID()
         let (cutPages, _) = try killedJournal(seconds: 5, overlapFrames: 2 * rate, id: cut, into: directory, work: work)
@@ -210,7 +211,7 @@ final class AudioJournalTests: XCTestCase {
         let (_, header) = try killedJournal(seconds: 3, id: id, provisional: provisional, into: snapshot, work: work)
         XCTAssertEqual(header.provisional, provisional)
 
-        let queue = try SQLiteQueue(path: work.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: work.file("queue.sqlite"))
         let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), knownRecords: queue, logger: logger).run()
         XCTAssertEqual(recovered.map(\.chunk.id), [id])
         XCTAssertEqual(recovered.first?.provisional, provisional)
@@ -224,15 +225,15 @@ final class AudioJournalTests: XCTestCase {
 /// The journal inside the running stream (real ALSA capture through the file plugin).
 extension MicrophoneStreamTests {
     /// A chunk waits in the writer (the queue refuses it: disk full) when the stream is
-    /// stopped, as the health coordinator's restart does: its journal stays, and the next
+    /// stopped, as the supervisor's restart does: its journal stays, and the next
     /// stream writes it before capturing.
     func testChunksWaitingAtStopAreWrittenByTheNextStreamFromTheJournal() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
-        let sink = FillableSink(queue)
-        sink.setFull(true)
+        let sink = RefusingQueue(queue)
+        sink.setRefusing(true)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
@@ -243,7 +244,7 @@ extension MicrophoneStreamTests {
                                      journal: .init(directory: journalDirectory, knownRecords: queue))
         first.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
-            progress.frames == 35 * rate && first.health().code == .storageFull
+            progress.frames == 35 * rate && first.liveness().code == .storageFull
         }
         first.stop()
         XCTAssertEqual(first.stats().chunksWaiting, 2, "the full chunk and the one stopped")
@@ -251,7 +252,7 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "two chunks, a file each")
 
-        sink.setFull(false)
+        sink.setRefusing(false)
         let second = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
@@ -302,7 +303,7 @@ extension MicrophoneStreamTests {
     func testAWrittenChunkLeavesNoJournal() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 12, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()

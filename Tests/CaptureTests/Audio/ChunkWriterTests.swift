@@ -2,12 +2,13 @@ import AgentCore
 @testable import Capture
 import Foundation
 import Logging
+import Platform
 import Synchronization
 import TestRigs
 import XCTest
 
 /// The microphone's writer with a real SQLite queue that refuses writes for a while
-/// (`FillableSink`): chunks left waiting keep their journal file durable.
+/// (`RefusingQueue`): chunks left waiting keep their journal file durable.
 final class ChunkWriterTests: XCTestCase {
     let logger = Logger(label: "test")
 
@@ -16,8 +17,8 @@ final class ChunkWriterTests: XCTestCase {
     /// the chunk's file is linked in, not copied.
     func testChunksLeftWaitingHaveTheirJournalFileSyncedOnce() throws {
         let directory = try TemporaryDirectory()
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
-        let sink = FillableSink(queue)
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let sink = RefusingQueue(queue)
         let synced = Mutex<[String]>([])
         let writer = ChunkWriter(sink: sink, logger: logger, syncJournal: { path in
             synced.withLock { $0.append(path) }
@@ -40,7 +41,7 @@ final class ChunkWriterTests: XCTestCase {
         writer.flush()
         XCTAssertEqual(synced.withLock { $0 }.count, 2, "once each, however often the queue refuses")
 
-        sink.setFull(false)
+        sink.setRefusing(false)
         writer.flush()
         XCTAssertEqual(writer.current().waiting, 0)
         XCTAssertEqual(writer.current().written, 2)

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import TestRigs
 import XCTest
 
@@ -33,7 +34,7 @@ final class MicrophoneFallbackTests: XCTestCase {
         return try ALSARig(devices: [(chosen, chosenInput), (fallback, fallbackInput)])
     }
 
-    func makeStream(rig: ALSARig, queue: SQLiteQueue, fallbackDevice: String) -> MicrophoneStream {
+    func makeStream(rig: ALSARig, queue: AgentDatabase, fallbackDevice: String) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = chosen
         config.fallbackDevice = fallbackDevice
@@ -46,7 +47,7 @@ final class MicrophoneFallbackTests: XCTestCase {
                                 retry: Backoff(base: 0.2, cap: 1), chosenRetry: 1)
     }
 
-    func chunks(in queue: SQLiteQueue, directory: TemporaryDirectory) throws -> [Chunk] {
+    func chunks(in queue: AgentDatabase, directory: TemporaryDirectory) throws -> [Chunk] {
         try queue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             let audio = try XCTUnwrap(Data(base64Encoded: fields["audio_data"] as? String ?? ""))
@@ -85,7 +86,7 @@ final class MicrophoneFallbackTests: XCTestCase {
     func testUnpluggedChosenDeviceFallsBackWithinSecondsAndIsTakenBackWhenItReturns() throws {
         let directory = try TemporaryDirectory()
         let rig = try makeRig(in: directory)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let stream = makeStream(rig: rig, queue: queue, fallbackDevice: fallback)
         stream.start()
         defer { stream.stop() }
@@ -98,7 +99,7 @@ final class MicrophoneFallbackTests: XCTestCase {
         try waitUntil("capture on the fallback", timeout: 10, interval: 0.01) { stream.deviceInUse == fallback }
         let switchSeconds = ProcessInfo.processInfo.systemUptime - unplugged
         XCTAssertLessThan(switchSeconds, 3, "the fallback takes over within a few seconds")
-        XCTAssertTrue(stream.health().isHealthy, "capture goes on: \(stream.health())")
+        XCTAssertTrue(stream.liveness().isHealthy, "capture goes on: \(stream.liveness())")
         let details = stream.details()
         XCTAssertEqual(details[StreamCounter.deviceInUse], fallback)
         let reason = try XCTUnwrap(details[StreamCounter.deviceReason])
@@ -159,36 +160,36 @@ final class MicrophoneFallbackTests: XCTestCase {
     func testWithoutAFallbackAMissingChosenDeviceIsUnhealthyAndNothingElseIsCaptured() throws {
         let directory = try TemporaryDirectory()
         let rig = try makeRig(in: directory)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let stream = makeStream(rig: rig, queue: queue, fallbackDevice: "none")
         try rig.unplug(chosen)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the stream to report the missing device") { stream.health().reason?.contains("not found") == true }
+        try waitUntil("the stream to report the missing device") { stream.liveness().reason?.contains("not found") == true }
         Thread.sleep(forTimeInterval: 2)
         XCTAssertNil(stream.deviceInUse, "the fallback device is not used")
         XCTAssertEqual(stream.stats().deviceOpens, 0)
         XCTAssertEqual(stream.details()[StreamCounter.deviceInUse], "")
 
         try rig.plugIn(chosen)
-        try waitUntil("capture once the chosen device is there") { stream.deviceInUse == chosen && stream.health().isHealthy }
+        try waitUntil("capture once the chosen device is there") { stream.deviceInUse == chosen && stream.liveness().isHealthy }
         XCTAssertEqual(stream.stats().deviceSwitches, 0)
     }
 
     func testAMissingFallbackIsNamedInTheReason() throws {
         let directory = try TemporaryDirectory()
         let rig = try makeRig(in: directory)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let stream = makeStream(rig: rig, queue: queue, fallbackDevice: fallback)
         try rig.unplug(chosen)
         try rig.unplug(fallback)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the stream to report both devices") { stream.health().reason?.contains("either") == true }
-        let reason = try XCTUnwrap(stream.health().reason)
+        try waitUntil("the stream to report both devices") { stream.liveness().reason?.contains("either") == true }
+        let reason = try XCTUnwrap(stream.liveness().reason)
         XCTAssertTrue(reason.contains(chosen) && reason.contains("the fallback '\(fallback)' cannot be opened either"), reason)
 
         try rig.plugIn(fallback)
-        try waitUntil("capture on the fallback once it is there") { stream.deviceInUse == fallback && stream.health().isHealthy }
+        try waitUntil("capture on the fallback once it is there") { stream.deviceInUse == fallback && stream.liveness().isHealthy }
     }
 }

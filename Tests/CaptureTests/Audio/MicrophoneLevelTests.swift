@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import TestRigs
 import XCTest
 
@@ -26,7 +27,7 @@ final class MicrophoneLevelTests: XCTestCase {
         let input = directory.file("input.raw")
         try TestSignal.write(samples + TestSignal.silence(seconds: 5), to: input) // the plugin must not run dry first
         let rig = try ALSARig(input: input)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = MicrophoneConfig()
         config.device = rig.device
         config.chunkSeconds = 10

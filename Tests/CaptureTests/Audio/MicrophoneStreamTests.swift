@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import Foundation
 import Logging
+import Platform
 import TestRigs
 import Synchronization
 import XCTest
@@ -22,7 +23,7 @@ final class MicrophoneStreamTests: XCTestCase {
         var fields: [String: Any]
     }
 
-    func chunks(in queue: SQLiteQueue) throws -> [Chunk] {
+    func chunks(in queue: AgentDatabase) throws -> [Chunk] {
         try queue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(start: try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? "")),
@@ -49,7 +50,7 @@ final class MicrophoneStreamTests: XCTestCase {
         }
     }
 
-    func makeStream(rig: ALSARig, queue: SQLiteQueue, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
+    func makeStream(rig: ALSARig, queue: AgentDatabase, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = rig.device
         return MicrophoneStream(config: config, sink: queue, clock: clock, logger: logger, captureFactory: factory,
@@ -61,7 +62,7 @@ final class MicrophoneStreamTests: XCTestCase {
         let inputPath = try SpeechInput.make(seconds: 110, in: directory.path)
         let input = try SpeechInput.samples(ofRawFile: inputPath)
         let rig = try ALSARig(input: inputPath)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 95, afterLimit: .end, progress: progress, calls: CallCounter()))
@@ -124,7 +125,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testStopMidChunkWritesTheChunkInProgress() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 60, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 40, afterLimit: .quiet, progress: progress, calls: CallCounter()))
@@ -148,7 +149,7 @@ final class MicrophoneStreamTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let later = directory.file("appears-later.raw")
         let rig = try ALSARig(input: later)
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let limit = 31 * rate
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0)) { device, sampleRate throws(AudioCaptureError) in
@@ -156,8 +157,8 @@ final class MicrophoneStreamTests: XCTestCase {
         }
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the stream to report the missing device") { stream.health().reason?.contains("not found") == true }
-        let health = stream.health()
+        try waitUntil("the stream to report the missing device") { stream.liveness().reason?.contains("not found") == true }
+        let health = stream.liveness()
         XCTAssertFalse(health.isHealthy)
         let reason = try XCTUnwrap(health.reason)
         XCTAssertTrue(reason.contains("not found") && reason.contains("No such file or directory"), reason)
@@ -166,7 +167,7 @@ final class MicrophoneStreamTests: XCTestCase {
 
         _ = try SpeechInput.make(seconds: 40, in: directory.path, name: "appears-later.raw")
         try waitUntil("recovery once the device appears", timeout: 60) {
-            stream.health().isHealthy && stream.stats().chunksWritten == 1
+            stream.liveness().isHealthy && stream.stats().chunksWritten == 1
         }
         XCTAssertEqual(stream.stats().deviceOpens, 1)
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30])
@@ -178,7 +179,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAnUnsetClockCapturesHeldChunksThatGetTheirTrueTimeOnceItIsSet() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let clock = ManualClock(Date(timeIntervalSince1970: 1_000))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: clock,
@@ -222,7 +223,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAPauseWritesTheChunkInProgressReleasesTheDeviceAndANewStreamGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 50, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let firstRun = ScriptedCapture.Progress()
         let secondRun = ScriptedCapture.Progress()
         let calls = CallCounter()
@@ -244,7 +245,7 @@ final class MicrophoneStreamTests: XCTestCase {
         resumed.start()
         defer { resumed.stop() }
         try waitUntil("capture after resume", timeout: 60) { secondRun.frames == 35 * rate && resumed.stats().chunksWritten == 1 }
-        XCTAssertTrue(resumed.health().isHealthy)
+        XCTAssertTrue(resumed.liveness().isHealthy)
         XCTAssertEqual(calls.value, 2)
         XCTAssertEqual(try chunks(in: queue).map(\.overlap), [0, 2, 0], "audio after a pause does not overlap audio before it")
     }
@@ -252,7 +253,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAnOverrunEndsTheChunkAndCaptureGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 80, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 70, afterLimit: .end, overrunAtSeconds: 40,
@@ -273,29 +274,12 @@ private func XCTAssertEqual(_ a: [Double], _ b: [Double], accuracy: Double, file
     for (x, y) in zip(a, b) { XCTAssertEqual(x, y, accuracy: accuracy, "\(a) vs \(b)", file: file, line: line) }
 }
 
-/// Fault injection: a real queue that refuses writes while `full` is set, as on a full disk.
-final class FillableSink: RecordSink, Sendable {
-    let queue: SQLiteQueue
-    private let isFull = Mutex(true)
-
-    init(_ queue: SQLiteQueue) { self.queue = queue }
-
-    func setFull(_ full: Bool) { isFull.withLock { $0 = full } }
-
-    func enqueue(_ record: NewRecord) throws { try enqueue([record], anchor: nil) }
-
-    func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
-        if isFull.withLock({ $0 }) { throw QueueError.storageFull(path: queue.path) }
-        try queue.enqueue(records, anchor: anchor)
-    }
-}
-
 extension MicrophoneStreamTests {
     func testAChunkTheQueueRefusesIsKeptAndWrittenLater() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
-        let sink = FillableSink(queue)
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let sink = RefusingQueue(queue)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
@@ -304,16 +288,16 @@ extension MicrophoneStreamTests {
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
         stream.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
-            progress.frames == 35 * rate && stream.health().code == .storageFull
+            progress.frames == 35 * rate && stream.liveness().code == .storageFull
         }
         XCTAssertEqual(stream.stats().chunksWaiting, 1)
         XCTAssertEqual(try queue.count(stream: .microphone, status: .pending), 0)
 
-        sink.setFull(false) // space was freed
+        sink.setRefusing(false) // space was freed
         stream.stop()
         XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7], "the kept chunk, then the one in progress")
         XCTAssertEqual(stream.stats().chunksWaiting, 0)
-        XCTAssertTrue(stream.health().isHealthy)
+        XCTAssertTrue(stream.liveness().isHealthy)
     }
 }
 
@@ -324,7 +308,7 @@ extension MicrophoneStreamTests {
     func testChunksFollowTheWallClockWhenTheSampleCountPartsFromIt() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device

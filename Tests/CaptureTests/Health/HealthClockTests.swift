@@ -2,6 +2,7 @@ import AgentCore
 @testable import Capture
 import Foundation
 import Logging
+import Platform
 import TestRigs
 import XCTest
 

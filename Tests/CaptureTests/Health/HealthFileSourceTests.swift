@@ -14,7 +14,7 @@ final class HealthFileSourceTests: XCTestCase {
         let stream = bed.stream(file: path)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to open the file") { stream.health().isHealthy }
+        try waitUntil("the source to open the file") { stream.liveness().isHealthy }
 
         let third = SampleLines.jsonl(3)
         let cut = third.index(third.startIndex, offsetBy: 25)
@@ -157,7 +157,7 @@ final class HealthFileSourceTests: XCTestCase {
         XCTAssertEqual(try bed.values(), [0, 1, 2])
         XCTAssertEqual(status.malformedLines, 1)
         XCTAssertEqual(status.rejectedSamples, 2, "HR 400 and a time in 2099")
-        XCTAssertTrue(stream.health().isHealthy, "bad lines never stop the source")
+        XCTAssertTrue(stream.liveness().isHealthy, "bad lines never stop the source")
     }
 
     func testFirstStartImportsTheLastDaysWithProgress() throws {
@@ -209,10 +209,10 @@ final class HealthFileSourceTests: XCTestCase {
         let stream = bed.stream(file: path)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to report the missing file") { stream.health().reason?.contains("waiting for") == true }
+        try waitUntil("the source to report the missing file") { stream.liveness().reason?.contains("waiting for") == true }
         try FileManager.default.append(SampleLines.jsonl(0..<2), to: path)
         try bed.waitForCount(2)
-        XCTAssertTrue(stream.health().isHealthy)
+        XCTAssertTrue(stream.liveness().isHealthy)
     }
 }
 

@@ -5,24 +5,8 @@ import Synchronization
 import TestRigs
 import XCTest
 
-/// A real queue that refuses writes while `refusing` is set, as on a full disk.
-final class RefusingHealthQueue: HealthRecordQueue, Sendable {
-    let queue: SQLiteQueue
-    private let refusing = Mutex(true)
-
-    init(_ queue: SQLiteQueue) { self.queue = queue }
-
-    func setRefusing(_ value: Bool) { refusing.withLock { $0 = value } }
-
-    func enqueue(_ record: NewRecord) throws { try enqueue([record], anchor: nil) }
-
-    func enqueue(_ records: [NewRecord], anchor: SourceAnchor?) throws {
-        if refusing.withLock({ $0 }) { throw QueueError.storageFull(path: queue.path) }
-        try queue.enqueue(records, anchor: anchor)
-    }
-
-    func anchor(for source: String) throws -> SourceAnchor? { try queue.anchor(for: source) }
-}
+/// The health sources read their anchors through the queue they write to.
+extension RefusingQueue: HealthRecordQueue {}
 
 /// The committer both sources share, when the queue refuses commits: the file source
 /// reads its lines again later, the serial source holds them; neither loses nor repeats
@@ -42,12 +26,12 @@ final class HealthRefusalTests: XCTestCase {
         let bed = try HealthTestBed()
         let path = bed.file("steps.jsonl")
         try FileManager.default.append(SampleLines.jsonl(0..<2_000), to: path)
-        let refusing = RefusingHealthQueue(bed.queue)
+        let refusing = RefusingQueue(bed.queue)
         let stream = stream(path, queue: refusing, kind: .file)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the refusal to show", timeout: 20) { stream.health().code == .storageFull }
-        XCTAssertTrue(stream.health().reason?.contains("cannot write samples of \(path) to the queue") ?? false, "\(stream.health())")
+        try waitUntil("the refusal to show", timeout: 20) { stream.liveness().code == .storageFull }
+        XCTAssertTrue(stream.liveness().reason?.contains("cannot write samples of \(path) to the queue") ?? false, "\(stream.liveness())")
 
         // Waiting to try again is a sleep, not a spin.
         let wakeups = stream.statuses()[0].wakeups
@@ -60,23 +44,23 @@ final class HealthRefusalTests: XCTestCase {
         try bed.waitForCount(3_000)
         stream.stop()
         XCTAssertEqual(try bed.values(), (0..<3_000).map(Double.init))
-        XCTAssertTrue(stream.health().isHealthy, "\(stream.health())")
+        XCTAssertTrue(stream.liveness().isHealthy, "\(stream.liveness())")
         XCTAssertEqual(stream.statuses()[0].samplesWritten, 3_000)
     }
 
     func testSerialSamplesAreHeldWhileTheQueueRefusesAndWrittenOnce() throws {
         let bed = try HealthTestBed()
         let rig = try PtyRig(directory: bed.directory.path)
-        let refusing = RefusingHealthQueue(bed.queue)
+        let refusing = RefusingQueue(bed.queue)
         let stream = stream(rig.b, queue: refusing, kind: .serial, format: .keyvalue)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to open \(rig.b)") { stream.health().isHealthy }
+        try waitUntil("the source to open \(rig.b)") { stream.liveness().isHealthy }
 
         let now = Date()
         func line(_ i: Int) -> String { "ts=\(RFC3339.string(from: now.addingTimeInterval(Double(i - 100)))) steps=\(i)\n" }
         try rig.send((0..<5).map(line).joined())
-        try waitUntil("the refusal to show", timeout: 20) { stream.health().code == .storageFull }
+        try waitUntil("the refusal to show", timeout: 20) { stream.liveness().code == .storageFull }
         let wakeups = stream.statuses()[0].wakeups
         Thread.sleep(forTimeInterval: 2)
         XCTAssertLessThan(stream.statuses()[0].wakeups - wakeups, 10, "no spin while waiting to try again")
@@ -86,6 +70,6 @@ final class HealthRefusalTests: XCTestCase {
         try bed.waitForCount(8, timeout: 30)
         stream.stop()
         XCTAssertEqual(try bed.values(), (0..<8).map(Double.init))
-        XCTAssertTrue(stream.health().isHealthy, "\(stream.health())")
+        XCTAssertTrue(stream.liveness().isHealthy, "\(stream.liveness())")
     }
 }

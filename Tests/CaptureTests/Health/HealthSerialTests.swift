@@ -12,7 +12,7 @@ final class HealthSerialTests: XCTestCase {
         let stream = bed.stream(file: rig.b, format: .keyvalue, kind: .serial, baud: 115_200)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to open \(rig.b)") { stream.health().isHealthy }
+        try waitUntil("the source to open \(rig.b)") { stream.liveness().isHealthy }
 
         let now = Date()
         func line(_ i: Int) -> String { "ts=\(RFC3339.string(from: now.addingTimeInterval(Double(i - 100)))) steps=\(i)\r\n" }
@@ -24,12 +24,12 @@ final class HealthSerialTests: XCTestCase {
 
         rig.unplug()
         try waitUntil("the source to notice the unplug") {
-            stream.health().reason?.contains("went away") == true || stream.health().reason?.contains("not there") == true
+            stream.liveness().reason?.contains("went away") == true || stream.liveness().reason?.contains("not there") == true
         }
-        XCTAssertFalse(stream.health().isHealthy)
+        XCTAssertFalse(stream.liveness().isHealthy)
 
         try rig.plug()
-        try waitUntil("the source to reopen \(rig.b)", timeout: 30) { stream.health().isHealthy }
+        try waitUntil("the source to reopen \(rig.b)", timeout: 30) { stream.liveness().isHealthy }
         try rig.send((3..<6).map(line).joined())
         try bed.waitForCount(6)
         stream.stop()
@@ -46,7 +46,7 @@ final class HealthSerialTests: XCTestCase {
         let stream = bed.stream(file: rig.b, format: .jsonl, kind: .serial)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to open \(rig.b)") { stream.health().isHealthy }
+        try waitUntil("the source to open \(rig.b)") { stream.liveness().isHealthy }
         let before = Date()
         try rig.send(#"{"bpm":61.6}"# + "\n")
         try bed.waitForCount(1)

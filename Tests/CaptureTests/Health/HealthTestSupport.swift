@@ -8,11 +8,11 @@ import XCTest
 /// A real queue in a temp dir and helpers to run health streams on it.
 final class HealthTestBed {
     let directory: TemporaryDirectory
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
 
     init() throws {
         directory = try TemporaryDirectory("ariata-health")
-        queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        queue = try AgentDatabase(path: directory.file("queue.sqlite"))
     }
 
     func file(_ name: String) -> String { directory.file(name) }
@@ -23,8 +23,10 @@ final class HealthTestBed {
         return logger
     }
 
+    /// - Parameter serverMetrics: the server's `enabled_metrics` (nil: every metric).
     func stream(file path: String, format: HealthSourceConfig.Format = .jsonl, backfillDays: Int = 7,
-                kind: HealthSourceConfig.Kind = .file, baud: Int = 9_600, logger: Logger = HealthTestBed.logger) -> HealthStream {
+                kind: HealthSourceConfig.Kind = .file, baud: Int = 9_600, logger: Logger = HealthTestBed.logger,
+                serverMetrics: Set<String>? = nil) -> HealthStream {
         var source = HealthSourceConfig(kind: kind, path: path, format: format, name: "test-source")
         source.backfillDays = backfillDays
         source.baud = baud
@@ -32,6 +34,7 @@ final class HealthTestBed {
         config.enabled = true
         config.commitInterval = 1
         config.sources = [source]
+        config.serverMetrics = serverMetrics
         // The test machine's clock is right whatever its kernel says about NTP (a container
         // may say "unsynchronised"): these tests are about reading, not about the clock.
         return HealthStream(config: config, queue: queue,

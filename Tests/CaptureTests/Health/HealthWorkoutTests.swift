@@ -72,7 +72,7 @@ final class HealthWorkoutTests: XCTestCase {
         XCTAssertTrue(warnings.contains("workouts.jsonl:4: workout duration -60.0 s is not possible"), warnings)
         XCTAssertTrue(warnings.contains("workouts.jsonl:5: workout distance: distance -5.0 m is negative"), warnings)
         XCTAssertTrue(warnings.contains("workouts.jsonl:6: unit is ambiguous on a workout line"), warnings)
-        XCTAssertTrue(stream.health().isHealthy, "bad workouts never stop the source")
+        XCTAssertTrue(stream.liveness().isHealthy, "bad workouts never stop the source")
     }
 
     func testCSVWorkoutsUnderAHeaderBecomeWorkoutRecords() throws {
@@ -100,7 +100,7 @@ final class HealthWorkoutTests: XCTestCase {
         let stream = bed.stream(file: rig.b, format: .keyvalue, kind: .serial, baud: 115_200, logger: logger)
         stream.start()
         defer { stream.stop() }
-        try waitUntil("the source to open \(rig.b)") { stream.health().isHealthy }
+        try waitUntil("the source to open \(rig.b)") { stream.liveness().isHealthy }
         try rig.send("ts=\(time) workout_type=\"strength training\" duration=2710 active_energy_kj=1000 hr=121\r\n"
             + "ts=\(time) workout_type=hiking duration=0\r\n"
             + "ts=\(time) hr=64\r\n")

@@ -1,5 +1,6 @@
 @testable import Capture
 import Foundation
+import Platform
 import TestRigs
 import XCTest
 

@@ -8,13 +8,13 @@ import TestRigs
 /// log kept for inspection.
 final class LocationFixture {
     let directory: TemporaryDirectory
-    let queue: SQLiteQueue
+    let queue: AgentDatabase
     let log = RecordingLogHandler.Store()
     let stream: LocationStream
 
     init(port: Int, interval: Int = 1, tuning: LocationTuning = LocationTuning()) throws {
         directory = try TemporaryDirectory("ariata-location")
-        queue = try SQLiteQueue(path: directory.file("queue.sqlite"))
+        queue = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = LocationConfig()
         // 127.0.0.1 rather than localhost: no name lookup, and the endpoint named in
         // health reasons is exactly what the tests expect.

@@ -44,9 +44,9 @@ final class LocationStatusTests: XCTestCase {
         tuning.stopTimeout = 10
         let fixture = try LocationFixture(port: port, tuning: tuning)
         fixture.stream.start()
-        try waitUntil("the first failed attempt", timeout: 20) { !fixture.stream.health().isHealthy }
+        try waitUntil("the first failed attempt", timeout: 20) { !fixture.stream.liveness().isHealthy }
         fixture.stream.stop()
         XCTAssertEqual(fixture.log.count(.warning, containing: "did not stop"), 0, "\(fixture.log.messages(.warning))")
-        XCTAssertEqual(fixture.stream.health(), .unhealthy(reason: "the location stream is not running"))
+        XCTAssertEqual(fixture.stream.liveness(), .unhealthy(reason: "the location stream is not running"))
     }
 }

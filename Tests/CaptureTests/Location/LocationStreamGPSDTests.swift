@@ -47,7 +47,7 @@ final class LocationStreamGPSDTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(records.count, 4, "too few samples of a 12 s drive at 1 s")
         XCTAssertLessThan(records.count, drive.count)
         XCTAssertEqual(Set(records.compactMap { $0["id"] as? String }).count, records.count, "ids not unique")
-        XCTAssertTrue(fixture.stream.health() == .unhealthy(reason: "the location stream is not running"))
+        XCTAssertTrue(fixture.stream.liveness() == .unhealthy(reason: "the location stream is not running"))
     }
 
     func testNoFixWritesNoRecords() throws {
@@ -93,8 +93,8 @@ final class LocationStreamGPSDTests: XCTestCase {
         try waitUntil("two records before the kill", timeout: 20) { try fixture.records().count >= 2 }
 
         rig.killGPSD()
-        try waitUntil("the stream to notice gpsd is gone", timeout: 20) { !fixture.stream.health().isHealthy }
-        let reason = fixture.stream.health().reason ?? ""
+        try waitUntil("the stream to notice gpsd is gone", timeout: 20) { !fixture.stream.liveness().isHealthy }
+        let reason = fixture.stream.liveness().reason ?? ""
         XCTAssertTrue(reason.contains("gpsd at 127.0.0.1:\(rig.port)"), reason)
         // The newest fix that arrived before the kill (it may still be written at the
         // next tick); only a later one proves gpsd is delivering again.
@@ -106,7 +106,7 @@ final class LocationStreamGPSDTests: XCTestCase {
             try fixture.recordTimestamps().contains { $0 > lastBefore }
         }
         XCTAssertLessThan(Date().timeIntervalSince(restarted), 30)
-        XCTAssertTrue(fixture.stream.health().isHealthy, "\(fixture.stream.health())")
+        XCTAssertTrue(fixture.stream.liveness().isHealthy, "\(fixture.stream.liveness())")
         XCTAssertEqual(fixture.log.count(.warning, containing: "gpsd at 127.0.0.1"), 1,
                        "one warning per outage: \(fixture.log.messages(.warning))")
         XCTAssertEqual(fixture.log.count(.notice, containing: "is back"), 1)
@@ -122,7 +122,7 @@ final class LocationStreamGPSDTests: XCTestCase {
         try waitUntil("several failed attempts", timeout: 20) {
             fixture.log.count(.debug, containing: "still no gpsd") >= 5
         }
-        let health = fixture.stream.health()
+        let health = fixture.stream.liveness()
         XCTAssertFalse(health.isHealthy)
         XCTAssertEqual(health.reason?.hasPrefix("cannot reach gpsd at 127.0.0.1:\(rig.port): connection refused"), true,
                        "\(health)")
@@ -137,7 +137,7 @@ final class LocationStreamGPSDTests: XCTestCase {
         feeder.start()
         defer { feeder.stop() }
         try waitUntil("a record once gpsd appeared", timeout: 20) { try !fixture.records().isEmpty }
-        XCTAssertTrue(fixture.stream.health().isHealthy, "\(fixture.stream.health())")
+        XCTAssertTrue(fixture.stream.liveness().isHealthy, "\(fixture.stream.liveness())")
         XCTAssertNotNil(fixture.stream.status().lastFixAge)
     }
 

@@ -2,6 +2,7 @@ import Dispatch
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The microphone's audio journal: a directory beside the queue database that holds, for

@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Logging
+import Platform
 import Synchronization
 
 /// The journal of one chunk in progress: the Ogg pages libopusenc produced so far, appended

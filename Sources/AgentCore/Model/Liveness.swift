@@ -1,0 +1,41 @@
+import Foundation
+
+/// Whether a stream (or the uploader) is live, as the supervisor asks for it: what
+/// `status` shows as a component's `health` (a field name kept for its readers).
+public enum Liveness: Sendable, Equatable, CustomStringConvertible {
+    case healthy
+    case unhealthy(reason: String, code: AgentErrorCode? = nil)
+    case disabled
+
+    public var isHealthy: Bool {
+        if case .healthy = self { return true }
+        return false
+    }
+
+    /// The short state word stored in the database and shown by `status`.
+    public var state: String {
+        switch self {
+        case .healthy: return "healthy"
+        case .unhealthy: return "unhealthy"
+        case .disabled: return "disabled"
+        }
+    }
+
+    public var reason: String? {
+        if case .unhealthy(let reason, _) = self { return reason }
+        return nil
+    }
+
+    public var code: AgentErrorCode? {
+        if case .unhealthy(_, let code) = self { return code }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .healthy, .disabled: return state
+        case .unhealthy(let reason, let code):
+            return "unhealthy: " + (code.map { "\($0.rawValue) " } ?? "") + reason
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// Keys of `agent_state` shared between the process that writes them (the daemon, the
+/// uploader) and the ones that read them (`status`, `pause`).
+public enum AgentStateKey {
+    /// The running daemon's pid, for `pause`/`resume` to signal it.
+    public static let daemonPID = "daemon.pid"
+    /// RFC 3339 time until which uploads pause because the token was refused (absent when not).
+    public static let uploadAuthPausedUntil = "upload.auth_paused_until"
+    /// RFC 3339 time of the next upload attempt while the endpoint is failing (absent when not).
+    public static let uploadRetryAt = "upload.retry_at"
+    /// JSON of what decides the uploader's next attempt (backoff, breaker, token pause, 429
+    /// hold, refused streams), read back when the daemon starts again.
+    public static let uploadMemory = "upload.memory"
+
+    /// Pending records of `stream` the storage guard deleted before they were uploaded,
+    /// a running total since the database was made (a whole number as text). Written in
+    /// the same transaction as the deletion, so the count and the loss always agree.
+    public static func evicted(_ stream: StreamName) -> String { "storage.evicted.\(stream.rawValue)" }
+
+    /// RFC 3339 time since which the free disk has been below the floor, so that the queue
+    /// does not grow and new captures replace the oldest records (absent when not).
+    public static let storageBelowFloorSince = "storage.below_floor_since"
+
+    /// JSON of the server's stream switches as last fetched (`ServerSwitches`), absent
+    /// before the first answer.
+    public static let serverSwitches = "server.switches"
+
+    /// RFC 3339 time since which the server has been sent uncompressed bodies because it
+    /// answered a gzip body 400/415 (absent while gzip is off or works).
+    public static let uploadPlainBodiesSince = "upload.plain_bodies_since"
+
+    /// JSON of the daemon's latest power decision (`StoredPowerState`), absent without one.
+    public static let powerState = "power.state"
+
+    /// Failed upload attempts that ended with `code`, a running total (a whole number as text).
+    public static func uploadErrors(_ code: AgentErrorCode) -> String { "upload.errors.\(code.rawValue)" }
+}

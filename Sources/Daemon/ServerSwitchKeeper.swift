@@ -1,0 +1,150 @@
+import AgentCore
+import Foundation
+import Platform
+import Logging
+import Synchronization
+import Upload
+
+/// Keeps the server's stream switches: asks `POST /api/devices/verify` when started (the
+/// daemon's start and every reload), every hour, and when asked (the first upload that
+/// succeeds after an outage); keeps the last answer in the database, so a restart without
+/// network starts from it; and tells the daemon when it changed
+/// (docs/upload.md#the-servers-stream-switches).
+final class ServerSwitchKeeper: Sendable {
+    /// How often the switches are asked for while the daemon runs.
+    static let interval: TimeInterval = 3_600
+
+    private let queue: AgentDatabase
+    private let clock: any WallClock
+    private let scheduler: any TimerScheduling
+    private let logger: Logger
+    private let makeTransport: HTTPTransportFactory
+    /// Called with the switches before and after an answer that changed them.
+    private let changed: @Sendable (ServerSwitches?, ServerSwitches) -> Void
+    private let state: Mutex<State>
+    private let cancelled = Atomic<Bool>(false)
+
+    private struct State {
+        var current: ServerSwitches?
+        var server = ServerConfig()
+        var timer: (any ScheduledTimer)?
+        /// What the last ask came to, so a problem that lasts is logged once.
+        var lastOutcome: String?
+    }
+
+    init(server: ServerConfig, queue: AgentDatabase, clock: any WallClock, scheduler: any TimerScheduling, logger: Logger,
+         makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
+         changed: @escaping @Sendable (ServerSwitches?, ServerSwitches) -> Void) {
+        self.queue = queue
+        self.clock = clock
+        self.scheduler = scheduler
+        self.logger = logger
+        self.makeTransport = makeTransport
+        self.changed = changed
+        state = Mutex(State(current: ServerSwitches.load(from: queue, endpoint: server.endpoint), server: server))
+    }
+
+    /// The switches in force: the last answer, read back from the database at start.
+    var current: ServerSwitches? { state.withLock { $0.current } }
+
+    private var isStopped: Bool { cancelled.load(ordering: .relaxed) }
+
+    /// The server to ask from now on (a reload's): the switches kept for it apply, none
+    /// when it is another server than the one that answered last.
+    func use(_ server: ServerConfig) {
+        let kept = ServerSwitches.load(from: queue, endpoint: server.endpoint)
+        state.withLock { s in
+            if s.server.endpoint != server.endpoint { s.current = kept }
+            s.server = server
+        }
+    }
+
+    /// Asks now (without waiting for the answer), then every hour.
+    func start(server: ServerConfig) {
+        use(server)
+        cancelled.store(false, ordering: .sequentiallyConsistent)
+        let timer = scheduler.makeTimer(label: "ariata.server-switches") { [weak self] in self?.ask() }
+        let old = state.withLock { s -> (any ScheduledTimer)? in
+            defer { s.timer = timer }
+            return s.timer
+        }
+        old?.stop()
+        guard server.isOnboarded else {
+            logger.info("not asking the server for its stream switches: no endpoint or token configured")
+            return
+        }
+        timer.start(interval: Self.interval, firstAfter: 0)
+    }
+
+    /// Aborts a request in flight and stops asking.
+    func stop() {
+        cancelled.store(true, ordering: .sequentiallyConsistent)
+        state.withLock { s -> (any ScheduledTimer)? in
+            defer { s.timer = nil }
+            return s.timer
+        }?.stop()
+    }
+
+    /// Asks at once (the uploads came back after an outage).
+    func askSoon(_ why: String) {
+        guard let timer = state.withLock({ $0.timer }) else { return }
+        logger.info("\(why): asking the server for its stream switches")
+        timer.fireNow()
+    }
+
+    /// One ask and what follows from its answer.
+    func ask() {
+        let server = state.withLock { $0.server }
+        let outcome = StreamSwitchClient(server: server, makeTransport: makeTransport)
+            .fetch(now: clock.now(), isCancelled: { [weak self] in self?.isStopped ?? true })
+        handle(outcome)
+    }
+
+    func handle(_ outcome: StreamSwitchClient.Outcome) {
+        let now = clock.now()
+        let (server, kept) = state.withLock { ($0.server, $0.current ?? ServerSwitches()) }
+        var next: ServerSwitches
+        let said: String
+        switch outcome {
+        case .switches(let answer):
+            next = answer
+            let off = answer.switchedOffStreams.map(\.rawValue).sorted()
+            said = "the server's stream switches: " + (off.isEmpty ? "every stream on" : "\(off.joined(separator: ", ")) switched off")
+            log(said, level: .info)
+        case .noSwitches(let status):
+            next = ServerSwitches(fetchedAt: now, supported: false)
+            said = "the server has no stream switches (HTTP \(status) from \(StreamSwitchClient.path), a Virtues server): the local configuration alone decides which streams run"
+            log(said, level: .notice)
+        case .unauthorized(let reason):
+            next = kept
+            next.lastProblem = "\(AgentErrorCode.invalidToken.rawValue) \(reason)"
+            said = "cannot read the server's stream switches: \(next.lastProblem ?? reason); the last switches stay in force"
+            log(said, level: .error)
+        case .failed(let reason, let code):
+            if isStopped { return }
+            next = kept
+            next.lastProblem = (code.map { "\($0.rawValue) " } ?? "") + reason
+            said = "cannot read the server's stream switches: \(next.lastProblem ?? reason); the last switches stay in force, asking again within the hour"
+            log(said, level: .warning)
+        }
+        next.endpoint = server.endpoint
+        next.lastAttemptAt = now
+        let previous = state.withLock { s -> ServerSwitches? in
+            defer { s.current = next; s.lastOutcome = said }
+            return s.current
+        }
+        do {
+            try next.save(to: queue)
+        } catch {
+            logger.error("cannot keep the server's stream switches in the database: \(error); they apply until the daemon stops")
+        }
+        if previous?.decisions != next.decisions { changed(previous, next) }
+    }
+
+    /// Says `message` when it differs from what the last ask said: a server without
+    /// switches is told once, a lasting outage once, not every hour.
+    private func log(_ message: String, level: Logger.Level) {
+        let repeated = state.withLock { $0.lastOutcome == message }
+        logger.log(level: repeated ? .debug : level, "\(message)")
+    }
+}

@@ -1,0 +1,138 @@
+import AgentCore
+import Foundation
+import Logging
+import Platform
+import Synchronization
+
+/// Something whose liveness the supervisor asks for and may restart: each capture stream
+/// and the uploader.
+public protocol SupervisedComponent: AnyObject, Sendable {
+    var componentName: String { get }
+    func liveness() -> Liveness
+    /// Stops and starts the component again (after it reported unhealthy).
+    func restart()
+    /// Running totals for `status` (see `StreamCounter`); empty for most components.
+    func counters() -> [String: Int]
+    /// What the component is doing now, as text for `status` (see `StreamCounter`).
+    func details() -> [String: String]
+}
+
+extension SupervisedComponent {
+    public func counters() -> [String: Int] { [:] }
+    public func details() -> [String: String] { [:] }
+}
+
+/// The daemon's liveness checks (`[daemon] check_interval`), on one timer for the whole
+/// daemon (no stream keeps its own): on every tick it asks each component whether it is
+/// live, stores the answer where `status` reads it, restarts a component that stayed
+/// unhealthy for two ticks in a row, and tells systemd all is alive. "Health" is the health
+/// stream's samples; this is liveness (docs/operations.md).
+public final class Supervisor: Sendable {
+    private let components: Mutex<[any SupervisedComponent]>
+    private let store: AgentDatabase
+    private let notifier: SystemdNotifier
+    private let logger: Logger
+    /// Consecutive unhealthy ticks per component. A component gets one tick to recover by
+    /// itself (streams reconnect on their own) before it is restarted.
+    private let strikes = Mutex<[String: Int]>([:])
+    private let restartAfterStrikes: Int
+    /// What was last written for `status`, so unchanged values are not rewritten every tick.
+    private struct Written {
+        var health: [String: (health: Liveness, at: TimeInterval)] = [:]
+        var counters: [String: Int] = [:]
+        var details: [String: String] = [:]
+    }
+    private let written = Mutex(Written())
+    /// An unchanged health is written again after this long (monotonic seconds).
+    private let livenessRewrite: TimeInterval
+    private let clock: @Sendable () -> TimeInterval
+
+    public init(components: [any SupervisedComponent], store: AgentDatabase, notifier: SystemdNotifier,
+                restartAfterStrikes: Int = 2, livenessRewrite: TimeInterval = 300,
+                clock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds, logger: Logger) {
+        self.livenessRewrite = livenessRewrite
+        self.clock = clock
+        self.components = Mutex(components)
+        self.store = store
+        self.notifier = notifier
+        self.restartAfterStrikes = restartAfterStrikes
+        self.logger = logger
+    }
+
+    public func replaceComponents(_ new: [any SupervisedComponent]) {
+        components.withLock { $0 = new }
+        strikes.withLock { $0 = [:] }
+    }
+
+    /// One round of checks. Returns the health of each component, by name.
+    ///
+    /// What it stores for `status` goes in one transaction: the health of a component
+    /// when it changed, or when its stored `checked_at` is `livenessRewrite` old (so `status`
+    /// can tell a live daemon's check from a stale one), and the counters that changed.
+    /// A quiet daemon thus commits once every few minutes, not once per component per tick.
+    @discardableResult
+    public func tick(summary: (([String: Liveness]) -> String)? = nil) -> [String: Liveness] {
+        let current = components.withLock { $0 }
+        let now = clock()
+        var results: [String: Liveness] = [:]
+        var write = LivenessCheckWrite()
+        var details: [String: String] = [:]
+        for component in current {
+            let name = component.componentName
+            let health = component.liveness()
+            results[name] = health
+            let due = written.withLock { written -> Bool in
+                guard let last = written.health[name] else { return true }
+                return last.health != health || now - last.at >= livenessRewrite
+            }
+            if due { write.liveness[name] = health }
+            for (counter, value) in component.counters() {
+                let key = StreamCounter.key(name, counter)
+                if written.withLock({ $0.counters[key] != value }) { write.state[key] = String(value) }
+            }
+            for (detail, value) in component.details() {
+                let key = StreamCounter.key(name, detail)
+                if written.withLock({ $0.details[key] != value }) {
+                    write.state[key] = value
+                    details[key] = value
+                }
+            }
+        }
+        do {
+            try store.agentState.store(write)
+            written.withLock { written in
+                for (name, health) in write.liveness { written.health[name] = (health, now) }
+                for (key, value) in write.state where details[key] == nil { written.counters[key] = Int(value) }
+                written.details.merge(details) { $1 }
+            }
+        } catch {
+            logger.error("cannot store the liveness check for status: \(error); it is written again at the next check")
+        }
+        for component in current {
+            let name = component.componentName
+            let health = results[name] ?? .disabled
+            let count = strikes.withLock { table -> Int in
+                table[name] = health.isHealthy || health == .disabled ? 0 : (table[name] ?? 0) + 1
+                return table[name] ?? 0
+            }
+            if count == 1 {
+                logger.warning("\(name) is \(health)")
+            } else if count >= restartAfterStrikes {
+                logger.warning("\(name) still \(health): restarting it")
+                component.restart()
+                strikes.withLock { $0[name] = 0 }
+            }
+        }
+        notifier.watchdog()
+        notifier.status(summary?(results) ?? Self.summary(results))
+        return results
+    }
+
+    /// A one-line summary for `systemctl status`: "location healthy, microphone paused, …".
+    public static func summary(_ results: [String: Liveness]) -> String {
+        results.keys.sorted().map { name in
+            let health = results[name] ?? .disabled
+            return "\(name) \(health.state)" + (health.code.map { " (\($0.rawValue))" } ?? "")
+        }.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,251 @@
+import AgentCore
+import Foundation
+import Platform
+
+/// Builds a `StatusReport` from the config and the database, opening the database
+/// read-only so it works beside a running daemon and leaves no trace.
+public struct StatusReader: Sendable {
+    let clock: any WallClock
+
+    public init(clock: any WallClock = SystemClock()) {
+        self.clock = clock
+    }
+
+    /// `config` is nil with `configError` set when the file could not be read.
+    public func read(config: AgentConfig?, configFile: String, configError: String? = nil) -> StatusReport {
+        let now = clock.now()
+        let effective = config ?? AgentConfig()
+        let path = effective.storage.database
+        let exists = FileManager.default.fileExists(atPath: path)
+        var report = StatusReport(
+            generatedAt: now, agentVersion: AgentVersion.string,
+            configured: config?.server.isOnboarded ?? false, configFile: configFile, configError: configError,
+            endpoint: config.flatMap { $0.server.endpoint.isEmpty ? nil : $0.server.ingestURL },
+            deviceId: config.flatMap { $0.server.deviceID.isEmpty ? nil : $0.server.deviceID },
+            daemon: .init(running: exists && FileLock.daemon(databasePath: path).isHeld(), pid: nil),
+            database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
+            streams: [], uploader: .init(health: "unknown"), warnings: [])
+
+        var queue: AgentDatabase?
+        if exists {
+            do {
+                queue = try AgentDatabase(readOnlyPath: path, clock: clock)
+            } catch {
+                report.database.error = "\(error)"
+            }
+        }
+        report.clock = clockStatus(queue: queue, config: effective, now: now)
+        if let queue {
+            fill(&report, from: queue, config: effective, now: now)
+        } else {
+            report.streams = StreamName.allCases.map { emptyStream($0, enabled: effective.isEnabled($0)) }
+        }
+        report.warnings = warnings(for: report, config: effective, now: now)
+        return report
+    }
+
+    private func fill(_ report: inout StatusReport, from queue: AgentDatabase, config: AgentConfig, now: Date) {
+        report.database.sizeBytes = queue.fileBytes()
+        let limits = config.storage.limits
+        report.database.maxQueueBytes = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
+        report.database.minFreeBytes = limits.minFreeBytes
+        report.database.reserveBytes = StorageReserve(databasePath: queue.path, size: limits.reserveBytes).heldBytes
+        do {
+            let evicted = try queue.housekeeping.evictedTotals()
+            let counts = try queue.counts()
+            let health = Dictionary(try queue.agentState.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
+            let stats = Dictionary(try queue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
+            let switches = PauseSwitches(queue: queue)
+            let paused = try switches.pausedStreams(at: now)
+            let server = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)
+            report.serverSwitches = server.map {
+                .init(supported: $0.supported, fetchedAt: $0.fetchedAt, lastAttemptAt: $0.lastAttemptAt,
+                      lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted())
+            }
+            if report.daemon.running, let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
+                report.daemon.pid = pid
+            }
+            report.streams = try StreamName.allCases.map { name in
+                var s = emptyStream(name, enabled: config.isEnabled(name))
+                func count(_ status: RecordStatus) -> StreamCount? { counts.first { $0.stream == name && $0.status == status } }
+                s.pending = count(.pending)?.records ?? 0
+                s.pendingBytes = count(.pending)?.bytes ?? 0
+                s.failed = count(.failed)?.records ?? 0
+                s.failedBytes = count(.failed)?.bytes ?? 0
+                s.uploaded = count(.uploaded)?.records ?? 0
+                s.paused = paused.contains(name)
+                if let pause = try switches.pause(of: name, at: now) {
+                    s.pausedSince = pause.since
+                    s.pausedUntil = pause.until
+                }
+                s.evicted = evicted[name] ?? 0
+                func counter(_ counter: String) throws -> Int? {
+                    try queue.agentState.value(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
+                }
+                func detail(_ detail: String) throws -> String? {
+                    try queue.agentState.value(StreamCounter.key(name.rawValue, detail))
+                }
+                if name == .health {
+                    s.malformedLines = try counter(StreamCounter.malformedLines)
+                    s.refusedSamples = try counter(StreamCounter.refusedSamples)
+                    s.serverSkippedSamples = try counter(StreamCounter.serverSkippedSamples)
+                }
+                if name == .microphone {
+                    s.silentChunksDropped = try counter(StreamCounter.silentChunksDropped)
+                    if report.daemon.running && s.enabled && !s.paused, let reason = try detail(StreamCounter.deviceReason) {
+                        let inUse = try detail(StreamCounter.deviceInUse).flatMap { $0.isEmpty ? nil : $0 }
+                        s.device = .init(inUse: inUse, chosen: config.microphone.device,
+                                         onFallback: inUse != nil && inUse != config.microphone.device, reason: reason,
+                                         since: try detail(StreamCounter.deviceSince).flatMap(RFC3339.date(from:)))
+                    }
+                }
+                if name == .location {
+                    s.privacySkipped = try counter(StreamCounter.privacySkipped)
+                    s.privacyCoarsened = try counter(StreamCounter.privacyCoarsened)
+                }
+                if let h = health[name.rawValue] {
+                    s.health = h.state
+                    s.reason = h.reason
+                    s.errorCode = h.code?.rawValue
+                    s.checkedAt = h.checkedAt
+                }
+                if !s.enabled {
+                    s.health = "disabled"
+                    s.switchedOffBy = "config"
+                } else if server?.switchedOff(name) == true {
+                    s.health = "disabled"
+                    s.switchedOffBy = "server"
+                    s.reason = "switched off in the server's web UI; it resumes when switched on there"
+                } else if s.paused {
+                    s.health = "paused"
+                }
+                s.oldestPendingAgeSeconds = try queue.oldestPendingAge(stream: name)
+                s.lastCapturedAt = try queue.lastCapture(stream: name)
+                if let st = stats[name] {
+                    s.lastUploadAttemptAt = st.lastAttemptAt
+                    s.lastUploadSuccessAt = st.lastSuccessAt
+                    s.lastUploadResult = st.lastResult
+                    s.lastUploadErrorCode = st.lastErrorCode?.rawValue
+                    s.recordsSent = st.recordsSent
+                    s.bytesSent = st.bytesSent
+                }
+                return s
+            }
+            if let h = health["uploader"] {
+                report.uploader.health = h.state
+                report.uploader.reason = h.reason
+            }
+            report.uploader.lastAttemptAt = stats.values.compactMap(\.lastAttemptAt).max()
+            report.uploader.lastSuccessAt = stats.values.compactMap(\.lastSuccessAt).max()
+            let latest = stats.values.compactMap { s in s.lastAttemptAt.map { ($0, s) } }.max { $0.0 < $1.0 }?.1
+            if let code = latest?.lastErrorCode {
+                report.uploader.lastErrorCode = code.rawValue
+                report.uploader.lastErrorMeaning = code.meaning
+            }
+            report.uploader.authPausedUntil = try queue.agentState.value(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
+            report.uploader.retryAt = try queue.agentState.value(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
+            if config.server.gzip {
+                report.uploader.uncompressedSince = try queue.agentState.value(AgentStateKey.uploadPlainBodiesSince).flatMap(RFC3339.date(from:))
+            }
+            report.uploader.errors = try queue.uploadErrorTotals().sorted { $0.key < $1.key }
+                .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
+            // The daemon's power decision, while it runs (a stopped daemon changes nothing).
+            if report.daemon.running, let text = try queue.agentState.value(AgentStateKey.powerState),
+               let power = try? JSONDecoder().decode(StoredPowerState.self, from: Data(text.utf8)) {
+                report.power = .init(source: power.source, batteryPercent: power.batteryPercent,
+                                     batteryStatus: power.batteryStatus, effects: power.effects)
+                if power.microphonePaused, let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }),
+                   report.streams[i].enabled, !report.streams[i].paused, report.streams[i].switchedOffBy == nil {
+                    report.streams[i].health = "paused"
+                    report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
+                }
+            }
+            if let purge = try queue.housekeeping.latestPurge() {
+                report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
+            }
+            if let event = try queue.agentState.latestEvent(code: .storageFull) {
+                report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
+            }
+            report.database.belowFloorSince = try queue.agentState.value(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
+        } catch {
+            report.database.error = "\(error)"
+        }
+    }
+
+    /// The kernel's clock flag as this process sees it, and the held records of the queue.
+    private func clockStatus(queue: AgentDatabase?, config: AgentConfig, now: Date) -> StatusReport.Clock {
+        let sync = ClockSync.live()
+        let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
+        let held = (try? queue?.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
+        let evidence = BootClock.bootID.flatMap { boot in try? queue?.agentState.storedTimeEvidence(bootID: boot) }
+        return StatusReport.Clock(synchronised: sync.unsynchronisedReason() == nil,
+                                  trustSystemClock: config.daemon.trustSystemClock,
+                                  trusted: trust.isTrusted(now: now), reason: trust.distrust(now: now),
+                                  heldRecords: held.thisBoot, heldEarlierBoots: held.earlierBoots,
+                                  trueTimeFrom: evidence?.source)
+    }
+
+    private func emptyStream(_ name: StreamName, enabled: Bool) -> StatusReport.Stream {
+        StatusReport.Stream(name: name.rawValue, enabled: enabled, paused: false, health: enabled ? "unknown" : "disabled",
+                            pending: 0, pendingBytes: 0, failed: 0, uploaded: 0, recordsSent: 0, bytesSent: 0)
+    }
+
+    func warnings(for report: StatusReport, config: AgentConfig, now: Date) -> [String] {
+        var warnings: [String] = []
+        if let error = report.configError { warnings.append("configuration: \(error)") }
+        if report.configError == nil && !report.configured {
+            warnings.append("not set up: run 'ariata-agent onboard'")
+        }
+        if let error = report.database.error { warnings.append("database: \(error)") }
+        let pending = report.streams.reduce(0) { $0 + $1.pending }
+        let lastSuccess = report.uploader.lastSuccessAt
+        if pending > 0, report.configured, lastSuccess.map({ now.timeIntervalSince($0) > 3_600 }) ?? true,
+           report.streams.contains(where: { ($0.oldestPendingAgeSeconds ?? 0) > 3_600 }) {
+            warnings.append("nothing uploaded for over an hour while \(pending) records wait")
+        }
+        if let free = report.database.freeDiskBytes, free < Int64(config.storage.minFreeMB) * 1_048_576 * 2 {
+            warnings.append("storage low: \(free / 1_048_576) MB free under \(config.storage.database) (E004 below \(config.storage.minFreeMB) MB)")
+        }
+        if let until = report.uploader.authPausedUntil {
+            warnings.append("uploads paused until \(RFC3339.string(from: until)): the server refused the device token (E002); run 'ariata-agent onboard' with a new token")
+        }
+        if let since = report.uploader.uncompressedSince {
+            warnings.append("the server does not inflate gzip bodies: it answered a compressed batch 400/415 and took it uncompressed, so uploads go uncompressed since \(RFC3339.string(from: since)); set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
+        }
+        if let problem = report.serverSwitches?.lastProblem, report.daemon.running {
+            warnings.append("cannot read the server's stream switches: \(problem); the last ones stay in force")
+        }
+        if let since = report.database.belowFloorSince {
+            warnings.append("E004 the disk was filled by something else: free disk below the floor since \(RFC3339.string(from: since)); "
+                            + "the backlog is kept, the queue does not grow, and new captures replace the oldest records; free disk space under \(config.storage.database)")
+        }
+        if let guardEvent = report.database.lastStorageGuard, now.timeIntervalSince(guardEvent.at) < 86_400 {
+            warnings.append("E004 storage guard at \(RFC3339.string(from: guardEvent.at)): \(guardEvent.message)")
+        }
+        for stream in report.streams where stream.health == "unhealthy" {
+            warnings.append("\(stream.name) unhealthy: \(stream.reason ?? "no reason given")")
+        }
+        if report.daemon.running, report.uploader.health == "unhealthy", report.uploader.authPausedUntil == nil {
+            warnings.append("uploads: \(report.uploader.reason ?? "failing")")
+        }
+        if let clock = report.clock, clock.heldRecords > 0, !clock.trusted, let source = clock.trueTimeFrom {
+            warnings.append("clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times; this boot's true time is known from \(source), so the daemon corrects and releases them at its next liveness check ('ariata-agent sync' does it now)")
+        } else if let clock = report.clock, clock.heldRecords > 0 {
+            warnings.append(clock.trusted
+                ? "\(clock.heldRecords) records held with provisional times: the clock can be believed now, so the daemon corrects and releases them at its next liveness check"
+                : "clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times and are corrected and sent once it is; enable NTP (timedatectl set-ntp true), or set [daemon] trust_system_clock = true if this clock is right")
+        }
+        if let clock = report.clock, clock.heldEarlierBoots > 0 {
+            warnings.append("\(clock.heldEarlierBoots) records held from an earlier boot whose clock was never synchronised: their true time is unknown, so they are kept and not sent (with [daemon] trust_system_clock = true, those with a plausible time are sent as they are)")
+        }
+        if report.configured && !report.daemon.running {
+            // Only the system service's configuration is systemd's to start.
+            if report.configFile == AgentConfig.defaultPath {
+                warnings.append("the daemon is not running: sudo systemctl start ariata-agent")
+            } else {
+                warnings.append("the daemon is not running for \(report.configFile): start it with 'ariata-agent run --config \(report.configFile)' (or, as a user service, 'systemctl --user start ariata-agent')")
+            }
+        }
+        return warnings
+    }
+}

@@ -1,0 +1,147 @@
+import AgentCore
+import Foundation
+
+/// The terminal form of a `StatusReport`: aligned columns, readable at a glance; colour
+/// only when asked for (a terminal without NO_COLOR).
+public struct StatusText: Sendable {
+    let colour: Bool
+    let now: Date
+
+    public init(colour: Bool, now: Date = Date()) {
+        self.colour = colour
+        self.now = now
+    }
+
+    /// Colour when standard output is a terminal and NO_COLOR is not set (no-color.org).
+    public static func wantsColour(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+    }
+
+    public func render(_ r: StatusReport) -> String {
+        var out: [String] = []
+        let setup = r.configured ? paint("configured", .green) : paint("not configured", .red)
+        out.append("ariata-agent \(r.agentVersion)  \(setup)  (\(r.configFile))")
+        if let endpoint = r.endpoint { out.append("  endpoint   \(endpoint)") }
+        if let device = r.deviceId { out.append("  device     \(device)") }
+        let daemon = r.daemon.running ? paint("running", .green) + (r.daemon.pid.map { " (pid \($0))" } ?? "") : paint("not running", .yellow)
+        out.append("  daemon     \(daemon)")
+        out.append("")
+
+        let header = ["STREAM", "STATE", "PENDING", "FAILED", "OLDEST", "LAST CAPTURE", "LAST UPLOAD"]
+        var rows: [[String]] = []
+        for s in r.streams {
+            rows.append([
+                s.name, s.switchedOffBy.map { "off (\($0))" } ?? s.health,
+                s.pending == 0 ? "0" : "\(s.pending) (\(bytes(s.pendingBytes)))",
+                "\(s.failed)",
+                s.oldestPendingAgeSeconds.map(age) ?? "-",
+                s.lastCapturedAt.map { age(now.timeIntervalSince($0)) + " ago" } ?? "-",
+                s.lastUploadSuccessAt.map { age(now.timeIntervalSince($0)) + " ago" } ?? "-",
+            ])
+        }
+        let widths = header.indices.map { i in ([header[i]] + rows.map { $0[i] }).map(\.count).max() ?? 0 }
+        func line(_ cells: [String], colouring: Bool) -> String {
+            cells.indices.map { i in
+                let padded = cells[i].padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                return colouring && i == 1 ? paint(padded, colourFor(state: cells[i])) : padded
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }
+        out.append(line(header, colouring: false))
+        for row in rows { out.append(line(row, colouring: true)) }
+        for s in r.streams where s.reason != nil && s.health == "unhealthy" {
+            out.append("  \(s.name): \(s.errorCode.map { "\($0) " } ?? "")\(s.reason ?? "")")
+        }
+        for s in r.streams where s.paused && s.enabled {
+            let local = DateFormatter()
+            local.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            out.append("  \(s.name): paused " + (s.pausedUntil.map { "until \(local.string(from: $0)) (resumes by itself in \(age($0.timeIntervalSince(now))))" }
+                ?? "until 'ariata-agent resume \(s.name)'"))
+        }
+        for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
+            out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")
+        }
+        for s in r.streams where !s.paused && s.health != "disabled" {
+            guard let device = s.device, let inUse = device.inUse else { continue }
+            out.append("  \(s.name): capturing from '\(inUse)'" + (device.onFallback ? " (\(device.reason))" : ""))
+        }
+        for s in r.streams where (s.silentChunksDropped ?? 0) > 0 {
+            out.append("  \(s.name): \(s.silentChunksDropped ?? 0) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)")
+        }
+        for s in r.streams where (s.serverSkippedSamples ?? 0) > 0 {
+            out.append("  \(s.name): \(s.serverSkippedSamples ?? 0) samples not captured: their metric is not among the server's enabled_metrics")
+        }
+        for s in r.streams where (s.malformedLines ?? 0) + (s.refusedSamples ?? 0) > 0 {
+            out.append("  \(s.name): \(s.malformedLines ?? 0) malformed lines and \(s.refusedSamples ?? 0) refused samples skipped since the daemon started (each is in the log)")
+        }
+        out.append("")
+
+        var upload = "uploads    last attempt " + (r.uploader.lastAttemptAt.map { age(now.timeIntervalSince($0)) + " ago" } ?? "never")
+        upload += ", last success " + (r.uploader.lastSuccessAt.map { age(now.timeIntervalSince($0)) + " ago" } ?? "never")
+        out.append(upload)
+        if let code = r.uploader.lastErrorCode {
+            out.append("           last error \(paint(code, .red)) \(r.uploader.lastErrorMeaning ?? "")")
+        }
+        if let retry = r.uploader.retryAt, retry > now {
+            out.append("           next retry in \(age(retry.timeIntervalSince(now)))")
+        }
+        if let switches = r.serverSwitches {
+            let asked = switches.fetchedAt.map { "fetched \(age(now.timeIntervalSince($0))) ago" } ?? "never fetched"
+            let what = !switches.supported ? "none on this server (the local config alone decides)"
+                : switches.switchedOff.isEmpty ? "every stream on" : "\(switches.switchedOff.joined(separator: ", ")) off"
+            out.append("switches   \(what), \(asked)" + (switches.lastProblem.map { "; last ask failed: \($0)" } ?? ""))
+        }
+        let free = r.database.freeDiskBytes.map { "\(bytes($0)) free" } ?? "free space unknown"
+        out.append("queue      \(r.database.path): \(r.database.exists ? bytes(r.database.sizeBytes) : "not created yet"), \(free)")
+        if r.streams.contains(where: { $0.evicted > 0 }) {
+            let counts = r.streams.map { "\($0.name) \($0.evicted)" }.joined(separator: ", ")
+            out.append("evicted    \(counts) (E004: deleted by the storage guard before upload)")
+        }
+        if let power = r.power {
+            let level = power.batteryPercent.map { ", battery \($0) %" + (power.batteryStatus.map { " (\($0))" } ?? "") } ?? ""
+            out.append("power      on \(power.source)\(level)" + (power.effects.isEmpty ? "" : ": " + power.effects.joined(separator: "; ")))
+        }
+        if let purge = r.database.lastPurge {
+            out.append("purged     \(age(now.timeIntervalSince(purge.at))) ago: \(purge.message)")
+        }
+        if let clock = r.clock {
+            let state = clock.synchronised ? "synchronised" : clock.trusted ? "not synchronised, trusted ([daemon] trust_system_clock)" : paint("not synchronised", .yellow)
+            let held = clock.heldRecords + clock.heldEarlierBoots
+            out.append("clock      \(state)" + (clock.trusted ? "" : clock.trueTimeFrom.map { ", true time from \($0)" } ?? "")
+                + (held > 0 ? ", \(held) records held with provisional times" : ""))
+        }
+        if !r.warnings.isEmpty {
+            out.append("")
+            for w in r.warnings { out.append(paint("warning: ", .yellow) + w) }
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    enum Colour: String {
+        case red = "31", green = "32", yellow = "33"
+    }
+
+    func colourFor(state: String) -> Colour? {
+        switch state.trimmingCharacters(in: .whitespaces) {
+        case "healthy": return .green
+        case "unhealthy": return .red
+        case "paused": return .yellow
+        default: return nil
+        }
+    }
+
+    func paint(_ text: String, _ c: Colour?) -> String {
+        guard colour, let c else { return text }
+        return "\u{1B}[\(c.rawValue)m\(text)\u{1B}[0m"
+    }
+
+    /// 42s, 5m, 3h12m, 2d4h.
+    func age(_ seconds: Double) -> String {
+        let s = Int(max(0, seconds))
+        if s < 60 { return "\(s)s" }
+        if s < 3_600 { return "\(s / 60)m" }
+        if s < 86_400 { return "\(s / 3_600)h\(s % 3_600 / 60)m" }
+        return "\(s / 86_400)d\(s % 86_400 / 3_600)h"
+    }
+
+    func bytes(_ n: Int64) -> String { ProgressBar.bytes(n) }
+}

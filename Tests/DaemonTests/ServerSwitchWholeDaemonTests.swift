@@ -1,0 +1,69 @@
+import AgentCore
+import Foundation
+import Platform
+import Reports
+import TestRigs
+import XCTest
+
+/// The server's stream switches through `ariata-agent run` on the real clock, with every
+/// rig: a stream switched off at the receiver stops capturing within 10 s of the next
+/// verify (driven by SIGHUP, which asks at once, rather than by the hourly ask), resumes
+/// when switched on, and stays off across a restart while the receiver is down.
+final class ServerSwitchWholeDaemonTests: XCTestCase {
+    func testSwitchedOffAtTheServerStopsCaptureAndARestartWithoutNetworkKeepsIt() throws {
+        let rig = try DaemonRig(checkInterval: 30)
+        try rig.startAgent()
+        let queue = try rig.openQueue()
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        func fixes() throws -> Int { try queue.records(stream: .location).count }
+        func verifies() throws -> Int { try rig.receiver.verifyCalls().count }
+        try waitUntil("location records", timeout: 30) { try fixes() > 0 }
+        XCTAssertEqual(try rig.receiver.verifyCalls(), [200], "asked at start")
+
+        // Switched off in the server's web UI; the reload asks at once.
+        try rig.receiver.setVerify(["location": ["is_enabled": false]])
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("the verify after the reload", timeout: 10) { try verifies() == 2 }
+        let answered = Date(timeIntervalSince1970: try XCTUnwrap(rig.receiver.verifyRequests().last).at)
+        try waitUntil("location to stop", timeout: 10) { rig.agentLog.contains("location paused") }
+        // The stop is logged once capture has ended: polled every 0.05 s, so within that of it.
+        let stoppedWithin = Date().timeIntervalSince(answered)
+        XCTAssertLessThan(stoppedWithin, 10, "capture stopped within 10 s of the verify")
+        print("measured: location stopped at most \(String(format: "%.2f", stoppedWithin)) s after the receiver answered the verify")
+        // A location interval of 2 s: three fixes would come in 6 s if it still captured,
+        // 'resume' (which signals the daemon) included: it cannot undo the server's switch.
+        let atStop = try fixes()
+        let resume = try cli.run(["resume", "location"])
+        XCTAssertEqual(resume.status, 0, resume.stderr)
+        XCTAssertTrue(resume.stdout.contains("location stays off: the server switched it off"), resume.stdout)
+        Thread.sleep(forTimeInterval: 6)
+        XCTAssertEqual(try fixes(), atStop, "no fix while switched off")
+        let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
+        XCTAssertEqual(report.streams.first { $0.name == "location" }?.switchedOffBy, "server")
+        XCTAssertTrue(try cli.run(["status"]).stdout.contains("off (server)"))
+
+        // Switched on again: capture resumes.
+        try rig.receiver.setVerify(["location": ["is_enabled": true]])
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("location records again", timeout: 15) { try fixes() > atStop }
+
+        // Off again, then a restart while the receiver is down: still off.
+        try rig.receiver.setVerify(["location": ["is_enabled": false]])
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("the verify", timeout: 10) { try verifies() == 4 }
+        try waitUntil("location to stop again", timeout: 10) {
+            rig.agentLog.components(separatedBy: "location paused").count == 3
+        }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        rig.receiver.stop()
+        let beforeRestart = try fixes()
+        try rig.startAgent()
+        try waitUntil("the restarted daemon to keep the switch", timeout: 20) {
+            rig.agentLog.contains("location switched off by the server")
+        }
+        try waitUntil("the failed ask", timeout: 20) { rig.agentLog.contains("cannot read the server's stream switches") }
+        Thread.sleep(forTimeInterval: 6)
+        XCTAssertEqual(try fixes(), beforeRestart, "no fix after the restart: the last answer holds")
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
+}
