@@ -58,6 +58,11 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         return stopped.merging(current?.counters() ?? [:], uniquingKeysWith: +)
     }
 
+    /// What the running stream is doing now (nothing while paused or stopped).
+    public func details() -> [String: String] {
+        state.withLock { $0.current }?.details() ?? [:]
+    }
+
     /// `until`: when a timed pause ends by itself (for the log; the daemon resumes it).
     /// `why`: a pause the daemon decided (the power policy), for the log.
     public func setPaused(_ paused: Bool, until: Date? = nil, why: String? = nil) {

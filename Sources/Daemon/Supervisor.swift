@@ -13,10 +13,13 @@ public protocol SupervisedComponent: AnyObject, Sendable {
     func restart()
     /// Running totals for `status` (see `StreamCounter`); empty for most components.
     func counters() -> [String: Int]
+    /// What the component is doing now, as text for `status` (see `StreamCounter`).
+    func details() -> [String: String]
 }
 
 extension SupervisedComponent {
     public func counters() -> [String: Int] { [:] }
+    public func details() -> [String: String] { [:] }
 }
 
 /// The daemon's liveness checks (`[daemon] check_interval`), on one timer for the whole
@@ -37,6 +40,7 @@ public final class Supervisor: Sendable {
     private struct Written {
         var health: [String: (health: Liveness, at: TimeInterval)] = [:]
         var counters: [String: Int] = [:]
+        var details: [String: String] = [:]
     }
     private let written = Mutex(Written())
     /// An unchanged health is written again after this long (monotonic seconds).
@@ -72,6 +76,7 @@ public final class Supervisor: Sendable {
         let now = clock()
         var results: [String: Liveness] = [:]
         var write = LivenessCheckWrite()
+        var details: [String: String] = [:]
         for component in current {
             let name = component.componentName
             let health = component.liveness()
@@ -85,12 +90,20 @@ public final class Supervisor: Sendable {
                 let key = StreamCounter.key(name, counter)
                 if written.withLock({ $0.counters[key] != value }) { write.state[key] = String(value) }
             }
+            for (detail, value) in component.details() {
+                let key = StreamCounter.key(name, detail)
+                if written.withLock({ $0.details[key] != value }) {
+                    write.state[key] = value
+                    details[key] = value
+                }
+            }
         }
         do {
             try store.agentState.store(write)
             written.withLock { written in
                 for (name, health) in write.liveness { written.health[name] = (health, now) }
-                for (key, value) in write.state { written.counters[key] = Int(value) }
+                for (key, value) in write.state where details[key] == nil { written.counters[key] = Int(value) }
+                written.details.merge(details) { $1 }
             }
         } catch {
             logger.error("cannot store the liveness check for status: \(error); it is written again at the next check")

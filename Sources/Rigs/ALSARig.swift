@@ -9,6 +9,11 @@ import Foundation
 /// pointed at it; the previous value is put back when the rig goes, so later tests see the
 /// normal configuration. The environment is process-wide: use one rig at a time.
 ///
+/// Several devices can be defined at once, each over its own input and listed in ALSA's
+/// device hints (`arecord -L`) with `description(of:)`: `unplug` takes a
+/// device's input away (opening the device then fails with ENOENT, as for a USB microphone
+/// that is not there) and `plugIn` puts it back.
+///
 /// The plugin does not pace reads (capture runs as fast as the reader) and past the end
 /// of `infile` it leaves the read buffer untouched, so inputs must be longer than a test
 /// reads and readers must clear their buffers.
@@ -17,35 +22,67 @@ public final class ALSARig: @unchecked Sendable {
     public static let systemConfig = "/usr/share/alsa/alsa.conf"
 
     public let directory: TemporaryDirectory
-    /// The PCM name to open (`snd_pcm_open`, `arecord -D`).
+    /// The PCM name to open (`snd_pcm_open`, `arecord -D`): the first device.
     public let device: String
     public let configPath: String
-    /// The raw input the PCM reads; it need not exist yet (a device that appears later).
+    /// The raw input the first PCM reads; it need not exist yet (a device that appears later).
     public let inputPath: String
+    /// Every device's input, by PCM name.
+    public let inputs: [String: String]
     private let previousConfigPath: String?
 
-    public init(input: String, device: String = "ariata_test_mic") throws {
+    public convenience init(input: String, device: String = "ariata_test_mic") throws {
+        try self.init(devices: [(device, input)])
+    }
+
+    /// `devices`: PCM names and the raw input each reads.
+    public init(devices: [(name: String, input: String)]) throws {
         guard FileManager.default.fileExists(atPath: Self.systemConfig) else {
             throw NotInstalled(program: "alsa (\(Self.systemConfig))")
         }
+        guard let first = devices.first else { throw RigFailure("ALSARig: no device to define") }
         directory = try TemporaryDirectory("ariata-alsa")
-        self.device = device
-        inputPath = input
+        device = first.name
+        inputPath = first.input
+        inputs = Dictionary(devices.map { ($0.name, $0.input) }) { $1 }
         configPath = directory.file("asound.conf")
-        let text = """
-            <\(Self.systemConfig)>
-            pcm.\(device) {
+        let definitions = devices.map { device in
+            """
+            pcm.\(device.name) {
                 type file
                 slave.pcm "null"
                 file "/dev/null"
-                infile "\(input)"
+                infile "\(device.input)"
                 format "raw"
+                hint { show on description "\(Self.description(of: device.name))" }
             }
 
             """
+        }
+        let text = "<\(Self.systemConfig)>\n" + definitions.joined()
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
         previousConfigPath = ProcessInfo.processInfo.environment["ALSA_CONFIG_PATH"]
         setenv("ALSA_CONFIG_PATH", configPath, 1)
+    }
+
+    /// The readable name ALSA's device hints give a rig device (`arecord -L`).
+    public static func description(of device: String) -> String { "Test microphone \(device)" }
+
+    /// Whether `device`'s input is there (it opens).
+    public func isPlugged(_ device: String) -> Bool {
+        inputs[device].map { FileManager.default.fileExists(atPath: $0) } ?? false
+    }
+
+    /// Takes `device`'s input away (kept beside it): opening the device fails with ENOENT.
+    public func unplug(_ device: String) throws {
+        guard let input = inputs[device] else { throw RigFailure("ALSARig: no device \(device)") }
+        guard rename(input, input + ".unplugged") == 0 else { throw RigFailure("ALSARig: cannot unplug \(device): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Puts back the input `unplug` took away.
+    public func plugIn(_ device: String) throws {
+        guard let input = inputs[device] else { throw RigFailure("ALSARig: no device \(device)") }
+        guard rename(input + ".unplugged", input) == 0 else { throw RigFailure("ALSARig: cannot plug \(device) in: \(String(cString: strerror(errno)))") }
     }
 
     deinit {

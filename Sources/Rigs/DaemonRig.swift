@@ -23,8 +23,13 @@ public final class DaemonRig: @unchecked Sendable {
     private let driveSeconds: Int
     private let drivePeriod: TimeInterval
     private let pcmFeeder: ChildProcess
+    /// The feeders of the devices `plugInDevice` added.
+    private var pluggedFeeders: [ChildProcess] = []
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
+
+    /// The ALSA device the rig feeds speech at real-time pace.
+    public static let feedDevice = "daemon_mic"
 
     /// - Parameters:
     ///   - chunkSeconds: audio chunk length (short chunks keep tests short).
@@ -35,6 +40,7 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - locationInterval, healthCommitInterval: short for tests; a real device's
     ///     (10 s, 300 s) for benchmarks.
     ///   - microphoneConfig: more `[microphone]` keys (complexity).
+    ///   - microphoneDevice: `[microphone] device`; the rig's FIFO-fed device is `feedDevice`.
     ///   - driveSeconds: how many epochs (seconds of driving) gpsd is fed.
     ///   - drivePeriod: wall seconds per epoch (1: as a receiver sends them; 0.5 drives
     ///     twice as fast, which the agent accepts while the fix times stay within its
@@ -46,6 +52,7 @@ public final class DaemonRig: @unchecked Sendable {
                 checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
+                microphoneDevice: String = DaemonRig.feedDevice,
                 driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
                 caFile: String? = nil) throws {
         directory = try TemporaryDirectory("ariata-daemon")
@@ -63,7 +70,7 @@ public final class DaemonRig: @unchecked Sendable {
         alsaConfig = directory.file("asound.conf")
         try """
             <\(ALSARig.systemConfig)>
-            pcm.daemon_mic {
+            pcm.\(Self.feedDevice) {
                 type file
                 slave.pcm "null"
                 file "/dev/null"
@@ -99,7 +106,7 @@ public final class DaemonRig: @unchecked Sendable {
             gpsd_port = \(gps.port)
             interval = \(locationInterval)
             [microphone]
-            device = "daemon_mic"
+            device = "\(microphoneDevice)"
             chunk_seconds = \(chunkSeconds)
             overlap_seconds = \(overlapSeconds)
             \(microphoneConfig)
@@ -121,6 +128,7 @@ public final class DaemonRig: @unchecked Sendable {
         agent?.stop(grace: 10)
         feeder.stop()
         pcmFeeder.stop(grace: 1)
+        for feeder in pluggedFeeders { feeder.stop(grace: 1) }
         receiver.stop()
     }
 
@@ -192,6 +200,28 @@ public final class DaemonRig: @unchecked Sendable {
         handle.seekToEndOfFile()
         handle.write(Data(lines.utf8))
         try handle.close()
+    }
+
+    /// Plugs a capture device in while the agent runs: `name` is added to the agent's ALSA
+    /// configuration (alsa-lib reads it again at the next open, as it does when a card
+    /// appears) as a `file` device fed `input` (raw 16 kHz S16_LE mono) at real-time pace
+    /// through a FIFO of its own.
+    public func plugInDevice(_ name: String, input: String) throws {
+        let fifo = directory.file("\(name).fifo")
+        guard mkfifo(fifo, 0o600) == 0 else { throw RigFailure("mkfifo \(fifo) failed") }
+        pluggedFeeders.append(try ChildProcess("python3", ["\(Repository.path("tools/demo/pcm-feeder.py"))", input, fifo],
+                                               name: "pcm-feeder-\(name)", logDirectory: directory.path))
+        let text = try String(contentsOfFile: alsaConfig, encoding: .utf8) + """
+            pcm.\(name) {
+                type file
+                slave.pcm "null"
+                file "/dev/null"
+                infile "\(fifo)"
+                format "raw"
+            }
+
+            """
+        try text.write(toFile: alsaConfig, atomically: true, encoding: .utf8)
     }
 
     /// Restarts the NMEA feed with epochs starting now (after gpsd was restarted, say).

@@ -32,6 +32,8 @@ public struct OnboardRequest: Sendable {
     public var sourceID: String?
     /// `--user-service` or `--system-service`; nil: decided from the sound server (`ServiceModeStep`).
     public var serviceMode: ServiceMode?
+    /// `--microphone-device`: the ALSA capture device to write as `[microphone] device`.
+    public var microphoneDevice: String?
 
     /// A pending pairing on the servers lives 10 minutes: `--link` waits as long by default.
     public static let defaultLinkTimeout: TimeInterval = 600
@@ -41,8 +43,9 @@ public struct OnboardRequest: Sendable {
                 acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata",
                 pairingCode: String? = nil, disableFailing: Bool = false, link: Bool = false,
                 linkTimeout: TimeInterval = OnboardRequest.defaultLinkTimeout, sourceID: String? = nil,
-                serviceMode: ServiceMode? = nil) {
+                serviceMode: ServiceMode? = nil, microphoneDevice: String? = nil) {
         self.serviceMode = serviceMode
+        self.microphoneDevice = microphoneDevice
         self.pairingCode = pairingCode
         self.link = link
         self.linkTimeout = linkTimeout

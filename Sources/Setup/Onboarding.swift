@@ -54,6 +54,8 @@ public final class Onboarding {
 
         console.line("")
         console.line("2/5 Device checks")
+        try MicrophoneStep(requested: request.microphoneDevice, prompter: prompter, console: console, printer: printer)
+            .run(&config.microphone)
         try checkDevices(&config)
 
         console.line("")

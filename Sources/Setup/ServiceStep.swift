@@ -111,16 +111,6 @@ struct ServiceStep {
     private func run(_ candidates: [String], _ arguments: [String]) -> (status: Int32, output: String)? {
         let path = candidates.first(where: FileManager.default.isExecutableFile(atPath:))
         guard let path else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return CommandOutput.run(path, arguments)
     }
 }

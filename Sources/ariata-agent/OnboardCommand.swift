@@ -33,7 +33,13 @@ struct OnboardCommand: ParsableCommand {
             (only for the token when the token was refused); with --yes onboard stops. \
             Nothing is written until the server is verified.
 
-            2. Device checks: gpsd answers, the ALSA capture device opens, each health file \
+            2. Device checks: first the microphone: the capture devices are listed (ALSA's \
+            device hints, as 'arecord -L' shows them, and the sources of a PipeWire session, \
+            as pipewire:NODE=<source>) with readable names; on a terminal you pick one by \
+            number or name (Enter keeps the current one), it is opened once to check it, and \
+            it is written as [microphone] device (--microphone-device NAME chooses without \
+            asking). While it is missing (unplugged), the daemon captures from [microphone] \
+            fallback_device ("default") and takes it back when it returns. Then: gpsd answers, the ALSA capture device opens, each health file \
             or serial port can be read, the service user is in the groups 'audio' and \
             'dialout', there is free disk. Each failed check prints the command that fixes \
             it. Its stream stays enabled by default (a device that is not there yet, gpsd not \
@@ -128,6 +134,10 @@ struct OnboardCommand: ParsableCommand {
                                valueName: "path"))
     var caFile: String?
 
+    @Option(help: ArgumentHelp("The ALSA capture device to record from, written as [microphone] device: a name from the list onboard shows (or 'arecord -L'), e.g. default, plughw:CARD=Mic,DEV=0, or pipewire:NODE=<source> for a PipeWire source. Without it, onboard asks on a terminal, and --yes keeps the current one.",
+                               valueName: "name"))
+    var microphoneDevice: String?
+
     @Option(help: ArgumentHelp("Seconds to wait for the server while verifying (default: [server] request_timeout, 30). Not saved.",
                                valueName: "seconds"))
     var timeout: Int?
@@ -163,6 +173,9 @@ struct OnboardCommand: ParsableCommand {
             guard link else { throw ValidationError("--link-timeout goes with --link") }
             guard (1...86_400).contains(linkTimeout) else { throw ValidationError("--link-timeout: give 1 to 86400 seconds") }
         }
+        if let microphoneDevice, microphoneDevice.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--microphone-device: give an ALSA capture device name (see 'arecord -L'), e.g. default")
+        }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
         if userService && systemService { throw ValidationError("give one of --user-service and --system-service") }
     }
@@ -191,7 +204,7 @@ struct OnboardCommand: ParsableCommand {
                 pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing,
                 link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
                 sourceID: pendingSource?.sourceID,
-                serviceMode: userService ? .user : systemService ? .system : nil)
+                serviceMode: userService ? .user : systemService ? .system : nil, microphoneDevice: microphoneDevice)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(label: "ariata.onboard"))
             try onboarding.run()

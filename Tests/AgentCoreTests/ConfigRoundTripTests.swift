@@ -37,6 +37,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.location.interval = 5
         c.microphone.enabled = false
         c.microphone.device = "plughw:CARD=Mic,DEV=0"
+        c.microphone.fallbackDevice = "none"
         c.microphone.bitrate = 24_000
         c.microphone.chunkSeconds = 20
         c.microphone.overlapSeconds = 3

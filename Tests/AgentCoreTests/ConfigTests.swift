@@ -151,4 +151,18 @@ final class ConfigTests: XCTestCase {
         XCTAssertFalse(String(reflecting: config).contains("TOPSECRET"))
         XCTAssertTrue("\(config.server.token)".contains("redacted"))
     }
+
+    /// `fallback_device`: "default" unless turned off ("" or "none", any case), and never
+    /// the chosen device itself.
+    func testTheMicrophoneFallbackIsOffForEmptyNoneOrTheChosenDevice() throws {
+        func fallback(_ toml: String) throws -> String? {
+            try AgentConfig(toml: "[microphone]\n" + toml, file: "test.toml").microphone.fallback
+        }
+        XCTAssertEqual(try fallback("device = \"plughw:CARD=Mic\""), "default")
+        XCTAssertEqual(try fallback("device = \"plughw:CARD=Mic\"\nfallback_device = \"hw:0\""), "hw:0")
+        XCTAssertNil(try fallback("fallback_device = \"\""))
+        XCTAssertNil(try fallback("fallback_device = \"None\""))
+        XCTAssertNil(try fallback("device = \"hw:0\"\nfallback_device = \"hw:0\""))
+        XCTAssertNil(try fallback(""), "device = \"default\" needs no fallback to itself")
+    }
 }

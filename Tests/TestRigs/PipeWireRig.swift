@@ -51,13 +51,15 @@ public final class PipeWireRig: @unchecked Sendable {
                        "PIPEWIRE_RUNTIME_DIR": runtimeDirectory.path]
         let started = Date()
         let dbus = try start("dbus-daemon", ["--session", "--address=\(bus)", "--nofork", "--nopidfile", "--print-address"])
-        try waitUntil("the session bus", timeout: 10) { !dbus.stdout().isEmpty || !dbus.isRunning }
+        try waitUntil("the session bus", timeout: 30) { !dbus.stdout().isEmpty || !dbus.isRunning }
         guard dbus.isRunning else { throw RigFailed("dbus-daemon --session exited: \(dbus.stderr())") }
         let pipewire = try start("pipewire", [])
-        try waitUntil("PipeWire's socket", timeout: 10) { Self.isSocket(self.runtimeDirectory.file("pipewire-0")) || !pipewire.isRunning }
+        try waitUntil("PipeWire's socket", timeout: 30) { Self.isSocket(self.runtimeDirectory.file("pipewire-0")) || !pipewire.isRunning }
         _ = try start("wireplumber", [])
-        _ = try start("pipewire-pulse", [])
-        try waitUntil("pipewire-pulse", timeout: 10) { (try? self.pactl(["info"])) != nil }
+        let pulse = try start("pipewire-pulse", [])
+        // Generous: under the parallel suite's load the session takes seconds, not 0.3 s.
+        try waitUntil("pipewire-pulse", timeout: 30) { (try? self.pactl(["info"])) != nil || !pulse.isRunning }
+        guard pulse.isRunning else { throw RigFailed("pipewire-pulse exited: \(pulse.stderr())") }
         try loadSource()
         startUpSeconds = Date().timeIntervalSince(started)
     }

@@ -1,8 +1,13 @@
+import Foundation
+
 /// `[microphone]`: ALSA capture, Opus encoding, chunking.
 public struct MicrophoneConfig: Sendable, Equatable {
     public var enabled: Bool = true
     /// ALSA PCM name (`default`, `hw:1,0`, `plughw:CARD=Mic`, ...).
     public var device: String = "default"
+    /// Captured from while `device` is missing (unplugged); `""` or `"none"` turns the
+    /// fallback off (docs/streams/microphone.md, "Choosing the device, and falling back").
+    public var fallbackDevice: String = "default"
     /// Opus bit rate in bits per second.
     public var bitrate: Int = 16_000
     public var chunkSeconds: Int = 30
@@ -22,6 +27,13 @@ public struct MicrophoneConfig: Sendable, Equatable {
 
     public init() {}
 
+    /// The device to capture from while `device` is missing; nil when the fallback is off
+    /// or names the chosen device itself.
+    public var fallback: String? {
+        let name = fallbackDevice.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, name.lowercased() != "none", name != device else { return nil }
+        return name
+    }
 }
 
 extension MicrophoneConfig: ConfigTable {
@@ -29,6 +41,7 @@ extension MicrophoneConfig: ConfigTable {
     static var keys: [ConfigKey<Self>] {
         [.bool("enabled", \.enabled),
          .string("device", \.device),
+         .string("fallback_device", \.fallbackDevice),
          .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
          .int("chunk_seconds", \.chunkSeconds, range: 5...600, unit: "seconds"),
          .int("overlap_seconds", \.overlapSeconds, range: 0...60, unit: "seconds"),

@@ -9,8 +9,12 @@ public protocol CaptureStream: AnyObject, Sendable {
     func liveness() -> Liveness
     /// Running totals `status` shows (e.g. the health stream's malformed lines), by name.
     func counters() -> [String: Int]
+    /// What the stream is doing right now that `status` shows as text (the microphone's
+    /// device in use and why), by name; replaced at every health check.
+    func details() -> [String: String]
 }
 
 extension CaptureStream {
     public func counters() -> [String: Int] { [:] }
+    public func details() -> [String: String] { [:] }
 }

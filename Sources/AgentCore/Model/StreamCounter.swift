@@ -1,4 +1,5 @@
-/// Names of the counters streams report (`CaptureStream.counters()`), kept in
+/// Names of the counters and details streams report (`CaptureStream.counters()`,
+/// `details()`), kept in
 /// `agent_state` under `StreamCounter.key(component, name)` for `status`.
 public enum StreamCounter {
     /// Health lines that could not be read at all (counted, logged, skipped).
@@ -14,6 +15,12 @@ public enum StreamCounter {
     public static let privacyCoarsened = "privacy_coarsened"
     /// Microphone chunks dropped at capture as silent (`[microphone] upload_silent = false`).
     public static let silentChunksDropped = "silent_chunks_dropped"
+
+    /// Details (`CaptureStream.details()`), kept under the same keys: the microphone's
+    /// device in use, why it is that one, and since when (RFC 3339).
+    public static let deviceInUse = "device_in_use"
+    public static let deviceReason = "device_reason"
+    public static let deviceSince = "device_since"
 
     /// `component` is the stream's name (`StreamName.rawValue`, the coordinator's component name).
     public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }

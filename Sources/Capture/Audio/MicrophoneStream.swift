@@ -8,7 +8,9 @@ import Synchronization
 /// chunks overlapping by 2 s, and writes each finished chunk to the queue.
 ///
 /// A device that is missing, busy, not permitted or lost makes the stream unhealthy with
-/// the reason and it retries by itself; an overrun ends the chunk in progress (the audio
+/// the reason and it retries by itself; while the chosen device is missing, capture goes
+/// on from `[microphone] fallback_device` and the chosen one is taken back when it
+/// returns (`DeviceSelection`), each switch ending the chunk in progress; an overrun ends the chunk in progress (the audio
 /// is no longer continuous) and capture goes on. `stop()` finishes and writes the chunk in
 /// progress and releases the device before it returns (a pause is a stop: the daemon's
 /// `StreamSupervisor` starts a new stream when it ends).
@@ -25,11 +27,15 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     /// Waits between attempts to open a failing device: 1 s doubling to 30 s, so a missing
     /// microphone costs a wake-up every half minute, not a spin.
     public static let deviceRetry = Backoff(base: 1, cap: 30)
+    /// How often the chosen device is tried again while capture is on the fallback: what
+    /// a microphone plugged back in waits at most before it is used again.
+    public static let chosenDeviceRetry: TimeInterval = 5
 
     private let clock: any WallClock
     private let logger: Logger
     private let captureFactory: AudioCaptureFactory
     private let retry: Backoff
+    private let chosenRetry: TimeInterval
     private let maxClockSkew: TimeInterval?
     private let encoderSettings: OggOpusChunkEncoder.Settings
     private let writer: ChunkWriter
@@ -58,6 +64,14 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         var overruns = 0
         var opens = 0
         var silentDropped = 0
+        var switches = 0
+        var device = DeviceInUse(name: nil, reason: "not started", since: nil)
+    }
+    /// The device capture is on, why, and since when: `details()` for `status`.
+    private struct DeviceInUse {
+        var name: String?
+        var reason: String
+        var since: Date?
     }
     /// A stream starts once and stops once.
     private enum Phase {
@@ -70,6 +84,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     /// - Parameters:
     ///   - captureFactory: opens the capture device; `ALSACapture.factory` for real use.
     ///   - retry: waits between attempts to open a failing device.
+    ///   - chosenRetry: seconds between attempts at the chosen device while on the fallback.
     ///   - maxClockSkew: when the sample-counted capture time and the wall clock disagree
     ///     by more than this (NTP set the clock, the sound card's clock drifted), chunks not
     ///     yet begun are timed from the wall clock again. nil keeps the sample count only:
@@ -79,13 +94,15 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///     that cannot are written held, with their place on the boot clock.
     public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false), captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
-                retry: Backoff = MicrophoneStream.deviceRetry, maxClockSkew: TimeInterval? = 2,
+                retry: Backoff = MicrophoneStream.deviceRetry,
+                chosenRetry: TimeInterval = MicrophoneStream.chosenDeviceRetry, maxClockSkew: TimeInterval? = 2,
                 journal: Journaling? = nil) {
         self.config = config
         self.clock = clock
         self.logger = logger
         self.captureFactory = captureFactory
         self.retry = retry
+        self.chosenRetry = chosenRetry
         self.maxClockSkew = maxClockSkew
         self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity)
         let audioJournal = journal.map {
@@ -152,6 +169,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         public var chunksWaiting: Int
         public var overruns: Int
         public var deviceOpens: Int
+        /// Switches to the fallback device and back (each ends the chunk in progress).
+        public var deviceSwitches: Int
         /// Ogg bytes written to the audio journal and fsyncs made for it.
         public var journalBytes: Int
         public var journalSyncs: Int
@@ -165,11 +184,22 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         [StreamCounter.silentChunksDropped: control.withLock { $0.silentDropped }]
     }
 
+    /// The device in use (empty while none is open), why, and since when.
+    public func details() -> [String: String] {
+        let device = control.withLock { $0.device }
+        var details = [StreamCounter.deviceInUse: device.name ?? "", StreamCounter.deviceReason: device.reason]
+        if let since = device.since { details[StreamCounter.deviceSince] = RFC3339.string(from: since) }
+        return details
+    }
+
+    /// The device capture is on now (nil while none is open): for tests.
+    public var deviceInUse: String? { control.withLock { $0.device.name } }
+
     public func stats() -> Stats {
-        let (overruns, opens, silentDropped) = control.withLock { ($0.overruns, $0.opens, $0.silentDropped) }
+        let (overruns, opens, silentDropped, switches) = control.withLock { ($0.overruns, $0.opens, $0.silentDropped, $0.switches) }
         let writes = writer.current()
         let journalStats = journal?.currentStats() ?? AudioJournal.Stats()
-        return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens,
+        return Stats(chunksWritten: writes.written, chunksWaiting: writes.waiting, overruns: overruns, deviceOpens: opens, deviceSwitches: switches,
                      journalBytes: journalStats.bytes, journalSyncs: journalStats.syncs,
                      journalLongestUnsynced: journalStats.longestUnsynced, silentChunksDropped: silentDropped)
     }
@@ -191,6 +221,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             })
         var capture: (any AudioCapture)?
         var failures = 0
+        var selection = DeviceSelection(config: config, retryInterval: chosenRetry)
 
         func endRun() {
             emit { try chunker.finish() }
@@ -199,6 +230,81 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             endRun()
             capture?.close()
             capture = nil
+            setDevice(nil, reason: "no device open")
+        }
+        /// Opens `device`, counted and logged.
+        func open(_ device: String) throws(AudioCaptureError) -> any AudioCapture {
+            let opened = try captureFactory(device, sampleRate)
+            control.withLock { $0.opens += 1 }
+            logger.info("microphone capture started",
+                        metadata: ["device": "\(device)", "settings": "\(opened.settingsDescription)"])
+            return opened
+        }
+        /// The chosen device, else the fallback while the chosen one is missing.
+        func openDevice() {
+            do throws(AudioCaptureError) {
+                capture = try open(selection.chosen)
+                if selection.usingChosen() { switched(to: selection.chosen, reason: "the chosen device is back") }
+                setDevice(selection.chosen, reason: "the chosen device ([microphone] device)")
+                failures = 0
+                setCaptureHealth(.healthy)
+            } catch {
+                guard selection.fallsBack(after: error), let fallback = selection.fallback else {
+                    failed(error)
+                    return
+                }
+                do throws(AudioCaptureError) {
+                    capture = try open(fallback)
+                } catch let fallbackError {
+                    failed(error, fallbackError: fallbackError)
+                    return
+                }
+                if selection.usingFallback(now: Monotonic.now) {
+                    switched(to: fallback, reason: "the chosen device '\(selection.chosen)' is missing (\(error.detail)); it is tried again every \(Int(chosenRetry.rounded())) s")
+                }
+                setDevice(fallback, reason: selection.fallbackReason(error))
+                failures = 0
+                setCaptureHealth(.healthy)
+            }
+        }
+        /// While on the fallback, every `chosenRetry` seconds: the chosen device, if it is
+        /// back, replaces the fallback; the chunk in progress ends at the switch.
+        func tryChosen() {
+            // Without alsa-lib's own line for each attempt at a device still unplugged
+            // (docs/streams/microphone.md): the switch is what the log says.
+            let attempt = ALSADiagnostics.dropped { () -> (any AudioCapture)? in
+                do throws(AudioCaptureError) {
+                    return try open(selection.chosen)
+                } catch {
+                    return nil
+                }
+            }
+            guard let opened = attempt else {
+                selection.chosenStillMissing(now: Monotonic.now)
+                return
+            }
+            release()
+            capture = opened
+            _ = selection.usingChosen()
+            switched(to: selection.chosen, reason: "the chosen device is back")
+            setDevice(selection.chosen, reason: "the chosen device ([microphone] device)")
+        }
+        /// Logged once per switch: away from the chosen device (a warning), back to it.
+        func switched(to device: String, reason: String) {
+            control.withLock { $0.switches += 1 }
+            logger.log(level: device == selection.chosen ? .notice : .warning,
+                       "microphone switched to '\(device)': \(reason); the chunk in progress ended at the switch",
+                       metadata: ["device": "\(device)", "chosen": "\(selection.chosen)"])
+        }
+        func failed(_ error: AudioCaptureError, fallbackError: AudioCaptureError? = nil) {
+            failures += 1
+            if let fallbackError {
+                setCaptureHealth(.unhealthy(reason: "\(error.description); the fallback '\(fallbackError.device)' cannot be opened either (\(fallbackError.detail))",
+                                            code: error.code ?? fallbackError.code))
+            } else {
+                setCaptureHealth(error.health)
+            }
+            wait(retry.delay(afterFailures: failures))
         }
 
         /// Sleeps `seconds` unless stopped first.
@@ -214,22 +320,11 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                 return
             }
 
+            if capture != nil, selection.chosenDue(now: Monotonic.now) { tryChosen() }
             guard let current = capture else {
                 // An unset clock does not stop capture: chunks timed from it are held
                 // with their boot-clock time and corrected once the clock is set.
-                do throws(AudioCaptureError) {
-                    let opened = try captureFactory(config.device, sampleRate)
-                    capture = opened
-                    failures = 0
-                    control.withLock { $0.opens += 1 }
-                    setCaptureHealth(.healthy)
-                    logger.info("microphone capture started",
-                                metadata: ["device": "\(config.device)", "settings": "\(opened.settingsDescription)"])
-                } catch {
-                    failures += 1
-                    setCaptureHealth(error.health)
-                    wait(retry.delay(afterFailures: failures))
-                }
+                openDevice()
                 continue
             }
 
@@ -275,6 +370,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                 }
             } catch {
                 release()
+                // The chosen device went away (unplugged): straight to the fallback.
+                if !selection.onFallback && selection.fallsBack(after: error) { continue }
                 failures += 1
                 setCaptureHealth(error.health)
                 wait(retry.delay(afterFailures: failures))
@@ -380,6 +477,15 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                 logger.error("microphone chunk from the journal: cannot build its record; journal kept",
                              metadata: ["id": "\(chunk.id)", "error": "\(error)"])
             }
+        }
+    }
+
+    private func setDevice(_ name: String?, reason: String) {
+        let now = clock.now()
+        control.withLock { control in
+            if control.device.name != name { control.device.since = name == nil ? nil : now }
+            control.device.name = name
+            control.device.reason = reason
         }
     }
 

@@ -82,6 +82,9 @@ public struct StatusReader: Sendable {
                 func counter(_ counter: String) throws -> Int? {
                     try queue.agentState.value(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
                 }
+                func detail(_ detail: String) throws -> String? {
+                    try queue.agentState.value(StreamCounter.key(name.rawValue, detail))
+                }
                 if name == .health {
                     s.malformedLines = try counter(StreamCounter.malformedLines)
                     s.refusedSamples = try counter(StreamCounter.refusedSamples)
@@ -89,6 +92,12 @@ public struct StatusReader: Sendable {
                 }
                 if name == .microphone {
                     s.silentChunksDropped = try counter(StreamCounter.silentChunksDropped)
+                    if report.daemon.running && s.enabled && !s.paused, let reason = try detail(StreamCounter.deviceReason) {
+                        let inUse = try detail(StreamCounter.deviceInUse).flatMap { $0.isEmpty ? nil : $0 }
+                        s.device = .init(inUse: inUse, chosen: config.microphone.device,
+                                         onFallback: inUse != nil && inUse != config.microphone.device, reason: reason,
+                                         since: try detail(StreamCounter.deviceSince).flatMap(RFC3339.date(from:)))
+                    }
                 }
                 if name == .location {
                     s.privacySkipped = try counter(StreamCounter.privacySkipped)

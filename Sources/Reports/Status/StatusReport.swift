@@ -132,6 +132,22 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var switchedOffBy: String? = nil
         /// Health only: samples not captured because the server did not enable their metric.
         public var serverSkippedSamples: Int? = nil
+        /// Microphone only, while the daemon runs: the capture device in use and why.
+        public var device: CaptureDevice? = nil
+    }
+
+    /// The microphone's device in use: the chosen one, or the fallback while the chosen
+    /// one is missing (docs/streams/microphone.md, "Choosing the device, and falling back").
+    public struct CaptureDevice: Codable, Sendable, Equatable {
+        /// The device capture is on; nil while none is open (the stream's reason says why).
+        public var inUse: String?
+        /// `[microphone] device`.
+        public var chosen: String
+        /// Capture is on `[microphone] fallback_device` because the chosen one is missing.
+        public var onFallback: Bool
+        public var reason: String
+        /// Since when capture has been on `in_use`.
+        public var since: Date?
     }
 
     public struct Clock: Codable, Sendable, Equatable {

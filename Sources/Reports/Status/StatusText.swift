@@ -60,6 +60,10 @@ public struct StatusText: Sendable {
         for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
             out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")
         }
+        for s in r.streams where !s.paused && s.health != "disabled" {
+            guard let device = s.device, let inUse = device.inUse else { continue }
+            out.append("  \(s.name): capturing from '\(inUse)'" + (device.onFallback ? " (\(device.reason))" : ""))
+        }
         for s in r.streams where (s.silentChunksDropped ?? 0) > 0 {
             out.append("  \(s.name): \(s.silentChunksDropped ?? 0) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)")
         }
