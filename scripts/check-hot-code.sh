@@ -13,6 +13,7 @@
 # outlined functions, clones); with --unoptimized the check counts only the names of the
 # package's own modules that a debug build has too. Those are the names a rename in the
 # agent's code makes stale.
+# NM names the nm to use (default nm; aarch64-linux-gnu-nm for a cross-built program).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORDER=Sources/ariata-agent/hot-code.order
@@ -53,7 +54,7 @@ fi
 TEXT=$(readelf -SW "$PROGRAM" | sed -n 's/^ *\[ *[0-9]*\] *//p' | awk '$1 == ".text" { print $3, $5 }')
 read -r TEXT_START TEXT_SIZE <<<"$TEXT"
 [ -n "${TEXT_SIZE:-}" ] || die "no .text section in $PROGRAM"
-HOT=$(nm --defined-only "$PROGRAM" | awk -v order="$WANT" -v start="$TEXT_START" -v size="$TEXT_SIZE" '
+HOT=$("${NM:-nm}" --defined-only "$PROGRAM" | awk -v order="$WANT" -v start="$TEXT_START" -v size="$TEXT_SIZE" '
   function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
   BEGIN { while ((getline line < order) > 0) if (line != "") { want[line] = 1; listed++ } }
   ($2 ~ /^[tTwW]$/) && ($3 in want) && !($3 in seen) { seen[$3] = 1; found++; a = hex($1) - hex(start); if (a > last) last = a }
