@@ -190,8 +190,9 @@ while read -r url version; do
   patch="packaging/swift6.0/$name.patch"
   if [ -f "$patch" ]; then
     git -C "$DEPS/$name" apply --index "$REPO/$patch" || die "$patch does not apply to $name $version"
-    GIT_AUTHOR_DATE=@0 GIT_COMMITTER_DATE=@0 git -C "$DEPS/$name" -c user.name=build-debs -c user.email=build-debs@ariata.invalid \
-      commit -q -m "$patch" && git -C "$DEPS/$name" tag -f "$version" >/dev/null
+    GIT_AUTHOR_DATE="1000000000 +0000" GIT_COMMITTER_DATE="1000000000 +0000" git -C "$DEPS/$name" \
+      -c user.name=build-debs -c user.email=build-debs@ariata.invalid commit -q -m "$patch" || die "committing $patch in $name failed"
+    git -C "$DEPS/$name" tag -f "$version" >/dev/null
     echo "   $name $version, patched: $(sed -n 's/^# Why: //p' "$patch" | head -1)"
   fi
   # Both spellings: the root package names some without .git, the dependencies with it.
@@ -203,8 +204,8 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 # When the dependencies changed (a patch, a version), what SwiftPM resolved and checked out
-# before is stale: the tags moved.
-STAMP=$(cat "$CACHE/pins" packaging/swift6.0/*.patch | sha256sum | cut -c1-16)
+# before is stale: the tags moved. The clones' commits say whether they did.
+STAMP=$(for d in "$DEPS"/*; do git -C "$d" rev-parse HEAD; done | sha256sum | cut -c1-16)
 for scratch in "$RT/build/scratch-amd64" "$RT/build/scratch-arm64"; do
   if [ "$(cat "$scratch/.deps-stamp" 2>/dev/null)" != "$STAMP" ]; then
     rm -rf "$scratch/checkouts" "$scratch/repositories" "$scratch/workspace-state.json" "$RT/root/.swiftpm/cache" "$RT/root/.cache/org.swift.swiftpm"
@@ -219,7 +220,7 @@ build_in_root() {  # build_in_root NAME ENV...: scripts/build-deb.sh in the root
   rm -rf "$RT/build/out"
   mkdir -p "$RT/build/out"
   inroot "$@" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" DEB_COMMIT="$COMMIT" DEB_OUTPUT_DIR=/build/out \
-    DEB_VERSION_SUFFIX=+deb13 chroot "$RT" bash /build/src/scripts/build-deb.sh 2>&1 | tee "$CACHE/build-$name.log"
+    DEB_VERSION_SUFFIX=+deb13 DEB_HOT_CODE_MIN_FOUND=75 DEB_UNIT_DIR=/usr/lib/systemd/system chroot "$RT" bash /build/src/scripts/build-deb.sh 2>&1 | tee "$CACHE/build-$name.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || die "the $name package failed (above; the log is $CACHE/build-$name.log)"
   local deb; deb=$(ls "$RT"/build/out/*.deb)
   say "lintian $(basename "$deb") (Debian 13's)"
