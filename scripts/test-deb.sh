@@ -219,7 +219,6 @@ PY
 if [ -n "$DEB_GIVEN" ]; then
   say "the package $(basename "$DEB_GIVEN") ($SUITE $ARCH)"
   DEB_N=$DEB_GIVEN
-  BUILD_SECONDS="(given)"
 else
   say "building the package (scripts/build-deb.sh)"
   T=$(date +%s.%N)
@@ -607,9 +606,9 @@ say "numbers"
 printf '   %-56s %s\n' \
   ".deb size" "$DEB_SIZE bytes ($(awk -v s="$DEB_SIZE" 'BEGIN { printf "%.1f MB", s / 1e6 }'))" \
   "installed size" "$INSTALLED_KIB KiB ($(awk -v s="$INSTALLED_KIB" 'BEGIN { printf "%.1f MB", s * 1024 / 1e6 }'))" \
-  "package build (scripts/build-deb.sh)" "$BUILD_SECONDS s (rebuild as N+1: $REBUILD_SECONDS s)" \
+  "package build (scripts/build-deb.sh)" "$([ -n "$DEB_GIVEN" ] && echo "given (--deb); N+1 repacked in $REBUILD_SECONDS s" || echo "$BUILD_SECONDS s (rebuild as N+1: $REBUILD_SECONDS s)")" \
   "dependencies (apt-get satisfy, downloads included)" "$DEPS_SECONDS s" \
   "apt-get install ./…deb" "$INSTALL_SECONDS s" \
-  "run: start to the $STREAMS streams at the receiver" "$RUN_SECONDS s (daemon CPU $RUN_CPU s, peak RSS $RUN_HWM)" \
+  "run: start to the receiver having the $STREAMS streams" "$RUN_SECONDS s (daemon CPU $RUN_CPU s, peak RSS $RUN_HWM)" \
   "install (dependencies included) to a verified onboard" "$INSTALL_TO_ONBOARD s" \
   "the whole test" "$(since "$TEST_START") s"
