@@ -155,9 +155,15 @@ cp /etc/resolv.conf "$RT/etc/resolv.conf"
 mount_root "$RT"
 inroot chroot "$RT" swift --version 2>&1 | head -1 | sed 's/^/   /'
 
-# The Swift SDK for arm64 (packaging/swift6.0/sdk: its paths name /opt/swift-arm64).
-rm -rf "$RT/opt/ariata-swift-sdks"
-mkdir -p "$RT/opt/ariata-swift-sdks"
+# The Swift SDK for arm64 (packaging/swift6.0/sdk: its paths name /opt/swift-arm64 and
+# /opt/arm64-sysroot). The sysroot is the root's own /usr seen through a directory of its
+# own: multiarch puts the arm64 headers and libraries there beside the amd64 ones, and
+# the build directories (/build) stay outside it (the compiler takes modules found under
+# the sysroot for the SDK's).
+rm -rf "$RT/opt/ariata-swift-sdks" "$RT/opt/arm64-sysroot"
+mkdir -p "$RT/opt/ariata-swift-sdks" "$RT/opt/arm64-sysroot"
+ln -s /usr "$RT/opt/arm64-sysroot/usr"
+ln -s /usr/lib "$RT/opt/arm64-sysroot/lib"
 cp -a packaging/swift6.0/sdk/aarch64-debian-trixie.artifactbundle "$RT/opt/ariata-swift-sdks/"
 
 # --- the tree and its dependencies, patched for Swift 6.0 ------------------------------------
@@ -234,11 +240,12 @@ build_in_root() {  # build_in_root NAME ENV...: scripts/build-deb.sh in the root
 build_in_root trixie-amd64 DEB_SCRATCH=/build/scratch-amd64
 if wanted trixie-arm64; then
   RUN_PROGRAM=$(inroot chroot "$RT" sh -c 'cd /build/src && bash scripts/static-build.sh --show-bin-path --scratch-path /build/scratch-amd64 -- --disable-local-rpath')/ariata-agent
-  # pkg-config reads the arm64 .pc files (the root is the SDK's sysroot: multiarch puts the
-  # arm64 libraries beside the amd64 ones, so no path needs the sysroot prefixed).
+  # pkg-config (and SwiftPM's own reading of .pc files, which searches PKG_CONFIG_PATH before
+  # the machine's default directories) takes the arm64 .pc files, their paths inside the sysroot.
+  local_pc=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
   build_in_root trixie-arm64 DEB_SCRATCH=/build/scratch-arm64 DEB_ARCH=arm64 DEB_RUN_PROGRAM="$RUN_PROGRAM" \
     DEB_SWIFT_BUILD_ARGS="--swift-sdks-path /opt/ariata-swift-sdks --swift-sdk aarch64-debian-trixie" \
-    PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=/
+    PKG_CONFIG_PATH="$local_pc" PKG_CONFIG_LIBDIR="$local_pc" PKG_CONFIG_SYSROOT_DIR=/opt/arm64-sysroot
 fi
 
 say "built"
