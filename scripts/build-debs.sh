@@ -11,7 +11,7 @@
 #   sudo scripts/build-debs.sh [--cache DIR] [--output DIR] [--only NAME]...   (or: sudo make debs)
 #
 #   --cache DIR   where the trixie build root is kept between runs (default
-#                 /var/cache/ariata-build; about 5 GB); a second run reuses it and the
+#                 /var/cache/ariata-build; about 4 GB); a second run reuses it and the
 #                 build directories in it, so only what changed is compiled again
 #   --output DIR  where the packages go (default: the repository's root)
 #   --only NAME   build only bookworm-amd64, trixie-amd64 or trixie-arm64 (repeatable;
@@ -104,7 +104,7 @@ ARM64_PACKAGES=("${DEV_PACKAGES[@]/%/:arm64}" libc6-dev:arm64 libgcc-14-dev:arm6
 make_root() {
   local new="$RT.new"
   rm -rf --one-file-system "$new"
-  say "making the trixie build root in $RT (once; about 10 minutes and 5 GB)"
+  say "making the trixie build root in $RT (once; about 6 minutes and 4 GB)"
   debootstrap --variant=minbase "$SUITE" "$new" "$MIRROR" > "$CACHE/debootstrap.log" 2>&1 ||
     { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (above; all of it in $CACHE/debootstrap.log)"; }
   cp /etc/resolv.conf "$new/etc/resolv.conf"
