@@ -160,11 +160,16 @@ inroot chroot "$RT" swift --version 2>&1 | head -1 | sed 's/^/   /'
 # own: multiarch puts the arm64 headers and libraries there beside the amd64 ones, and
 # the build directories (/build) stay outside it (the compiler takes modules found under
 # the sysroot for the SDK's).
-rm -rf "$RT/opt/ariata-swift-sdks" "$RT/opt/arm64-sysroot"
-mkdir -p "$RT/opt/ariata-swift-sdks" "$RT/opt/arm64-sysroot"
-ln -s /usr "$RT/opt/arm64-sysroot/usr"
-ln -s /usr/lib "$RT/opt/arm64-sysroot/lib"
-cp -a packaging/swift6.0/sdk/aarch64-debian-trixie.artifactbundle "$RT/opt/ariata-swift-sdks/"
+# Replaced only when they changed: a new SDK file makes SwiftPM build everything again.
+SDK_BUNDLE=packaging/swift6.0/sdk/aarch64-debian-trixie.artifactbundle
+if ! diff -r "$SDK_BUNDLE" "$RT/opt/ariata-swift-sdks/$(basename "$SDK_BUNDLE")" >/dev/null 2>&1; then
+  rm -rf "$RT/opt/ariata-swift-sdks"
+  mkdir -p "$RT/opt/ariata-swift-sdks"
+  cp -a "$SDK_BUNDLE" "$RT/opt/ariata-swift-sdks/"
+fi
+mkdir -p "$RT/opt/arm64-sysroot"
+[ -L "$RT/opt/arm64-sysroot/usr" ] || ln -s /usr "$RT/opt/arm64-sysroot/usr"
+[ -L "$RT/opt/arm64-sysroot/lib" ] || ln -s /usr/lib "$RT/opt/arm64-sysroot/lib"
 
 # --- the tree and its dependencies, patched for Swift 6.0 ------------------------------------
 say "copying the tree into the root; cloning the dependencies, patched where packaging/swift6.0 says"
