@@ -609,6 +609,6 @@ printf '   %-56s %s\n' \
   "package build (scripts/build-deb.sh)" "$([ -n "$DEB_GIVEN" ] && echo "given (--deb); N+1 repacked in $REBUILD_SECONDS s" || echo "$BUILD_SECONDS s (rebuild as N+1: $REBUILD_SECONDS s)")" \
   "dependencies (apt-get satisfy, downloads included)" "$DEPS_SECONDS s" \
   "apt-get install ./…deb" "$INSTALL_SECONDS s" \
-  "run: start to the receiver having the $STREAMS streams" "$RUN_SECONDS s (daemon CPU $RUN_CPU s, peak RSS $RUN_HWM)" \
+  "run: daemon start to all samples at the receiver ($STREAMS)" "$RUN_SECONDS s (daemon CPU $RUN_CPU s, peak RSS $RUN_HWM)" \
   "install (dependencies included) to a verified onboard" "$INSTALL_TO_ONBOARD s" \
   "the whole test" "$(since "$TEST_START") s"
