@@ -6,6 +6,9 @@
 #   sudo make purge      also removes /etc/ariata, /var/lib/ariata and the user
 #   make install-user    a user service for your own account (no root)
 #   make deb             the Debian package ariata-agent_<version>_<arch>.deb (scripts/build-deb.sh)
+#   sudo make debs       the Debian 12 amd64, Debian 13 amd64 and Debian 13 arm64 packages
+#                        (scripts/build-debs.sh; Debian 13's Swift in a debootstrap root)
+#   sudo make test-debs  the Debian 13 packages, each in a clean root of its kind (arm64 under qemu)
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= /etc/systemd/system
@@ -13,7 +16,7 @@ SYSUSERSDIR ?= /etc/sysusers.d
 CONFDIR ?= /etc/ariata
 SWIFT ?= swift
 
-.PHONY: all build install uninstall purge install-user test demo deps deb test-deb
+.PHONY: all build install uninstall purge install-user test demo deps deb test-deb debs test-debs
 
 all: build
 
@@ -67,6 +70,12 @@ deb:
 
 test-deb:
 	bash scripts/test-deb.sh
+
+debs:
+	bash scripts/build-debs.sh
+
+test-debs:
+	bash scripts/test-debs.sh
 
 demo:
 	bash scripts/demo.sh

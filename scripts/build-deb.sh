@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian package ariata-agent_<version>_<arch>.deb in the repository's root
-# (or in $DEB_OUTPUT_DIR), for the architecture of the machine it runs on.
+# (or in $DEB_OUTPUT_DIR), for the architecture of the machine it runs on, or cross-built
+# for another one (DEB_ARCH with a Swift SDK: scripts/build-debs.sh does that for arm64).
 #
 #   scripts/build-deb.sh            (or: make deb)
 #
@@ -16,12 +17,31 @@
 #   ARIATA_DEB_VERSION   the package version (default: the agent's own version, read from
 #                        the built program's --version, plus "-1"); the upgrade test uses
 #                        it to package the same program as a newer version
+#   DEB_VERSION_SUFFIX   appended to the default version: "+deb13" for the Debian 13 packages
+#                        (so that one for Debian 12 upgrades to it with the system)
 #   DEB_MAINTAINER       the Maintainer field, "Name <address>" (default: a placeholder)
 #   DEB_SCRATCH          the SwiftPM scratch path (default .build-release)
 #   DEB_OUTPUT_DIR       where the .deb goes (default: the repository's root)
 #   DEB_JOBS             compiler jobs at once (default: one per core); 1 on a 1 GB board
 #   SOURCE_DATE_EPOCH    the date of the changelog, the man page and the files (default:
 #                        the last commit's date), so that the same tree gives the same package
+#   DEB_HOT_CODE_MIN_FOUND  the share (%) of hot-code.order that must be in the program
+#                        (default 90; scripts/check-hot-code.sh --min-found): lower for a
+#                        Swift other than the one the list was made with
+#   DEB_UNIT_DIR         where the unit goes (default /lib/systemd/system, Debian 12's;
+#                        /usr/lib/systemd/system for Debian 13)
+#   DEB_COMMIT           the commit named in the changelog (default: git's HEAD; for a
+#                        copy of the tree without .git)
+# Cross-building (docs/development.md, "Packages for Debian 13 and arm64"):
+#   DEB_ARCH             the package's Debian architecture (default: this machine's); when it
+#                        differs, the next two are needed, the -dev packages of that
+#                        architecture must be installed (dpkg --add-architecture) and
+#                        <gnu-type>-strip/-objdump/-nm (binutils-<gnu-type>) on the PATH
+#   DEB_SWIFT_BUILD_ARGS more `swift build` arguments, split on spaces: for a cross build
+#                        "--swift-sdks-path DIR --swift-sdk ID"
+#   DEB_RUN_PROGRAM      ariata-agent built from the same tree for this machine: what the
+#                        package's --version, completions and man page are read from, since
+#                        the cross-built program does not run here
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -45,14 +65,30 @@ command -v swift >/dev/null 2>&1 ||
 need dpkg-deb dpkg
 need dpkg-shlibdeps dpkg-dev
 need dpkg-gencontrol dpkg-dev
-need strip binutils
-need objdump binutils
-need ldd libc-bin
+ARCH=${DEB_ARCH:-$(dpkg --print-architecture)}
+BUILD_ARCH=$(dpkg --print-architecture)
+CROSS=false
+BINUTILS_PREFIX=""
+if [ "$ARCH" != "$BUILD_ARCH" ]; then
+  CROSS=true
+  GNU_TYPE=$(dpkg-architecture -a"$ARCH" -qDEB_HOST_GNU_TYPE 2>/dev/null) || die "DEB_ARCH=$ARCH is not a Debian architecture"
+  BINUTILS_PREFIX="$GNU_TYPE-"
+  [ -n "${DEB_SWIFT_BUILD_ARGS:-}" ] ||
+    die "DEB_ARCH=$ARCH is not this machine's ($BUILD_ARCH): set DEB_SWIFT_BUILD_ARGS to the Swift SDK for it (--swift-sdks-path DIR --swift-sdk ID)"
+  [ -x "${DEB_RUN_PROGRAM:-}" ] ||
+    die "a cross build needs DEB_RUN_PROGRAM: ariata-agent built from the same tree for $BUILD_ARCH (its --version, completions and man page go into the package)"
+  need "${BINUTILS_PREFIX}strip" "binutils-$GNU_TYPE"
+  need "${BINUTILS_PREFIX}objdump" "binutils-$GNU_TYPE"
+  need "${BINUTILS_PREFIX}nm" "binutils-$GNU_TYPE"
+else
+  need strip binutils
+  need objdump binutils
+  need ldd libc-bin
+fi
 need gzip gzip
 pkg-config --exists libcurl libgps alsa libopusenc ogg libqrencode sqlite3 2>/dev/null ||
-  die "the C libraries' -dev packages are missing: run 'sudo scripts/install-deps.sh --build-only'"
+  die "the C libraries' -dev packages are missing ($ARCH): run 'sudo scripts/install-deps.sh --build-only'"
 
-ARCH=$(dpkg --print-architecture)
 START=$(date +%s.%N)
 TOOLCHAIN=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")   # e.g. /opt/swift/usr
 
@@ -67,6 +103,8 @@ say "building ariata-agent (release, Swift runtime and Foundation linked statica
 # --disable-local-rpath: no RUNPATH $ORIGIN (the package installs no libraries of its own).
 EXTRA_ARGS=(--disable-local-rpath)
 if [ -n "${DEB_JOBS:-}" ]; then EXTRA_ARGS+=(--jobs "$DEB_JOBS"); fi
+# shellcheck disable=SC2206  # split on spaces, as documented above
+if [ -n "${DEB_SWIFT_BUILD_ARGS:-}" ]; then EXTRA_ARGS+=($DEB_SWIFT_BUILD_ARGS); fi
 bash scripts/static-build.sh --scratch-path "$SCRATCH" "$PACKAGE" -- "${EXTRA_ARGS[@]}"
 BIN_DIR=$(bash scripts/static-build.sh --show-bin-path --scratch-path "$SCRATCH" -- "${EXTRA_ARGS[@]}")
 [ -x "$BIN_DIR/$PACKAGE" ] || die "the build did not produce $BIN_DIR/$PACKAGE"
@@ -77,7 +115,7 @@ say "checking that the functions the daemon runs lie together at the start of it
 # (about the first half of the code; without the list they spread over all of it, and
 # ~8 MB more of the program stays resident).
 # The same check the test suite runs on its debug build (--unoptimized): scripts/check-hot-code.sh.
-bash scripts/check-hot-code.sh "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
+NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_CODE_MIN_FOUND:-90}" "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -86,11 +124,18 @@ install -d "$PKG/DEBIAN" "$PKG/usr/bin"
 BIN="$PKG/usr/bin/$PACKAGE"
 # What dh_strip does for a program: symbols and the .comment/.note sections go; the
 # Swift metadata sections (allocated, needed at run time) stay.
-strip --remove-section=.comment --remove-section=.note -o "$BIN" "$BIN_DIR/$PACKAGE"
+"${BINUTILS_PREFIX}strip" --remove-section=.comment --remove-section=.note -o "$BIN" "$BIN_DIR/$PACKAGE"
 chmod 0755 "$BIN"
 
 say "checking that the program needs no Swift library"
-LDD=$(ldd "$BIN") || die "ldd failed on $BIN: is it a dynamically linked program of this architecture ($ARCH)?"
+if $CROSS; then
+  # ldd runs the program's loader, which is not this machine's: the libraries it names.
+  LDD=$("${BINUTILS_PREFIX}objdump" -p "$BIN" | awk '$1 == "NEEDED" { print $2 }') ||
+    die "${BINUTILS_PREFIX}objdump failed on $BIN"
+  [ -n "$LDD" ] || die "$BIN names no library: not a dynamically linked $ARCH program?"
+else
+  LDD=$(ldd "$BIN") || die "ldd failed on $BIN: is it a dynamically linked program of this architecture ($ARCH)?"
+fi
 printf '%s\n' "$LDD" | sed 's/^/   /'
 if printf '%s\n' "$LDD" | grep -q 'not found'; then
   die "a library the program needs is not installed (see 'not found' above)"
@@ -99,23 +144,28 @@ if printf '%s\n' "$LDD" | grep -F -e "$TOOLCHAIN" -e "/swift" ||
    printf '%s\n' "$LDD" | grep -E '(libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libXCTest)[^ ]*\.so'; then
   die "the program still loads a library of the Swift toolchain ($TOOLCHAIN); the package would not run without Swift. Is --static-swift-stdlib supported by this toolchain?"
 fi
-if objdump -p "$BIN" | grep -E '^\s*(RPATH|RUNPATH)\s'; then
+if "${BINUTILS_PREFIX}objdump" -p "$BIN" | grep -E '^\s*(RPATH|RUNPATH)\s'; then
   die "the program has an RPATH/RUNPATH (above) pointing into the build machine; it must have none"
 fi
 
-AGENT_VERSION=$("$BIN" --version) || die "'$BIN --version' failed"
+# What runs here: the packaged program, or for a cross build the same tree built for this machine.
+RUN=${DEB_RUN_PROGRAM:-$BIN}
+AGENT_VERSION=$("$RUN" --version) || die "'$RUN --version' failed"
 [[ $AGENT_VERSION =~ ^[0-9][0-9A-Za-z.+~]*$ ]] ||
   die "the program's --version printed '$AGENT_VERSION', not a version (Sources/AgentCore/Support/AgentVersion.swift)"
-VERSION=${ARIATA_DEB_VERSION:-$AGENT_VERSION-1}
+VERSION=${ARIATA_DEB_VERSION:-$AGENT_VERSION-1${DEB_VERSION_SUFFIX:-}}
 say "package $PACKAGE $VERSION for $ARCH (agent version $AGENT_VERSION)"
 
 # --- files ----------------------------------------------------------------------------
 say "assembling the files"
-install -d "$PKG/lib/systemd/system"
+# Debian 12 installs units in /lib/systemd/system; Debian 13 (merged /usr) in /usr/lib, and
+# its lintian calls /lib an aliased location (an error).
+UNIT_DIR=${DEB_UNIT_DIR:-/lib/systemd/system}
+install -d "$PKG$UNIT_DIR"
 sed -e 's|^ExecStart=/usr/local/bin/|ExecStart=/usr/bin/|' \
     -e 's|^# ariata-agent: the system service.*|# ariata-agent: the system service, installed by the ariata-agent package.|' \
-    systemd/ariata-agent.service > "$PKG/lib/systemd/system/$PACKAGE.service"
-grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG/lib/systemd/system/$PACKAGE.service" ||
+    systemd/ariata-agent.service > "$PKG$UNIT_DIR/$PACKAGE.service"
+grep -q '^ExecStart=/usr/bin/ariata-agent run' "$PKG$UNIT_DIR/$PACKAGE.service" ||
   die "systemd/ariata-agent.service: its ExecStart no longer starts /usr/local/bin/ariata-agent; update the sed in $0"
 # The user unit (a laptop's own account, docs/install.md "Laptop or board"), for every
 # user; `systemctl --user enable` is each person's choice (onboard --user-service).
@@ -132,9 +182,9 @@ install -D -m 0644 packaging/deb/ariata-agent.tmpfiles "$PKG/usr/lib/tmpfiles.d/
 install -D -m 0644 etc/agent.toml "$PKG/etc/ariata/agent.toml"
 
 # A completion file is sourced, not run: no #! line (lintian: bash-completion-with-hashbang).
-"$BIN" --generate-completion-script bash | sed '1{/^#!/d}' > "$WORK/bash"
-"$BIN" --generate-completion-script zsh > "$WORK/zsh"
-"$BIN" --generate-completion-script fish > "$WORK/fish"
+"$RUN" --generate-completion-script bash | sed '1{/^#!/d}' > "$WORK/bash"
+"$RUN" --generate-completion-script zsh > "$WORK/zsh"
+"$RUN" --generate-completion-script fish > "$WORK/fish"
 install -D -m 0644 "$WORK/bash" "$PKG/usr/share/bash-completion/completions/$PACKAGE"
 install -D -m 0644 "$WORK/zsh" "$PKG/usr/share/zsh/vendor-completions/_$PACKAGE"
 install -D -m 0644 "$WORK/fish" "$PKG/usr/share/fish/vendor_completions.d/$PACKAGE.fish"
@@ -150,7 +200,7 @@ swift build -c debug --package-path "$PARSER" --scratch-path "$SCRATCH/generate-
   > "$WORK/generate-manual-build.log" 2>&1 || { cat "$WORK/generate-manual-build.log" >&2; die "building generate-manual failed (above)"; }
 GENERATE_MANUAL=$(swift build -c debug --package-path "$PARSER" --scratch-path "$SCRATCH/generate-manual" --show-bin-path)/generate-manual
 mkdir "$WORK/man"
-"$GENERATE_MANUAL" "$BIN" --section 1 --date "$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)" \
+"$GENERATE_MANUAL" "$RUN" --section 1 --date "$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)" \
   --authors "$MAINTAINER" --output-directory "$WORK/man"
 [ -s "$WORK/man/$PACKAGE.1" ] || die "generate-manual wrote no $PACKAGE.1"
 install -d "$PKG/usr/share/man/man1"
@@ -160,10 +210,10 @@ sed 's/^$/.Pp/' "$WORK/man/$PACKAGE.1" | gzip -9n > "$PKG/usr/share/man/man1/$PA
 
 DOC="$PKG/usr/share/doc/$PACKAGE"
 install -D -m 0644 packaging/deb/copyright "$DOC/copyright"
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+COMMIT=${DEB_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {
   printf '%s (%s) unstable; urgency=medium\n\n' "$PACKAGE" "$VERSION"
-  printf '  * ariata-agent %s, built from commit %s by scripts/build-deb.sh.\n\n' "$AGENT_VERSION" "$COMMIT"
+  printf '  * ariata-agent %s, built by scripts/build-deb.sh\n    from commit %s.\n\n' "$AGENT_VERSION" "$COMMIT"
   printf ' -- %s  %s\n' "$MAINTAINER" "$(LC_ALL=C date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } > "$WORK/changelog"
 gzip -9n < "$WORK/changelog" > "$DOC/changelog.Debian.gz"
@@ -203,8 +253,9 @@ Description: sensor collection daemon for the Ariata personal data platform
 CONTROL
 (
   cd "$WORK/src"
-  dpkg-shlibdeps -Tdebian/substvars "$BIN"
-  dpkg-gencontrol -p"$PACKAGE" -P"$PKG" -Tdebian/substvars -v"$VERSION"
+  # dpkg-architecture: for a cross build, the libraries and Architecture of $ARCH.
+  dpkg-architecture -a"$ARCH" -c dpkg-shlibdeps -Tdebian/substvars "$BIN"
+  dpkg-architecture -a"$ARCH" -c dpkg-gencontrol -p"$PACKAGE" -P"$PKG" -Tdebian/substvars -v"$VERSION"
 )
 grep -q '^Depends: .*libc6' "$PKG/DEBIAN/control" ||
   die "dpkg-shlibdeps found no dependencies: $(grep '^Depends' "$PKG/DEBIAN/control" || echo none)"

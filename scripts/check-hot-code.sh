@@ -6,6 +6,7 @@
 # docs/development.md, "The hot-code order".
 #
 #   scripts/check-hot-code.sh [--order FILE] PROGRAM                 (a release build: the package's)
+#   scripts/check-hot-code.sh [--order FILE] --min-found 75 PROGRAM  (built by another Swift)
 #   scripts/check-hot-code.sh [--order FILE] --unoptimized PROGRAM   (a debug build: the test suite's)
 #
 # A debug build holds neither the toolchain's code (Swift.o, Foundation: linked
@@ -13,14 +14,21 @@
 # outlined functions, clones); with --unoptimized the check counts only the names of the
 # package's own modules that a debug build has too. Those are the names a rename in the
 # agent's code makes stale.
+# --min-found lowers the share of the list that must be in the program (default 90 %): the
+# list is made with the machine's Swift, and another Swift's standard library and optimiser
+# name part of the functions differently (Swift 6.0 for the Debian 13 packages: about 78 %
+# found); the check that the found ones lie at the start of the code stays as it is.
+# NM names the nm to use (default nm; aarch64-linux-gnu-nm for a cross-built program).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORDER=Sources/ariata-agent/hot-code.order
 UNOPTIMIZED=false
+MIN_FOUND=90
 while [ $# -gt 0 ]; do
   case "$1" in
     --order) ORDER=$2; shift 2 ;;
     --unoptimized) UNOPTIMIZED=true; shift ;;
+    --min-found) MIN_FOUND=$2; shift 2 ;;
     -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-hot-code.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
@@ -53,15 +61,15 @@ fi
 TEXT=$(readelf -SW "$PROGRAM" | sed -n 's/^ *\[ *[0-9]*\] *//p' | awk '$1 == ".text" { print $3, $5 }')
 read -r TEXT_START TEXT_SIZE <<<"$TEXT"
 [ -n "${TEXT_SIZE:-}" ] || die "no .text section in $PROGRAM"
-HOT=$(nm --defined-only "$PROGRAM" | awk -v order="$WANT" -v start="$TEXT_START" -v size="$TEXT_SIZE" '
+HOT=$("${NM:-nm}" --defined-only "$PROGRAM" | awk -v order="$WANT" -v start="$TEXT_START" -v size="$TEXT_SIZE" '
   function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
   BEGIN { while ((getline line < order) > 0) if (line != "") { want[line] = 1; listed++ } }
   ($2 ~ /^[tTwW]$/) && ($3 in want) && !($3 in seen) { seen[$3] = 1; found++; a = hex($1) - hex(start); if (a > last) last = a }
   END { printf "%d %d %d %d\n", listed, found, last, hex(size) }')
 read -r LISTED FOUND SPAN TEXT_BYTES <<<"$HOT"
 [ "$LISTED" -gt 0 ] || die "$ORDER lists no functions$($UNOPTIMIZED && echo " of the package's own modules")"
-[ "$FOUND" -ge $(( (LISTED * 9 + 9) / 10 )) ] ||
-  die "only $FOUND of the $LISTED functions of $ORDER$($UNOPTIMIZED && echo " (the package's own, unoptimised)") are in $PROGRAM: regenerate it (scripts/hot-code.sh)"
+[ "$FOUND" -ge $(( (LISTED * MIN_FOUND + 99) / 100 )) ] ||
+  die "only $FOUND of the $LISTED functions (less than $MIN_FOUND %) of $ORDER$($UNOPTIMIZED && echo " (the package's own, unoptimised)") are in $PROGRAM: regenerate it (scripts/hot-code.sh)"
 if $UNOPTIMIZED; then
   echo "ok: $FOUND of the $LISTED functions of the package's own modules in $ORDER are in $PROGRAM"
   exit 0

@@ -18,8 +18,20 @@
 #      purge` leaves nothing: the root's file list, owners and modes and its user and group
 #      entries are compared with those taken before the install.
 #
+# Without options it tests Debian 12 amd64 as above. scripts/test-debs.sh tests the Debian 13
+# packages with it:
+#   --deb FILE        test this package instead of building one (version N+1 is the same
+#                     package with its version raised: dpkg-deb -R, then -b)
+#   --suite NAME      the root's Debian release (default bookworm)
+#   --arch ARCH       the root's architecture (default this machine's); another one runs
+#                     under qemu-user (binfmt_misc with qemu-<cpu>, e.g. qemu-user-static)
+#   --streams all     the run in step 3 also captures location from a gpsd and audio from an
+#                     ALSA device in the root (gpsd and socat installed there, a pty fed the
+#                     demo track, a FIFO fed a tone), until the receiver has all three
+#                     streams (default: health only)
+#
 # Runs as root (debootstrap, chroot, mount). Needs Debian's mirror (or DEB_TEST_MIRROR).
-#   DEB_TEST_CACHE=DIR         keep the minbase root as DIR/bookworm-minbase.tar between runs
+#   DEB_TEST_CACHE=DIR         keep the minbase root as DIR/<suite>-<arch>-minbase.tar between runs
 #   DEB_TEST_WORK=DIR          where the root is made (default /var/tmp)
 #   DEB_TEST_LINTIAN_FAIL_ON   lintian's --fail-on (default error,warning: a warning must be
 #                              fixed or overridden with its reason in packaging/deb/lintian-overrides)
@@ -29,6 +41,20 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 SUITE=bookworm
+ARCH=$(dpkg --print-architecture)
+DEB_GIVEN=""
+STREAMS=health
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deb) DEB_GIVEN=$(readlink -f "$2"); shift 2 ;;
+    --suite) SUITE=$2; shift 2 ;;
+    --arch) ARCH=$2; shift 2 ;;
+    --streams) STREAMS=$2; shift 2 ;;
+    -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test-deb.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$STREAMS" in health|all) ;; *) echo "test-deb.sh: --streams takes health or all" >&2; exit 2 ;; esac
 MIRROR=${DEB_TEST_MIRROR:-http://deb.debian.org/debian}
 CACHE=${DEB_TEST_CACHE:-}
 LINTIAN_FAIL_ON=${DEB_TEST_LINTIAN_FAIL_ON:-error,warning}
@@ -40,6 +66,14 @@ die() { printf 'test-deb: FAIL: %s\n' "$*" >&2; exit 1; }
 since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }'; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: debootstrap, chroot and mount need it (sudo $0)"
+[ -z "$DEB_GIVEN" ] || [ -f "$DEB_GIVEN" ] || die "--deb: no such file"
+[ -z "$DEB_GIVEN" ] || [ "$(dpkg-deb -f "$DEB_GIVEN" Architecture)" = "$ARCH" ] ||
+  die "$DEB_GIVEN is for $(dpkg-deb -f "$DEB_GIVEN" Architecture), the root for $ARCH: give --arch"
+if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
+  CPU=$(dpkg-architecture -a"$ARCH" -qDEB_HOST_GNU_CPU 2>/dev/null) || die "--arch $ARCH is not a Debian architecture"
+  [ "$(cat "/proc/sys/fs/binfmt_misc/qemu-$CPU" 2>/dev/null | head -1)" = enabled ] ||
+    die "$ARCH programs do not run here: install qemu-user-static and enable it (mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc; update-binfmts --enable qemu-$CPU), or run scripts/test-debs.sh, which does"
+fi
 for tool in debootstrap lintian python3 dpkg-deb chroot mount umount sha256sum; do
   command -v "$tool" >/dev/null 2>&1 ||
     die "'$tool' is missing: run 'sudo scripts/install-deps.sh' (it installs debootstrap, lintian, dpkg-dev, man-db)"
@@ -50,6 +84,7 @@ WORK=$(readlink -f "$(mktemp -d "$WORK_PARENT/ariata-deb-test.XXXXXX")")
 R="$WORK/root"
 mkdir "$R"
 RECEIVER_PID=""
+RIG_PIDS=()    # the location and microphone rigs (--streams all)
 TEST_DIRS=()   # directories the test made in the root (removed before the last comparisons)
 
 mounts_under_root() { awk -v r="$R" 'index($2, r) == 1 { print $2 }' /proc/self/mounts; }
@@ -57,6 +92,7 @@ cleanup() {
   local rc=$?
   set +e
   [ -n "$RECEIVER_PID" ] && kill "$RECEIVER_PID" 2>/dev/null
+  [ ${#RIG_PIDS[@]} -gt 0 ] && kill "${RIG_PIDS[@]}" 2>/dev/null
   # The daemons this test started inside the root (directly, or through the stand-in
   # service manager): every process whose root directory is $R.
   local p pids=()
@@ -104,7 +140,10 @@ snapshot() {
   } | LC_ALL=C sort > "$1"
 }
 stats() { curl -fsS "$RECEIVER_URL/_control/stats"; }
-received_health() { stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"]["healthkit"])'; }
+received() {  # received STREAM: how many records of the stream the receiver has stored
+  stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"].get(sys.argv[1], 0))' "$1"
+}
+received_health() { received healthkit; }
 # status --json of the agent in the root: "pending uploaded" of the health stream. As the
 # service user: `status` run as root before the daemon has made its lock file creates it
 # root-owned, and the daemon (as ariata) then cannot open it.
@@ -177,24 +216,38 @@ PY
 }
 
 # --- 1. the package -----------------------------------------------------------------
-say "building the package (scripts/build-deb.sh)"
-T=$(date +%s.%N)
-DEB_OUTPUT_DIR="$WORK/n" bash scripts/build-deb.sh | tee "$WORK/build-n.log"
-BUILD_SECONDS=$(since "$T")
-DEB_N=$(ls "$WORK"/n/ariata-agent_*.deb)
+if [ -n "$DEB_GIVEN" ]; then
+  say "the package $(basename "$DEB_GIVEN") ($SUITE $ARCH)"
+  DEB_N=$DEB_GIVEN
+else
+  say "building the package (scripts/build-deb.sh)"
+  T=$(date +%s.%N)
+  DEB_OUTPUT_DIR="$WORK/n" bash scripts/build-deb.sh | tee "$WORK/build-n.log"
+  BUILD_SECONDS=$(since "$T")
+  DEB_N=$(ls "$WORK"/n/ariata-agent_*.deb)
+fi
 VERSION_N=$(dpkg-deb -f "$DEB_N" Version)
-AGENT_VERSION=${VERSION_N%-*}
+AGENT_VERSION=${VERSION_N%%-*}
 DEB_SIZE=$(stat -c %s "$DEB_N")
 INSTALLED_KIB=$(dpkg-deb -f "$DEB_N" Installed-Size)
 echo "   Depends: $(dpkg-deb -f "$DEB_N" Depends)"
 
 # Version N+1 now, so that the upgrade below follows a short run of the daemon: the same
-# program, packaged as the next version.
-say "building the same program as version N+1"
-VERSION_N1="$AGENT_VERSION-2"
+# program, packaged as the next version (the Debian revision 1 becomes 2, a suffix such as
+# +deb13 stays).
+VERSION_N1="$AGENT_VERSION-2${VERSION_N#"$AGENT_VERSION"-1}"
 T=$(date +%s.%N)
-ARIATA_DEB_VERSION="$VERSION_N1" DEB_OUTPUT_DIR="$WORK/n1" bash scripts/build-deb.sh > "$WORK/build-n1.log" 2>&1 ||
-  { cat "$WORK/build-n1.log" >&2; die "building version $VERSION_N1 failed"; }
+if [ -n "$DEB_GIVEN" ]; then
+  say "the same package as version N+1 ($VERSION_N1)"
+  dpkg-deb -R "$DEB_N" "$WORK/n1-tree"
+  sed -i "s/^Version: .*/Version: $VERSION_N1/" "$WORK/n1-tree/DEBIAN/control"
+  mkdir "$WORK/n1"
+  dpkg-deb --build --root-owner-group -Zxz "$WORK/n1-tree" "$WORK/n1/" > /dev/null
+else
+  say "building the same program as version N+1"
+  ARIATA_DEB_VERSION="$VERSION_N1" DEB_OUTPUT_DIR="$WORK/n1" bash scripts/build-deb.sh > "$WORK/build-n1.log" 2>&1 ||
+    { cat "$WORK/build-n1.log" >&2; die "building version $VERSION_N1 failed"; }
+fi
 REBUILD_SECONDS=$(since "$T")
 DEB_N1=$(ls "$WORK"/n1/ariata-agent_*.deb)
 ok "$(basename "$DEB_N1") in $REBUILD_SECONDS s"
@@ -206,13 +259,14 @@ lintian --fail-on "$LINTIAN_FAIL_ON" --display-level '>=info' "$DEB_N" ||
 ok "lintian; overridden, with the reasons in packaging/deb/lintian-overrides: $(grep -v '^#' packaging/deb/lintian-overrides | grep . | sed 's/^[^:]*: //' | tr '\n' ' ')"
 
 # --- 2. a clean root --------------------------------------------------------------------
-say "a clean Debian $SUITE root (debootstrap --variant=minbase) in $R"
+ROOT_TAR="$CACHE/$SUITE-$ARCH-minbase.tar"
+say "a clean Debian $SUITE $ARCH root (debootstrap --variant=minbase) in $R"
 T=$(date +%s.%N)
-if [ -n "$CACHE" ] && [ -f "$CACHE/$SUITE-minbase.tar" ]; then
-  tar -xpf "$CACHE/$SUITE-minbase.tar" -C "$R"
-  echo "   from the cache $CACHE/$SUITE-minbase.tar"
+if [ -n "$CACHE" ] && [ -f "$ROOT_TAR" ]; then
+  tar -xpf "$ROOT_TAR" -C "$R"
+  echo "   from the cache $ROOT_TAR"
 else
-  debootstrap --variant=minbase "$SUITE" "$R" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 || {
+  debootstrap --variant=minbase --arch="$ARCH" "$SUITE" "$R" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 || {
     tail -20 "$WORK/debootstrap.log" >&2
     die "debootstrap failed (above): is $MIRROR reachable? set DEB_TEST_MIRROR to a Debian mirror"; }
 fi
@@ -225,9 +279,9 @@ inroot apt-get update -q > "$WORK/apt-update.log" 2>&1 || { cat "$WORK/apt-updat
 # minimal system has.
 inroot apt-get install -y -q --no-install-recommends man-db > "$WORK/apt-man.log" 2>&1 ||
   { cat "$WORK/apt-man.log" >&2; die "installing man-db in the root failed"; }
-if [ -n "$CACHE" ] && [ ! -f "$CACHE/$SUITE-minbase.tar" ]; then
+if [ -n "$CACHE" ] && [ ! -f "$ROOT_TAR" ]; then
   mkdir -p "$CACHE"
-  tar -cpf "$CACHE/$SUITE-minbase.tar.tmp" -C "$R" --one-file-system . && mv "$CACHE/$SUITE-minbase.tar.tmp" "$CACHE/$SUITE-minbase.tar"
+  tar -cpf "$ROOT_TAR.tmp" -C "$R" --one-file-system . && mv "$ROOT_TAR.tmp" "$ROOT_TAR"
 fi
 echo "   ready in $(since "$T") s"
 if inroot sh -c 'ls -d /opt/swift /usr/lib/swift /usr/libexec/swift 2>/dev/null; dpkg -l | grep -i swift'; then
@@ -252,6 +306,47 @@ inroot apt-get satisfy -y -q "$(dpkg-deb -f "$DEB_N" Depends)" > "$WORK/satisfy.
   { cat "$WORK/satisfy.log" >&2; die "the Depends of the package cannot be met in a clean $SUITE root (above)"; }
 DEPS_SECONDS=$(since "$T_INSTALL")
 ok "$(grep -Eo '[0-9]+ newly installed' "$WORK/satisfy.log") packages in $DEPS_SECONDS s"
+if [ "$STREAMS" = all ]; then
+  # The location and microphone rigs, in the root before the file lists are taken: gpsd
+  # on a socat pty pair (as scripts/demo.sh runs it), fed the demo track from outside; an
+  # ALSA PCM (the file plugin, as Sources/Rigs/ALSARig.swift defines it) reading a FIFO
+  # that tools/demo/pcm-feeder.py fills at real-time pace with a tone.
+  say "the location and microphone rigs in the root: gpsd, socat, an ALSA file PCM"
+  inroot apt-get install -y -q --no-install-recommends gpsd socat > "$WORK/rigs.log" 2>&1 ||
+    { cat "$WORK/rigs.log" >&2; die "installing gpsd and socat in the root failed"; }
+  cat > "$R/etc/asound.conf" <<'CONF'
+# scripts/test-deb.sh: a capture device read from a FIFO (ALSA's file plugin over null)
+pcm.deb_test_mic {
+    type file
+    slave.pcm "null"
+    file "/dev/null"
+    infile "/tmp/mic.fifo"
+    format "raw"
+}
+CONF
+  mkfifo -m 0644 "$R/tmp/mic.fifo"
+  python3 - "$WORK/tone.raw" <<'PY'
+import math, struct, sys
+rate = 16000   # 20 s of a 440 Hz tone that swells and fades once a second, S16_LE mono
+with open(sys.argv[1], "wb") as out:
+    out.write(b"".join(struct.pack("<h", int(8000 * (0.5 + 0.5 * math.sin(2 * math.pi * i / rate)) *
+                                             math.sin(2 * math.pi * 440 * i / rate))) for i in range(20 * rate)))
+PY
+  # exec: $! is then socat or gpsd itself, in the root.
+  ( exec env -i "${ROOT_ENV[@]}" chroot "$R" socat pty,raw,echo=0,link=/tmp/gps0 pty,raw,echo=0,link=/tmp/gps-feed ) \
+    > "$WORK/socat.log" 2>&1 &
+  RIG_PIDS+=($!)
+  wait_until 30 "socat's pty pair" test -e "$R/tmp/gps-feed"
+  GPSD_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  ( exec env -i "${ROOT_ENV[@]}" chroot "$R" gpsd -N -n -b -S "$GPSD_PORT" -F /tmp/gpsd.sock /tmp/gps0 ) > "$WORK/gpsd.log" 2>&1 &
+  RIG_PIDS+=($!)
+  python3 tools/demo/nmea-feeder.py tools/demo/track.csv "$R/tmp/gps-feed" > "$WORK/nmea-feeder.log" 2>&1 &
+  RIG_PIDS+=($!)
+  python3 tools/demo/pcm-feeder.py "$WORK/tone.raw" "$R/tmp/mic.fifo" > "$WORK/pcm-feeder.log" 2>&1 &
+  RIG_PIDS+=($!)
+  wait_until 30 "gpsd on 127.0.0.1:$GPSD_PORT" python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$GPSD_PORT"
+  ok "gpsd on 127.0.0.1:$GPSD_PORT, fed tools/demo/track.csv; the ALSA PCM deb_test_mic, fed a tone"
+fi
 snapshot "$WORK/files-before"
 
 say "apt-get install ./$(basename "$DEB_N") in the root"
@@ -311,8 +406,19 @@ say "onboard --yes against the receiver at 127.0.0.1:$PORT"
 # The user's settings first, in the installed file: health from a file, no gpsd or
 # microphone on this machine, short intervals for the test.
 CONF="$R/etc/ariata/agent.toml"
-toml_set "$CONF" location enabled false
-toml_set "$CONF" microphone enabled false
+if [ "$STREAMS" = all ]; then
+  toml_set "$CONF" location gpsd_host '"127.0.0.1"'
+  toml_set "$CONF" location gpsd_port "$GPSD_PORT"
+  toml_set "$CONF" location interval 2
+  toml_set "$CONF" microphone device '"deb_test_mic"'
+  toml_set "$CONF" microphone chunk_seconds 6
+  toml_set "$CONF" microphone overlap_seconds 1
+  # The root's clock is the host's, which may not be NTP-disciplined (docs/time.md).
+  toml_set "$CONF" daemon trust_system_clock true
+else
+  toml_set "$CONF" location enabled false
+  toml_set "$CONF" microphone enabled false
+fi
 toml_set "$CONF" health enabled true
 toml_set "$CONF" health commit_interval 2
 toml_set "$CONF" upload interval 5
@@ -340,15 +446,32 @@ say "ariata-agent run as the service user, until the receiver has the samples"
 ( exec env -i "${ROOT_ENV[@]}" chroot "$R" "${SERVICE_USER[@]}" ariata-agent run --config /etc/ariata/agent.toml ) \
   > "$WORK/run-a.log" 2>&1 &
 AGENT_PID=$!
+T_RUN=$(date +%s.%N)
 delivered_all() {
   local q; q=$(health_queue) || return 1
   set -- $q
   [ "$1" -eq 0 ] && [ "$2" -gt 0 ] && [ "$(received_health)" -eq "$2" ]
 }
-wait_until 60 "the health samples at the receiver" delivered_all
+delivered_streams() {
+  delivered_all || return 1
+  [ "$STREAMS" = health ] || { [ "$(received location)" -ge 3 ] && [ "$(received microphone)" -ge 2 ]; }
+}
+# Under qemu-user every instruction is emulated: more time.
+RUN_LIMIT=60
+[ "$ARCH" = "$(dpkg --print-architecture)" ] || RUN_LIMIT=300
+wait_until "$RUN_LIMIT" "the $STREAMS streams at the receiver" delivered_streams
+RUN_SECONDS=$(since "$T_RUN")
+# The daemon's CPU time (user + system, in clock ticks) and peak resident memory so far.
+read -r -a PSTAT < "/proc/$AGENT_PID/stat"
+RUN_CPU=$(awk -v t="$(( PSTAT[13] + PSTAT[14] ))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }')
+RUN_HWM=$(awk '/^VmHWM/ { printf "%.0f MB", $2 / 1024 }' "/proc/$AGENT_PID/status")
 kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || die "the daemon did not exit 0 on SIGTERM: $(tail -5 "$WORK/run-a.log")"
 RECEIVED_A=$(received_health)
-ok "the receiver has all $RECEIVED_A health samples; the daemon stopped cleanly"
+if [ "$STREAMS" = all ]; then
+  ok "the receiver has $(received location) location fixes, $(received microphone) audio chunks and all $RECEIVED_A health samples after $RUN_SECONDS s; the daemon used $RUN_CPU s of CPU (peak RSS $RUN_HWM) and stopped cleanly"
+else
+  ok "the receiver has all $RECEIVED_A health samples; the daemon stopped cleanly"
+fi
 
 # --- 4. upgrade -------------------------------------------------------------------------
 say "upgrade: a running service with pending records, the user's edited agent.toml, then version N+1"
@@ -445,6 +568,9 @@ wait_until 180 "the pending records at the receiver after the upgrade" expect_de
 ok "the receiver has $(received_health) health samples ($RECEIVED_A before the upgrade), nothing pending; $(since "$T") s after the receiver's return"
 
 # --- 5. remove and purge ------------------------------------------------------------------
+if [ ${#RIG_PIDS[@]} -gt 0 ]; then
+  kill "${RIG_PIDS[@]}" 2>/dev/null; wait "${RIG_PIDS[@]}" 2>/dev/null || true
+fi
 say "apt-get remove"
 inroot apt-get remove -y -q "${APT_PATH[@]}" ariata-agent > "$WORK/remove.log" 2>&1 || { cat "$WORK/remove.log" >&2; die "apt-get remove failed"; }
 grep -q 'stop ariata-agent.service' "$R/run/fake-systemd/calls" || die "prerm did not stop the service on remove"
@@ -483,8 +609,9 @@ say "numbers"
 printf '   %-56s %s\n' \
   ".deb size" "$DEB_SIZE bytes ($(awk -v s="$DEB_SIZE" 'BEGIN { printf "%.1f MB", s / 1e6 }'))" \
   "installed size" "$INSTALLED_KIB KiB ($(awk -v s="$INSTALLED_KIB" 'BEGIN { printf "%.1f MB", s * 1024 / 1e6 }'))" \
-  "package build (scripts/build-deb.sh)" "$BUILD_SECONDS s (rebuild as N+1: $REBUILD_SECONDS s)" \
+  "package build (scripts/build-deb.sh)" "$([ -n "$DEB_GIVEN" ] && echo "given (--deb); N+1 repacked in $REBUILD_SECONDS s" || echo "$BUILD_SECONDS s (rebuild as N+1: $REBUILD_SECONDS s)")" \
   "dependencies (apt-get satisfy, downloads included)" "$DEPS_SECONDS s" \
   "apt-get install ./…deb" "$INSTALL_SECONDS s" \
+  "run: daemon start to all samples at the receiver ($STREAMS)" "$RUN_SECONDS s (daemon CPU $RUN_CPU s, peak RSS $RUN_HWM)" \
   "install (dependencies included) to a verified onboard" "$INSTALL_TO_ONBOARD s" \
   "the whole test" "$(since "$TEST_START") s"

@@ -64,6 +64,11 @@ final class ServerSwitchWholeDaemonTests: XCTestCase {
         try waitUntil("the failed ask", timeout: 20) { rig.agentLog.contains("cannot read the server's stream switches") }
         Thread.sleep(forTimeInterval: 6)
         XCTAssertEqual(try fixes(), beforeRestart, "no fix after the restart: the last answer holds")
+        // An unreachable server is an outage the uploads already report, not a warning of
+        // the switches' own: the line says the ask failed, and status does not fail for it.
+        let offline = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
+        XCTAssertNotNil(offline.serverSwitches?.lastProblem)
+        XCTAssertFalse(offline.warnings.contains { $0.contains("stream switches") }, "\(offline.warnings)")
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 }

@@ -85,8 +85,10 @@ public final class ReliableTimer: Sendable {
     /// Moves the next run to `date` (wall clock; a date in the past runs at once), keeping
     /// the interval for the runs after it. Does nothing when the timer is stopped.
     public func reschedule(at date: Date) {
-        guard let armed = state.withLock({ $0.armed }) else { return }
-        arm(deadline: date, interval: armed.interval)
+        // Only the interval leaves the lock (nil: stopped): the dispatch sources in Armed are
+        // not Sendable, and Swift 6.0 does not let withLock's `sending` result carry them.
+        guard let interval = state.withLock({ $0.armed.map(\.interval) }) else { return }
+        arm(deadline: date, interval: interval)
     }
 
     /// Moves the next run to `seconds` from now. Does nothing when the timer is stopped.

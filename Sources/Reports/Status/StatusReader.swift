@@ -212,7 +212,10 @@ public struct StatusReader: Sendable {
         if let since = report.uploader.uncompressedSince {
             warnings.append("the server does not inflate gzip bodies: it answered a compressed batch 400/415 and took it uncompressed, so uploads go uncompressed since \(RFC3339.string(from: since)); set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
         }
-        if let problem = report.serverSwitches?.lastProblem, report.daemon.running {
+        // A refused token is the person's to fix; an unreachable server is an outage, which
+        // the switches line and the uploads' own warnings already report (docs/upload.md).
+        if let problem = report.serverSwitches?.lastProblem, report.daemon.running,
+           problem.hasPrefix(AgentErrorCode.invalidToken.rawValue) {
             warnings.append("cannot read the server's stream switches: \(problem); the last ones stay in force")
         }
         if let since = report.database.belowFloorSince {
