@@ -83,7 +83,7 @@ struct AudioCommand: ParsableCommand {
 
     func validate() throws {
         try requirePositive(seconds, "--seconds")
-        guard (0...10).contains(complexity) else { throw ValidationError("--complexity takes 0 to 10, not \(complexity)") }
+        try requireWithin(complexity, 0...10, "--complexity")
     }
 
     func run() throws { try AudioBench.run(seconds: seconds, complexity: complexity, work: work) }
@@ -110,7 +110,7 @@ struct SilenceCommand: ParsableCommand {
 
     func validate() throws {
         try requirePositive(seconds, "--seconds")
-        guard (0...100).contains(quietPercent) else { throw ValidationError("--quiet-percent takes 0 to 100, not \(quietPercent)") }
+        try requireWithin(quietPercent, 0...100, "--quiet-percent")
     }
 
     func run() throws { try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, work: work) }
@@ -265,7 +265,7 @@ struct FootprintCommand: ParsableCommand {
         try requirePositive(uploadInterval, "--upload-interval")
         try requirePositive(healthEvery, "--health-every")
         try requireAtLeastZero(syncSeconds, "--sync-seconds")
-        guard (0...10).contains(complexity) else { throw ValidationError("--complexity takes 0 to 10, not \(complexity)") }
+        try requireWithin(complexity, 0...10, "--complexity")
         if caBundle && !tls { throw ValidationError("--ca-bundle goes with --tls") }
     }
 

@@ -41,6 +41,12 @@ func requirePositive(_ value: Int, _ option: String) throws {
     guard value > 0 else { throw ValidationError("\(option) takes a positive whole number, not \(value)") }
 }
 
+func requireWithin(_ value: Int, _ range: ClosedRange<Int>, _ option: String) throws {
+    guard range.contains(value) else {
+        throw ValidationError("\(option) takes \(range.lowerBound) to \(range.upperBound), not \(value)")
+    }
+}
+
 func requireAtLeastZero(_ value: Int, _ option: String) throws {
     guard value >= 0 else { throw ValidationError("\(option) takes a whole number of 0 or more, not \(value)") }
 }
