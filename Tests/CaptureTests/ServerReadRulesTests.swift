@@ -62,6 +62,97 @@ final class ServerReadRulesTests: XCTestCase {
         }
     }
 
+    /// Why both servers refuse a health record before storing its batch (`validate_*` in
+    /// `sources/base/validation.rs` and the checks in `sources/ios/healthkit/mod.rs`, the
+    /// same in both generations), nil when they store it. serde's `as_f64` reads any
+    /// number, `as_i64` only an integer literal; `value` and `metadata` are never checked.
+    static func refused(_ record: [String: Any], text: String) -> String? {
+        func number(_ key: String) -> Double? {
+            (record[key] as? NSNumber)?.doubleValue
+        }
+        guard record["timestamp"] is String else { return "Missing timestamp in record" }
+        for key in ["heart_rate", "resting_heart_rate"] {
+            if let bpm = number(key), !(30...250).contains(bpm) { return "Invalid heart rate: \(bpm) bpm. Must be between 30 and 250" }
+        }
+        if let hrv = number("hrv"), hrv < 0 { return "HRV cannot be negative" }
+        if let match = text.range(of: "\"steps\":-?[0-9]+[,}]", options: .regularExpression),
+           let steps = Int(text[match].dropFirst(8).dropLast()), steps < 0 { return "Steps cannot be negative" }
+        if let distance = number("distance"), distance < 0 { return "Distance cannot be negative" }
+        if let fat = number("body_fat_percentage"), !(0...100).contains(fat) { return "Body fat percentage must be 0-100" }
+        return nil
+    }
+
+    /// Edge values of every kind, as the agent's own encoder writes them: each record the
+    /// normaliser accepts passes both servers' validation (one that fails would fail its
+    /// whole batch), Virtues reads every kind it reads, and Ariata reads a heart rate only
+    /// where its top-level field may go (30..250 bpm).
+    func testEdgeValuesPassBothServersValidationAndAreReadWhereTheyCanBe() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let normaliser = HealthNormaliser()
+        func raw(_ metric: HealthMetric, _ value: Double) -> RawHealthSample {
+            RawHealthSample(metric: metric, value: .number(value), timestamp: now)
+        }
+        func workout(_ measures: [RawHealthSample]) -> RawHealthSample {
+            RawHealthSample(metric: .workout, value: .text("running"), timestamp: now, duration: 600, workoutMeasures: measures)
+        }
+        // (input, the normaliser keeps it, Ariata reads it)
+        var cases: [(RawHealthSample, kept: Bool, ariata: Bool)] = []
+        for metric in [HealthMetric.heartRate, .restingHeartRate] {
+            cases += [(raw(metric, 27), true, false), (raw(metric, 29), true, false), (raw(metric, 29.4), true, false),
+                      (raw(metric, 29.6), true, true), (raw(metric, 30), true, true), (raw(metric, 250), true, true),
+                      (raw(metric, 250.4), true, true), (raw(metric, 251), true, false), (raw(metric, 268), true, false),
+                      (raw(metric, 0), false, false), (raw(metric, -60), false, false)]
+        }
+        cases += [(raw(.heartRateVariability, 0.1), true, true), (raw(.heartRateVariability, 0), false, false),
+                  (raw(.heartRateVariability, -3), false, false),
+                  (raw(.steps, 0), true, true), (raw(.steps, -1), false, false),
+                  (raw(.distance, 0), true, false), (raw(.distance, -1), false, false),
+                  (raw(.activeEnergy, 0), true, false), (raw(.activeEnergy, -1), false, false),
+                  (raw(.oxygenSaturation, 100), true, false), (raw(.oxygenSaturation, 0), false, false),
+                  (RawHealthSample(metric: .sleep, value: .text("awake"), timestamp: now, duration: 0), true, true)]
+        for bpm in [29.0, 30, 250, 251, -5] {
+            cases.append((workout([raw(.heartRate, bpm)]), bpm > 0, true))
+        }
+        cases += [(workout([raw(.distance, 0)]), true, true), (workout([raw(.distance, -2)]), false, false)]
+        var checked = 0
+        for (input, kept, ariata) in cases {
+            let outcome = normaliser.normalise(input, now: now)
+            guard case .accepted(let sample) = outcome else {
+                XCTAssertFalse(kept, "\(input) refused: \(outcome)")
+                continue
+            }
+            XCTAssertTrue(kept, "\(input) kept: the agent should refuse it at capture")
+            let (fields, text) = try object(try normaliser.record(sample, source: "strap"))
+            XCTAssertNil(Self.refused(fields, text: text), "both servers would fail the batch: \(text)")
+            if !Self.archivedOnly.contains(input.metric) {
+                XCTAssertNil(Self.unread(by: .virtues, stream: .health, fields, text: text), "Virtues cannot read \(text)")
+                XCTAssertEqual(Self.unread(by: .ariata, stream: .health, fields, text: text) == nil, ariata, text)
+            }
+            if input.metric == .workout, let bpm = sample.workout?.heartRate, !(30...250).contains(bpm) {
+                let metadata = try XCTUnwrap(fields["metadata"] as? [String: Any])
+                XCTAssertEqual(metadata["heart_rate"] as? Int, Int(bpm), "kept in metadata, not lost: \(text)")
+            }
+            checked += 1
+        }
+        XCTAssertEqual(checked, cases.filter(\.kept).count)
+    }
+
+    /// The validation can fail: records as the agent wrote them before the limits.
+    func testTheValidationRefusesTopLevelFieldsOutsideTheLimits() {
+        let t = "2027-01-15T08:00:00.000Z"
+        for (record, text) in [
+            (["timestamp": t, "heart_rate": 27] as [String: Any], #"{"heart_rate":27}"#),
+            (["timestamp": t, "resting_heart_rate": 250.5], #"{"resting_heart_rate":250.5}"#),
+            (["timestamp": t, "hrv": -0.1], #"{"hrv":-0.1}"#),
+            (["timestamp": t, "steps": -1], #"{"steps":-1}"#),
+            (["timestamp": t, "distance": -0.01], #"{"distance":-0.01}"#),
+            (["heart_rate": 60], #"{"heart_rate":60}"#),
+        ] {
+            XCTAssertNotNil(Self.refused(record, text: text), text)
+        }
+        XCTAssertNil(Self.refused(["timestamp": t, "heart_rate": 30, "steps": 0, "value": 12], text: #"{"heart_rate":30,"steps":0}"#))
+    }
+
     /// The health kinds each server archives raw and no transform reads (sent all the same:
     /// a later server may read them).
     static let archivedOnly: Set<HealthMetric> = [.activeEnergy, .distance, .oxygenSaturation]

@@ -71,4 +71,43 @@ final class ReceiverServerModelTests: XCTestCase {
         XCTAssertEqual(report["virtues"]?["healthkit"], .init(received: 6, read: 5))
         XCTAssertEqual(report["ariata"]?["healthkit"], .init(received: 6, read: 3))
     }
+
+    /// Both servers' limits on a health record's top-level fields: one record outside them
+    /// fails its whole batch (`200`, accepted 0); `value` is never checked.
+    func testTheHealthLimitsFailAWholeBatchAsTheServersDo() throws {
+        let f = try UploadFixture(strictReceiver: false)
+        let t = Date().addingTimeInterval(-60)
+        let ordinary: [String: any Sendable] = ["metric_type": "heart_rate", "value": 62, "heart_rate": 62]
+        let refused: [[String: any Sendable]] = [
+            ["metric_type": "heart_rate", "value": 29, "heart_rate": 29],
+            ["metric_type": "resting_heart_rate", "value": 251, "resting_heart_rate": 251],
+            ["metric_type": "heart_rate", "value": 62, "heart_rate": 250.5],
+            ["metric_type": "heart_rate_variability", "value": 1, "hrv": -0.5],
+            ["metric_type": "steps", "value": 1, "steps": -1],
+            ["metric_type": "workout", "value": "running", "workout_type": "running", "distance": -2.5],
+        ]
+        for sample in refused {
+            try f.receiver.reset()
+            try f.queue.recordQueue.enqueue([try health(ordinary, at: t), try health(sample, at: t.addingTimeInterval(1))], anchor: nil)
+            f.makeUploader().syncNow()
+            let first = try XCTUnwrap(try f.receiver.requests().first)
+            XCTAssertEqual(first.accepted, 0, "\(sample)")
+            XCTAssertEqual(first.rejected, 2, "one record fails the batch: \(sample)")
+            XCTAssertEqual(try f.receiver.stats().stored(.health), 1, "the ordinary one is delivered alone: \(sample)")
+        }
+        try f.receiver.reset()
+        let taken: [[String: any Sendable]] = [
+            ["metric_type": "heart_rate", "value": 27],
+            ["metric_type": "heart_rate", "value": 268],
+            ["metric_type": "heart_rate", "value": 30, "heart_rate": 30],
+            ["metric_type": "resting_heart_rate", "value": 250, "resting_heart_rate": 250],
+            ["metric_type": "steps", "value": 0, "steps": 0],
+            ["metric_type": "heart_rate_variability", "value": 0, "hrv": 0],
+            ["metric_type": "workout", "value": "running", "workout_type": "running", "metadata": ["heart_rate": 262] as [String: any Sendable]],
+        ]
+        try f.queue.recordQueue.enqueue(try taken.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
+        XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
+        XCTAssertEqual(try f.receiver.requests().map(\.status), [200])
+        XCTAssertEqual(try f.receiver.stats().stored(.health), taken.count)
+    }
 }

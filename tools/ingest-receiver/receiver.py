@@ -51,8 +51,9 @@ available_streams are listed as {"descriptor": {"name": ...}, "config_schema",
 every device route 401 {"error":"Unauthorized"}.
 
 It models the servers' leniency: by default it checks what the Ariata and Virtues
-servers check (token, JSON body, the envelope's fields, record ids, timestamps, numbers)
-and no more; --strict adds the contract's own checks that no server makes (an X-Batch-Id,
+servers check (token, JSON body, the envelope's fields, record ids, timestamps, numbers,
+and the health limits: a top-level heart_rate or resting_heart_rate outside 30..250, a
+negative hrv, steps or distance fail the whole batch) and no more; --strict adds the contract's own checks that no server makes (an X-Batch-Id,
 metadata.source, a known health metric, audio that is an Ogg file). Like both servers it
 answers a gzip body 400 with a plain-text error, unless --inflate plays a proxy in front
 that inflates bodies.
@@ -622,6 +623,7 @@ def check_record(stream, record, now, strict=True):
             raise ValueError("audio_data is not an Ogg file")
     elif stream == "healthkit":
         parse_time(record.get("timestamp"), "timestamp", now)
+        check_health_limits(record)
         if strict and record.get("metric_type") not in HEALTH_METRICS:
             raise ValueError(f"metric_type {record.get('metric_type')!r} is unknown")
         if record.get("metric_type") in ("sleep", "workout") and isinstance(record.get("value"), str):
@@ -631,6 +633,31 @@ def check_record(stream, record, now, strict=True):
         metadata = record.get("metadata")
         if strict and (not isinstance(metadata, dict) or not isinstance(metadata.get("source"), str)):
             raise ValueError("metadata must be an object with a source")
+
+
+# Both servers' limits on a health record's top-level fields (validation.rs and
+# healthkit/mod.rs, the same in both generations); `value` and `metadata` are not checked.
+HEART_RATE_LIMITS = (30, 250)
+
+
+def check_health_limits(record):
+    """Raises ValueError as the servers do for a top-level field outside their limits:
+    one such record fails its whole batch."""
+    low, high = HEART_RATE_LIMITS
+    for field in ("heart_rate", "resting_heart_rate"):
+        value = record.get(field)
+        if is_number(value) and not low <= value <= high:
+            raise ValueError(f"Invalid heart rate: {value} bpm. Must be between {low} and {high}")
+    for field, name in (("hrv", "HRV"), ("distance", "Distance")):
+        value = record.get(field)
+        if is_number(value) and value < 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    steps = record.get("steps")
+    if is_integer(steps) and steps < 0:
+        raise ValueError("Steps cannot be negative")
+    fat = record.get("body_fat_percentage")
+    if is_number(fat) and not 0 <= fat <= 100:
+        raise ValueError(f"Body fat percentage must be between 0 and 100, got {fat}")
 
 
 def check_body(body, now):

@@ -167,6 +167,10 @@ final class HealthNormaliserTests: XCTestCase {
             RawHealthSample(metric: .workout, value: .text("cycling"), timestamp: now, duration: 3_600,
                             workoutMeasures: [sample(.activeEnergy, 512.36), sample(.distance, 20.5, "km"), sample(.heartRate, 131)]),
             RawHealthSample(metric: .workout, value: .text("Yoga"), timestamp: now, workoutMeasures: [sample(.distance, 0.05)]),
+            // Outside the servers' 30..250: no top-level field (a workout's goes to metadata).
+            sample(.heartRate, 27), sample(.restingHeartRate, 268),
+            RawHealthSample(metric: .workout, value: .text("rowing"), timestamp: now, duration: 600,
+                            workoutMeasures: [sample(.distance, 2.5, "km"), sample(.heartRate, 262)]),
         ]
         for raw in raws {
             guard case .accepted(let s) = normaliser.normalise(raw, now: now) else { return XCTFail("rejected \(raw)") }

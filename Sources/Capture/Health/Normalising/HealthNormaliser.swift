@@ -218,17 +218,23 @@ public struct HealthNormaliser: Sendable {
             "unit": sample.unit,
         ]
         switch sample.metric {
-        case .heartRate, .restingHeartRate: fields["heart_rate"] = sample.jsonValue
-        case .heartRateVariability: fields["hrv"] = sample.jsonValue
-        case .steps: fields["steps"] = sample.jsonValue
+        case .heartRate where ServerFieldLimits.acceptsHeartRate(sample.value),
+             .restingHeartRate where ServerFieldLimits.acceptsHeartRate(sample.value):
+            fields["heart_rate"] = sample.jsonValue
+        case .heartRateVariability where ServerFieldLimits.acceptsMeasure(sample.value): fields["hrv"] = sample.jsonValue
+        case .steps where ServerFieldLimits.acceptsMeasure(sample.value): fields["steps"] = sample.jsonValue
         default: break
         }
         if let workout = sample.workout {
             fields["workout_type"] = workout.type
             if let minutes = workout.minutes { fields["workout_duration"] = minutes }
             if let energy = workout.activeEnergy { fields["active_energy"] = energy }
-            if let distance = workout.distance { fields["distance"] = distance }
-            if let heartRate = workout.heartRate { fields["heart_rate"] = Int(heartRate) }
+            if let distance = workout.distance {
+                if ServerFieldLimits.acceptsMeasure(distance) { fields["distance"] = distance } else { metadata["distance"] = distance }
+            }
+            if let heartRate = workout.heartRate {
+                if ServerFieldLimits.acceptsHeartRate(heartRate) { fields["heart_rate"] = Int(heartRate) } else { metadata["heart_rate"] = Int(heartRate) }
+            }
         }
         if let stage = sample.sleepStage { fields["sleep_stage"] = stage }
         if let minutes = sample.sleepMinutes {

@@ -8,7 +8,9 @@ import Foundation
 /// Both server generations must be able to read it (docs/upload.md, "What the servers
 /// read"): Virtues reads `metric_type` and `value`, Ariata only the top-level field of the
 /// kind (`heart_rate`, `hrv`, `steps`, `sleep_duration` with `sleep_stage`, `workout_type`),
-/// so a record carries both shapes. A workout's `workout_duration`, `active_energy`,
+/// so a record carries both shapes. A top-level field goes out only inside the servers'
+/// validation (`ServerFieldLimits`); a workout's measure outside it moves to `metadata`.
+/// A workout's `workout_duration`, `active_energy`,
 /// `distance` and `heart_rate` are what Virtues' workout transform reads.
 enum HealthRecordEncoder {
     static func payload(id: UUID, sample: HealthSample, source: String) -> Data {
@@ -16,20 +18,26 @@ enum HealthRecordEncoder {
         var out = "{"
         out.reserveCapacity(260)
         let workout = sample.workout
+        let limits = WorkoutLimits(workout)
         if let energy = workout?.activeEnergy { out += "\"active_energy\":" + RecordJSON.number(energy) + "," }
-        if let distance = workout?.distance { out += "\"distance\":" + RecordJSON.number(distance) + "," }
+        if let distance = limits.topLevelDistance { out += "\"distance\":" + RecordJSON.number(distance) + "," }
         switch sample.metric {
-        case .heartRate, .restingHeartRate: out += "\"heart_rate\":" + RecordJSON.number(sample.value) + ","
-        case .heartRateVariability: out += "\"hrv\":" + RecordJSON.number(sample.value) + ","
-        case .workout: if let heartRate = workout?.heartRate { out += "\"heart_rate\":" + RecordJSON.number(heartRate) + "," }
+        case .heartRate where ServerFieldLimits.acceptsHeartRate(sample.value),
+             .restingHeartRate where ServerFieldLimits.acceptsHeartRate(sample.value):
+            out += "\"heart_rate\":" + RecordJSON.number(sample.value) + ","
+        case .heartRateVariability where ServerFieldLimits.acceptsMeasure(sample.value):
+            out += "\"hrv\":" + RecordJSON.number(sample.value) + ","
+        case .workout: if let heartRate = limits.topLevelHeartRate { out += "\"heart_rate\":" + RecordJSON.number(heartRate) + "," }
         default: break
         }
         out += "\"id\":\""
         out += id.uuidString.lowercased()
         out += "\",\"metadata\":{"
+        if let distance = limits.metadataDistance { out += "\"distance\":" + RecordJSON.number(distance) + "," }
         if let minutes {
             out += "\"duration_minutes\":\(minutes),"
         }
+        if let heartRate = limits.metadataHeartRate { out += "\"heart_rate\":" + RecordJSON.number(heartRate) + "," }
         out += "\"source\":"
         RecordJSON.appendString(source, to: &out)
         out += "},\"metric_type\":\"\(sample.metric.rawValue)\","
@@ -41,7 +49,7 @@ enum HealthRecordEncoder {
             RecordJSON.appendString(stage, to: &out)
             out += ","
         }
-        if sample.metric == .steps {
+        if sample.metric == .steps, ServerFieldLimits.acceptsMeasure(sample.value) {
             out += "\"steps\":" + RecordJSON.number(sample.value) + ","
         }
         out += "\"timestamp\":\""
@@ -61,5 +69,24 @@ enum HealthRecordEncoder {
         }
         out += "}"
         return Data(out.utf8)
+    }
+}
+
+/// Where a workout's distance and heart rate go: top level inside the servers' limits,
+/// `metadata` outside them (archived raw, never checked), so one odd reading does not fail
+/// a batch and is not lost either.
+struct WorkoutLimits {
+    var topLevelDistance: Double?
+    var metadataDistance: Double?
+    var topLevelHeartRate: Double?
+    var metadataHeartRate: Double?
+
+    init(_ workout: HealthSample.Workout?) {
+        if let distance = workout?.distance {
+            if ServerFieldLimits.acceptsMeasure(distance) { topLevelDistance = distance } else { metadataDistance = distance }
+        }
+        if let heartRate = workout?.heartRate {
+            if ServerFieldLimits.acceptsHeartRate(heartRate) { topLevelHeartRate = heartRate } else { metadataHeartRate = heartRate }
+        }
     }
 }
