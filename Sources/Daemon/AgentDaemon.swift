@@ -252,26 +252,26 @@ public final class AgentDaemon: Sendable {
     /// timed pauses that have ended are cleared and their streams resumed, and the
     /// pause-end timer is set for the next end.
     public func applyPauseSwitches() {
-        let switches = PauseSwitches(queue: queue)
+        let pauses = PauseSwitches(queue: queue)
         let now = clock.now()
         do {
-            for stream in try switches.clearEnded(at: now) {
+            for stream in try pauses.clearEnded(at: now) {
                 logger.notice("\(stream.rawValue): the timed pause has ended")
             }
         } catch {
             // They read as not paused all the same; clearing is tidiness, retried next time.
             logger.warning("cannot clear ended pauses: \(error); retrying at the next liveness check")
         }
-        guard let paused = try? switches.pausedStreams(at: now) else { return }
+        guard let paused = try? pauses.pausedStreams(at: now) else { return }
         let powerPausesMicrophone = power.policy?.microphonePaused == true
-        let switchedOff = serverSwitchedOff()
+        let switches = switchKeeper?.current
         let supervisors = state.withLock { $0.supervisors }
         for (stream, supervisor) in supervisors {
-            let byServer = switchedOff.contains(stream) && !paused.contains(stream)
+            let serverReason = paused.contains(stream) ? nil : switches?.offReason(stream)
+            let byServer = serverReason != nil
             let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream) && !byServer
-            let why = byServer ? "the server switched it off (its web UI); it resumes when switched on there"
-                : byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil
-            supervisor.setPaused(paused.contains(stream) || byPower || byServer, until: try? switches.pausedUntil(stream, at: now),
+            let why = serverReason ?? (byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
+            supervisor.setPaused(paused.contains(stream) || byPower || byServer, until: try? pauses.pausedUntil(stream, at: now),
                                  why: why)
         }
         armPauseEnd()

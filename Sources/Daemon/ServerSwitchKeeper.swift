@@ -6,13 +6,17 @@ import Synchronization
 import Upload
 
 /// Keeps the server's stream switches: asks `POST /api/devices/verify` when started (the
-/// daemon's start and every reload), every hour, and when asked (the first upload that
-/// succeeds after an outage); keeps the last answer in the database, so a restart without
+/// daemon's start and every reload), every hour (every minute while the person has not
+/// switched any stream on yet), and when asked (the first upload that succeeds after an
+/// outage); keeps the last answer in the database, so a restart without
 /// network starts from it; and tells the daemon when it changed
 /// (docs/upload.md#the-servers-stream-switches).
 final class ServerSwitchKeeper: Sendable {
     /// How often the switches are asked for while the daemon runs.
     static let interval: TimeInterval = 3_600
+    /// How often while the server has no stream switched on for this device yet (right
+    /// after pairing): capture starts within a minute of the person switching one on.
+    static let waitingInterval: TimeInterval = 60
 
     private let queue: AgentDatabase
     private let clock: any WallClock
@@ -109,8 +113,13 @@ final class ServerSwitchKeeper: Sendable {
         case .switches(let answer):
             next = answer
             let off = answer.switchedOffStreams.map(\.rawValue).sorted()
-            said = "the server's stream switches: " + (off.isEmpty ? "every stream on" : "\(off.joined(separator: ", ")) switched off")
-            log(said, level: .info)
+            if !answer.isConfigurationComplete {
+                said = "\(ServerSwitches.notConfiguredReason): nothing is captured until then (asking every minute)"
+                log(said, level: .notice)
+            } else {
+                said = "the server's stream switches: " + (off.isEmpty ? "every stream on" : "\(off.joined(separator: ", ")) switched off")
+                log(said, level: .info)
+            }
         case .noSwitches(let status):
             next = ServerSwitches(fetchedAt: now, supported: false)
             said = "the server has no stream switches (HTTP \(status) from \(StreamSwitchClient.path), a Virtues server): the local configuration alone decides which streams run"
@@ -124,7 +133,8 @@ final class ServerSwitchKeeper: Sendable {
             if isStopped { return }
             next = kept
             next.lastProblem = (code.map { "\($0.rawValue) " } ?? "") + reason
-            said = "cannot read the server's stream switches: \(next.lastProblem ?? reason); the last switches stay in force, asking again within the hour"
+            said = "cannot read the server's stream switches: \(next.lastProblem ?? reason); the last switches stay in force, asking again within "
+                + (next.isConfigurationComplete ? "the hour" : "a minute")
             log(said, level: .warning)
         }
         next.endpoint = server.endpoint
@@ -137,6 +147,9 @@ final class ServerSwitchKeeper: Sendable {
             try next.save(to: queue)
         } catch {
             logger.error("cannot keep the server's stream switches in the database: \(error); they apply until the daemon stops")
+        }
+        if next.decides && !next.isConfigurationComplete {
+            state.withLock { $0.timer }?.reschedule(after: Self.waitingInterval)
         }
         if previous?.decisions != next.decisions { changed(previous, next) }
     }

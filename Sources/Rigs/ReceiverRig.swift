@@ -266,6 +266,13 @@ public final class ReceiverRig: @unchecked Sendable {
         return try JSONDecoder().decode(Calls.self, from: get("/_control/verify")).calls
     }
 
+    /// The body the receiver answers `POST /api/devices/verify` with now.
+    public func verifyAnswer() throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: get("/_control/verify")) as? [String: Any]
+        guard let answer = object?["answer"] as? [String: Any] else { throw ControlError(description: "no verify answer") }
+        return answer
+    }
+
     /// Records received and records read by one server generation's transforms, per wire stream.
     public struct Readable: Decodable, Sendable, Equatable {
         public var received: Int

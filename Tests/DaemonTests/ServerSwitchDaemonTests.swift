@@ -117,6 +117,54 @@ final class ServerSwitchDaemonTests: XCTestCase {
         daemon.stop()
     }
 
+    /// Right after pairing Ariata answers `configuration_complete: false` with no stream:
+    /// nothing is captured, `status` says why (a state of its own, not a warning), and the
+    /// daemon asks every minute, so capture starts within a minute of a stream being
+    /// switched on in the web UI; then hourly again.
+    func testNothingSwitchedOnYetCapturesNothingAndAsksEveryMinute() throws {
+        var rig = try Rig("switches-unconfigured", streams: [.location, .health], toml: """
+            [[health.source]]
+            kind = "file"
+            path = "/dev/null"
+            """)
+        let receiver = try ReceiverRig(logDirectory: rig.directory.path, arguments: [
+            "--verify", "location=off", "--verify", "microphone=off", "--verify", "healthkit=off"])
+        connect(&rig, to: receiver)
+        let daemon = daemon(rig, made: Made())
+        daemon.start()
+        rig.scheduler.advance(by: 1)
+        XCTAssertEqual(try receiver.verifyCalls(), [200])
+        XCTAssertFalse(rig.counts.running(.location), "nothing is captured before the person switches a stream on")
+        XCTAssertFalse(rig.counts.running(.health))
+
+        let report = status(rig)
+        XCTAssertEqual(report.serverSwitches?.configurationComplete, false)
+        XCTAssertEqual(report.streams.first { $0.name == "health" }?.reason, ServerSwitches.notConfiguredReason)
+        XCTAssertEqual(report.warnings.filter { !$0.contains("the daemon is not running") }, [],
+                       "waiting for the person is not a warning (this daemon runs in the test's process)")
+        let text = StatusText(colour: false, now: rig.scheduler.now()).render(report)
+        XCTAssertTrue(text.contains("waiting (server)"), text)
+        XCTAssertTrue(text.contains("turn them on in its web UI"), text)
+
+        rig.scheduler.advance(by: 60)
+        rig.scheduler.advance(by: 60)
+        XCTAssertEqual(try receiver.verifyCalls().count, 3, "asked every minute while nothing is switched on")
+
+        try receiver.setVerify(["healthkit": ["is_enabled": true]])
+        rig.scheduler.advance(by: 60)
+        XCTAssertEqual(try receiver.verifyCalls().count, 4)
+        XCTAssertTrue(rig.counts.running(.health), "captures within a minute of being switched on")
+        XCTAssertFalse(rig.counts.running(.location), "left out of the answer: still off")
+        XCTAssertEqual(status(rig).streams.first { $0.name == "location" }?.reason, ServerSwitches.switchedOffReason)
+
+        // That ask was 1 s ago (each advance ends 1 s past a minute's ask).
+        rig.scheduler.advance(by: 3_598)
+        XCTAssertEqual(try receiver.verifyCalls().count, 4, "hourly again once the configuration is complete")
+        rig.scheduler.advance(by: 1)
+        XCTAssertEqual(try receiver.verifyCalls().count, 5)
+        daemon.stop()
+    }
+
     func testTheFilesIntervalWinsOverTheServers() throws {
         var rig = try Rig("switches-interval", streams: [.location], toml: "[location]\ninterval = 7\n")
         let receiver = try ReceiverRig(logDirectory: rig.directory.path, arguments: ["--verify", "location.update_interval_seconds=30"])

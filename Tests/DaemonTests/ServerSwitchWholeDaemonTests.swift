@@ -71,4 +71,33 @@ final class ServerSwitchWholeDaemonTests: XCTestCase {
         XCTAssertFalse(offline.warnings.contains { $0.contains("stream switches") }, "\(offline.warnings)")
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
+
+    /// Health switched off in an Ariata server's web UI: the verify answer leaves it out.
+    /// Samples written to the file stop being captured within 10 s of that answer, and are
+    /// read from where capture stopped once it is switched on again.
+    func testHealthLeftOutOfTheAnswerIsNotCapturedUntilSwitchedOn() throws {
+        let rig = try DaemonRig(checkInterval: 30, locationEnabled: false, microphoneConfig: "enabled = false")
+        try rig.startAgent()
+        let queue = try rig.openQueue()
+        func samples() throws -> Int { try queue.recordQueue.records(stream: .health).count }
+        try rig.appendHeartRates([61, 62])
+        try waitUntil("the first samples", timeout: 20) { try samples() == 2 }
+
+        try rig.receiver.setVerify(["healthkit": ["is_enabled": false]])
+        let listed = (try rig.receiver.verifyAnswer()["enabled_streams"] as? [[String: Any]])?.compactMap { $0["stream_name"] as? String }
+        XCTAssertEqual(listed, ["location", "microphone"], "the Ariata shape: health is left out, not false")
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("the verify after the reload", timeout: 10) { try rig.receiver.verifyCalls().count == 2 }
+        let answered = Date(timeIntervalSince1970: try XCTUnwrap(rig.receiver.verifyRequests().last).at)
+        try waitUntil("health to stop", timeout: 10) { rig.agentLog.contains("health paused") }
+        XCTAssertLessThan(Date().timeIntervalSince(answered), 10, "capture stopped within 10 s of the verify")
+        try rig.appendHeartRates([63, 64, 65])
+        Thread.sleep(forTimeInterval: 5)
+        XCTAssertEqual(try samples(), 2, "no sample captured while switched off")
+
+        try rig.receiver.setVerify(["healthkit": ["is_enabled": true]])
+        rig.agent?.signal(SIGHUP)
+        try waitUntil("health to resume", timeout: 20) { try samples() == 5 }
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+    }
 }

@@ -20,7 +20,7 @@ final class StreamSwitchClientTests: XCTestCase {
     func testTheAnswerBecomesSwitchesAndSettings() throws {
         let directory = try TemporaryDirectory("ariata-switches")
         let receiver = try ReceiverRig(logDirectory: directory.path, arguments: [
-            "--verify", "location=off", "--verify", "location.update_interval_seconds=30",
+            "--verify", "microphone=off", "--verify", "location.update_interval_seconds=30",
             "--verify", "healthkit.enabled_metrics=heart_rate,steps"])
         let now = Date()
         guard case .switches(let switches) = StreamSwitchClient(server: server(receiver)).fetch(now: now) else {
@@ -28,10 +28,11 @@ final class StreamSwitchClientTests: XCTestCase {
         }
         XCTAssertTrue(switches.supported)
         XCTAssertEqual(switches.fetchedAt, now)
-        XCTAssertEqual(switches.switchedOffStreams, [.location])
+        XCTAssertEqual(switches.switchedOffStreams, [.microphone])
+        XCTAssertNil(switches.streams["microphone"], "Ariata lists only the streams switched on")
+        XCTAssertTrue(switches.isConfigurationComplete)
         XCTAssertEqual(switches.streams["location"]?.updateIntervalSeconds, 30)
         XCTAssertEqual(switches.streams["health"]?.enabledMetrics, ["heart_rate", "steps"], "healthkit is the agent's health")
-        XCTAssertEqual(switches.streams["microphone"], ServerSwitches.Stream(enabled: true))
         XCTAssertEqual(try receiver.verifyCalls(), [200])
 
         // What maps onto the agent: the interval where the file leaves it open, the metrics.
@@ -40,6 +41,46 @@ final class StreamSwitchClientTests: XCTestCase {
         XCTAssertEqual(switches.applied(to: config).health.serverMetrics, ["heart_rate", "steps"])
         config.location.interval = 12
         XCTAssertEqual(switches.applied(to: config).location.interval, 12, "the file's interval wins")
+    }
+
+    /// Right after pairing Ariata answers `configuration_complete: false` with no stream:
+    /// nothing is captured until the person switches streams on.
+    func testNothingSwitchedOnYetIsEveryStreamOff() throws {
+        let directory = try TemporaryDirectory("ariata-switches")
+        let receiver = try ReceiverRig(logDirectory: directory.path, arguments: [
+            "--verify", "location=off", "--verify", "microphone=off", "--verify", "healthkit=off"])
+        guard case .switches(let switches) = StreamSwitchClient(server: server(receiver)).fetch(now: Date()) else {
+            return XCTFail("no switches")
+        }
+        XCTAssertFalse(switches.isConfigurationComplete)
+        XCTAssertEqual(switches.switchedOffStreams, Set(StreamName.allCases))
+        XCTAssertEqual(switches.offReason(.location), ServerSwitches.notConfiguredReason)
+
+        try receiver.setVerify(["healthkit": ["is_enabled": true]])
+        guard case .switches(let on) = StreamSwitchClient(server: server(receiver)).fetch(now: Date()) else {
+            return XCTFail("no switches")
+        }
+        XCTAssertTrue(on.isConfigurationComplete)
+        XCTAssertEqual(on.switchedOffStreams, [.location, .microphone])
+        XCTAssertEqual(on.offReason(.location), ServerSwitches.switchedOffReason)
+        XCTAssertNil(on.offReason(.health))
+    }
+
+    /// A server may list a stream switched off with `is_enabled: false`: read the same way.
+    func testAnExplicitFalseIsReadAsOff() throws {
+        let directory = try TemporaryDirectory("ariata-switches")
+        let receiver = try ReceiverRig(logDirectory: directory.path, arguments: ["--verify-shape", "explicit", "--verify", "healthkit=off"])
+        guard case .switches(let switches) = StreamSwitchClient(server: server(receiver)).fetch(now: Date()) else {
+            return XCTFail("no switches")
+        }
+        XCTAssertEqual(switches.streams["health"], ServerSwitches.Stream(enabled: false), "listed, off")
+        XCTAssertEqual(switches.switchedOffStreams, [.health])
+    }
+
+    /// Before any answer (a first start without network) the configuration alone decides.
+    func testNoAnswerYetSwitchesNothingOff() {
+        XCTAssertEqual(ServerSwitches().switchedOffStreams, [])
+        XCTAssertTrue(ServerSwitches().isConfigurationComplete)
     }
 
     func testAnIntervalBelowFiveSecondsIsIgnored() throws {

@@ -59,9 +59,13 @@ answers a gzip body 400 with a plain-text error, unless --inflate plays a proxy 
 that inflates bodies.
 
 It answers POST /api/devices/verify (Bearer token, no body) in the Ariata server's shape:
-each push stream with its is_enabled switch and config, settable with --verify or
-/_control/verify ({"status": N} answers N instead). In virtues mode it answers 404, as
-Virtues has no such route.
+only the push streams switched on, each with its config, and configuration_complete
+while at least one is on; settable with --verify or /_control/verify ({"status": N}
+answers N instead; --verify-shape explicit, or {"shape": "explicit"}, lists the streams
+switched off too, with is_enabled false, as a server may). Pairing a device by code
+switches every stream off, as Ariata does: nothing is on until the person (a test:
+/_control/verify) switches streams on. In virtues mode it answers 404, as Virtues has
+no such route.
 
 GET /_control/readable reports how many received records each server generation's
 transforms would read, per stream, by the rules of the contract's table "What the servers
@@ -94,7 +98,8 @@ small control API under /_control/ on the same port:
   POST   /_control/verify             {"location": {"is_enabled": false, "config": {...}}, ...}
                                       changes streams' switches (config keys are merged);
                                       {"status": 404} answers verify with that status instead
-                                      (null: the Ariata answer again)
+                                      (null: the Ariata answer again); {"shape": "explicit"}
+                                      lists switched-off streams with is_enabled false
   GET    /_control/readable           per generation and stream: records received, records
                                       its transforms read
 
@@ -222,8 +227,13 @@ class StreamSwitches:
     """The server's per-stream settings that POST /api/devices/verify answers with. Guarded
     by the Receiver's lock."""
 
-    def __init__(self, specs):
+    SHAPES = ("ariata", "explicit")
+
+    def __init__(self, specs, shape="ariata"):
         self.enabled = {name: True for name in STREAMS}
+        # ariata: only the streams switched on are listed (the real server's answer);
+        # explicit: every stream, with is_enabled false for those switched off.
+        self.shape = parse_verify_shape(shape)
         self.config = {name: dict(VERIFY_STREAMS[name]["config"]) for name in STREAMS}
         self.status = None  # an HTTP status to answer instead (404: a server without the route)
         self.calls = []  # time.time() of each verify request, with its answer's status
@@ -260,6 +270,9 @@ class StreamSwitches:
             if name == "status":
                 self.status = None if change is None else int(change)
                 continue
+            if name == "shape":
+                self.shape = parse_verify_shape(change)
+                continue
             if name not in STREAMS or not isinstance(change, dict):
                 raise ValueError(f"unknown stream {name!r}, or its change is not an object")
             if "is_enabled" in change:
@@ -267,16 +280,32 @@ class StreamSwitches:
             if isinstance(change.get("config"), dict):
                 self.config[name].update(change["config"])
 
+    def switch_all_off(self):
+        """What pairing leaves: the Ariata server switches no stream on for a new device."""
+        for name in STREAMS:
+            self.enabled[name] = False
+
     def answer(self, streams):
-        """The Ariata server's 200 answer for a device whose connection has `streams`."""
+        """The Ariata server's 200 answer for a device whose connection has `streams`: only
+        the streams switched on (api/device_pairing.rs filters on is_enabled), and
+        configuration_complete while at least one is on."""
         enabled = []
         for name in streams:
+            if self.shape == "ariata" and not self.enabled[name]:
+                continue
             meta = VERIFY_STREAMS[name]
             enabled.append({"stream_name": name, "display_name": meta["display_name"],
                             "description": meta["description"], "is_enabled": self.enabled[name],
                             "config": dict(self.config[name]), "supports_incremental": False,
                             "default_cron_schedule": meta["default_cron_schedule"]})
-        return {"source_id": "receiver-source", "configuration_complete": True, "enabled_streams": enabled}
+        complete = any(self.enabled[name] for name in streams)
+        return {"source_id": "receiver-source", "configuration_complete": complete, "enabled_streams": enabled}
+
+
+def parse_verify_shape(value):
+    if value not in StreamSwitches.SHAPES:
+        raise ValueError(f"unknown verify shape {value!r}: use one of {', '.join(StreamSwitches.SHAPES)}")
+    return value
 
 
 # ---------------------------------------------------------------- what each server generation reads
@@ -389,7 +418,7 @@ class Receiver:
         self.name_errors = not args.unnamed_errors
         self.strict = args.strict
         self.inflate = args.inflate
-        self.switches = StreamSwitches(args.verify)
+        self.switches = StreamSwitches(args.verify, args.verify_shape)
         # code -> expiry (time.time()); a code works once.
         self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
         self.paired = []
@@ -432,6 +461,8 @@ class Receiver:
             if time.time() > expiry:
                 return 400, {"error": "Pairing code has expired"}
             self.paired.append({"code": code, "device_info": device_info})
+            if self.generation == "ariata":
+                self.switches.switch_all_off()
             return 200, {"source_id": str(uuid.uuid4()), "device_token": self.token,
                          "available_streams": [{"name": name, "display_name": name} for name in self.streams]}
 
@@ -1272,6 +1303,9 @@ def main(argv=None):
                         help="a stream switch for POST /api/devices/verify (repeatable): STREAM=on|off, or "
                              "STREAM.KEY=VALUE for its config, e.g. location.update_interval_seconds=30 or "
                              "healthkit.enabled_metrics=heart_rate,steps (default: every stream on)")
+    parser.add_argument("--verify-shape", choices=StreamSwitches.SHAPES, default="ariata",
+                        help="how verify lists switched-off streams: ariata (default: left out, as the real "
+                             "server does) or explicit (listed with is_enabled false)")
     parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024,
                         help="larger bodies get 413 (default 32 MiB)")
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")

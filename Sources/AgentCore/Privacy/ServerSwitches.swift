@@ -2,7 +2,9 @@ import Foundation
 
 /// The server's stream switches and settings, as an Ariata server's
 /// `POST /api/devices/verify` last answered them: a person who switches a stream off in
-/// the server's web UI expects the device to stop capturing it. Kept in the database
+/// the server's web UI expects the device to stop capturing it. The answer lists only the
+/// streams switched on: a stream it leaves out is off, and before the person switched any
+/// on (`configuration_complete: false`, right after pairing) nothing is captured. Kept in the database
 /// (`AgentStateKey.serverSwitches`) so that a restart without network keeps them, and so
 /// that `status` can show them. The local configuration is a veto: a stream off there
 /// stays off whatever the server says (docs/upload.md#the-servers-stream-switches).
@@ -30,8 +32,12 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
     /// False when the server has no switches (`404`/`405`, a Virtues server): the local
     /// configuration alone decides.
     public var supported = true
-    /// By `StreamName.rawValue`; a stream the answer leaves out is not switched off.
+    /// By `StreamName.rawValue`: the streams the answer listed. A stream it leaves out is
+    /// off, as the server means it.
     public var streams: [String: Stream] = [:]
+    /// The answer's `configuration_complete`: false until the person switched a stream on
+    /// in the web UI (nil in switches kept before it was read: complete).
+    public var configurationComplete: Bool?
     /// The last time the agent asked, and what went wrong then (nil when it was answered).
     public var lastAttemptAt: Date?
     public var lastProblem: String?
@@ -52,11 +58,12 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
             throw ParseError(description: "the answer is not the server's stream settings (no enabled_streams list)")
         }
         var switches = ServerSwitches(fetchedAt: now)
+        switches.configurationComplete = object["configuration_complete"] as? Bool ?? true
         for case let entry as [String: Any] in list {
             guard let wire = entry["stream_name"] as? String,
-                  let name = StreamName.allCases.first(where: { $0.wireName == wire }),
-                  let enabled = entry["is_enabled"] as? Bool else { continue }
-            var stream = Stream(enabled: enabled)
+                  let name = StreamName.allCases.first(where: { $0.wireName == wire }) else { continue }
+            // Listed means on (Ariata lists only those); an explicit false is read as off.
+            var stream = Stream(enabled: entry["is_enabled"] as? Bool ?? true)
             let config = entry["config"] as? [String: Any] ?? [:]
             if name == .location, let seconds = (config["update_interval_seconds"] as? NSNumber)?.intValue,
                seconds >= minimumInterval {
@@ -74,10 +81,28 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
         public let description: String
     }
 
-    /// Whether the server switched `stream` off.
+    /// Whether the person has switched any stream on at the server yet.
+    public var isConfigurationComplete: Bool { !decides || configurationComplete ?? true }
+
+    /// Whether the server's answer decides which streams run: it answered with switches.
+    /// Before any answer (a first start without network) the configuration alone decides.
+    public var decides: Bool { supported && fetchedAt != nil }
+
+    /// Whether the server switched `stream` off: left out of the answer, listed as not
+    /// enabled, or nothing switched on yet.
     public func switchedOff(_ stream: StreamName) -> Bool {
-        supported && streams[stream.rawValue]?.enabled == false
+        decides && (!isConfigurationComplete || streams[stream.rawValue]?.enabled != true)
     }
+
+    /// Why `stream` is off at the server, in the words the log and `status` use; nil when on.
+    public func offReason(_ stream: StreamName) -> String? {
+        guard switchedOff(stream) else { return nil }
+        return isConfigurationComplete ? Self.switchedOffReason : Self.notConfiguredReason
+    }
+
+    public static let switchedOffReason = "the server switched it off (its web UI); it resumes when switched on there"
+    public static let notConfiguredReason = "the server has no stream switched on for this device yet: turn them on in its web UI; "
+        + "capture starts within a minute of that"
 
     /// The streams the server switched off.
     public var switchedOffStreams: Set<StreamName> { Set(StreamName.allCases.filter(switchedOff)) }
@@ -98,7 +123,12 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
 
     /// What the answer decides, without when it was asked: two answers with equal
     /// decisions change nothing.
-    public var decisions: ServerSwitches { ServerSwitches(supported: supported, streams: supported ? streams : [:]) }
+    public var decisions: ServerSwitches {
+        var decisions = ServerSwitches(fetchedAt: decides ? Date(timeIntervalSince1970: 0) : nil, supported: supported,
+                                       streams: decides ? streams : [:])
+        decisions.configurationComplete = decides ? isConfigurationComplete : nil
+        return decisions
+    }
 
     // MARK: Storage
 

@@ -60,7 +60,8 @@ public struct StatusReader: Sendable {
             let server = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)
             report.serverSwitches = server.map {
                 .init(supported: $0.supported, fetchedAt: $0.fetchedAt, lastAttemptAt: $0.lastAttemptAt,
-                      lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted())
+                      lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted(),
+                      configurationComplete: $0.isConfigurationComplete)
             }
             if report.daemon.running, let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
@@ -112,10 +113,10 @@ public struct StatusReader: Sendable {
                 if !s.enabled {
                     s.health = "disabled"
                     s.switchedOffBy = "config"
-                } else if server?.switchedOff(name) == true {
+                } else if let why = server?.offReason(name) {
                     s.health = "disabled"
                     s.switchedOffBy = "server"
-                    s.reason = "switched off in the server's web UI; it resumes when switched on there"
+                    s.reason = why
                 } else if s.paused {
                     s.health = "paused"
                 }

@@ -46,6 +46,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastProblem: String?
         /// Streams the server switched off (agent stream names).
         public var switchedOff: [String]
+        /// False while the person has switched no stream on at the server yet (right after
+        /// pairing): nothing is captured, and the daemon asks every minute.
+        public var configurationComplete: Bool = true
     }
 
     public struct Power: Codable, Sendable, Equatable {

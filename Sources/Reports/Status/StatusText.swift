@@ -29,9 +29,10 @@ public struct StatusText: Sendable {
 
         let header = ["STREAM", "STATE", "PENDING", "FAILED", "OLDEST", "LAST CAPTURE", "LAST UPLOAD"]
         var rows: [[String]] = []
+        let waiting = r.serverSwitches?.configurationComplete == false
         for s in r.streams {
             rows.append([
-                s.name, s.switchedOffBy.map { "off (\($0))" } ?? s.health,
+                s.name, waiting && s.switchedOffBy == "server" ? "waiting (server)" : s.switchedOffBy.map { "off (\($0))" } ?? s.health,
                 s.pending == 0 ? "0" : "\(s.pending) (\(bytes(s.pendingBytes)))",
                 "\(s.failed)",
                 s.oldestPendingAgeSeconds.map(age) ?? "-",
@@ -48,6 +49,9 @@ public struct StatusText: Sendable {
         }
         out.append(line(header, colouring: false))
         for row in rows { out.append(line(row, colouring: true)) }
+        if waiting {
+            out.append("  \(ServerSwitches.notConfiguredReason)")
+        }
         for s in r.streams where s.reason != nil && s.health == "unhealthy" {
             out.append("  \(s.name): \(s.errorCode.map { "\($0) " } ?? "")\(s.reason ?? "")")
         }
@@ -87,6 +91,7 @@ public struct StatusText: Sendable {
         if let switches = r.serverSwitches {
             let asked = switches.fetchedAt.map { "fetched \(age(now.timeIntervalSince($0))) ago" } ?? "never fetched"
             let what = !switches.supported ? "none on this server (the local config alone decides)"
+                : !switches.configurationComplete ? "none switched on yet for this device (asked every minute)"
                 : switches.switchedOff.isEmpty ? "every stream on" : "\(switches.switchedOff.joined(separator: ", ")) off"
             out.append("switches   \(what), \(asked)" + (switches.lastProblem.map { "; last ask failed: \($0)" } ?? ""))
         }
