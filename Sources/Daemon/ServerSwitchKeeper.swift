@@ -96,12 +96,33 @@ final class ServerSwitchKeeper: Sendable {
         timer.fireNow()
     }
 
-    /// One ask and what follows from its answer.
+    /// One ask and what follows from its answer; the server's identity is refreshed with it.
     func ask() {
         let server = state.withLock { $0.server }
         let outcome = StreamSwitchClient(server: server, makeTransport: makeTransport)
             .fetch(now: clock.now(), isCancelled: { [weak self] in self?.isStopped ?? true })
         handle(outcome)
+        refreshIdentity(server)
+    }
+
+    /// `GET /health`: which server generation and build this is, kept for `status`
+    /// (docs/install.md, "Which server"). A failure keeps the last identity.
+    private func refreshIdentity(_ server: ServerConfig) {
+        guard !isStopped else { return }
+        switch ServerIdentityClient(server: server).fetch(now: clock.now(), isCancelled: { [weak self] in self?.isStopped ?? true }) {
+        case .identified(var identity):
+            identity.endpoint = server.endpoint
+            let previous = ServerIdentity.load(from: queue, endpoint: server.endpoint)
+            let level: Logger.Level = previous.map { $0.name != identity.name } ?? true ? .info : .debug
+            logger.log(level: level, "the server is \(identity.name)")
+            do {
+                try identity.save(to: queue)
+            } catch {
+                logger.error("cannot keep the server's identity in the database: \(error)")
+            }
+        case .failed(let reason):
+            logger.debug("cannot read the server's identity (\(ServerIdentityClient.path)): \(reason)")
+        }
     }
 
     func handle(_ outcome: StreamSwitchClient.Outcome) {

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Upload
 
 /// `ariata-agent doctor`: onboarding's checks again, any time: the config, the server
 /// (when one is configured) and the device checks of the enabled streams.
@@ -29,7 +30,20 @@ public struct Doctor: Sendable {
             return DoctorReport(configFile: configPath, checks: results)
         }
         if config.server.isOnboarded {
-            results.append(ServerVerifier(server: config.server, timeout: timeout).verify().asCheck)
+            let identity = ServerIdentityClient(server: config.server, timeout: min(timeout ?? config.server.requestTimeout, 10)).fetch(now: Date())
+            switch identity {
+            case .identified(let server):
+                results.append(DeviceCheck(name: "server", outcome: .ok, detail: ServerIdentityStep.describe(server)))
+            case .failed(let reason):
+                results.append(DeviceCheck(name: "server", outcome: .warning, detail: "it does not say which server it is: \(reason)",
+                                           fix: "check that the endpoint is the server's base URL"))
+            }
+            let verification = ServerVerifier(server: config.server, timeout: timeout).verify()
+            results.append(verification.asCheck)
+            if verification.outcome == .everyDeviceRefused, case .identified(let server) = identity,
+               let note = ServerIdentityStep.loginWallNote(server) {
+                results.append(DeviceCheck(name: "server build", outcome: .failed, detail: note))
+            }
         } else {
             results.append(DeviceCheck(name: "server", outcome: .warning, detail: "not set up: nothing can be uploaded",
                                        fix: "sudo ariata-agent onboard"))

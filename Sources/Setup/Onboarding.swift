@@ -16,6 +16,8 @@ public final class Onboarding {
     private let printer: CheckPrinter
     /// The device id was made by this run (the file had none): it is kept only if onboarding writes the file.
     private var deviceIDIsNew = false
+    /// Which server this is, from its `GET /health` (nil: it did not say).
+    private var identity: ServerIdentity?
 
     public init(request: OnboardRequest, prompter: any Prompter, console: Console = Console(),
                 checks: DeviceChecks? = nil, printer: CheckPrinter = CheckPrinter(), logger: Logger) {
@@ -56,6 +58,7 @@ public final class Onboarding {
         console.line("2/5 Device checks")
         try MicrophoneStep(requested: request.microphoneDevice, prompter: prompter, console: console, printer: printer)
             .run(&config.microphone)
+        ChunkLengthStep(identity: identity, console: console).run(&config.microphone)
         try checkDevices(&config)
 
         console.line("")
@@ -69,6 +72,8 @@ public final class Onboarding {
         console.line("")
         console.line("5/5 Service")
         try ServiceStep(configPath: path, prompter: prompter, console: console, mode: mode).run()
+
+        ServerSwitchesStep(server: config.server, timeout: request.timeout, console: console, printer: printer).run()
 
         console.line("")
         console.line("Done. See how it is doing with: ariata-agent status\(path == AgentConfig.defaultPath ? "" : " --config \(path)")")
@@ -100,7 +105,7 @@ public final class Onboarding {
             server.token = token
             server.tokenFile = nil
         }
-        if request.link || request.sourceID != nil { return try serverByDeviceID(server) }
+        if request.link || request.sourceID != nil { return try serverByDeviceID(server, endpointAsked: false) }
         if !prompter.isInteractive {
             if server.endpoint.isEmpty {
                 throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
@@ -121,8 +126,17 @@ public final class Onboarding {
         // What Enter means at the token question: keep the file's token, or the one just
         // given (when something else failed); a refused token is not offered again.
         var keepLabel = "Enter keeps the current one"
+        if !askEndpoint && ServerVerifier.urlProblem(server.endpoint) == nil { identify(server) }
         while true {
-            if askEndpoint { server.endpoint = try askForEndpoint(default: server.endpoint) }
+            if askEndpoint {
+                server.endpoint = try askForEndpoint(default: server.endpoint)
+                identify(server)
+            }
+            // A Virtues server links devices by their id: offered instead of a code it refuses.
+            if askCode, identity?.linksByDeviceID == true,
+               try prompter.confirm("  This server links devices by their id. Link this device now (its id and a QR code are shown)?", default: true) {
+                return try serverByDeviceID(server, endpointAsked: true)
+            }
             if askPath {
                 server.ingestPath = try prompter.ask("  Ingest path (below the server URL)", default: server.ingestPath)
             }
@@ -200,21 +214,35 @@ public final class Onboarding {
         }
         let result = ServerVerifier(server: server, timeout: request.timeout).verify()
         console.write(printer.render(result.asCheck))
+        if result.outcome == .everyDeviceRefused, let note = ServerIdentityStep.loginWallNote(identity) {
+            console.line("  \(note)")
+        }
         return result
+    }
+
+    /// Which server this is, named in the output and kept for the steps that depend on it.
+    private func identify(_ server: ServerConfig) {
+        identity = ServerIdentityStep(timeout: request.timeout, console: console, printer: printer).run(server)
     }
 
     /// `--link` and `--source-id` (Virtues, docs/install.md): the device's id becomes its
     /// token, by the person linking it in the web UI or by completing the QR code's
     /// pending source. Nothing to ask again: a failure ends onboarding.
-    private func serverByDeviceID(_ start: ServerConfig) throws -> ServerConfig {
+    private func serverByDeviceID(_ start: ServerConfig, endpointAsked: Bool) throws -> ServerConfig {
         var server = start
-        if prompter.isInteractive && request.endpoint == nil {
+        if endpointAsked {
+            // Asked and identified already.
+        } else if prompter.isInteractive && request.endpoint == nil {
             server.endpoint = try askForEndpoint(default: server.endpoint)
+            identify(server)
         } else if server.endpoint.isEmpty {
             throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
         } else if let problem = ServerVerifier.urlProblem(server.endpoint) {
             throw OnboardFailure("--endpoint: \(problem): give the server's base URL, http:// or https://", exitCode: OnboardFailure.usage)
+        } else {
+            identify(server)
         }
+        try ServerIdentityStep.refuseLinking(identity, endpoint: server.endpoint)
         if let sourceID = request.sourceID {
             switch pair(.sourceID(sourceID), server: server) {
             case .paired(let token):
@@ -225,8 +253,15 @@ public final class Onboarding {
                 throw OnboardFailure("\(message): nothing was written", exitCode: OnboardFailure.notVerified)
             }
         } else {
-            try LinkStep(server: server, limit: request.linkTimeout, requestTimeout: request.timeout,
-                         deviceIDIsNew: deviceIDIsNew, console: console, printer: printer).run()
+            do {
+                try LinkStep(server: server, limit: request.linkTimeout, requestTimeout: request.timeout,
+                             deviceIDIsNew: deviceIDIsNew, console: console, printer: printer).run()
+            } catch let failure as OnboardFailure {
+                if "\(failure)".contains(ServerIdentity.everyDeviceRefused), let note = ServerIdentityStep.loginWallNote(identity) {
+                    console.line("  \(note)")
+                }
+                throw failure
+            }
             server.token = Secret(server.deviceID)
         }
         server.tokenFile = nil

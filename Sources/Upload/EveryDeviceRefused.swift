@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// A 401 that refuses every device rather than this device's token: Virtues' release of
@@ -7,9 +8,9 @@ import Foundation
 /// help there, so the agent says what it is (docs/upload.md, answers).
 public enum EveryDeviceRefused {
     /// The body of the web login's refusal.
-    public static let body = #"{"error":"Unauthorized"}"#
+    public static let body = ServerIdentity.loginWallBody
 
-    public static let explanation = "the server refuses every device, not just this token: \(body) is its web login check in front of the device routes (a Virtues release of 2026-02 has it by mistake; its own phone app is refused too)"
+    public static let explanation = "\(ServerIdentity.everyDeviceRefused), not just this token: \(body) is its web login check in front of the device routes (a Virtues release of 2026-02 has it by mistake; its own phone app is refused too)"
 
     public static let hint = "nothing to change on this device: update the server (or ask its administrator); the agent keeps its token and its records, and uploads resume once the server lets devices in"
 

@@ -55,6 +55,7 @@ final class DoctorCommandTests: XCTestCase {
         let result = try cli.run(["doctor"])
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         XCTAssertTrue(result.stdout.contains("ok    server \(receiver.endpoint)/ingest: verified"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("ok    server: Ariata 0.1.0: pairs devices with the code its web UI shows"), result.stdout)
         XCTAssertTrue(result.stdout.contains("ok    ALSA capture device \"null\": opens for 16 kHz mono capture"), result.stdout)
         XCTAssertTrue(result.stdout.contains("disabled in the config, not checked: location, health"), result.stdout)
         XCTAssertFalse(result.stdout.contains("gpsd"), "a disabled stream is not checked")

@@ -29,6 +29,38 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("agent.sqlite")), "status must not create the database")
     }
 
+    /// The server's identity as the daemon kept it: named on its own line and in JSON; a
+    /// login-wall refusal from a Virtues build of 2026-02 or later is named as that build's
+    /// problem, not as a token to replace.
+    func testTheServerIsNamedAndItsLoginWallToo() throws {
+        let dir = try TemporaryDirectory("status-identity")
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
+        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+        var identity = try ServerIdentity.parse(Data(#"{"status":"healthy","version":"0.4.2","commit":"d561967a3f0e","built_at":"2026-03-10T12:00:00Z","min_ios_version":"1.0"}"#.utf8),
+                                                at: Date())
+        identity.endpoint = "http://127.0.0.1:9"
+        try identity.save(to: queue)
+        try queue.agentState.set(AgentStateKey.uploadAuthPausedUntil, RFC3339.string(from: Date().addingTimeInterval(600)))
+        try queue.agentState.storeLiveness(component: "uploader", .unhealthy(
+            reason: "E002 HTTP 401: \(ServerIdentity.everyDeviceRefused), not just this token", code: .invalidToken))
+
+        let json = try cli.run(["status", "--json"])
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
+        let report = try StatusReport.decode(Data(json.stdout.utf8))
+        XCTAssertEqual(report.server?.generation, "virtues")
+        XCTAssertEqual(report.server?.commit, "d561967a3f0e")
+        let wall = try XCTUnwrap(report.warnings.first { $0.contains(ServerIdentity.everyDeviceRefused) }, "\(report.warnings)")
+        XCTAssertTrue(wall.contains("the known problem of Virtues 0.4.2, commit d561967, built 2026-03-10T12:00:00Z, a build of its 2026-02 release or later"), wall)
+        XCTAssertFalse(report.warnings.contains { $0.contains("with a new token") }, "no new token helps: \(report.warnings)")
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertTrue(text.stdout.contains("server     Virtues 0.4.2, commit d561967, built 2026-03-10T12:00:00Z"), text.stdout)
+
+        // Another server's identity is not this one's.
+        identity.endpoint = "http://127.0.0.1:10"
+        try identity.save(to: queue)
+        XCTAssertNil(try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8)).server)
+    }
+
     func testCountsErrorsPauseAndTheTokenNeverShows() throws {
         let dir = try TemporaryDirectory("status-counts")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)

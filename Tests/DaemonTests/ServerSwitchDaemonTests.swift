@@ -145,6 +145,8 @@ final class ServerSwitchDaemonTests: XCTestCase {
         let text = StatusText(colour: false, now: rig.scheduler.now()).render(report)
         XCTAssertTrue(text.contains("waiting (server)"), text)
         XCTAssertTrue(text.contains("turn them on in its web UI"), text)
+        XCTAssertEqual(report.server?.generation, "ariata", "the server's identity is refreshed with the switches")
+        XCTAssertTrue(text.contains("server     Ariata 0.1.0"), text)
 
         rig.scheduler.advance(by: 60)
         rig.scheduler.advance(by: 60)

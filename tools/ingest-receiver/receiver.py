@@ -44,7 +44,8 @@ deprecated. Use /link or QR pairing endpoint."; POST /api/devices/pairing/link
 id; POST /api/devices/pairing/{source_id}/complete
 {"device_id", "device_info"} completes a pending source made with
 /_control/pending-pairing (once, within its ttl; unknown: 404 "Pairing session not
-found"); GET /api/devices/health answers 200 for a linked id, 401 otherwise;
+found"); GET /api/devices/health answers 200 for a linked id (and, in both modes, for
+the --token), 401 otherwise;
 available_streams are listed as {"descriptor": {"name": ...}, "config_schema",
 "config_example"}; ingest accepts every linked id as the token (and --token).
 /_control/login-wall {"on": true} plays the 2026-02 release whose web login answers
@@ -57,6 +58,10 @@ negative hrv, steps or distance fail the whole batch) and no more; --strict adds
 metadata.source, a known health metric, audio that is an Ogg file). Like both servers it
 answers a gzip body 400 with a plain-text error, unless --inflate plays a proxy in front
 that inflates bodies.
+
+GET /health answers as each generation's public health route does: Ariata {"status",
+"version"}; Virtues adds "commit", "built_at" and "min_ios_version" (--server-version,
+--server-commit, --server-built-at set them).
 
 It answers POST /api/devices/verify (Bearer token, no body) in the Ariata server's shape:
 only the push streams switched on, each with its config, and configuration_complete
@@ -423,6 +428,9 @@ class Receiver:
         self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
         self.paired = []
         self.generation = args.generation
+        self.server_version = args.server_version or ("0.4.2" if args.generation == "virtues" else "0.1.0")
+        self.server_commit = args.server_commit
+        self.server_built_at = args.server_built_at
         self.virtues = VirtuesLinks(args.token)
         self.faults = [Fault(spec) for spec in args.fault or []]
         self.db = sqlite3.connect(args.store or ":memory:", check_same_thread=False, isolation_level=None)
@@ -465,6 +473,15 @@ class Receiver:
                 self.switches.switch_all_off()
             return 200, {"source_id": str(uuid.uuid4()), "device_token": self.token,
                          "available_streams": [{"name": name, "display_name": name} for name in self.streams]}
+
+    def health_report(self):
+        """GET /health, public on both generations: Ariata {status, version}; Virtues adds
+        the build's commit and time (core/src/server/mod.rs)."""
+        report = {"status": "healthy", "version": self.server_version}
+        if self.generation == "virtues":
+            report.update({"commit": self.server_commit, "built_at": self.server_built_at, "min_ios_version": "1.0",
+                           "database": "connected"})
+        return report
 
     def accepts_token(self, token):
         """The --token; in virtues mode also every device id linked (the id is the token)."""
@@ -825,6 +842,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         r = self.receiver
+        if url.path == "/health":
+            self.answer(200, r.health_report())
+            return
         if self.virtues_get(url.path):
             return
         if url.path == "/_control/health":
@@ -984,15 +1004,16 @@ class Handler(BaseHTTPRequestHandler):
         return path == self.receiver.path or path.startswith("/api/devices/")
 
     def virtues_get(self, path):
-        """GET /_control/links in any mode; GET /api/devices/health in virtues mode.
+        """GET /_control/links in any mode; GET /api/devices/health (both generations: Ariata
+        has it since 2025-11-19; a Virtues id linked is a token there).
         Returns True when it answered."""
         r = self.receiver
         if path == "/_control/links":
             self.answer(200, {"linked": r.virtues.entries()})
             return True
-        if r.generation != "virtues" or not self.virtues_device_route(path):
+        if not self.virtues_device_route(path) or (r.generation != "virtues" and path != "/api/devices/health"):
             return False
-        if r.virtues.login_wall:
+        if r.generation == "virtues" and r.virtues.login_wall:
             self.answer(401, {"error": "Unauthorized"})
         elif path == "/api/devices/health":
             token = self.headers.get("X-Device-Token")
@@ -1312,6 +1333,11 @@ def main(argv=None):
     parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (chain) file")
     parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     parser.add_argument("--generation", choices=("ariata", "virtues"), default="ariata", help="the server generation to play: ariata (default) or virtues (linking by device id; see Virtues mode below)")
+    parser.add_argument("--server-version", help="the version GET /health reports (default 0.1.0 for ariata, 0.4.2 for virtues)")
+    parser.add_argument("--server-commit", default="d561967a3f0e4b1c9a8f2e6d7b5c4a3f2e1d0c9b",
+                        help="virtues mode: the commit GET /health reports")
+    parser.add_argument("--server-built-at", default="2026-03-10T12:00:00Z",
+                        help="virtues mode: the build time GET /health reports (default after the 2026-02 login wall)")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
 

@@ -10,7 +10,11 @@ public struct MicrophoneConfig: Sendable, Equatable {
     public var fallbackDevice: String = "default"
     /// Opus bit rate in bits per second.
     public var bitrate: Int = 16_000
-    public var chunkSeconds: Int = 30
+    /// Seconds of audio per chunk. Setting it (in the file or in code) makes it explicit.
+    public var chunkSeconds: Int = 30 { didSet { chunkSecondsIsExplicit = true } }
+    /// Whether the file sets `chunk_seconds`: only then does onboarding keep it instead of
+    /// proposing the server's length (docs/streams/microphone.md, "Chunk length per server").
+    public var chunkSecondsIsExplicit = false
     public var overlapSeconds: Int = 2
     /// libopus encoder complexity, 0 (least CPU) to 10 (libopus's and opusenc's default):
     /// docs/performance.md has what each level costs and saves.
@@ -43,7 +47,12 @@ extension MicrophoneConfig: ConfigTable {
          .string("device", \.device),
          .string("fallback_device", \.fallbackDevice),
          .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
-         .int("chunk_seconds", \.chunkSeconds, range: 5...600, unit: "seconds"),
+         // Read and written only when given, so that a default leaves room for onboarding's
+         // proposal (and stays the default after a rewrite).
+         ConfigKey("chunk_seconds", read: { s, t in
+             let value = try s.int("chunk_seconds", default: t.chunkSeconds, range: 5...600, unit: "seconds")
+             if s.contains("chunk_seconds") { t.chunkSeconds = value }
+         }, write: { $0.chunkSecondsIsExplicit ? $0.chunkSeconds : nil }),
          .int("overlap_seconds", \.overlapSeconds, range: 0...60, unit: "seconds"),
          .int("complexity", \.complexity, range: 0...10),
          .int("journal_sync_seconds", \.journalSyncSeconds, range: 1...60, unit: "seconds"),

@@ -63,6 +63,10 @@ public struct StatusReader: Sendable {
                       lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted(),
                       configurationComplete: $0.isConfigurationComplete)
             }
+            report.server = ServerIdentity.load(from: queue, endpoint: config.server.endpoint).map {
+                .init(generation: $0.generation?.rawValue, version: $0.version, commit: $0.commit, builtAt: $0.builtAt,
+                      fetchedAt: $0.fetchedAt, name: $0.name)
+            }
             if report.daemon.running, let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }
@@ -207,7 +211,12 @@ public struct StatusReader: Sendable {
         if let free = report.database.freeDiskBytes, free < Int64(config.storage.minFreeMB) * 1_048_576 * 2 {
             warnings.append("storage low: \(free / 1_048_576) MB free under \(config.storage.database) (E004 below \(config.storage.minFreeMB) MB)")
         }
-        if let until = report.uploader.authPausedUntil {
+        if let until = report.uploader.authPausedUntil, let server = report.server, server.generation == "virtues",
+           report.uploader.reason?.contains(ServerIdentity.everyDeviceRefused) == true {
+            warnings.append("uploads paused until \(RFC3339.string(from: until)): \(ServerIdentity.everyDeviceRefused) (401 \(ServerIdentity.loginWallBody)), "
+                + "the known problem of \(server.name)\(server.builtAt.map { $0 >= ServerIdentity.loginWallSince ? ", a build of its 2026-02 release or later, whose web login stands in front of the device routes" : "" } ?? ""): "
+                + "no new token helps; update the server (or ask its administrator)")
+        } else if let until = report.uploader.authPausedUntil {
             warnings.append("uploads paused until \(RFC3339.string(from: until)): the server refused the device token (E002); run 'ariata-agent onboard' with a new token")
         }
         if let since = report.uploader.uncompressedSince {

@@ -35,6 +35,20 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var power: Power? = nil
     /// The server's stream switches as last fetched (absent before the daemon first asked).
     public var serverSwitches: ServerSwitchesStatus? = nil
+    /// Which server this is (generation, version, build), as the daemon last read it from
+    /// the server's `GET /health`; absent before that.
+    public var server: Server? = nil
+
+    public struct Server: Codable, Sendable, Equatable {
+        /// `ariata`, `virtues`, or nil for a server that is neither.
+        public var generation: String?
+        public var version: String?
+        public var commit: String?
+        public var builtAt: String?
+        public var fetchedAt: Date?
+        /// For people: "Virtues 0.4.2, commit d561967, built 2026-03-10T12:00:00Z".
+        public var name: String
+    }
 
     public struct ServerSwitchesStatus: Codable, Sendable, Equatable {
         /// False: the server has no switches (a Virtues server); the local config alone decides.

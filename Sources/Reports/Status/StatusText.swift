@@ -22,6 +22,9 @@ public struct StatusText: Sendable {
         let setup = r.configured ? paint("configured", .green) : paint("not configured", .red)
         out.append("ariata-agent \(r.agentVersion)  \(setup)  (\(r.configFile))")
         if let endpoint = r.endpoint { out.append("  endpoint   \(endpoint)") }
+        if let server = r.server {
+            out.append("  server     \(server.name)" + (server.fetchedAt.map { " (asked \(age(now.timeIntervalSince($0))) ago)" } ?? ""))
+        }
         if let device = r.deviceId { out.append("  device     \(device)") }
         let daemon = r.daemon.running ? paint("running", .green) + (r.daemon.pid.map { " (pid \($0))" } ?? "") : paint("not running", .yellow)
         out.append("  daemon     \(daemon)")

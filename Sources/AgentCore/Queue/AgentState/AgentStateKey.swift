@@ -24,6 +24,10 @@ public enum AgentStateKey {
     /// before the first answer.
     public static let serverSwitches = "server.switches"
 
+    /// JSON of the server's identity from its `GET /health` (`ServerIdentity`), refreshed
+    /// with the switches; absent before the first answer.
+    public static let serverIdentity = "server.identity"
+
     /// RFC 3339 time since which the server has been sent uncompressed bodies because it
     /// answered a gzip body 400/415 (absent while gzip is off or works).
     public static let uploadPlainBodiesSince = "upload.plain_bodies_since"

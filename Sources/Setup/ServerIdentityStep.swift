@@ -1,0 +1,53 @@
+import AgentCore
+import Foundation
+import Upload
+
+/// Onboarding's first question to a server: which generation and build it is
+/// (`GET {endpoint}/health`, public on both), named in the output, so that onboarding
+/// offers only what that generation supports: a pairing code on Ariata, linking by the
+/// device's id on Virtues (docs/install.md, "Which server"). A server that does not say
+/// is no reason to stop: onboarding goes on as before.
+struct ServerIdentityStep {
+    let timeout: Int?
+    let console: Console
+    let printer: CheckPrinter
+
+    func run(_ server: ServerConfig) -> ServerIdentity? {
+        let client = ServerIdentityClient(server: server, timeout: min(timeout ?? server.requestTimeout, 10))
+        console.line("  asking \(client.url) which server this is ...")
+        switch client.fetch(now: Date()) {
+        case .identified(let identity):
+            console.write(printer.render(DeviceCheck(name: "server", outcome: .ok, detail: Self.describe(identity))))
+            return identity
+        case .failed(let reason):
+            console.write(printer.render(DeviceCheck(name: "server", outcome: .warning, detail: "it does not say which server it is: \(reason)",
+                                                     fix: "onboarding goes on; if what follows fails, check that the endpoint is the server's base URL")))
+            return nil
+        }
+    }
+
+    /// The server's name and what this generation offers a device.
+    static func describe(_ identity: ServerIdentity) -> String {
+        switch identity.generation {
+        case .ariata: return "\(identity.name): pairs devices with the code its web UI shows (--code)"
+        case .virtues: return "\(identity.name): links devices by their id (--link shows it with a QR code; --source-id completes a QR code's pairing)"
+        case nil: return "\(identity.name): neither Ariata nor Virtues by its answer; pairing by code or a token typed in"
+        }
+    }
+
+    /// `--link` and `--source-id` against an Ariata server, which has no linking route:
+    /// refused at once with the flow it has, instead of waiting out the time limit.
+    static func refuseLinking(_ identity: ServerIdentity?, endpoint: String) throws {
+        guard let identity, identity.generation == .ariata else { return }
+        throw OnboardFailure("this server is \(identity.name), which does not link devices by their id (--link and --source-id are Virtues'): "
+                             + "nothing was written; pair with the code its web UI shows: ariata-agent onboard --endpoint \(endpoint) --code CODE",
+                             exitCode: OnboardFailure.usage)
+    }
+
+    /// What a `401 {"error":"Unauthorized"}` is on this server: the login wall's known
+    /// problem, named with the build it came from.
+    static func loginWallNote(_ identity: ServerIdentity?) -> String? {
+        guard let identity, identity.hasLoginWall else { return nil }
+        return "this is the known problem of \(identity.name), a build of Virtues' 2026-02 release or later, whose web login stands in front of the device routes: update the server (or ask its administrator)"
+    }
+}
