@@ -143,6 +143,16 @@ CONF
 # changes only those keys of the file (mode 0600).
 "$BIN" onboard --config "$CONFIG" --endpoint "$RECEIVER" --code "$PAIRING_CODE" --device-name "ariata-agent demo" --yes
 
+# Pairing switches no stream on (onboard said so): the person turns them on in the
+# server's web UI; the receiver's control API plays that page.
+say "switching the three streams on, as a person does in the server's web UI"
+python3 - "$RECEIVER" <<'PY'
+import json, sys, urllib.request
+body = json.dumps({name: {"is_enabled": True} for name in ("location", "microphone", "healthkit")}).encode()
+urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/_control/verify", data=body, method="POST"), timeout=10).read()
+print("location, microphone and healthkit switched on")
+PY
+
 say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every $UPLOAD_INTERVAL s)"
 "$BIN" run --config "$CONFIG" &
 AGENT=$!

@@ -11,8 +11,12 @@ struct OnboardCommand: ParsableCommand {
         discussion: """
             Walks through five steps, like the Ariata phone app's onboarding:
 
-            1. Server: the endpoint (the server's base URL), then the device token, in the way \
-            the server offers it. An Ariata server's web UI shows a short pairing code for a \
+            1. Server: the endpoint (the server's base URL); then onboard asks the server \
+            which generation and build it is (GET /health, public on both) and names it \
+            ("Ariata 0.1.0", "Virtues 0.4.2, commit d561967, built ..."); then the device \
+            token, in the way that server offers it: on a terminal a Virtues server is offered \
+            linking by id instead of a code, and --link or --source-id against an Ariata \
+            server is refused at once (exit 64) with the command for its code flow. An Ariata server's web UI shows a short pairing code for a \
             new device (--code; sent upper-cased), which the agent exchanges for the token. A \
             Virtues server links a device by its id, which then is its token: --link prints \
             this device's id as text and as a QR code for you to enter in the web UI's page \
@@ -28,7 +32,8 @@ struct OnboardCommand: ParsableCommand {
             (nothing is stored). Each failure says what went wrong and what to do: a host \
             name that does not resolve, a refused connection, an untrusted TLS certificate \
             (--ca-file), a time-out (E001), a refused token (E002, HTTP 401; the body \
-            {"error":"Unauthorized"} is a server that refuses every device, told apart), a wrong path \
+            {"error":"Unauthorized"} is a server that refuses every device, told apart and, \
+            from a Virtues build of 2026-02 or later, named as that build's known problem), a wrong path \
             (HTTP 404), a redirect, a server error (E003). On a terminal you are asked again \
             (only for the token when the token was refused); with --yes onboard stops. \
             Nothing is written until the server is verified.
@@ -39,7 +44,10 @@ struct OnboardCommand: ParsableCommand {
             number or name (Enter keeps the current one), it is opened once to check it, and \
             it is written as [microphone] device (--microphone-device NAME chooses without \
             asking). While it is missing (unplugged), the daemon captures from [microphone] \
-            fallback_device ("default") and takes it back when it returns. Then: gpsd answers, the ALSA capture device opens, each health file \
+            fallback_device ("default") and takes it back when it returns. The audio chunk \
+            length that fits the server is written as [microphone] chunk_seconds, with the \
+            reason: 300 s on Virtues (it transcribes each chunk with one paid call), 30 s on \
+            Ariata; a chunk_seconds the file already sets is kept. Then: gpsd answers, the ALSA capture device opens, each health file \
             or serial port can be read, the service user is in the groups 'audio' and \
             'dialout', there is free disk. Each failed check prints the command that fixes \
             it. Its stream stays enabled by default (a device that is not there yet, gpsd not \
@@ -60,7 +68,11 @@ struct OnboardCommand: ParsableCommand {
 
             5. Service: when systemd runs and the unit is installed, enables and starts \
             ariata-agent (or restarts it so it reads the new file); otherwise prints the \
-            command that starts the agent.
+            command that starts the agent. Last, onboard reads an Ariata server's stream \
+            switches (POST /api/devices/verify): right after pairing the server has switched no \
+            stream on, and nothing is captured until you turn streams on in its web UI \
+            (capture starts within a minute of that); onboard says so, or names the streams \
+            switched off there.
 
             Laptop or board: first, onboard looks for a desktop sound server (a PipeWire or \
             PulseAudio session: $XDG_RUNTIME_DIR/pipewire-0 or pulse/native) of the person \

@@ -26,8 +26,9 @@ struct StatusCommand: ParsableCommand {
             ..._stream_paused, ..._storage_evicted_records_total, ..._queue_size_bytes, \
             ..._disk_free_bytes and more (docs/operations.md, "Metrics").
 
-            Exit status, for scripts: 0 when everything is healthy; 1 when there are warnings \
-            (a stream unhealthy or paused, uploads failing, storage low, not set up); 3 when \
+            Exit status, for scripts: 0 when everything is healthy (a stream paused, switched \
+            off, or waiting for the server's stream switches is not a warning); 1 when there \
+            are warnings (a stream unhealthy, uploads failing, storage low, not set up); 3 when \
             the device is set up but the daemon is not running (like 'systemctl is-active'); \
             2 when the status could not be read at all (a usage error too).
             """)

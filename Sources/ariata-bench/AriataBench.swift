@@ -249,6 +249,8 @@ struct FootprintCommand: ParsableCommand {
     var complexity = MicrophoneConfig().complexity
     @Option(help: "Seconds between the health samples the rig appends.")
     var healthEvery = 15
+    @Option(help: "The daemon's [microphone] chunk_seconds (30 as on Ariata, 300 as onboarding proposes on Virtues); the overlap stays 2 s.")
+    var chunkSeconds = 30
     @Option(help: "The daemon's [storage] sync_seconds.")
     var syncSeconds = StorageConfig().syncSeconds
     @OptionGroup var work: WorkDirectoryOption
@@ -266,6 +268,7 @@ struct FootprintCommand: ParsableCommand {
         try requirePositive(healthEvery, "--health-every")
         try requireAtLeastZero(syncSeconds, "--sync-seconds")
         try requireWithin(complexity, 0...10, "--complexity")
+        try requireWithin(chunkSeconds, 5...600, "--chunk-seconds")
         if caBundle && !tls { throw ValidationError("--ca-bundle goes with --tls") }
     }
 

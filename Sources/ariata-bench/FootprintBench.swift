@@ -58,7 +58,7 @@ enum FootprintBench {
         let device = BlockDeviceWrites(directory: queueDirectory)
         let tlsDirectory = try options.tls ? TemporaryDirectory("ariata-footprint-tls") : nil
         let tls = try tlsDirectory.map { try certificateAndTrust(in: $0.path, bundle: options.caBundle) }
-        let rig = try DaemonRig(chunkSeconds: 30, overlapSeconds: 2, uploadInterval: uploadInterval, checkInterval: 30,
+        let rig = try DaemonRig(chunkSeconds: options.chunkSeconds, overlapSeconds: 2, uploadInterval: uploadInterval, checkInterval: 30,
                                 databasePath: queueDirectory + "/agent.sqlite",
                                 storageConfig: "sync_seconds = \(options.syncSeconds)",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
@@ -67,8 +67,8 @@ enum FootprintBench {
         try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment)
         guard let agent = rig.agent else { throw BenchFailure("the agent did not start") }
         let pid = agent.pid
-        print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, uploads every %d s to %@", pid, minutes,
-                     uploadInterval, rig.receiver.endpoint as NSString))
+        print(String(format: "ariata-agent run (pid %d) for %.1f min: all three streams, %d s chunks, uploads every %d s to %@", pid, minutes,
+                     options.chunkSeconds, uploadInterval, rig.receiver.endpoint as NSString))
 
         // The health file gains samples as a watch export would.
         let feeding = EndFlag()
@@ -111,6 +111,7 @@ enum FootprintBench {
         }
         let deviceLast = device?.bytesWritten()
         let window = Date().timeIntervalSince(windowStart)
+        let audioRequests = (try? rig.receiver.requests(stream: .microphone)) ?? []
         try libraries?.checkAgent(pid: pid)
         let shared = SharedPages(pid: pid)
         _ = rig.stopAgent()
@@ -148,6 +149,7 @@ enum FootprintBench {
         print(String(format: "window %.0f s: %d audio chunks (%.0f s of audio, %d Opus bytes), %d fixes, %d health samples (%d record bytes)",
                      window, captured.chunks, captured.audioSeconds, captured.opus, captured.fixes, captured.samples, captured.records))
         print("records the receiver acknowledged: \(acknowledged) (\(pending) pending at the end)")
+        printAudioDelivery(audioRequests, queue: queue)
         if acknowledged == 0, window > Double(uploadInterval) + 20 {
             print("  WARNING: no upload succeeded: the figures are those of a daemon that never sent. The agent's log ends:")
             for line in rig.agentLog.split(separator: "\n").suffix(5) { print("  " + line) }
@@ -202,6 +204,28 @@ enum FootprintBench {
         try (system + Data(contentsOf: URL(fileURLWithPath: certificate.certificate))).write(to: URL(fileURLWithPath: caFile))
         print("TLS: the agent's ca_file is one PEM file of the system's \(String(decoding: system, as: UTF8.self).components(separatedBy: "BEGIN CERTIFICATE").count - 1) CAs and the receiver's certificate")
         return (certificate, caFile)
+    }
+
+    /// What each audio upload request carried, and how long each chunk's audio waited
+    /// between its first sample and the server's answer (the whole run, start-up included).
+    static func printAudioDelivery(_ requests: [ReceiverRig.Request], queue: AgentDatabase) {
+        let delivered = requests.filter { $0.status == 200 && ($0.accepted ?? 0) > 0 }
+        guard let largest = delivered.map(\.wire_bytes).max() else {
+            print("audio requests: none delivered")
+            return
+        }
+        print("audio requests: \(delivered.count) delivered, \(delivered.map(\.records).reduce(0, +)) chunks; largest body \(largest) bytes, "
+              + "chunks per request at most \(delivered.map(\.records).max() ?? 0)")
+        let chunks = (try? queue.recordQueue.records(stream: .microphone)) ?? []
+        let started = Dictionary(chunks.map { ($0.id.uuidString.lowercased(), $0.capturedAt) }, uniquingKeysWith: { a, _ in a })
+        var waits: [Double] = []
+        for request in delivered {
+            for case let id? in request.record_ids {
+                if let start = started[id.lowercased()] { waits.append(request.at - start.timeIntervalSince1970) }
+            }
+        }
+        guard let longest = waits.max(), let shortest = waits.min() else { return }
+        print(String(format: "audio wait from a chunk's first sample to its delivery: %.0f–%.0f s (%d chunks)", shortest, longest, waits.count))
     }
 
     /// CPU seconds of `OggOpusChunkEncoder` encoding `seconds` of the rig's speech in 30 s
