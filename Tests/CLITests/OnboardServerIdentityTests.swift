@@ -32,7 +32,7 @@ final class OnboardServerIdentityTests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         let out = result.stdout
         XCTAssertTrue(out.contains("server: Ariata 0.1.0: pairs devices with the code its web UI shows"), out)
-        XCTAssertTrue(out.contains("audio in 30 s chunks: 30 s chunks, as Ariata's own app sends them"), out)
+        XCTAssertTrue(out.contains("audio in 30 s chunks: as Ariata's own app sends them"), out)
         XCTAssertTrue(out.contains("the server has no stream switched on for this device yet"), out)
         XCTAssertTrue(out.contains("turn them on in its web UI; capture starts within a minute of that"), out)
         let written = try AgentConfig.load(path: cli.configPath, environment: [:])

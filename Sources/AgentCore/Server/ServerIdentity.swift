@@ -90,8 +90,8 @@ public struct ServerIdentity: Codable, Sendable, Equatable {
     public var chunkReason: String {
         switch generation {
         case .virtues: return "Virtues transcribes each chunk with one paid speech-model call; 300 s chunks, as its own app sends, cost a tenth of 30 s ones"
-        case .ariata: return "30 s chunks, as Ariata's own app sends them"
-        case nil: return "30 s chunks, the contract's default"
+        case .ariata: return "as Ariata's own app sends them"
+        case nil: return "the contract's default"
         }
     }
 
@@ -100,19 +100,10 @@ public struct ServerIdentity: Codable, Sendable, Equatable {
     /// The identity kept in `database` for the server at `endpoint`, nil when that server
     /// never answered.
     public static func load(from database: AgentDatabase, endpoint: String) -> ServerIdentity? {
-        guard let text = try? database.agentState.value(AgentStateKey.serverIdentity) else { return nil }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        guard let identity = try? decoder.decode(ServerIdentity.self, from: Data(text.utf8)), identity.endpoint == endpoint else {
-            return nil
-        }
-        return identity
+        database.agentState.json(AgentStateKey.serverIdentity, as: ServerIdentity.self).flatMap { $0.endpoint == endpoint ? $0 : nil }
     }
 
     public func save(to database: AgentDatabase) throws {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = .sortedKeys
-        try database.agentState.set(AgentStateKey.serverIdentity, String(decoding: try encoder.encode(self), as: UTF8.self))
+        try database.agentState.setJSON(AgentStateKey.serverIdentity, self)
     }
 }

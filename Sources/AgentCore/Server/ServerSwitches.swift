@@ -132,21 +132,13 @@ public struct ServerSwitches: Codable, Sendable, Equatable {
 
     // MARK: Storage
 
-    /// The switches kept in `queue` for the server at `endpoint`, nil when it never
+    /// The switches kept in `database` for the server at `endpoint`, nil when it never
     /// answered (a device moved to another server does not keep the old one's switches).
-    public static func load(from queue: AgentDatabase, endpoint: String) -> ServerSwitches? {
-        guard let text = try? queue.agentState.value(AgentStateKey.serverSwitches) else { return nil }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        guard let switches = try? decoder.decode(ServerSwitches.self, from: Data(text.utf8)),
-              switches.endpoint == endpoint else { return nil }
-        return switches
+    public static func load(from database: AgentDatabase, endpoint: String) -> ServerSwitches? {
+        database.agentState.json(AgentStateKey.serverSwitches, as: ServerSwitches.self).flatMap { $0.endpoint == endpoint ? $0 : nil }
     }
 
-    public func save(to queue: AgentDatabase) throws {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = .sortedKeys
-        try queue.agentState.set(AgentStateKey.serverSwitches, String(decoding: try encoder.encode(self), as: UTF8.self))
+    public func save(to database: AgentDatabase) throws {
+        try database.agentState.setJSON(AgentStateKey.serverSwitches, self)
     }
 }

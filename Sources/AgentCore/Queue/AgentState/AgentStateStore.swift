@@ -37,6 +37,23 @@ public struct AgentStateStore: DatabaseStore {
         try connection.read { db in try String.fetchOne(db, sql: "SELECT value FROM agent_state WHERE key = ?", arguments: [key]) }
     }
 
+    /// Sets `key` to `value` as JSON (ISO 8601 dates, sorted keys).
+    public func setJSON<Value: Encodable>(_ key: String, _ value: Value) throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = .sortedKeys
+        try set(key, String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    /// The JSON value of `key` as `type`, nil when it is not set or does not decode (a
+    /// value an older or newer version wrote differently is as good as none).
+    public func json<Value: Decodable>(_ key: String, as type: Value.Type) -> Value? {
+        guard let text = try? value(key) else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try? decoder.decode(type, from: Data(text.utf8))
+    }
+
     /// Logs an event that `status` shows (storage guard deletions and the like).
     public func recordEvent(code: AgentErrorCode?, message: String) throws {
         try writing {
