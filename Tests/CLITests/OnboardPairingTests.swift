@@ -123,7 +123,7 @@ final class OnboardPairingTests: XCTestCase {
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#"), let eq = trimmed.firstIndex(of: "=") else { return nil }
             return trimmed[..<eq].trimmingCharacters(in: .whitespaces)
         })
-        XCTAssertEqual(keys, ["endpoint", "token", "device_id", "device_name"], "\(changed)")
+        XCTAssertEqual(keys, ["endpoint", "token", "device_id", "device_name", "chunk_seconds"], "\(changed)")
         let config = try AgentConfig.load(path: path, environment: [:])
         XCTAssertEqual(config.server.endpoint, receiver.endpoint)
         XCTAssertEqual(config.server.token.value, Self.token)

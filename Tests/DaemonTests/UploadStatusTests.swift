@@ -15,8 +15,11 @@ final class UploadStatusTests: XCTestCase {
 
     func testStatusShowsARefusedStreamAFixedTokenAndMalformedLines() throws {
         let rig = try DaemonRig(checkInterval: 1)
-        // A server whose device connection has no healthkit stream.
+        // A server whose device connection has no healthkit stream, and no stream switches
+        // (an Ariata server would leave healthkit out of its verify answer, which switches
+        // health off: ServerSwitchWholeDaemonTests), so health captures and is refused.
         try rig.receiver.configure(streams: ["location", "microphone"])
+        try rig.receiver.setVerify(status: 404)
         try rig.startAgent()
         _ = try rig.openQueue()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
