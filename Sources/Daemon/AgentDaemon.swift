@@ -42,7 +42,7 @@ public final class AgentDaemon: Sendable {
     private let logger: Logger
     private let clock: any WallClock
     private let state: Mutex<State>
-    private let coordinator: Supervisor
+    private let supervisor: Supervisor
     private let tickInterval: TimeInterval
     /// Makes the daemon's timers: Dispatch's (`ReliableTimer`) unless a test drives time.
     private let scheduler: any TimerScheduling
@@ -57,7 +57,7 @@ public final class AgentDaemon: Sendable {
     private let storageGuard: StorageGuard
     private let storageKick: StorageGuardKick
     private let clockCorrection: ClockCorrection
-    private let metrics = MetricsTextfile(logger: Logger(label: "ariata.metrics"))
+    private let metrics = MetricsTextfile(logger: Logger(.metrics))
     private let power: PowerGovernor
     /// The server's stream switches (`POST /api/devices/verify`), kept in the database.
     private let serverSwitches: Mutex<ServerSwitchKeeper?> = Mutex(nil)
@@ -90,19 +90,19 @@ public final class AgentDaemon: Sendable {
         state = Mutex(State(config: config))
         queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
-        coordinator = Supervisor(components: [], store: queue, notifier: notifier,
+        supervisor = Supervisor(components: [], store: queue, notifier: notifier,
                                  livenessRewrite: 10 * tickInterval, clock: scheduler.monotonicSeconds,
-                                 logger: Logger(label: "ariata.health"))
-        storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(label: "ariata.storage"))
+                                 logger: Logger(.supervisor))
+        storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(.storage))
         storageKick = StorageGuardKick(storageGuard, scheduler: scheduler)
-        clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(label: "ariata.time"))
-        power = PowerGovernor(queue: queue, logger: Logger(label: "ariata.power"))
+        clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(.time))
+        power = PowerGovernor(queue: queue, logger: Logger(.power))
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
         queue.storagePressure.onRaise { kick.request() }
         let keeper = ServerSwitchKeeper(server: config.server, queue: queue, clock: clock, scheduler: scheduler,
-                                        logger: Logger(label: "ariata.switches")) { [weak self] old, new in
+                                        logger: Logger(.switches)) { [weak self] old, new in
             self?.serverSwitchesChanged(from: old, to: new)
         }
         serverSwitches.withLock { $0 = keeper }
@@ -165,14 +165,14 @@ public final class AgentDaemon: Sendable {
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, queue = self.queue
-            let streamLogger = Logger(label: "ariata.\(stream.rawValue)")
+            let streamLogger = Logger(.stream(stream))
             // Each start reads the settings then in force, the server's latest included.
             let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) { [weak self] in
                 factory.makeStream(stream, config: self?.streamConfig() ?? config, queue: queue, logger: streamLogger)
             }
             supervisors[stream] = supervisor
         }
-        let uploader = factory.makeUploader(config: config, queue: queue, logger: Logger(label: "ariata.upload"))
+        let uploader = factory.makeUploader(config: config, queue: queue, logger: Logger(.upload))
         state.withLock { s in
             s.supervisors = supervisors
             s.uploader = uploader
@@ -188,12 +188,12 @@ public final class AgentDaemon: Sendable {
         uploader.onRecovery { keeper?.askSoon("uploads work again after an outage") }
         uploader.start()
         keeper?.start(server: config.server)
-        let watcher = NetworkWatcher(logger: Logger(label: "ariata.network")) { [weak uploader] what in
+        let watcher = NetworkWatcher(logger: Logger(.network)) { [weak uploader] what in
             uploader?.networkReturned(what)
         }
         network.withLock { $0 = watcher }
         watcher.start()
-        coordinator.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
+        supervisor.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
 
         let timer = scheduler.makeTimer(label: "ariata.maintenance") { [weak self] in self?.tick() }
         maintenance.withLock { $0 = timer }
@@ -341,8 +341,8 @@ public final class AgentDaemon: Sendable {
         power.pass(config: config, uploader: uploader)
         applyPauseSwitches()
         clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
-        let results = coordinator.tick()
-        // After the coordinator, so the file carries this tick's health.
+        let results = supervisor.tick()
+        // After the supervisor, so the file carries this tick's health.
         metrics.write(config: config)
         let due = state.withLock { s -> Bool in
             let now = clock.now()
@@ -363,7 +363,7 @@ public final class AgentDaemon: Sendable {
     }
 }
 
-/// The uploader as the coordinator sees it: its health is stored for `status`, but it is
+/// The uploader as the supervisor sees it: its health is stored for `status`, but it is
 /// never restarted, because it recovers by itself and a restart would skip its backoff.
 final class UploaderSupervision: SupervisedComponent, Sendable {
     let uploader: any UploadComponent

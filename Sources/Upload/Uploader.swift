@@ -62,7 +62,7 @@ public final class Uploader: Sendable {
     ///     test passes a `VirtualScheduler` (also as `clock`) to run intervals, backoff and
     ///     suspends without waiting.
     public init(server: ServerConfig, upload: UploadConfig, store: any UploadStore,
-                clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.upload"),
+                clock: any WallClock = SystemClock(), logger: Logger = Logger(.upload),
                 policy: UploadPolicy = UploadPolicy(),
                 makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },

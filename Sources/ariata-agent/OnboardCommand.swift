@@ -218,7 +218,7 @@ struct OnboardCommand: ParsableCommand {
                 sourceID: pendingSource?.sourceID,
                 serviceMode: userService ? .user : systemService ? .system : nil, microphoneDevice: microphoneDevice)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
-                                        console: console, logger: Logger(label: "ariata.onboard"))
+                                        console: console, logger: Logger(.onboard))
             try onboarding.run()
         } catch let failure as OnboardFailure {
             FileHandle.standardError.write(Data("ariata-agent onboard: \(failure.message)\n".utf8))

@@ -49,14 +49,14 @@ struct RunCommand: AsyncParsableCommand {
         }
         let level = Logger.Level(rawValue: config.logLevel) ?? .info
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: level) }
-        let logger = Logger(label: "ariata.agent")
+        let logger = Logger(.agent)
         guard config.server.isOnboarded else {
             logger.critical("\(DaemonError.notOnboarded(file: config.file))")
             throw ExitCode(78)
         }
         let queue: AgentDatabase
         do {
-            queue = try AgentDatabase(path: config.storage.database, logger: Logger(label: "ariata.queue"))
+            queue = try AgentDatabase(path: config.storage.database, logger: Logger(.database))
         } catch {
             logger.critical("\(error)")
             throw ExitCode(73)   // EX_CANTCREAT

@@ -60,14 +60,14 @@ struct SyncCommand: ParsableCommand {
         defer { held.release() }
 
         // Held records of this boot whose true time is known go out with this sync.
-        let correction = ClockCorrection(queue: queue, evidence: TimeEvidence(), logger: Logger(label: "ariata.time"))
+        let correction = ClockCorrection(queue: queue, evidence: TimeEvidence(), logger: Logger(.time))
         let corrected = correction.pass(trustSystemClock: config.daemon.trustSystemClock)
         if corrected.corrected > 0 {
             print("corrected the times of \(corrected.corrected) held records (true time from \(corrected.source ?? "?"))")
         }
 
         let uploader = Uploader(server: config.server, upload: config.upload, store: queue.recordQueue,
-                                logger: Logger(label: "ariata.sync"))
+                                logger: Logger(.sync))
         var bars: [StreamName: ProgressBar] = [:]
         var last: [StreamName: SyncProgress] = [:]
         func bar(_ stream: StreamName) -> ProgressBar {

@@ -95,7 +95,7 @@ enum AudioBench {
         let ended = EndFlag()
         let opened = EndFlag()
         let stream = MicrophoneStream(
-            config: config, sink: queue.recordQueue, logger: Logger(label: "ariata.microphone"),
+            config: config, sink: queue.recordQueue, logger: Logger(.microphone),
             captureFactory: { device, rate throws(AudioCaptureError) in
                 guard !opened.swap() else {
                     throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")

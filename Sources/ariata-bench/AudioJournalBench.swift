@@ -59,7 +59,7 @@ enum AudioJournalBench {
         let rate = 16_000
         let samples = try Data(contentsOf: URL(fileURLWithPath: pcm)).prefix(seconds * rate * 2)
         let pcmSamples = samples.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-        let journal = AudioJournal(directory: "\(work)/journal-\(UUID().uuidString.prefix(8))", logger: Logger(label: "bench"))
+        let journal = AudioJournal(directory: "\(work)/journal-\(UUID().uuidString.prefix(8))", logger: Logger(.bench))
         try journal.prepare()
         let chunkFrames = 30 * rate
         let block = ALSACapture.defaultWakeFrames // what the capture thread hands over

@@ -9,7 +9,7 @@ import Rigs
 /// ingests (parse, normalise, queue writes with anchors) and what an idle source costs.
 enum HealthBench {
     static func quietLogger() -> Logger {
-        var logger = Logger(label: "ariata.health")
+        var logger = Logger(.health)
         logger.logLevel = .error
         return logger
     }

@@ -39,7 +39,7 @@ enum LocationBench {
         config.gpsdHost = "127.0.0.1"
         config.gpsdPort = rig.port
         config.interval = options.interval
-        var logger = Logger(label: "ariata.location")
+        var logger = Logger(.location)
         logger.logLevel = .warning
         let stream = LocationStream(config: config, sink: queue.recordQueue, logger: logger)
         stream.start()

@@ -18,7 +18,7 @@ enum MetricsBench {
         config.storage.database = queue.path
         config.server.endpoint = "https://example.org"
         config.metrics.textfile = dir.file("ariata-agent.prom")
-        let writer = MetricsTextfile(logger: Logger(label: "bench"))
+        let writer = MetricsTextfile(logger: Logger(.bench))
         writer.write(config: config)   // warm up
         let cpuBefore = ExportBench.cpuSeconds()
         let started = Date()

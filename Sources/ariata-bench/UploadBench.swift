@@ -41,7 +41,7 @@ enum UploadBench {
         var upload = UploadConfig()
         upload.batchMaxBytes = options.batchMaxBytes
         upload.batchMaxRecords = options.batchMaxRecords
-        var logger = Logger(label: "ariata.upload")
+        var logger = Logger(.upload)
         logger.logLevel = .warning
         let uploader = Uploader(server: server, upload: upload, store: queue.recordQueue, logger: logger)
 

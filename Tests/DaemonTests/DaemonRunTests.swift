@@ -67,12 +67,12 @@ final class DaemonRunTests: XCTestCase {
             + queue.recordQueue.count(stream: .location, status: .uploaded) >= 1 }
 
         rig.gps.killGPSD()
-        try waitUntil("the coordinator to store location as unhealthy", timeout: 30) {
+        try waitUntil("the supervisor to store location as unhealthy", timeout: 30) {
             try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "unhealthy"
         }
         let reason = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" }?.reason)
         XCTAssertTrue(reason.contains("gpsd"), reason)
-        try waitUntil("a restart of the stream by the coordinator", timeout: 30) {
+        try waitUntil("a restart of the stream by the supervisor", timeout: 30) {
             rig.agentLog.contains("location still unhealthy") && rig.agentLog.contains("restarting it")
         }
 

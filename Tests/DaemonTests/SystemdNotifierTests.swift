@@ -42,22 +42,22 @@ final class SupervisorTests: XCTestCase {
     }
 
     func testStoresHealthRestartsAfterTwoUnhealthyTicksAndFeedsTheWatchdog() throws {
-        let dir = try TemporaryDirectory("coordinator")
+        let dir = try TemporaryDirectory("supervisor")
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
         let socket = try NotifySocket(path: dir.file("notify.sock"))
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         mic.current = .disabled
-        let coordinator = Supervisor(components: [gps, mic], store: queue,
+        let supervisor = Supervisor(components: [gps, mic], store: queue,
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
-        coordinator.tick()
+        supervisor.tick()
         XCTAssertEqual(try queue.agentState.storedLiveness().map(\.state), ["healthy", "disabled"])
 
         gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
-        coordinator.tick()
+        supervisor.tick()
         XCTAssertEqual(gps.restarts, 0, "one tick of grace to recover alone")
-        coordinator.tick()
+        supervisor.tick()
         XCTAssertEqual(gps.restarts, 1)
         XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
         let stored = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" })
@@ -72,25 +72,25 @@ final class SupervisorTests: XCTestCase {
     /// A liveness check is one commit at most, and none when nothing changed: a quiet daemon
     /// must not append to the WAL (and fsync) every 30 s for the same rows.
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
-        let dir = try TemporaryDirectory("coordinator-writes")
+        let dir = try TemporaryDirectory("supervisor-writes")
         let wall = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: wall)
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         let monotonic = Mutex<TimeInterval>(0)
-        let coordinator = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
+        let supervisor = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
                                             livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         func checked(_ name: String) throws -> Date? { try queue.agentState.storedLiveness().first { $0.component == name }?.checkedAt }
 
-        coordinator.tick()
+        supervisor.tick()
         let first = walBytes()
         XCTAssertEqual(try checked("location"), wall.now())
 
         for _ in 0..<5 {
             monotonic.withLock { $0 += 30 }
             wall.advance(by: 30)
-            coordinator.tick()
+            supervisor.tick()
         }
         XCTAssertEqual(walBytes(), first, "five quiet checks wrote nothing")
         XCTAssertEqual(try checked("location"), Date(timeIntervalSince1970: 1_800_000_000))
@@ -98,7 +98,7 @@ final class SupervisorTests: XCTestCase {
         gps.current = .unhealthy(reason: "cannot reach gpsd")
         monotonic.withLock { $0 += 30 }
         wall.advance(by: 30)
-        coordinator.tick()
+        supervisor.tick()
         let changed = walBytes()
         XCTAssertGreaterThan(changed, first, "a change is written at once")
         XCTAssertEqual(try queue.agentState.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
@@ -107,7 +107,7 @@ final class SupervisorTests: XCTestCase {
         // Past the rewrite interval every component's checked_at is fresh again.
         monotonic.withLock { $0 += 300 }
         wall.advance(by: 300)
-        coordinator.tick()
+        supervisor.tick()
         XCTAssertEqual(try checked("microphone"), wall.now())
         XCTAssertEqual(try checked("location"), wall.now())
     }

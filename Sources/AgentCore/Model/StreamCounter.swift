@@ -22,6 +22,6 @@ public enum StreamCounter {
     public static let deviceReason = "device_reason"
     public static let deviceSince = "device_since"
 
-    /// `component` is the stream's name (`StreamName.rawValue`, the coordinator's component name).
+    /// `component` is the stream's name (`StreamName.rawValue`, the supervisor's component name).
     public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }
 }

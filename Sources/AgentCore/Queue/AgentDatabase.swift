@@ -43,7 +43,7 @@ public final class AgentDatabase: @unchecked Sendable {
     /// `VirtualScheduler.monotonicSeconds`).
     public init(path: String, syncWindow: TimeInterval = 0, clock: any WallClock = SystemClock(),
                 syncClock: @escaping @Sendable () -> Double = CommitSync.bootSeconds,
-                logger: Logger = Logger(label: "ariata.queue")) throws {
+                logger: Logger = Logger(.database)) throws {
         self.path = path
         self.clock = clock
         self.logger = logger
@@ -124,7 +124,7 @@ public final class AgentDatabase: @unchecked Sendable {
 
     /// Opens an existing queue read-only (for `status`): no migration, no writes, and it
     /// works beside a running daemon. Fails when the file does not exist.
-    public init(readOnlyPath path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.queue")) throws {
+    public init(readOnlyPath path: String, clock: any WallClock = SystemClock(), logger: Logger = Logger(.database)) throws {
         self.path = path
         self.clock = clock
         self.logger = logger

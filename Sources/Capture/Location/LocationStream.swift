@@ -126,7 +126,7 @@ public final class LocationStream: CaptureStream {
         }
     }
 
-    /// Fixes kept out by privacy zones, for `status` (the coordinator stores them).
+    /// Fixes kept out by privacy zones, for `status` (the supervisor stores them).
     public func counters() -> [String: Int] {
         shared.withLock { [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened] }
     }

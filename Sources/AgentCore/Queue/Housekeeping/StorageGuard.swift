@@ -58,7 +58,7 @@ public final class StorageGuard: CaptureRoom {
     private let sliceBytes: Int64
 
     public init(queue: AgentDatabase, limits: StorageLimits, sliceBytes: Int64 = 1_048_576,
-                clock: any WallClock = SystemClock(), logger: Logger = Logger(label: "ariata.storage")) {
+                clock: any WallClock = SystemClock(), logger: Logger = Logger(.storage)) {
         self.queue = queue
         self.reserve = StorageReserve(databasePath: queue.path, size: limits.reserveBytes)
         self.limits = Mutex(limits)
