@@ -28,15 +28,15 @@ extension UploadComponent {
 /// tests may wire the same real parts differently (another gpsd port, say).
 public protocol ComponentFactory: Sendable {
     /// A new capture stream for `stream` (the daemon asks only for enabled streams).
-    func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream
-    func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent
+    func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream
+    func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent
 }
 
 /// The running agent: the enabled streams, the uploader, and the one maintenance timer
 /// (supervisor, pause switches, retention and the storage guard). Data moves one
 /// way: streams write to the queue, the uploader reads from it; they never meet.
 public final class AgentDaemon: Sendable {
-    public let queue: AgentDatabase
+    public let database: AgentDatabase
     private let factory: any ComponentFactory
     private let notifier: SystemdNotifier
     private let logger: Logger
@@ -76,11 +76,11 @@ public final class AgentDaemon: Sendable {
     ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
     ///     timers and gives the supervisor's monotonic clock; a test passes a
     ///     `VirtualScheduler` (also as `clock`) and moves time itself.
-    public init(config: AgentConfig, queue: AgentDatabase, factory: any ComponentFactory,
+    public init(config: AgentConfig, database: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
                 tickInterval: TimeInterval = 30, logger: Logger) {
-        self.queue = queue
+        self.database = database
         self.scheduler = scheduler
         self.factory = factory
         self.notifier = notifier
@@ -88,20 +88,20 @@ public final class AgentDaemon: Sendable {
         self.logger = logger
         self.tickInterval = tickInterval
         state = Mutex(State(config: config))
-        queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
+        database.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
-        supervisor = Supervisor(components: [], store: queue, notifier: notifier,
+        supervisor = Supervisor(components: [], store: database, notifier: notifier,
                                  livenessRewrite: 10 * tickInterval, clock: scheduler.monotonicSeconds,
                                  logger: Logger(.supervisor))
-        storageGuard = StorageGuard(queue: queue, limits: config.storage.limits, clock: clock, logger: Logger(.storage))
+        storageGuard = StorageGuard(database: database, limits: config.storage.limits, clock: clock, logger: Logger(.storage))
         storageKick = StorageGuardKick(storageGuard, scheduler: scheduler)
-        clockCorrection = ClockCorrection(queue: queue, clock: clock, logger: Logger(.time))
-        power = PowerGovernor(queue: queue, logger: Logger(.power))
+        clockCorrection = ClockCorrection(database: database, clock: clock, logger: Logger(.time))
+        power = PowerGovernor(database: database, logger: Logger(.power))
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next tick; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
-        queue.storagePressure.onRaise { kick.request() }
-        let keeper = ServerSwitchKeeper(server: config.server, queue: queue, clock: clock, scheduler: scheduler,
+        database.storagePressure.onRaise { kick.request() }
+        let keeper = ServerSwitchKeeper(server: config.server, database: database, clock: clock, scheduler: scheduler,
                                         logger: Logger(.switches)) { [weak self] old, new in
             self?.serverSwitchesChanged(from: old, to: new)
         }
@@ -142,7 +142,7 @@ public final class AgentDaemon: Sendable {
         // Attachment files a crash left without a record go first (no capture is running
         // yet, so no file is between its placing and its record's commit).
         do {
-            try queue.housekeeping.sweepAttachments()
+            try database.housekeeping.sweepAttachments()
         } catch {
             logger.error("cannot sweep the attachment directory: \(error)")
         }
@@ -153,7 +153,7 @@ public final class AgentDaemon: Sendable {
         let config = state.withLock { $0.config }
         // The switches kept for this configuration's server apply from the first moment.
         switchKeeper?.use(config.server)
-        let switches = PauseSwitches(queue: queue)
+        let switches = PauseSwitches(database: database)
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)
         power.pass(config: config, uploader: nil)
@@ -164,15 +164,15 @@ public final class AgentDaemon: Sendable {
         paused.formUnion(switchedOff)
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
-            let factory = self.factory, queue = self.queue
+            let factory = self.factory, database = self.database
             let streamLogger = Logger(.stream(stream))
             // Each start reads the settings then in force, the server's latest included.
             let supervisor = StreamSupervisor(stream: stream, paused: paused.contains(stream), logger: logger) { [weak self] in
-                factory.makeStream(stream, config: self?.streamConfig() ?? config, queue: queue, logger: streamLogger)
+                factory.makeStream(stream, config: self?.streamConfig() ?? config, database: database, logger: streamLogger)
             }
             supervisors[stream] = supervisor
         }
-        let uploader = factory.makeUploader(config: config, queue: queue, logger: Logger(.upload))
+        let uploader = factory.makeUploader(config: config, database: database, logger: Logger(.upload))
         state.withLock { s in
             s.supervisors = supervisors
             s.uploader = uploader
@@ -232,7 +232,7 @@ public final class AgentDaemon: Sendable {
         uploader?.stop()
         clockCorrection.pass(trustSystemClock: state.withLock { $0.config.daemon.trustSystemClock })
         // Captures that wait for their fsync do not outlive the daemon unsynced.
-        queue.syncWaitingCaptures()
+        database.syncWaitingCaptures()
         logger.info("stopped: streams and uploader are down, the queue is closed cleanly")
     }
 
@@ -242,7 +242,7 @@ public final class AgentDaemon: Sendable {
         logger.notice("reloading the configuration from \(config.file)")
         stop()
         state.withLock { $0.config = config }
-        queue.commitSync.window = TimeInterval(config.storage.syncSeconds)
+        database.commitSync.window = TimeInterval(config.storage.syncSeconds)
         storageGuard.update(config.storage.limits)
         storageKick.resume()
         start()
@@ -252,7 +252,7 @@ public final class AgentDaemon: Sendable {
     /// timed pauses that have ended are cleared and their streams resumed, and the
     /// pause-end timer is set for the next end.
     public func applyPauseSwitches() {
-        let pauses = PauseSwitches(queue: queue)
+        let pauses = PauseSwitches(database: database)
         let now = clock.now()
         do {
             for stream in try pauses.clearEnded(at: now) {
@@ -280,7 +280,7 @@ public final class AgentDaemon: Sendable {
     /// Sets the pause-end timer for the earliest end of a timed pause, or idles it.
     private func armPauseEnd() {
         guard let timer = pauseEnd.withLock({ $0 }) else { return }
-        guard let next = try? PauseSwitches(queue: queue).nextEnd(after: clock.now()) else {
+        guard let next = try? PauseSwitches(database: database).nextEnd(after: clock.now()) else {
             timer.stop()
             return
         }
@@ -299,11 +299,11 @@ public final class AgentDaemon: Sendable {
     /// check instead cost an fsync every check, each rewriting the WAL's last page
     /// (docs/decisions/0004-fsync-window.md). A capture committed after this check is the next check's.
     private func armCommitSync() {
-        guard let waited = queue.commitSync.oldestWait else { return }
-        let left = queue.commitSync.window - waited
+        guard let waited = database.commitSync.oldestWait else { return }
+        let left = database.commitSync.window - waited
         guard left < tickInterval else { return }
         guard left > Self.commitSyncSlack, let timer = commitSyncDeadline.withLock({ $0 }) else {
-            queue.syncWaitingCaptures()
+            database.syncWaitingCaptures()
             return
         }
         timer.runOnce(after: left)
@@ -315,7 +315,7 @@ public final class AgentDaemon: Sendable {
     /// The deadline armed by a check: syncs when the capture it was armed for still waits
     /// (one that a later fsync took leaves a younger one, the next check's to arm).
     private func commitSyncDeadlineReached() {
-        queue.syncWaitingCaptures(waitedAtLeast: queue.commitSync.window - Self.commitSyncSlack)
+        database.syncWaitingCaptures(waitedAtLeast: database.commitSync.window - Self.commitSyncSlack)
     }
 
     /// Memory freed since the last check (an upload's bodies) goes back to the system. At
@@ -352,7 +352,7 @@ public final class AgentDaemon: Sendable {
         }
         if due {
             do {
-                let deleted = try queue.housekeeping.applyRetention(config.storage.retention)
+                let deleted = try database.housekeeping.applyRetention(config.storage.retention)
                 if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
             } catch {
                 logger.error("retention failed: \(error); it runs again at the next liveness check")

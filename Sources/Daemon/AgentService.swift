@@ -21,12 +21,12 @@ public struct AgentService: Service {
     }
 
     public func run() async throws {
-        let lock = FileLock.daemon(databasePath: daemon.queue.path)
+        let lock = FileLock.daemon(databasePath: daemon.database.path)
         guard let held = try lock.tryAcquire() else {
-            throw DaemonError.alreadyRunning(database: daemon.queue.path)
+            throw DaemonError.alreadyRunning(database: daemon.database.path)
         }
         defer { held.release() }
-        try? daemon.queue.agentState.set(AgentStateKey.daemonPID, String(getpid()))
+        try? daemon.database.agentState.set(AgentStateKey.daemonPID, String(getpid()))
 
         await NamedThread.run(name: "ariata-start") { daemon.start() }
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
@@ -41,7 +41,7 @@ public struct AgentService: Service {
         }
         logger.info("shutting down")
         await NamedThread.run(name: "ariata-stop") { daemon.stop() }
-        try? daemon.queue.agentState.set(AgentStateKey.daemonPID, nil)
+        try? daemon.database.agentState.set(AgentStateKey.daemonPID, nil)
     }
 
     private func reload() async {

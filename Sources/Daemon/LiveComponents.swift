@@ -9,23 +9,23 @@ import Upload
 public struct LiveComponents: ComponentFactory {
     public init() {}
 
-    public func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
+    public func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
-            return LocationStream(config: config.location, sink: queue.recordQueue, logger: logger, clockTrust: clockTrust)
+            return LocationStream(config: config.location, sink: database.recordQueue, logger: logger, clockTrust: clockTrust)
         case .microphone:
-            return MicrophoneStream(config: config.microphone, sink: queue.recordQueue, logger: logger, clockTrust: clockTrust,
-                                    journal: .init(directory: AudioJournal.directory(forDatabase: queue.path),
-                                                   knownRecords: queue.recordQueue))
+            return MicrophoneStream(config: config.microphone, sink: database.recordQueue, logger: logger, clockTrust: clockTrust,
+                                    journal: .init(directory: AudioJournal.directory(forDatabase: database.path),
+                                                   knownRecords: database.recordQueue))
         case .health:
-            return HealthStream(config: config.health, queue: queue, clockTrust: clockTrust, logger: logger)
+            return HealthStream(config: config.health, database: database, clockTrust: clockTrust, logger: logger)
         }
     }
 
-    public func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
-        Uploader(server: config.server, upload: config.upload, store: queue.recordQueue, logger: logger,
-                 uploadLock: FileLock.upload(databasePath: queue.path))
+    public func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
+        Uploader(server: config.server, upload: config.upload, store: database.recordQueue, logger: logger,
+                 uploadLock: FileLock.upload(databasePath: database.path))
     }
 }
 

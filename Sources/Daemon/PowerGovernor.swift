@@ -8,12 +8,12 @@ import Synchronization
 /// small files), decides what the power state changes (PowerPolicy), tells the uploader,
 /// and keeps the decision where the daemon's pause switches and `status` read it.
 final class PowerGovernor: Sendable {
-    private let queue: AgentDatabase
+    private let database: AgentDatabase
     private let logger: Logger
     private let current = Mutex<PowerPolicy?>(nil)
 
-    init(queue: AgentDatabase, logger: Logger) {
-        self.queue = queue
+    init(database: AgentDatabase, logger: Logger) {
+        self.database = database
         self.logger = logger
     }
 
@@ -27,13 +27,13 @@ final class PowerGovernor: Sendable {
             let had = current.withLock { p -> Bool in defer { p = nil }; return p != nil }
             if had {
                 uploader?.setPower(factor: 1, held: false)
-                try? queue.agentState.set(AgentStateKey.powerState, nil)
+                try? database.agentState.set(AgentStateKey.powerState, nil)
             }
             return had
         }
         let reading = PowerSupply.read(path: config.power.sysfsPath)
-        let cap = config.storage.limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
-        let nearLimit = queue.fileBytes() * 100 >= cap * Int64(config.power.queueNearLimitPercent)
+        let cap = config.storage.limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: database.path))
+        let nearLimit = database.fileBytes() * 100 >= cap * Int64(config.power.queueNearLimitPercent)
         let policy = PowerPolicy(reading: reading, config: config.power, queueNearLimit: nearLimit)
         let old = current.withLock { p -> PowerPolicy? in defer { p = policy }; return p }
         uploader?.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld)
@@ -47,7 +47,7 @@ final class PowerGovernor: Sendable {
                                       batteryStatus: reading.batteryStatus, microphonePaused: policy.microphonePaused,
                                       uploadsHeld: policy.uploadsHeld, uploadFactor: policy.uploadFactor, effects: effects)
         do {
-            try queue.agentState.set(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
+            try database.agentState.set(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
         } catch {
             logger.warning("cannot store the power state for status: \(error)")
         }

@@ -18,7 +18,7 @@ final class ServerSwitchKeeper: Sendable {
     /// after pairing): capture starts within a minute of the person switching one on.
     static let waitingInterval: TimeInterval = 60
 
-    private let queue: AgentDatabase
+    private let database: AgentDatabase
     private let clock: any WallClock
     private let scheduler: any TimerScheduling
     private let logger: Logger
@@ -36,16 +36,16 @@ final class ServerSwitchKeeper: Sendable {
         var lastOutcome: String?
     }
 
-    init(server: ServerConfig, queue: AgentDatabase, clock: any WallClock, scheduler: any TimerScheduling, logger: Logger,
+    init(server: ServerConfig, database: AgentDatabase, clock: any WallClock, scheduler: any TimerScheduling, logger: Logger,
          makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
          changed: @escaping @Sendable (ServerSwitches?, ServerSwitches) -> Void) {
-        self.queue = queue
+        self.database = database
         self.clock = clock
         self.scheduler = scheduler
         self.logger = logger
         self.makeTransport = makeTransport
         self.changed = changed
-        state = Mutex(State(current: ServerSwitches.load(from: queue, endpoint: server.endpoint), server: server))
+        state = Mutex(State(current: ServerSwitches.load(from: database, endpoint: server.endpoint), server: server))
     }
 
     /// The switches in force: the last answer, read back from the database at start.
@@ -56,7 +56,7 @@ final class ServerSwitchKeeper: Sendable {
     /// The server to ask from now on (a reload's): the switches kept for it apply, none
     /// when it is another server than the one that answered last.
     func use(_ server: ServerConfig) {
-        let kept = ServerSwitches.load(from: queue, endpoint: server.endpoint)
+        let kept = ServerSwitches.load(from: database, endpoint: server.endpoint)
         state.withLock { s in
             if s.server.endpoint != server.endpoint { s.current = kept }
             s.server = server
@@ -112,11 +112,11 @@ final class ServerSwitchKeeper: Sendable {
         switch ServerIdentityClient(server: server).fetch(now: clock.now(), isCancelled: { [weak self] in self?.isStopped ?? true }) {
         case .identified(var identity):
             identity.endpoint = server.endpoint
-            let previous = ServerIdentity.load(from: queue, endpoint: server.endpoint)
+            let previous = ServerIdentity.load(from: database, endpoint: server.endpoint)
             let level: Logger.Level = previous.map { $0.name != identity.name } ?? true ? .info : .debug
             logger.log(level: level, "the server is \(identity.name)")
             do {
-                try identity.save(to: queue)
+                try identity.save(to: database)
             } catch {
                 logger.error("cannot keep the server's identity in the database: \(error)")
             }
@@ -165,7 +165,7 @@ final class ServerSwitchKeeper: Sendable {
             return s.current
         }
         do {
-            try next.save(to: queue)
+            try next.save(to: database)
         } catch {
             logger.error("cannot keep the server's stream switches in the database: \(error); they apply until the daemon stops")
         }

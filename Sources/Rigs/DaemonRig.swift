@@ -175,19 +175,19 @@ public final class DaemonRig: @unchecked Sendable {
 
     /// The agent's queue, read-only, once the daemon has created it and run its first
     /// liveness check.
-    public func openQueue(timeout: TimeInterval = 30) throws -> AgentDatabase {
-        var queue: AgentDatabase?
+    public func openDatabase(timeout: TimeInterval = 30) throws -> AgentDatabase {
+        var database: AgentDatabase?
         do {
             try waitUntil("the daemon's first liveness check", timeout: timeout) {
-                if queue == nil { queue = try? AgentDatabase(readOnlyPath: databasePath) }
-                return (try? queue?.agentState.storedLiveness().isEmpty == false) ?? false
+                if database == nil { database = try? AgentDatabase(readOnlyPath: databasePath) }
+                return (try? database?.agentState.storedLiveness().isEmpty == false) ?? false
             }
         } catch {
             // Say why: the agent's own words are the first thing to read.
             throw RigFailure("\(error); agent \(agent?.isRunning == true ? "running" : "not running"), its log:\n\(agentLog)")
         }
-        guard let queue else { throw RigFailure("no queue at \(databasePath)") }
-        return queue
+        guard let database else { throw RigFailure("no queue at \(databasePath)") }
+        return database
     }
 
     /// Appends health samples (heart rates, one per line) to the health file.

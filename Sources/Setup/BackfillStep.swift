@@ -24,16 +24,16 @@ struct BackfillStep {
             console.line("  no health file with backfill_days > 0: nothing to import")
             return
         }
-        let database = config.storage.database
-        let daemonLock = database + ".daemon-lock"
+        let path = config.storage.database
+        let daemonLock = path + ".daemon-lock"
         // Probing creates the lock file; only probe one the daemon has made.
         if FileManager.default.fileExists(atPath: daemonLock), FileLock(path: daemonLock).isHeld() {
             console.line("  the daemon is running: it imports the health files itself (see ariata-agent status)")
             return
         }
-        let directory = (database as NSString).deletingLastPathComponent
+        let directory = (path as NSString).deletingLastPathComponent
         let directoryExisted = FileManager.default.fileExists(atPath: directory)
-        var queue: AgentDatabase?
+        var database: AgentDatabase?
         for source in files {
             guard FileManager.default.fileExists(atPath: source.path) else {
                 console.line("  \(source.name): no file yet; it is read from its start when it appears")
@@ -45,10 +45,10 @@ struct BackfillStep {
             }
             if !prompter.isInteractive { console.line("  importing the last \(source.backfillDays) days of \(source.name) (--yes)") }
             do {
-                if queue == nil { queue = try AgentDatabase(path: database, logger: logger) }
-                guard let queue else { continue }
+                if database == nil { database = try AgentDatabase(path: path, logger: logger) }
+                guard let database else { continue }
                 let bar = ProgressBar(label: "health")
-                let status = try HealthBackfill.run(source, queue: queue.recordQueue, logger: logger) { p in
+                let status = try HealthBackfill.run(source, queue: database.recordQueue, logger: logger) { p in
                     bar.update(done: p.bytesDone, total: p.bytesTotal, detail: "\(ProgressBar.count(p.samples)) samples")
                 }
                 bar.finish(done: status.backfill?.bytesDone ?? 0, total: status.backfill?.bytesTotal ?? 0,
@@ -66,10 +66,10 @@ struct BackfillStep {
                 console.line("  FAIL  cannot import \(source.name): \(error); the daemon imports it when it starts")
             }
         }
-        if queue != nil {
+        if database != nil {
             // Made as root, they must still be the daemon's to write (it runs as the
             // service user); a directory that was there already keeps its owner.
-            ServiceUserOwnership.hand([database, database + "-wal", database + "-shm"] + (directoryExisted ? [] : [directory]),
+            ServiceUserOwnership.hand([path, path + "-wal", path + "-shm"] + (directoryExisted ? [] : [directory]),
                                       to: serviceUser)
         }
     }

@@ -82,9 +82,9 @@ struct ExportCommand: ParsableCommand {
         }
         let since = try time(self.since, "--since"), until = try time(self.until, "--until")
         let config = try AgentConfig.load(path: options.config, missingOK: true)
-        let queue: AgentDatabase
+        let database: AgentDatabase
         do {
-            queue = try AgentDatabase(readOnlyPath: config.storage.database)
+            database = try AgentDatabase(readOnlyPath: config.storage.database)
         } catch {
             throw ExportError("cannot read \(config.storage.database): \(error); run as the service user or root (sudo), or pass --config")
         }
@@ -97,15 +97,15 @@ struct ExportCommand: ParsableCommand {
                 let format = LocationFormat(rawValue: self.format ?? "gpx") ?? .gpx
                 let name = config.server.deviceName.isEmpty ? "ariata-agent" : config.server.deviceName
                 let output = try ExportOutput(path: out)
-                let count = try LocationExport(format: format, deviceName: name).write(from: queue, since: since, until: until, to: output)
+                let count = try LocationExport(format: format, deviceName: name).write(from: database, since: since, until: until, to: output)
                 summary = "exported \(count) location fixes as \(format.rawValue) (\(output.bytesWritten) bytes)"
             case .health:
                 let format = HealthFormat(rawValue: self.format ?? "jsonl") ?? .jsonl
                 let output = try ExportOutput(path: out)
-                let count = try HealthExport(format: format).write(from: queue, since: since, until: until, to: output)
+                let count = try HealthExport(format: format).write(from: database, since: since, until: until, to: output)
                 summary = "exported \(count) health samples as \(format.rawValue) (\(output.bytesWritten) bytes)"
             case .microphone:
-                let written = try AudioExport().write(from: queue, since: since, until: until, directory: out ?? ".")
+                let written = try AudioExport().write(from: database, since: since, until: until, directory: out ?? ".")
                 summary = "exported \(written.files) audio chunks to \(out ?? ".") (\(written.bytes) bytes)"
                     + (written.skipped > 0 ? "; \(written.skipped) records without audio skipped" : "")
             case nil:

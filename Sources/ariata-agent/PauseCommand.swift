@@ -21,18 +21,18 @@ struct StreamSelection: ParsableArguments {
 /// `until` ends the pause by itself (nil: until `resume`).
 func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, options: ConfigOptions) throws {
     let config = try AgentConfig.load(path: options.config, missingOK: true)
-    let queue: AgentDatabase
+    let database: AgentDatabase
     do {
-        queue = try AgentDatabase(path: config.storage.database)
+        database = try AgentDatabase(path: config.storage.database)
     } catch {
         throw CleanExit.message("cannot open \(config.storage.database): \(error)\nrun as the service user or root, e.g. sudo ariata-agent \(paused ? "pause" : "resume")")
     }
-    let switches = PauseSwitches(queue: queue)
+    let switches = PauseSwitches(database: database)
     if paused { try switches.pause(streams, until: until) } else { try switches.resume(streams) }
     let names = streams.map(\.rawValue).joined(separator: ", ")
     var told = "the daemon is not running; it will start with this setting"
     if FileLock.daemon(databasePath: config.storage.database).isHeld(),
-       let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int32.init) {
+       let pid = try database.agentState.value(AgentStateKey.daemonPID).flatMap(Int32.init) {
         told = kill(pid, SIGUSR1) == 0 ? "the daemon (pid \(pid)) applied it"
             : "could not signal the daemon (pid \(pid)): it applies the setting within 30 s"
     }
@@ -44,7 +44,7 @@ func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, option
         print("\(paused ? "paused" : "resumed") \(names): \(told). It stays so across restarts.")
     }
     // A resume cannot undo the server's switch: say so rather than let it look resumed.
-    let serverOff = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)?.switchedOffStreams ?? []
+    let serverOff = ServerSwitches.load(from: database, endpoint: config.server.endpoint)?.switchedOffStreams ?? []
     for stream in streams where !paused && serverOff.contains(stream) {
         print("\(stream.rawValue) stays off: the server switched it off in its web UI; it resumes when switched on there")
     }

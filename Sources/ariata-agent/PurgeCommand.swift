@@ -87,13 +87,13 @@ struct PurgeCommand: ParsableCommand {
             print("nothing to delete: there is no queue at \(path) yet")
             return
         }
-        let queue: AgentDatabase
+        let database: AgentDatabase
         do {
-            queue = try AgentDatabase(path: path)
+            database = try AgentDatabase(path: path)
         } catch {
             throw CommandFailure("cannot open \(path): \(error); run as the service user or root, e.g. sudo ariata-agent purge")
         }
-        let preview = try queue.housekeeping.purgePreview(selection)
+        let preview = try database.housekeeping.purgePreview(selection)
         guard preview.records > 0 else {
             print("nothing to delete: no \(selection.description) in \(path)")
             return
@@ -113,9 +113,9 @@ struct PurgeCommand: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let sizeBefore = queue.fileBytes()
-        let done = try queue.housekeeping.purge(selection)
-        let sizeAfter = queue.fileBytes()
+        let sizeBefore = database.fileBytes()
+        let done = try database.housekeeping.purge(selection)
+        let sizeAfter = database.fileBytes()
         print("deleted \(done.records) \(selection.description) (\(Self.bytes(done.payloadBytes))\(Self.breakdown(done))); "
               + "the queue file went from \(Self.bytes(sizeBefore)) to \(Self.bytes(sizeAfter))")
     }

@@ -54,9 +54,9 @@ struct RunCommand: AsyncParsableCommand {
             logger.critical("\(DaemonError.notOnboarded(file: config.file))")
             throw ExitCode(78)
         }
-        let queue: AgentDatabase
+        let database: AgentDatabase
         do {
-            queue = try AgentDatabase(path: config.storage.database, logger: Logger(.database))
+            database = try AgentDatabase(path: config.storage.database, logger: Logger(.database))
         } catch {
             logger.critical("\(error)")
             throw ExitCode(73)   // EX_CANTCREAT
@@ -65,7 +65,7 @@ struct RunCommand: AsyncParsableCommand {
             "config": "\(config.file)", "database": "\(config.storage.database)",
             "endpoint": "\(config.server.ingestURL)", "device_id": "\(config.server.deviceID)",
         ])
-        let daemon = AgentDaemon(config: config, queue: queue, factory: LiveComponents(),
+        let daemon = AgentDaemon(config: config, database: database, factory: LiveComponents(),
                                  tickInterval: TimeInterval(config.daemon.checkInterval), logger: logger)
         let path = options.config
         let service = AgentService(daemon: daemon, logger: logger) { try AgentConfig.load(path: path) }

@@ -46,7 +46,7 @@ struct SyncCommand: ParsableCommand {
             handler.logLevel = .warning
             return handler
         }
-        let queue = try AgentDatabase(path: config.storage.database)
+        let database = try AgentDatabase(path: config.storage.database)
         let lock = FileLock.upload(databasePath: config.storage.database)
         var held = try lock.tryAcquire()
         if held == nil {
@@ -60,13 +60,13 @@ struct SyncCommand: ParsableCommand {
         defer { held.release() }
 
         // Held records of this boot whose true time is known go out with this sync.
-        let correction = ClockCorrection(queue: queue, evidence: TimeEvidence(), logger: Logger(.time))
+        let correction = ClockCorrection(database: database, evidence: TimeEvidence(), logger: Logger(.time))
         let corrected = correction.pass(trustSystemClock: config.daemon.trustSystemClock)
         if corrected.corrected > 0 {
             print("corrected the times of \(corrected.corrected) held records (true time from \(corrected.source ?? "?"))")
         }
 
-        let uploader = Uploader(server: config.server, upload: config.upload, store: queue.recordQueue,
+        let uploader = Uploader(server: config.server, upload: config.upload, store: database.recordQueue,
                                 logger: Logger(.sync))
         var bars: [StreamName: ProgressBar] = [:]
         var last: [StreamName: SyncProgress] = [:]

@@ -66,18 +66,18 @@ enum AudioBench {
 
     static func streamRun(seconds: Int, device: String, complexity: Int, in work: String)
         throws -> (cpu: CPU, wall: Double, chunks: Int, averageBytes: Double, overruns: Int, peakRSSKiB: Int) {
-        let queue = try AgentDatabase(path: "\(work)/queue.sqlite")
+        let database = try AgentDatabase(path: "\(work)/queue.sqlite")
         var config = MicrophoneConfig()
         config.device = device
         config.complexity = complexity
         let cpuStart = cpu(RUSAGE_SELF.rawValue)
         let wallStart = Date()
-        let stream = runStream(config: config, queue: queue, frames: seconds * 16_000)
+        let stream = runStream(config: config, database: database, frames: seconds * 16_000)
         let wall = Date().timeIntervalSince(wallStart)
         let cpuEnd = cpu(RUSAGE_SELF.rawValue)
         // Before the records are read back below, which loads them all.
         let peak = peakRSSKiB()
-        let records = try queue.recordQueue.records(stream: .microphone)
+        let records = try database.recordQueue.records(stream: .microphone)
         let bytes = try records.map { record -> Int in
             let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
             return Data(base64Encoded: object?["audio_data"] as? String ?? "")?.count ?? 0
@@ -90,12 +90,12 @@ enum AudioBench {
     /// Runs the real microphone stream on the benchmark's ALSA device until `frames` have
     /// been captured (the device opened once, through `wrap`), and stops it.
     @discardableResult
-    static func runStream(config: MicrophoneConfig, queue: AgentDatabase, frames: Int, journal: MicrophoneStream.Journaling? = nil,
+    static func runStream(config: MicrophoneConfig, database: AgentDatabase, frames: Int, journal: MicrophoneStream.Journaling? = nil,
                           wrap: @escaping @Sendable (any AudioCapture) -> any AudioCapture = { $0 }) -> MicrophoneStream {
         let ended = EndFlag()
         let opened = EndFlag()
         let stream = MicrophoneStream(
-            config: config, sink: queue.recordQueue, logger: Logger(.microphone),
+            config: config, sink: database.recordQueue, logger: Logger(.microphone),
             captureFactory: { device, rate throws(AudioCaptureError) in
                 guard !opened.swap() else {
                     throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")

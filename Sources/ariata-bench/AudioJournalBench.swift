@@ -92,12 +92,12 @@ enum AudioJournalBench {
         let rig = try ALSARig(input: pcm, device: "ariata_journal_bench_mic")
         defer { withExtendedLifetime(rig) {} }
         let device = rig.device
-        let queue = try AgentDatabase(path: "\(work)/queue.sqlite")
+        let database = try AgentDatabase(path: "\(work)/queue.sqlite")
         var microphone = MicrophoneConfig()
         microphone.device = device
         let start = Date()
-        let stream = AudioBench.runStream(config: microphone, queue: queue, frames: seconds * 16_000,
-                                          journal: .init(directory: AudioJournal.directory(forDatabase: queue.path), knownRecords: queue.recordQueue),
+        let stream = AudioBench.runStream(config: microphone, database: database, frames: seconds * 16_000,
+                                          journal: .init(directory: AudioJournal.directory(forDatabase: database.path), knownRecords: database.recordQueue),
                                           wrap: { PacedCapture($0) })
         return (stream.stats(), Date().timeIntervalSince(start))
     }

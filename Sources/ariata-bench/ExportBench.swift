@@ -14,36 +14,36 @@ import Rigs
 enum ExportBench {
     static func run(fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
         let dir = try TemporaryDirectory("export-bench")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         let start = Date().addingTimeInterval(-86_400)
         print("filling a queue: \(fixes) fixes, \(chunks) audio chunks of \(chunkBytes) bytes, \(samples) health samples")
-        try fill(queue, start: start, fixes: fixes, chunks: chunks, chunkBytes: chunkBytes, samples: samples)
-        print("queue file: \(queue.fileBytes()) bytes")
+        try fill(database, start: start, fixes: fixes, chunks: chunks, chunkBytes: chunkBytes, samples: samples)
+        print("queue file: \(database.fileBytes()) bytes")
 
         for format in LocationFormat.allCases {
             try measure("location \(format.rawValue)") {
                 let out = try ExportOutput(path: dir.file("day.\(format.rawValue)"))
-                let n = try LocationExport(format: format, deviceName: "bench").write(from: queue, since: nil, until: nil, to: out)
+                let n = try LocationExport(format: format, deviceName: "bench").write(from: database, since: nil, until: nil, to: out)
                 return "\(n) fixes, \(out.bytesWritten) bytes"
             }
         }
         for format in HealthFormat.allCases {
             try measure("health \(format.rawValue)") {
                 let out = try ExportOutput(path: dir.file("health.\(format.rawValue)"))
-                let n = try HealthExport(format: format).write(from: queue, since: nil, until: nil, to: out)
+                let n = try HealthExport(format: format).write(from: database, since: nil, until: nil, to: out)
                 return "\(n) samples, \(out.bytesWritten) bytes"
             }
         }
         try measure("microphone opus files") {
-            let written = try AudioExport().write(from: queue, since: nil, until: nil, directory: dir.file("audio"))
+            let written = try AudioExport().write(from: database, since: nil, until: nil, directory: dir.file("audio"))
             return "\(written.files) files, \(written.bytes) bytes"
         }
     }
 
-    static func fill(_ queue: AgentDatabase, start: Date, fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
+    static func fill(_ database: AgentDatabase, start: Date, fixes: Int, chunks: Int, chunkBytes: Int, samples: Int) throws {
         var batch: [NewRecord] = []
         func flush(_ stream: StreamName) throws {
-            try queue.recordQueue.enqueue(batch, anchor: nil)
+            try database.recordQueue.enqueue(batch, anchor: nil)
             batch.removeAll()
         }
         for i in 0..<fixes {
@@ -81,8 +81,8 @@ enum ExportBench {
         try flush(.health)
         // Half of each stream uploaded, as on a device that syncs: export reads both.
         for stream in StreamName.allCases {
-            let seqs = try queue.recordQueue.records(stream: stream).map(\.seq)
-            try queue.recordQueue.markUploaded(Array(seqs.prefix(seqs.count / 2)))
+            let seqs = try database.recordQueue.records(stream: stream).map(\.seq)
+            try database.recordQueue.markUploaded(Array(seqs.prefix(seqs.count / 2)))
         }
     }
 

@@ -118,10 +118,10 @@ enum FootprintBench {
         feeding.set()
 
         // What was captured in the window, read back from the queue.
-        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
+        let database = try AgentDatabase(readOnlyPath: rig.databasePath)
         var captured = (opus: 0, records: 0, audioSeconds: 0.0, chunks: 0, fixes: 0, samples: 0)
         for stream in StreamName.allCases {
-            for record in try queue.recordQueue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
+            for record in try database.recordQueue.records(stream: stream) where record.capturedAt >= windowStart && record.capturedAt < end {
                 switch stream {
                 case .microphone:
                     let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
@@ -139,8 +139,8 @@ enum FootprintBench {
         }
         // Uploads that the receiver acknowledged (kept `retention_days`): a run whose uploads
         // failed (a TLS set-up gone wrong, say) would measure a daemon that never sent.
-        let acknowledged = try StreamName.allCases.reduce(0) { $0 + (try queue.recordQueue.count(stream: $1, status: .uploaded)) }
-        let pending = try StreamName.allCases.reduce(0) { $0 + (try queue.recordQueue.count(stream: $1, status: .pending)) }
+        let acknowledged = try StreamName.allCases.reduce(0) { $0 + (try database.recordQueue.count(stream: $1, status: .uploaded)) }
+        let pending = try StreamName.allCases.reduce(0) { $0 + (try database.recordQueue.count(stream: $1, status: .pending)) }
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
         let cpu = Double(last.cpuTicks - first.cpuTicks) / hz
         let written = last.writeBytes - first.writeBytes
@@ -149,7 +149,7 @@ enum FootprintBench {
         print(String(format: "window %.0f s: %d audio chunks (%.0f s of audio, %d Opus bytes), %d fixes, %d health samples (%d record bytes)",
                      window, captured.chunks, captured.audioSeconds, captured.opus, captured.fixes, captured.samples, captured.records))
         print("records the receiver acknowledged: \(acknowledged) (\(pending) pending at the end)")
-        printAudioDelivery(audioRequests, queue: queue)
+        printAudioDelivery(audioRequests, database: database)
         if acknowledged == 0, window > Double(uploadInterval) + 20 {
             print("  WARNING: no upload succeeded: the figures are those of a daemon that never sent. The agent's log ends:")
             for line in rig.agentLog.split(separator: "\n").suffix(5) { print("  " + line) }
@@ -208,7 +208,7 @@ enum FootprintBench {
 
     /// What each audio upload request carried, and how long each chunk's audio waited
     /// between its first sample and the server's answer (the whole run, start-up included).
-    static func printAudioDelivery(_ requests: [ReceiverRig.Request], queue: AgentDatabase) {
+    static func printAudioDelivery(_ requests: [ReceiverRig.Request], database: AgentDatabase) {
         let delivered = requests.filter { $0.status == 200 && ($0.accepted ?? 0) > 0 }
         guard let largest = delivered.map(\.wire_bytes).max() else {
             print("audio requests: none delivered")
@@ -216,7 +216,7 @@ enum FootprintBench {
         }
         print("audio requests: \(delivered.count) delivered, \(delivered.map(\.records).reduce(0, +)) chunks; largest body \(largest) bytes, "
               + "chunks per request at most \(delivered.map(\.records).max() ?? 0)")
-        let chunks = (try? queue.recordQueue.records(stream: .microphone)) ?? []
+        let chunks = (try? database.recordQueue.records(stream: .microphone)) ?? []
         let started = Dictionary(chunks.map { ($0.id.uuidString.lowercased(), $0.capturedAt) }, uniquingKeysWith: { a, _ in a })
         var waits: [Double] = []
         for request in delivered {
@@ -349,7 +349,7 @@ extension FootprintBench {
             defer { receiver.stop() }
             let database = directory.file("queue.sqlite")
             let fill = Date()
-            let payload = try UploadBench.enqueueBacklog(options, queue: try AgentDatabase(path: database), bodiesDirectory: nil)
+            let payload = try UploadBench.enqueueBacklog(options, database: try AgentDatabase(path: database), bodiesDirectory: nil)
             print(String(format: "backlog: %d audio chunks, %.2f GB of payload (written in %.1f s)",
                          options.records, Double(payload) / 1e9, Date().timeIntervalSince(fill)))
             let config = directory.file("agent.toml")

@@ -37,8 +37,8 @@ enum HealthBench {
         }
         try text.write(toFile: file, atomically: false, encoding: .utf8)
         let bytes = text.utf8.count
-        let queue = try AgentDatabase(path: "\(directory)/queue.sqlite")
-        let stream = HealthStream(config: fileConfig(file), queue: queue, logger: quietLogger())
+        let database = try AgentDatabase(path: "\(directory)/queue.sqlite")
+        let stream = HealthStream(config: fileConfig(file), database: database, logger: quietLogger())
         let began = Date()
         stream.start()
         while (stream.statuses().first?.samplesWritten ?? 0) < lines {
@@ -46,7 +46,7 @@ enum HealthBench {
         }
         let seconds = Date().timeIntervalSince(began)
         stream.stop()
-        let stored = try queue.recordQueue.count(stream: .health, status: .pending)
+        let stored = try database.recordQueue.count(stream: .health, status: .pending)
         print(String(format: "health file source: %d lines (%.1f MB JSON Lines) ingested in %.2f s = %.0f lines/s (%d records in the queue; commits of up to 5,000 while behind, 500 once caught up)",
                      lines, Double(bytes) / 1e6, seconds, Double(lines) / seconds, stored))
     }
@@ -56,8 +56,8 @@ enum HealthBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = "\(directory)/idle.jsonl"
         try (#"{"timestamp":"\#(RFC3339.string(from: Date()))","hr":60}"# + "\n").write(toFile: file, atomically: false, encoding: .utf8)
-        let queue = try AgentDatabase(path: "\(directory)/queue.sqlite")
-        let stream = HealthStream(config: fileConfig(file, name: "idle"), queue: queue, logger: quietLogger())
+        let database = try AgentDatabase(path: "\(directory)/queue.sqlite")
+        let stream = HealthStream(config: fileConfig(file, name: "idle"), database: database, logger: quietLogger())
         stream.start()
         // Let it read the one line and make its commit (commit_interval = 1 s) first.
         while (stream.statuses().first?.samplesWritten ?? 0) < 1 { Thread.sleep(forTimeInterval: 0.05) }

@@ -34,14 +34,14 @@ enum LocationBench {
     private static func measure(_ options: Options) throws {
         let rig = try GPSDRig()
         let directory = try TemporaryDirectory("ariata-bench-location")
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = LocationConfig()
         config.gpsdHost = "127.0.0.1"
         config.gpsdPort = rig.port
         config.interval = options.interval
         var logger = Logger(.location)
         logger.logLevel = .warning
-        let stream = LocationStream(config: config, sink: queue.recordQueue, logger: logger)
+        let stream = LocationStream(config: config, sink: database.recordQueue, logger: logger)
         stream.start()
         defer { stream.stop() }
         try waitUntil("the stream to connect to gpsd") { stream.status().connected }
@@ -55,7 +55,7 @@ enum LocationBench {
 
         let reader = ThreadUsage.find(named: "ariata-location")
         let gpsdPID = rig.gpsdPID
-        let recordsBefore = try queue.recordQueue.count(stream: .location, status: .pending)
+        let recordsBefore = try database.recordQueue.count(stream: .location, status: .pending)
         let processBefore = ProcessUsage.now()
         let readerBefore = reader.flatMap(ThreadUsage.read)
         let gpsdBefore = gpsdPID.flatMap(ThreadUsage.readProcess)
@@ -67,7 +67,7 @@ enum LocationBench {
         let processAfter = ProcessUsage.now()
         let readerAfter = reader.flatMap(ThreadUsage.read)
         let gpsdAfter = gpsdPID.flatMap(ThreadUsage.readProcess)
-        let records = try queue.recordQueue.count(stream: .location, status: .pending) - recordsBefore
+        let records = try database.recordQueue.count(stream: .location, status: .pending) - recordsBefore
         let perMinute = 60 / elapsed
 
         print("location bench: \(String(format: "%.1f", elapsed)) s measured, a fix every 1 s from gpsd \(rig.port), "

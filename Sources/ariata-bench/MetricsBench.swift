@@ -11,11 +11,11 @@ import Rigs
 enum MetricsBench {
     static func run(ticks: Int) throws {
         let dir = try TemporaryDirectory("metrics-bench")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
-        try ExportBench.fill(queue, start: Date().addingTimeInterval(-86_400), fixes: 8_600, chunks: 2_900, chunkBytes: 2_000, samples: 1_500)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        try ExportBench.fill(database, start: Date().addingTimeInterval(-86_400), fixes: 8_600, chunks: 2_900, chunkBytes: 2_000, samples: 1_500)
         var config = AgentConfig()
         config.file = dir.file("agent.toml")
-        config.storage.database = queue.path
+        config.storage.database = database.path
         config.server.endpoint = "https://example.org"
         config.metrics.textfile = dir.file("ariata-agent.prom")
         let writer = MetricsTextfile(logger: Logger(.bench))

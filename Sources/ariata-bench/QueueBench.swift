@@ -27,13 +27,13 @@ enum QueueBench {
 
     static func enqueueLatency(label: String, payload: Data, count: Int, in dir: String) throws {
         let path = "\(dir)/latency-\(UUID().uuidString).sqlite"
-        let queue = try AgentDatabase(path: path)
+        let database = try AgentDatabase(path: path)
         var latencies: [Double] = []
         latencies.reserveCapacity(count)
         let start = Monotonic.now
         for _ in 0..<count {
             let t0 = Monotonic.now
-            try queue.recordQueue.enqueue(NewRecord(stream: .location, capturedAt: Date(), payload: payload))
+            try database.recordQueue.enqueue(NewRecord(stream: .location, capturedAt: Date(), payload: payload))
             latencies.append((Monotonic.now - t0) * 1e3)
         }
         let seconds = Monotonic.now - start
@@ -45,7 +45,7 @@ enum QueueBench {
 
     static func largeTable(records: Int, payload: Data, in dir: String) throws {
         let path = "\(dir)/large.sqlite"
-        let queue = try AgentDatabase(path: path)
+        let database = try AgentDatabase(path: path)
         let t0 = Date()
         let streams: [StreamName] = [.location, .health, .microphone]
         var made = 0
@@ -54,13 +54,13 @@ enum QueueBench {
             let batch = (0..<n).map { i in
                 NewRecord(stream: streams[(made + i) % 3], capturedAt: Date(), payload: payload)
             }
-            try queue.recordQueue.enqueue(batch, anchor: nil)
+            try database.recordQueue.enqueue(batch, anchor: nil)
             made += n
         }
         print(String(format: "filled %d records in %.1f s (bulk, 20,000 per transaction)", records, Date().timeIntervalSince(t0)))
         // Upload a third of one stream so counts have several statuses.
-        let firstBatch = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 500, maxBytes: 4_000_000)
-        try queue.recordQueue.markUploaded(firstBatch.map(\.seq))
+        let firstBatch = try database.recordQueue.pendingBatch(stream: .health, maxCount: 500, maxBytes: 4_000_000)
+        try database.recordQueue.markUploaded(firstBatch.map(\.seq))
 
         let reps = 50
         var batchTimes: [Double] = []
@@ -68,21 +68,21 @@ enum QueueBench {
         var oldestTimes: [Double] = []
         for _ in 0..<reps {
             var t = Monotonic.now
-            let batch = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 500, maxBytes: 4_000_000)
+            let batch = try database.recordQueue.pendingBatch(stream: .location, maxCount: 500, maxBytes: 4_000_000)
             batchTimes.append((Monotonic.now - t) * 1e3)
             precondition(batch.count == 500)
             t = Monotonic.now
-            let counts = try queue.recordQueue.counts()
+            let counts = try database.recordQueue.counts()
             countTimes.append((Monotonic.now - t) * 1e3)
             precondition(counts.reduce(0) { $0 + $1.records } == records)
             t = Monotonic.now
-            _ = try queue.recordQueue.oldestPendingAge(stream: .microphone)
+            _ = try database.recordQueue.oldestPendingAge(stream: .microphone)
             oldestTimes.append((Monotonic.now - t) * 1e3)
         }
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
         print(String(format: "with %d records: take a batch of 500 %.2f ms, counts per stream/status %.3f ms, oldest pending %.3f ms (medians of %d)",
                      records, median(batchTimes), median(countTimes), median(oldestTimes), reps))
-        let bytes = queue.fileBytes()
+        let bytes = database.fileBytes()
         print(String(format: "database %.1f MB for %d records: %.0f bytes per record (payload %d B, so %.0f B overhead)",
                      Double(bytes) / 1e6, records, Double(bytes) / Double(records), payload.count,
                      Double(bytes) / Double(records) - Double(payload.count)))

@@ -100,17 +100,17 @@ enum SilenceBench {
 
     /// The real stream, default config but for `upload_silent`, on `seconds` of `path`.
     static func capture(_ path: String, seconds: Int, uploadSilent: Bool, in work: String) throws -> Chunks {
-        let database = "\(work)/queue-\(UUID().uuidString.prefix(8)).sqlite"
-        defer { try? FileManager.default.removeItem(atPath: database) }
+        let databasePath = "\(work)/queue-\(UUID().uuidString.prefix(8)).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: databasePath) }
         let rig = try ALSARig(input: path, device: "ariata_bench_mic")
         defer { withExtendedLifetime(rig) {} }
-        let queue = try AgentDatabase(path: database)
+        let database = try AgentDatabase(path: databasePath)
         var config = MicrophoneConfig()
         config.device = rig.device
         config.uploadSilent = uploadSilent
-        let stream = AudioBench.runStream(config: config, queue: queue, frames: seconds * 16_000)
+        let stream = AudioBench.runStream(config: config, database: database, frames: seconds * 16_000)
         var chunks = Chunks(levels: [], silent: 0, audioBytes: 0, dropped: stream.stats().silentChunksDropped)
-        for record in try queue.recordQueue.records(stream: .microphone) {
+        for record in try database.recordQueue.records(stream: .microphone) {
             let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any]
             chunks.levels.append(object?["average_db_level"] as? Double ?? .nan)
             if object?["is_silent"] as? Bool == true { chunks.silent += 1 }

@@ -25,9 +25,9 @@ enum UploadBench {
 
         // The backlog, written as capture would write it; the same records become the
         // bodies curl posts.
-        let queue = try AgentDatabase(path: directory + "/queue.sqlite")
+        let database = try AgentDatabase(path: directory + "/queue.sqlite")
         let fill = Date()
-        let payloadBytes = try enqueueBacklog(options, queue: queue, bodiesDirectory: curl ? directory : nil)
+        let payloadBytes = try enqueueBacklog(options, database: database, bodiesDirectory: curl ? directory : nil)
         let bodyCount = curl ? (try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("body-") }.count) : 0
         print(String(format: "backlog: %d microphone records, %.1f KB each, %.2f GB of payload (written in %.1f s)",
                      options.records, Double(payloadBytes) / Double(options.records) / 1_000,
@@ -43,7 +43,7 @@ enum UploadBench {
         upload.batchMaxRecords = options.batchMaxRecords
         var logger = Logger(.upload)
         logger.logLevel = .warning
-        let uploader = Uploader(server: server, upload: upload, store: queue.recordQueue, logger: logger)
+        let uploader = Uploader(server: server, upload: upload, store: database.recordQueue, logger: logger)
 
         let sampler = RSSSampler()
         sampler.resetPeak()
@@ -87,7 +87,7 @@ enum UploadBench {
 
     /// Writes the backlog into the queue in transactions of 200, and (when asked) the
     /// bodies the agent will send, cut by the same bounds, as files for curl.
-    static func enqueueBacklog(_ options: BacklogOptions, queue: AgentDatabase, bodiesDirectory: String?) throws -> Int {
+    static func enqueueBacklog(_ options: BacklogOptions, database: AgentDatabase, bodiesDirectory: String?) throws -> Int {
         var noise = Data("OggS".utf8)
         var state: UInt64 = 0x2545_F491_4F6C_DD1D
         while noise.count < options.audioBytes {
@@ -133,7 +133,7 @@ enum UploadBench {
             total += wire.count
             pending.append(record)
             if pending.count == 200 {
-                try queue.recordQueue.enqueue(pending, anchor: nil)
+                try database.recordQueue.enqueue(pending, anchor: nil)
                 pending.removeAll(keepingCapacity: true)
             }
             // The queue's rule: add while within the bounds; a batch has at least one record.
@@ -145,7 +145,7 @@ enum UploadBench {
                                       lastAttemptAt: nil, lastError: nil))
             batchBytes += wire.count
         }
-        try queue.recordQueue.enqueue(pending, anchor: nil)
+        try database.recordQueue.enqueue(pending, anchor: nil)
         try writeBody()
         return total
     }

@@ -10,13 +10,13 @@ import XCTest
 final class AttachmentTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: AgentDatabase!
+    var database: AgentDatabase!
     var path: String { dir.file("agent.sqlite") }
 
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("attachments")
         clock = ManualClock()
-        queue = try AgentDatabase(path: path, clock: clock)
+        database = try AgentDatabase(path: path, clock: clock)
     }
 
     /// 60 KB of bytes that do not compress, as an Opus chunk.
@@ -30,7 +30,7 @@ final class AttachmentTests: XCTestCase {
     }
 
     func storeFiles() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: queue.attachmentDirectory)) ?? []).sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: database.attachmentDirectory)) ?? []).sorted()
     }
 
     func walBytes() -> Int64 { DatabaseFiles.walBytes(path) }
@@ -42,7 +42,7 @@ final class AttachmentTests: XCTestCase {
     func testTheAudioIsAFileAndReadsBackAsBase64InThePayload() throws {
         let record = try chunk()
         let walBefore = walBytes()
-        try queue.recordQueue.enqueue(record)
+        try database.recordQueue.enqueue(record)
         // The row and its bookkeeping: a few pages, not the 80 KB of base64 that went
         // through the WAL (and then the database) before schema 4.
         let wal = walBytes() - walBefore
@@ -52,26 +52,26 @@ final class AttachmentTests: XCTestCase {
         let files = storeFiles()
         XCTAssertEqual(files.count, 1)
         XCTAssertTrue(files[0].hasPrefix(record.id.uuidString.lowercased()) && files[0].hasSuffix(".ogg"), files[0])
-        XCTAssertEqual(FileManager.default.contents(atPath: "\(queue.attachmentDirectory)/\(files[0])"), audio())
-        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: queue.attachmentDirectory)[.posixPermissions] as? NSNumber)
+        XCTAssertEqual(FileManager.default.contents(atPath: "\(database.attachmentDirectory)/\(files[0])"), audio())
+        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: database.attachmentDirectory)[.posixPermissions] as? NSNumber)
         XCTAssertEqual(mode.intValue & 0o777, 0o700, "the directory holds recordings")
 
-        let queued = try XCTUnwrap(queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let queued = try XCTUnwrap(database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
         let fields = try object(queued.payload)
         XCTAssertEqual(fields["audio_data"] as? String, audio().base64EncodedString())
         XCTAssertEqual(fields["timestamp_start"] as? String, "2027-01-15T08:00:00.000Z")
         XCTAssertEqual(fields["id"] as? String, record.id.uuidString.lowercased())
         // The byte counts (batches, status) weigh the record as it goes on the wire.
-        let counted = try XCTUnwrap(queue.recordQueue.counts().first { $0.stream == .microphone && $0.status == .pending })
+        let counted = try XCTUnwrap(database.recordQueue.counts().first { $0.stream == .microphone && $0.status == .pending })
         XCTAssertEqual(counted.bytes, Int64(queued.payload.count))
-        XCTAssertEqual(queue.fileBytes(), Int64(FileManager.default.contents(atPath: path)?.count ?? 0) + walBytes() + 60_000)
+        XCTAssertEqual(database.fileBytes(), Int64(FileManager.default.contents(atPath: path)?.count ?? 0) + walBytes() + 60_000)
     }
 
     func testAJournalFileOfTheSameSizeIsLinkedNotCopied() throws {
         let journal = dir.file("journal.ogg")
         XCTAssertTrue(FileManager.default.createFile(atPath: journal, contents: audio(7)))
-        try queue.recordQueue.enqueue(try chunk(7, existingFile: journal))
-        let stored = "\(queue.attachmentDirectory)/\(try XCTUnwrap(storeFiles().first))"
+        try database.recordQueue.enqueue(try chunk(7, existingFile: journal))
+        let stored = "\(database.attachmentDirectory)/\(try XCTUnwrap(storeFiles().first))"
         XCTAssertEqual(try inode(stored), try inode(journal), "the journal's file was written again")
         // The journal goes (as the microphone removes it); the stored audio stays.
         unlink(journal)
@@ -81,8 +81,8 @@ final class AttachmentTests: XCTestCase {
         // used: the chunk's bytes are written.
         let short = dir.file("short.ogg")
         XCTAssertTrue(FileManager.default.createFile(atPath: short, contents: audio(8).prefix(1_000)))
-        try queue.recordQueue.enqueue(try chunk(8, existingFile: short))
-        let records = try queue.recordQueue.records(stream: .microphone)
+        try database.recordQueue.enqueue(try chunk(8, existingFile: short))
+        let records = try database.recordQueue.records(stream: .microphone)
         XCTAssertEqual(records.count, 2)
         XCTAssertEqual(try object(records[1].payload)["audio_data"] as? String, audio(8).base64EncodedString())
     }
@@ -95,37 +95,37 @@ final class AttachmentTests: XCTestCase {
 
     func testEveryDeletionRemovesTheFile() throws {
         // Retention.
-        try queue.recordQueue.enqueue(try chunk(1))
-        let first = try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first).seq
-        try queue.recordQueue.markUploaded([first])
+        try database.recordQueue.enqueue(try chunk(1))
+        let first = try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).seq
+        try database.recordQueue.markUploaded([first])
         clock.advance(by: 4 * 86_400)
-        XCTAssertEqual(try queue.housekeeping.applyRetention(RetentionPolicy()), 1)
+        XCTAssertEqual(try database.housekeeping.applyRetention(RetentionPolicy()), 1)
         XCTAssertEqual(storeFiles(), [])
 
         // The storage guard's eviction (pending audio goes first).
-        try queue.recordQueue.enqueue(try chunk(2))
-        let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
+        try database.recordQueue.enqueue(try chunk(2))
+        let slice = try database.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
         XCTAssertEqual(storeFiles(), [])
 
         // Purge.
-        try queue.recordQueue.enqueue(try chunk(3))
-        XCTAssertEqual(try queue.housekeeping.purge(PurgeSelection(streams: [.microphone])).records, 1)
+        try database.recordQueue.enqueue(try chunk(3))
+        XCTAssertEqual(try database.housekeeping.purge(PurgeSelection(streams: [.microphone])).records, 1)
         XCTAssertEqual(storeFiles(), [])
-        XCTAssertEqual(queue.fileBytes(), Int64(FileManager.default.contents(atPath: path)?.count ?? 0) + walBytes())
+        XCTAssertEqual(database.fileBytes(), Int64(FileManager.default.contents(atPath: path)?.count ?? 0) + walBytes())
     }
 
     /// What a crash can leave, and what the daemon's start makes of it.
     func testTheStartSweepRemovesWhatACrashLeftAndKeepsTheRest() throws {
-        try queue.recordQueue.enqueue(try chunk(1))
+        try database.recordQueue.enqueue(try chunk(1))
         let kept = try XCTUnwrap(storeFiles().first)
         // Killed between a file's placing and its record's commit (no row names it), and
         // a rename that never happened.
-        let store = queue.attachmentDirectory
+        let store = database.attachmentDirectory
         XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/\(UUID().uuidString.lowercased())-0.ogg", contents: audio(2)))
         XCTAssertTrue(FileManager.default.createFile(atPath: "\(store)/.\(UUID().uuidString.lowercased())-0.ogg.4242.tmp", contents: audio(3)))
         // Killed between a deletion's commit and its unlink: the name is in the trash.
-        try queue.recordQueue.enqueue(try chunk(4))
+        try database.recordQueue.enqueue(try chunk(4))
         let doomed = try XCTUnwrap(storeFiles().first { $0 != kept && !$0.hasSuffix(".tmp") && !$0.hasSuffix("-0.ogg") })
         let sqlite = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
@@ -137,27 +137,27 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(sqlite.wait(), 0, sqlite.stderr())
         XCTAssertEqual(storeFiles().count, 4)
 
-        XCTAssertEqual(try queue.housekeeping.sweepAttachments(), 2, "the two files no record names")
+        XCTAssertEqual(try database.housekeeping.sweepAttachments(), 2, "the two files no record names")
         XCTAssertEqual(storeFiles(), [kept], "the trash was emptied and the strays removed, the queued audio kept")
-        XCTAssertEqual(try object(try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first).payload)["audio_data"] as? String,
+        XCTAssertEqual(try object(try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).payload)["audio_data"] as? String,
                        audio(1).base64EncodedString())
     }
 
     func testARefusedRecordLeavesNoFileAndTouchesNotTheOneItRepeats() throws {
         let id = UUID()
-        try queue.recordQueue.enqueue(try chunk(1, id: id))
-        XCTAssertThrowsError(try queue.recordQueue.enqueue(try chunk(2, id: id)), "a second record with the same id")
+        try database.recordQueue.enqueue(try chunk(1, id: id))
+        XCTAssertThrowsError(try database.recordQueue.enqueue(try chunk(2, id: id)), "a second record with the same id")
         XCTAssertEqual(storeFiles().count, 1)
-        XCTAssertEqual(try object(try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first).payload)["audio_data"] as? String,
+        XCTAssertEqual(try object(try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).payload)["audio_data"] as? String,
                        audio(1).base64EncodedString())
     }
 
     func testAMissingFileReadsWithoutTheAudioInsteadOfStoppingTheStream() throws {
-        try queue.recordQueue.enqueue(try chunk(1))
-        try queue.recordQueue.enqueue(try chunk(2))
-        let first = try XCTUnwrap(storeFiles().first { $0.hasPrefix(try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first).id.uuidString.lowercased()) })
-        unlink("\(queue.attachmentDirectory)/\(first)")
-        let batch = try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000)
+        try database.recordQueue.enqueue(try chunk(1))
+        try database.recordQueue.enqueue(try chunk(2))
+        let first = try XCTUnwrap(storeFiles().first { $0.hasPrefix(try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).id.uuidString.lowercased()) })
+        unlink("\(database.attachmentDirectory)/\(first)")
+        let batch = try database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000)
         XCTAssertEqual(batch.count, 2)
         XCTAssertNil(try object(batch[0].payload)["audio_data"], "sent without it: the server refuses it alone")
         XCTAssertEqual(try object(batch[1].payload)["audio_data"] as? String, audio(2).base64EncodedString())
@@ -168,13 +168,13 @@ final class AttachmentTests: XCTestCase {
     func testAHeldChunkIsCorrectedWithoutItsAudio() throws {
         var record = try chunk(5)
         record.provisional = ProvisionalTime(bootID: "boot-a", bootTime: 100)
-        try queue.recordQueue.enqueue(record)
-        let held = try XCTUnwrap(queue.recordQueue.heldRecords(bootID: "boot-a", limit: 10).first)
+        try database.recordQueue.enqueue(record)
+        let held = try XCTUnwrap(database.recordQueue.heldRecords(bootID: "boot-a", limit: 10).first)
         XCTAssertNil(try object(held.payload)["audio_data"])
         let fixed = Data(String(decoding: held.payload, as: UTF8.self)
             .replacingOccurrences(of: "2027-01-15T08:00:00.000Z", with: "2027-01-15T09:30:00.000Z").utf8)
-        try queue.recordQueue.release([ReleasedRecord(seq: held.seq, capturedAt: clock.now().addingTimeInterval(5_400), payload: fixed)])
-        let queued = try XCTUnwrap(queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        try database.recordQueue.release([ReleasedRecord(seq: held.seq, capturedAt: clock.now().addingTimeInterval(5_400), payload: fixed)])
+        let queued = try XCTUnwrap(database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
         let fields = try object(queued.payload)
         XCTAssertEqual(fields["timestamp_start"] as? String, "2027-01-15T09:30:00.000Z")
         XCTAssertEqual(fields["audio_data"] as? String, audio(5).base64EncodedString())
@@ -184,7 +184,7 @@ final class AttachmentTests: XCTestCase {
     /// commit writes, not the 4 KiB pages of SQLite's default.
     func testALocationFixWritesAFewKilobytesOfWAL() throws {
         for index in 0..<200 {
-            try queue.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(index)),
+            try database.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(index)),
                                             fields: ["latitude": 52.5, "longitude": 13.4, "accuracy": 4.2, "speed": 1.1,
                                                      "timestamp": "2027-01-15T08:00:00.000Z"]))
         }
@@ -200,7 +200,7 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(before, 0)
         let fixes = 20
         for index in 0..<fixes {
-            try queue.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(200 + index)),
+            try database.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(200 + index)),
                                             fields: ["latitude": 52.5, "longitude": 13.4, "accuracy": 4.2, "speed": 1.1,
                                                      "timestamp": "2027-01-15T08:00:00.000Z"]))
         }

@@ -26,9 +26,9 @@ final class CrashSafetyTests: XCTestCase {
             XCTAssertFalse(ids.isEmpty)
             acknowledged.formUnion(ids)
 
-            let queue = try AgentDatabase(path: db)
-            XCTAssertEqual(try queue.integrityCheck(), "ok", "round \(round)")
-            let stored = Set(try queue.recordQueue.records(stream: .location).map(\.id) + queue.recordQueue.records(stream: .microphone).map(\.id))
+            let database = try AgentDatabase(path: db)
+            XCTAssertEqual(try database.integrityCheck(), "ok", "round \(round)")
+            let stored = Set(try database.recordQueue.records(stream: .location).map(\.id) + database.recordQueue.records(stream: .microphone).map(\.id))
             let lost = acknowledged.subtracting(stored)
             XCTAssertTrue(lost.isEmpty, "round \(round): \(lost.count) acknowledged records missing")
         }

@@ -24,8 +24,8 @@ final class FileLockAndPauseTests: XCTestCase {
     func testPauseStateSurvivesReopening() throws {
         let dir = try TemporaryDirectory("pause")
         let path = dir.file("agent.sqlite")
-        try PauseSwitches(queue: AgentDatabase(path: path)).pause([.microphone, .location])
-        let reopened = PauseSwitches(queue: try AgentDatabase(path: path))
+        try PauseSwitches(database: AgentDatabase(path: path)).pause([.microphone, .location])
+        let reopened = PauseSwitches(database: try AgentDatabase(path: path))
         XCTAssertEqual(try reopened.pausedStreams(), [.microphone, .location])
         XCTAssertNotNil(try reopened.pausedSince(.microphone))
         try reopened.resume([.location])

@@ -11,7 +11,7 @@ import XCTest
 final class HeldRecordsTests: XCTestCase {
     var dir: TemporaryDirectory!
     var clock: ManualClock!
-    var queue: AgentDatabase!
+    var database: AgentDatabase!
     var syncFile: String!
     let logger = Logger(label: "ariata.time.test")
     /// The wall clock once it is right, and the boot clock at that moment.
@@ -21,7 +21,7 @@ final class HeldRecordsTests: XCTestCase {
     override func setUpWithError() throws {
         dir = try TemporaryDirectory("held")
         clock = ManualClock(t0)
-        queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
+        database = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         syncFile = dir.file("clock-sync")
         try setSynchronised(false)
     }
@@ -34,7 +34,7 @@ final class HeldRecordsTests: XCTestCase {
     /// clock is evidence too), so tests do not share it through `TimeEvidence.shared`.
     func correction() -> ClockCorrection {
         let boot = bootNow
-        return ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+        return ClockCorrection(database: database, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
                                evidence: TimeEvidence(), logger: logger)
     }
 
@@ -68,37 +68,37 @@ final class HeldRecordsTests: XCTestCase {
 
     func testHeldRecordsAreInNoBatchAndNotCountedAsWaitingForUpload() throws {
         let provisional = Date(timeIntervalSince1970: 1_000)
-        try queue.recordQueue.enqueue(heldHealth(at: provisional, bootTime: 10))
+        try database.recordQueue.enqueue(heldHealth(at: provisional, bootTime: 10))
         let sent = try NewRecord(stream: .health, capturedAt: t0, fields: ["timestamp": RFC3339.string(from: t0)])
-        try queue.recordQueue.enqueue(sent)
-        try queue.recordQueue.enqueue(heldHealth(at: provisional.addingTimeInterval(1), bootTime: 11))
-        try queue.recordQueue.enqueue(heldAudio(at: provisional, duration: 30, bootTime: 10))
-        try queue.recordQueue.enqueue(location(at: t0))
+        try database.recordQueue.enqueue(sent)
+        try database.recordQueue.enqueue(heldHealth(at: provisional.addingTimeInterval(1), bootTime: 11))
+        try database.recordQueue.enqueue(heldAudio(at: provisional, duration: 30, bootTime: 10))
+        try database.recordQueue.enqueue(location(at: t0))
 
-        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 100, maxBytes: 10_000_000).map(\.id), [sent.id])
-        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000), [])
-        XCTAssertEqual(try queue.recordQueue.newestPending(stream: .health)?.id, sent.id)
-        XCTAssertNil(try queue.recordQueue.newestPending(stream: .microphone))
-        XCTAssertEqual(try queue.recordQueue.streamsWithPending(), [.health, .location], "a stream with only held records has nothing to send")
-        XCTAssertEqual(try queue.recordQueue.oldestPendingCapture(stream: .health), t0, "a provisional 1970 time is not the oldest pending")
+        XCTAssertEqual(try database.recordQueue.pendingBatch(stream: .health, maxCount: 100, maxBytes: 10_000_000).map(\.id), [sent.id])
+        XCTAssertEqual(try database.recordQueue.pendingBatch(stream: .microphone, maxCount: 100, maxBytes: 10_000_000), [])
+        XCTAssertEqual(try database.recordQueue.newestPending(stream: .health)?.id, sent.id)
+        XCTAssertNil(try database.recordQueue.newestPending(stream: .microphone))
+        XCTAssertEqual(try database.recordQueue.streamsWithPending(), [.health, .location], "a stream with only held records has nothing to send")
+        XCTAssertEqual(try database.recordQueue.oldestPendingCapture(stream: .health), t0, "a provisional 1970 time is not the oldest pending")
         // Held records stay pending in the counts (they are not lost) and are counted apart.
-        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 3)
-        let held = try queue.recordQueue.heldCounts(currentBootID: "boot-now")
+        XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .pending), 3)
+        let held = try database.recordQueue.heldCounts(currentBootID: "boot-now")
         XCTAssertEqual(held.thisBoot, 3)
         XCTAssertEqual(held.earlierBoots, 0)
         XCTAssertEqual(held.byStream, [.health: 2, .microphone: 1])
-        let heldHealthTotals = try queue.recordQueue.heldTotals(stream: .health)
+        let heldHealthTotals = try database.recordQueue.heldTotals(stream: .health)
         XCTAssertEqual(heldHealthTotals.records, 2)
-        XCTAssertEqual(heldHealthTotals.bytes, Int64(try queue.recordQueue.records(stream: .health).filter { $0.id != sent.id }
+        XCTAssertEqual(heldHealthTotals.bytes, Int64(try database.recordQueue.records(stream: .health).filter { $0.id != sent.id }
             .reduce(0) { $0 + $1.payload.count }))
     }
 
     func testNothingIsCorrectedWhileTheClockCannotBeBelieved() throws {
-        try queue.recordQueue.enqueue(heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 10))
+        try database.recordQueue.enqueue(heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 10))
         let outcome = correction().pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 0)
         XCTAssertNotNil(outcome.waitingFor)
-        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000), [])
+        XCTAssertEqual(try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000), [])
 
         // trust_system_clock does not make a 1970 clock right either.
         clock.set(Date(timeIntervalSince1970: 2_000))
@@ -112,8 +112,8 @@ final class HeldRecordsTests: XCTestCase {
         let provisional = Date(timeIntervalSince1970: 1_000.123)
         let health = try heldHealth(at: provisional, bootTime: 4_000.5)
         let audio = try heldAudio(at: provisional.addingTimeInterval(-30), duration: 29.937_5, bootTime: 3_970.5)
-        try queue.recordQueue.enqueue(health)
-        try queue.recordQueue.enqueue(audio)
+        try database.recordQueue.enqueue(health)
+        try database.recordQueue.enqueue(audio)
         try setSynchronised(true)
 
         let outcome = correction().pass(trustSystemClock: false)
@@ -123,7 +123,7 @@ final class HeldRecordsTests: XCTestCase {
         let trueMs = Int64(1_800_000_000_000) - 999_500
         let shiftMs = trueMs - 1_000_123
         XCTAssertEqual(outcome.shiftRange, Double(shiftMs) / 1000 ... Double(shiftMs) / 1000)
-        let sentHealth = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        let sentHealth = try XCTUnwrap(try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sentHealth.payload)["timestamp"] as? String, RFC3339.string(milliseconds: trueMs))
         XCTAssertEqual(sentHealth.capturedAt.timeIntervalSince1970, Double(trueMs) / 1000, accuracy: 0.000_5)
         // Only the time changed: every other byte (including a source name that quotes a
@@ -133,7 +133,7 @@ final class HeldRecordsTests: XCTestCase {
                                   with: "\"timestamp\":\"\(RFC3339.string(milliseconds: trueMs))\"")
         XCTAssertEqual(String(decoding: sentHealth.payload, as: UTF8.self), expected)
 
-        let sentAudio = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let sentAudio = try XCTUnwrap(try database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
         let audioFields = try payloadObject(sentAudio.payload)
         let startMs = try XCTUnwrap(RFC3339.milliseconds(from: RFC3339.string(from: provisional.addingTimeInterval(-30))))
         let endMs = try XCTUnwrap(RFC3339.milliseconds(from: RFC3339.string(from: provisional.addingTimeInterval(-0.062_5))))
@@ -151,11 +151,11 @@ final class HeldRecordsTests: XCTestCase {
     func testAGPSFixCorrectsHeldRecordsWhileTheClockIsStillWrong() throws {
         clock.set(Date(timeIntervalSince1970: 2_000))
         let health = try heldHealth(at: Date(timeIntervalSince1970: 1_000.123), bootTime: 4_000.5)
-        try queue.recordQueue.enqueue(health)
+        try database.recordQueue.enqueue(health)
         let evidence = TimeEvidence()
         evidence.record(trueTime: t0, at: BootInstant(bootID: "another-boot", seconds: 5_000), source: "gpsd 3D fix")
         let boot = bootNow
-        let correction = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock,
+        let correction = ClockCorrection(database: database, sync: FileClockSync(path: syncFile), clock: clock,
                                          bootClock: { boot }, evidence: evidence, logger: logger)
         XCTAssertEqual(correction.pass(trustSystemClock: false).corrected, 0, "a fix from another boot says nothing")
 
@@ -163,7 +163,7 @@ final class HeldRecordsTests: XCTestCase {
         let outcome = correction.pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1)
         XCTAssertEqual(outcome.source, "gpsd 3D fix")
-        let sent = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        let sent = try XCTUnwrap(try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(1_800_000_000_000) - 999_500))
     }
@@ -180,19 +180,19 @@ final class HeldRecordsTests: XCTestCase {
         do {
             let daemonEvidence = TimeEvidence()
             daemonEvidence.record(trueTime: fix.trueTime, at: fix.boot, source: fix.source)
-            ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+            ClockCorrection(database: database, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
                             evidence: daemonEvidence, logger: logger).pass(trustSystemClock: false)
         }
         // Written after the daemon's last pass, and one of an earlier boot.
         let last = try heldHealth(at: Date(timeIntervalSince1970: 1_000.123), bootTime: 4_000.5)
         let earlier = try heldHealth(at: t0.addingTimeInterval(-86_400), bootID: "boot-before", bootTime: 4_000.5)
-        try queue.recordQueue.enqueue([last, earlier], anchor: nil)
-        queue = nil
+        try database.recordQueue.enqueue([last, earlier], anchor: nil)
+        database = nil
 
         let reopened = try AgentDatabase(path: path, clock: clock)
         XCTAssertEqual(try reopened.agentState.storedTimeEvidence(bootID: "boot-now"), fix)
         let syncEvidence = TimeEvidence()
-        let outcome = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+        let outcome = ClockCorrection(database: reopened, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
                                       evidence: syncEvidence, logger: logger).pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1)
         XCTAssertEqual(outcome.source, "gpsd 3D fix")
@@ -211,7 +211,7 @@ final class HeldRecordsTests: XCTestCase {
         straggler.id = UUID()
         try reopened.recordQueue.enqueue(straggler)
         let nextBoot = BootInstant(bootID: "boot-after", seconds: 6_000)
-        let afterReboot = ClockCorrection(queue: reopened, sync: FileClockSync(path: syncFile), clock: clock,
+        let afterReboot = ClockCorrection(database: reopened, sync: FileClockSync(path: syncFile), clock: clock,
                                           bootClock: { nextBoot }, evidence: TimeEvidence(), logger: logger)
             .pass(trustSystemClock: false)
         XCTAssertEqual(afterReboot.corrected, 1)
@@ -228,26 +228,26 @@ final class HeldRecordsTests: XCTestCase {
     /// goes with its last one; a record of a boot that never knew its true time stays held.
     func testAnEarlierBootsEvidenceStaysWhileItHoldsRecords() throws {
         let fix = TimeEvidence.Sample(trueTime: t0, boot: BootInstant(bootID: "boot-before", seconds: 5_000), source: "gpsd 3D fix")
-        try queue.agentState.storeTimeEvidence(fix)
+        try database.agentState.storeTimeEvidence(fix)
         let held = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-before", bootTime: 4_990)
-        try queue.recordQueue.enqueue(held)
+        try database.recordQueue.enqueue(held)
         let nextFix = TimeEvidence.Sample(trueTime: t0.addingTimeInterval(3_600), boot: bootNow, source: "gpsd 3D fix")
-        try queue.agentState.storeTimeEvidence(nextFix)
-        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
-        XCTAssertEqual(try queue.agentState.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
+        try database.agentState.storeTimeEvidence(nextFix)
+        XCTAssertEqual(try database.agentState.storedTimeEvidence(bootID: "boot-before"), fix, "kept: it still holds a record")
+        XCTAssertEqual(try database.agentState.storedTimeEvidence(ofBootsOtherThan: "boot-now"), [fix])
 
         let boot = bootNow
         let evidence = TimeEvidence()
         evidence.record(trueTime: nextFix.trueTime, at: nextFix.boot, source: nextFix.source)
-        let outcome = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
+        let outcome = ClockCorrection(database: database, sync: FileClockSync(path: syncFile), clock: clock, bootClock: { boot },
                                       evidence: evidence, logger: logger).pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1)
         XCTAssertEqual(outcome.stillHeld.total, 0)
-        let sent = try XCTUnwrap(queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
+        let sent = try XCTUnwrap(database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).first)
         XCTAssertEqual(try payloadObject(sent.payload)["timestamp"] as? String,
                        RFC3339.string(milliseconds: Int64(t0.timeIntervalSince1970 * 1_000) - 10_000))
-        try queue.agentState.storeTimeEvidence(nextFix)
-        XCTAssertNil(try queue.agentState.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
+        try database.agentState.storeTimeEvidence(nextFix)
+        XCTAssertNil(try database.agentState.storedTimeEvidence(bootID: "boot-before"), "gone with the boot's last held record")
     }
 
     /// A fix comes every second: the evidence is written when it is new (a boot's first,
@@ -257,18 +257,18 @@ final class HeldRecordsTests: XCTestCase {
             TimeEvidence.Sample(trueTime: t0.addingTimeInterval(bootSeconds - 5_000 + offsetMs / 1_000),
                                 boot: BootInstant(bootID: bootID, seconds: bootSeconds), source: source)
         }
-        let store = TimeEvidenceStore(queue: queue)
+        let store = TimeEvidenceStore(database: database)
         XCTAssertTrue(try store.keep(sample(5_000)), "the boot's first")
         XCTAssertFalse(try store.keep(sample(5_001, offsetMs: 40)), "the next fix")
         XCTAssertFalse(try store.keep(sample(5_299, offsetMs: 500)), "moved, but within five minutes")
         XCTAssertFalse(try store.keep(sample(5_400, offsetMs: 20)), "five minutes on, but not moved")
-        XCTAssertFalse(try TimeEvidenceStore(queue: queue).keep(sample(5_002)), "a new process compares with what is stored")
-        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
+        XCTAssertFalse(try TimeEvidenceStore(database: database).keep(sample(5_002)), "a new process compares with what is stored")
+        XCTAssertEqual(try database.agentState.storedTimeEvidence(bootID: "boot-now"), sample(5_000))
         XCTAssertTrue(try store.keep(sample(5_400, offsetMs: 150)), "five minutes on and moved")
         XCTAssertTrue(try store.keep(sample(5_401, offsetMs: 150, source: "the system clock while NTP kept it")), "another source")
-        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
+        XCTAssertEqual(try database.agentState.storedTimeEvidence(bootID: "boot-now")?.source, "the system clock while NTP kept it")
         XCTAssertTrue(try store.keep(sample(10, bootID: "boot-after")), "a new boot")
-        XCTAssertNil(try queue.agentState.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
+        XCTAssertNil(try database.agentState.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
     }
 
     /// A synchronised clock is evidence too, kept once; the passes of the liveness checks
@@ -276,11 +276,11 @@ final class HeldRecordsTests: XCTestCase {
     func testQuietPassesKeepTheEvidenceOnceAndWriteNothingMore() throws {
         try setSynchronised(true)
         let bootSeconds = Mutex<Double>(5_000)
-        let correction = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock,
+        let correction = ClockCorrection(database: database, sync: FileClockSync(path: syncFile), clock: clock,
                                          bootClock: { BootInstant(bootID: "boot-now", seconds: bootSeconds.withLock { $0 }) },
                                          evidence: TimeEvidence(), logger: logger)
         correction.pass(trustSystemClock: false)
-        XCTAssertEqual(try queue.agentState.storedTimeEvidence(bootID: "boot-now"),
+        XCTAssertEqual(try database.agentState.storedTimeEvidence(bootID: "boot-now"),
                        TimeEvidence.Sample(trueTime: t0, boot: bootNow, source: "the system clock while NTP kept it"))
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         let first = walBytes()
@@ -321,31 +321,31 @@ final class HeldRecordsTests: XCTestCase {
         let old = try heldHealth(at: plausible, bootID: "boot-before", bootTime: 100)
         let unset = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootID: "boot-long-ago", bootTime: 50)
         let current = try heldHealth(at: Date(timeIntervalSince1970: 1_000), bootTime: 4_000)
-        try queue.recordQueue.enqueue([old, unset, current], anchor: nil)
+        try database.recordQueue.enqueue([old, unset, current], anchor: nil)
         try setSynchronised(true)
 
         let outcome = correction().pass(trustSystemClock: false)
         XCTAssertEqual(outcome.corrected, 1, "only this boot's record can be corrected")
         XCTAssertEqual(outcome.releasedAsIs, 0)
         XCTAssertEqual(outcome.stillHeld.earlierBoots, 2)
-        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [current.id])
+        XCTAssertEqual(try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.id), [current.id])
 
         // The user says the clock is right: what passes the server's rule goes as it was
         // captured; a 1970 time never does.
         let trusted = correction().pass(trustSystemClock: true)
         XCTAssertEqual(trusted.releasedAsIs, 1)
         XCTAssertEqual(trusted.stillHeld.earlierBoots, 1)
-        let batch = try queue.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
+        let batch = try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(batch.map(\.id), [old.id, current.id])
         XCTAssertEqual(batch.first?.payload, old.payload)
     }
 
     func testDeletingAHeldRecordForgetsItsProvisionalTime() throws {
-        try queue.recordQueue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
-        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: "boot-now").total, 1)
-        let slice = try queue.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
+        try database.recordQueue.enqueue(heldAudio(at: Date(timeIntervalSince1970: 1_000), duration: 30, bootTime: 10))
+        XCTAssertEqual(try database.recordQueue.heldCounts(currentBootID: "boot-now").total, 1)
+        let slice = try database.housekeeping.evictSlice(.pendingAudio, maxBytes: 1)
         XCTAssertEqual(slice.records, 1)
-        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: "boot-now").total, 0)
+        XCTAssertEqual(try database.recordQueue.heldCounts(currentBootID: "boot-now").total, 0)
     }
 
     /// A queue written by the agent before held records existed (schema 1) is migrated and

@@ -43,21 +43,21 @@ final class PayloadTableTests: XCTestCase {
 
     func testMarkingAnUploadWritesAFewPagesNotTheAudio() throws {
         let path = dir.file("agent.sqlite")
-        let queue = try AgentDatabase(path: path)
+        let database = try AgentDatabase(path: path)
         let record = try chunk(at: Date())
-        try queue.recordQueue.enqueue(record)
+        try database.recordQueue.enqueue(record)
         try checkpoint(path)
         XCTAssertEqual(DatabaseFiles.walBytes(path), 0)
 
-        let queued = try XCTUnwrap(queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first)
-        try queue.recordQueue.noteSending(stream: .microphone)
-        try queue.recordQueue.markUploaded([queued.seq])
+        let queued = try XCTUnwrap(database.recordQueue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first)
+        try database.recordQueue.noteSending(stream: .microphone)
+        try database.recordQueue.markUploaded([queued.seq])
         // Before schema 3 each of the two updates changed the row's size, and SQLite wrote
         // its ~80 KB of overflow pages again: over 160 KB of WAL. Now: the row's page, its
         // index pages and the counts, twice.
         print("measured: WAL after marking a 60 KB chunk sent and uploaded: \(DatabaseFiles.walBytes(path)) bytes")
         XCTAssertLessThan(DatabaseFiles.walBytes(path), 48 * 1_024, "marking rewrote the audio")
-        let read = try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first)
+        let read = try XCTUnwrap(database.recordQueue.records(stream: .microphone).first)
         XCTAssertEqual(read.payload, queued.payload)
         XCTAssertEqual(read.status, .uploaded)
     }
@@ -73,19 +73,19 @@ final class PayloadTableTests: XCTestCase {
         }
         try OlderQueue.downgrade(path, to: 2, logDirectory: dir.path)
 
-        let queue = try AgentDatabase(path: path)
+        let database = try AgentDatabase(path: path)
         let new = try audioRecord(at: Date(timeIntervalSince1970: 1_800_000_030))
-        try queue.recordQueue.enqueue(new)
-        let batch = try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000)
+        try database.recordQueue.enqueue(new)
+        let batch = try database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000)
         XCTAssertEqual(batch.map(\.id), [old.id, new.id])
         XCTAssertEqual(batch.map(\.payload), [old.payload, new.payload])
         var exported: [Data] = []
-        try queue.recordQueue.forEachRecord(stream: .microphone) { exported.append($0.payload) }
+        try database.recordQueue.forEachRecord(stream: .microphone) { exported.append($0.payload) }
         XCTAssertEqual(exported, [old.payload, new.payload])
 
-        try queue.recordQueue.markUploaded(batch.map(\.seq))
-        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .uploaded), 2)
-        XCTAssertEqual(try queue.integrityCheck(), "ok")
+        try database.recordQueue.markUploaded(batch.map(\.seq))
+        XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .uploaded), 2)
+        XCTAssertEqual(try database.integrityCheck(), "ok")
     }
 
     /// Deleting a record of schema 3 (retention, eviction, purge) takes its payload with it.
@@ -97,13 +97,13 @@ final class PayloadTableTests: XCTestCase {
             try writer.recordQueue.enqueue(try audioRecord(at: clock.now()))
         }
         try OlderQueue.downgrade(path, to: 3, logDirectory: dir.path)
-        let queue = try AgentDatabase(path: path, clock: clock)
-        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
+        let database = try AgentDatabase(path: path, clock: clock)
+        XCTAssertEqual(try database.recordQueue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
                        "the schema 3 row reads its payload from the payload table")
-        let seq = try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first).seq
-        try queue.recordQueue.markUploaded([seq])
+        let seq = try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).seq
+        try database.recordQueue.markUploaded([seq])
         clock.advance(by: 30 * 86_400)
-        XCTAssertEqual(try queue.housekeeping.applyRetention(RetentionPolicy()), 1)
+        XCTAssertEqual(try database.housekeeping.applyRetention(RetentionPolicy()), 1)
         let py = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])

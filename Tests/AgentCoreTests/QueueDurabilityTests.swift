@@ -30,42 +30,42 @@ final class QueueDurabilityTests: XCTestCase {
     /// read syncs before it reads, and the liveness check's sync leaves nothing waiting.
     func testAFixWaitsAChunkDoesNotAndNothingIsReadForUploadBeforeItsSync() throws {
         let dir = try TemporaryDirectory("durability")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), syncWindow: 30)
-        XCTAssertFalse(queue.commitSync.isWaiting)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"), syncWindow: 30)
+        XCTAssertFalse(database.commitSync.isWaiting)
 
-        try queue.recordQueue.enqueue(fix(1))
-        XCTAssertTrue(queue.commitSync.isWaiting, "a fix's commit waits for a later fsync")
-        XCTAssertEqual(try queue.durability(), "full", "the writer is FULL again after the commit that waited")
-        try queue.recordQueue.enqueue(fix(2))
-        XCTAssertTrue(queue.commitSync.isWaiting)
-        try queue.recordQueue.enqueue(chunk())
-        XCTAssertFalse(queue.commitSync.isWaiting, "a chunk's commit is fsynced, and every commit before it with it")
+        try database.recordQueue.enqueue(fix(1))
+        XCTAssertTrue(database.commitSync.isWaiting, "a fix's commit waits for a later fsync")
+        XCTAssertEqual(try database.durability(), "full", "the writer is FULL again after the commit that waited")
+        try database.recordQueue.enqueue(fix(2))
+        XCTAssertTrue(database.commitSync.isWaiting)
+        try database.recordQueue.enqueue(chunk())
+        XCTAssertFalse(database.commitSync.isWaiting, "a chunk's commit is fsynced, and every commit before it with it")
 
-        try queue.recordQueue.enqueue(fix(3))
-        XCTAssertTrue(queue.commitSync.isWaiting)
-        let batch = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
+        try database.recordQueue.enqueue(fix(3))
+        XCTAssertTrue(database.commitSync.isWaiting)
+        let batch = try database.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000)
         XCTAssertEqual(batch.count, 3)
-        XCTAssertFalse(queue.commitSync.isWaiting, "the uploader's read synced the waiting fix first")
+        XCTAssertFalse(database.commitSync.isWaiting, "the uploader's read synced the waiting fix first")
 
-        try queue.recordQueue.enqueue(fix(4))
-        XCTAssertTrue(queue.syncWaitingCaptures(waitedAtLeast: 3_600), "nothing due: nothing to do")
-        XCTAssertTrue(queue.commitSync.isWaiting, "a sync not due yet leaves the fix waiting")
-        XCTAssertTrue(queue.syncWaitingCaptures())
-        XCTAssertFalse(queue.commitSync.isWaiting)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 4)
-        XCTAssertEqual(try queue.integrityCheck(), "ok")
+        try database.recordQueue.enqueue(fix(4))
+        XCTAssertTrue(database.syncWaitingCaptures(waitedAtLeast: 3_600), "nothing due: nothing to do")
+        XCTAssertTrue(database.commitSync.isWaiting, "a sync not due yet leaves the fix waiting")
+        XCTAssertTrue(database.syncWaitingCaptures())
+        XCTAssertFalse(database.commitSync.isWaiting)
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), 4)
+        XCTAssertEqual(try database.integrityCheck(), "ok")
     }
 
     /// With `sync_seconds = 0` every capture's commit is fsynced, as before the window.
     func testAWindowOfZeroSyncsEveryCommit() throws {
         let dir = try TemporaryDirectory("durability")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
-        XCTAssertEqual(queue.commitSync.window, 0)
-        try queue.recordQueue.enqueue(fix(1))
-        XCTAssertFalse(queue.commitSync.isWaiting)
-        queue.commitSync.window = 30
-        try queue.recordQueue.enqueue(fix(2))
-        XCTAssertTrue(queue.commitSync.isWaiting, "a window set on a running queue (SIGHUP) applies to the next commit")
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        XCTAssertEqual(database.commitSync.window, 0)
+        try database.recordQueue.enqueue(fix(1))
+        XCTAssertFalse(database.commitSync.isWaiting)
+        database.commitSync.window = 30
+        try database.recordQueue.enqueue(fix(2))
+        XCTAssertTrue(database.commitSync.isWaiting, "a window set on a running queue (SIGHUP) applies to the next commit")
     }
 
     /// The window itself, on a clock the test moves: the commit that finds the oldest

@@ -27,8 +27,8 @@ final class StorageGuardTests: XCTestCase {
         return TestRecords.sized(stream, bytes: size, at: time)
     }
 
-    func pending(_ queue: AgentDatabase) throws -> [StreamName: Int] {
-        Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try queue.recordQueue.count(stream: $0, status: .pending)) })
+    func pending(_ database: AgentDatabase) throws -> [StreamName: Int] {
+        Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try database.recordQueue.count(stream: $0, status: .pending)) })
     }
 
     func describe(_ counts: [StreamName: Int]) -> String {
@@ -43,14 +43,14 @@ final class StorageGuardTests: XCTestCase {
     /// Writes a backlog: one audio chunk, then a location fix and a health sample, over
     /// and over, `audio` times (or until the disk is full when nil). Returns what was written.
     @discardableResult
-    func writeBacklog(_ queue: AgentDatabase, audio: Int?) throws -> [StreamName: Int] {
+    func writeBacklog(_ database: AgentDatabase, audio: Int?) throws -> [StreamName: Int] {
         var written: [StreamName: Int] = [:]
         var round = 0
         while audio.map({ round < $0 }) ?? true {
             round += 1
             for stream in [StreamName.microphone, .location, .health] {
                 do {
-                    try queue.recordQueue.enqueue(record(stream))
+                    try database.recordQueue.enqueue(record(stream))
                     written[stream, default: 0] += 1
                 } catch where audio == nil && isStorageFull(error) {
                     return written
@@ -61,11 +61,11 @@ final class StorageGuardTests: XCTestCase {
     }
 
     /// Small writes until three in a row are refused: the disk is at 0 bytes for SQLite.
-    func fillTheLastBytes(_ queue: AgentDatabase, into written: inout [StreamName: Int]) {
+    func fillTheLastBytes(_ database: AgentDatabase, into written: inout [StreamName: Int]) {
         var refused = 0
         while refused < 3 {
             do {
-                try queue.recordQueue.enqueue(record(.location))
+                try database.recordQueue.enqueue(record(.location))
                 written[.location, default: 0] += 1
                 refused = 0
             } catch {
@@ -78,11 +78,11 @@ final class StorageGuardTests: XCTestCase {
 
     /// Each of `rounds` rounds writes an audio chunk, a location fix and a health sample,
     /// as capture does while the disk stays full; every write must succeed.
-    func captureWhileFull(_ queue: AgentDatabase, rounds: Int) throws {
+    func captureWhileFull(_ database: AgentDatabase, rounds: Int) throws {
         for round in 0..<rounds {
             for stream in [StreamName.microphone, .location, .health] {
                 do {
-                    try queue.recordQueue.enqueue(record(stream))
+                    try database.recordQueue.enqueue(record(stream))
                 } catch {
                     XCTFail("round \(round): a \(stream) capture was refused on the full disk: \(error)")
                     throw error
@@ -91,15 +91,15 @@ final class StorageGuardTests: XCTestCase {
         }
     }
 
-    func microphoneIDs(_ queue: AgentDatabase) throws -> [UUID] {
-        try queue.recordQueue.records(stream: .microphone).map(\.id)
+    func microphoneIDs(_ database: AgentDatabase) throws -> [UUID] {
+        try database.recordQueue.records(stream: .microphone).map(\.id)
     }
 
     /// The chunks of `oldest` that are gone after `rounds` rounds of capture: its oldest,
     /// in order, a chunk for each new chunk and at most two more for the fixes and samples.
-    func assertOldestReplaced(_ oldest: [UUID], in queue: AgentDatabase, rounds: Int,
+    func assertOldestReplaced(_ oldest: [UUID], in database: AgentDatabase, rounds: Int,
                               file: StaticString = #filePath, line: UInt = #line) throws -> [UUID] {
-        let left = Set(try microphoneIDs(queue))
+        let left = Set(try microphoneIDs(database))
         let gone = oldest.filter { !left.contains($0) }
         XCTAssertEqual(Array(oldest.prefix(gone.count)), gone, "the oldest chunks went, in order", file: file, line: line)
         XCTAssertGreaterThanOrEqual(gone.count, rounds, file: file, line: line)
@@ -109,41 +109,41 @@ final class StorageGuardTests: XCTestCase {
 
     func testTheAgentsOwnBacklogFillingTheDiskKeepsItAndNewCapturesReplaceTheOldest() throws {
         let fs = try mount()
-        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        let database = try AgentDatabase(path: fs.file("agent.sqlite"))
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         storageGuard.pass()
         XCTAssertTrue(storageGuard.reserve.isHeld, "the first pass makes the reserve while there is room")
 
         // The server is down: nothing is uploaded, the backlog grows until the disk is
         // below the floor; from then on it is a ring of that size.
-        var written = try writeBacklog(queue, audio: 1_000)
+        var written = try writeBacklog(database, audio: 1_000)
         XCTAssertLessThan(fs.freeBytes, floor + storageGuard.reserve.size, "the backlog reached the floor")
         XCTAssertTrue(storageGuard.isBelowFloor)
-        let stored = try queue.storedPayloadBytes()
-        let before = try pending(queue)
+        let stored = try database.storedPayloadBytes()
+        let before = try pending(database)
         XCTAssertEqual(before[.location], written[.location], "no location went while there was audio")
         XCTAssertEqual(before[.health], written[.health])
-        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
+        XCTAssertEqual(try database.housekeeping.evictedTotals()[.microphone], Int64((written[.microphone] ?? 0) - (before[.microphone] ?? 0)),
                        "every chunk that went is counted")
 
         let report = storageGuard.pass()
         XCTAssertNil(report.error)
         XCTAssertTrue(report.reasons.contains("free disk below the floor"), "\(report.reasons)")
         XCTAssertEqual(report.evictedPending, 0, "the pass deletes no pending record for the floor")
-        XCTAssertEqual(try pending(queue), before)
+        XCTAssertEqual(try pending(database), before)
 
         // Capture goes on: each new chunk takes the place of the oldest one.
-        let oldest = try microphoneIDs(queue)
-        try captureWhileFull(queue, rounds: 20)
+        let oldest = try microphoneIDs(database)
+        try captureWhileFull(database, rounds: 20)
         written[.location, default: 0] += 20
-        let after = try pending(queue)
+        let after = try pending(database)
         XCTAssertEqual(after[.location], written[.location], "location survives while there is audio")
         XCTAssertEqual(after[.health], (written[.health] ?? 0) + 20, "health survives while there is audio")
-        let gone = try assertOldestReplaced(oldest, in: queue, rounds: 20)
+        let gone = try assertOldestReplaced(oldest, in: database, rounds: 20)
         // What the last chunk that went left unused (less than a chunk) may be filled.
-        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored + Int64(Self.audioBytes), "the queue did not grow")
+        XCTAssertLessThanOrEqual(try database.storedPayloadBytes(), stored + Int64(Self.audioBytes), "the queue did not grow")
         XCTAssertGreaterThan(fs.freeBytes, 0)
-        XCTAssertEqual(try queue.integrityCheck(), "ok")
+        XCTAssertEqual(try database.integrityCheck(), "ok")
         print("measured: own backlog on a 40 MB tmpfs: wrote \(describe(written)), kept \(describe(after)); "
               + "20 rounds below the floor replaced \(gone.count) chunks; free \(fs.freeBytes) bytes")
     }
@@ -161,12 +161,12 @@ final class StorageGuardTests: XCTestCase {
     /// records as it arrives, so the queue keeps its size and holds the newest data.
     func diskFilledByAnotherProgram(_ kind: SmallFilesystem.Kind) throws {
         let fs = try mount(kind)
-        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
-        let written = try writeBacklog(queue, audio: 150)          // 12 MB of audio
+        let database = try AgentDatabase(path: fs.file("agent.sqlite"))
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        let written = try writeBacklog(database, audio: 150)          // 12 MB of audio
         XCTAssertFalse(storageGuard.pass().deletedAny, "plenty of room: nothing to do")
         XCTAssertTrue(storageGuard.reserve.isHeld)
-        let stored = try queue.storedPayloadBytes()
+        let stored = try database.storedPayloadBytes()
 
         let filler = try fs.fillWithAnotherProgram()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024)
@@ -176,35 +176,35 @@ final class StorageGuardTests: XCTestCase {
             XCTAssertEqual(report.evictedPending, 0, "a pass deletes no pending record when the disk was filled by something else")
         }
         XCTAssertTrue(storageGuard.isBelowFloor)
-        XCTAssertEqual(try pending(queue), written, "the whole backlog is kept")
-        let event = try XCTUnwrap(queue.agentState.latestEvent(code: .storageFull))
+        XCTAssertEqual(try pending(database), written, "the whole backlog is kept")
+        let event = try XCTUnwrap(database.agentState.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
         XCTAssertTrue(event.message.contains("The backlog is kept (450 pending records)"), event.message)
 
         // The other program holds the disk while 100 chunks' worth of capture arrives.
-        let oldest = try microphoneIDs(queue)
-        try captureWhileFull(queue, rounds: 100)
+        let oldest = try microphoneIDs(database)
+        try captureWhileFull(database, rounds: 100)
         for _ in 0..<3 { XCTAssertEqual(storageGuard.pass().evictedPending, 0) }
-        let after = try pending(queue)
+        let after = try pending(database)
         XCTAssertEqual(after[.location], (written[.location] ?? 0) + 100, "location survives")
         XCTAssertEqual(after[.health], (written[.health] ?? 0) + 100, "health survives")
-        let gone = try assertOldestReplaced(oldest, in: queue, rounds: 100)
-        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], Int64(gone.count))
-        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.location], 0)
-        XCTAssertLessThanOrEqual(try queue.storedPayloadBytes(), stored, "the queue did not grow")
+        let gone = try assertOldestReplaced(oldest, in: database, rounds: 100)
+        XCTAssertEqual(try database.housekeeping.evictedTotals()[.microphone], Int64(gone.count))
+        XCTAssertEqual(try database.housekeeping.evictedTotals()[.location], 0)
+        XCTAssertLessThanOrEqual(try database.storedPayloadBytes(), stored, "the queue did not grow")
         XCTAssertTrue(FileManager.default.fileExists(atPath: fs.file("filler")), "the other program's file is not ours to touch")
-        XCTAssertEqual(try queue.integrityCheck(), "ok")
+        XCTAssertEqual(try database.integrityCheck(), "ok")
 
         // The other program lets go: the queue may grow again, and nothing more goes.
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         storageGuard.pass()
         XCTAssertFalse(storageGuard.isBelowFloor)
-        XCTAssertNil(try queue.agentState.value(AgentStateKey.storageBelowFloorSince))
+        XCTAssertNil(try database.agentState.value(AgentStateKey.storageBelowFloorSince))
         XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
-        let evicted = try queue.housekeeping.evictedTotals()[.microphone]
-        try captureWhileFull(queue, rounds: 10)
-        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], evicted)
-        XCTAssertGreaterThan(try queue.storedPayloadBytes(), stored, "above the floor the queue grows")
+        let evicted = try database.housekeeping.evictedTotals()[.microphone]
+        try captureWhileFull(database, rounds: 10)
+        XCTAssertEqual(try database.housekeeping.evictedTotals()[.microphone], evicted)
+        XCTAssertGreaterThan(try database.storedPayloadBytes(), stored, "above the floor the queue grows")
         print("measured: another program (\(filler) bytes) on a 40 MB \(kind): backlog \(describe(written)) kept; "
               + "100 rounds at 0 bytes free replaced \(gone.count) chunks, nothing else")
     }
@@ -214,26 +214,26 @@ final class StorageGuardTests: XCTestCase {
     /// of them to give the floor back; pending records stay.
     func testBelowTheFloorUploadedAndFailedRecordsGoFirstAndPendingStay() throws {
         let fs = try mount()
-        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
-        try writeBacklog(queue, audio: 150)
-        let audio = try queue.recordQueue.records(stream: .microphone).map(\.seq)
-        try queue.recordQueue.markUploaded(Array(audio.prefix(60)))
-        try queue.recordQueue.markFailed([audio[60]], error: "refused")
-        let pendingBefore = try pending(queue)
+        let database = try AgentDatabase(path: fs.file("agent.sqlite"))
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        try writeBacklog(database, audio: 150)
+        let audio = try database.recordQueue.records(stream: .microphone).map(\.seq)
+        try database.recordQueue.markUploaded(Array(audio.prefix(60)))
+        try database.recordQueue.markFailed([audio[60]], error: "refused")
+        let pendingBefore = try pending(database)
         storageGuard.pass()
         // The marks' WAL goes into the database first: emptying it alone would give the
         // floor back.
-        try queue.housekeeping.checkpointWAL()
+        try database.housekeeping.checkpointWAL()
         try fs.fillWithAnotherProgram()
 
         // The ring: uploaded records make room for new captures, no pending record does.
-        try captureWhileFull(queue, rounds: 5)
-        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
-        let uploadedLeft = try queue.recordQueue.count(stream: .microphone, status: .uploaded)
+        try captureWhileFull(database, rounds: 5)
+        XCTAssertEqual(try database.housekeeping.evictedTotals()[.microphone], 0)
+        let uploadedLeft = try database.recordQueue.count(stream: .microphone, status: .uploaded)
         XCTAssertLessThan(uploadedLeft, 60)
         XCTAssertGreaterThanOrEqual(uploadedLeft, 60 - 7, "a chunk's worth for each round, and a little more")
-        XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
+        XCTAssertEqual(try pending(database)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
 
         // The pass: the settled records left go to give the floor back; pending stay.
         let report = storageGuard.pass()
@@ -241,18 +241,18 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertGreaterThan(report.deletedUploaded, 0, "\(report)")
         XCTAssertEqual(report.deletedFailed, 1)
         XCTAssertEqual(report.evictedPending, 0)
-        XCTAssertEqual(try queue.housekeeping.evictedTotals()[.microphone], 0)
-        XCTAssertEqual(try pending(queue)[.location], (pendingBefore[.location] ?? 0) + 5, "no pending record goes")
-        XCTAssertEqual(try pending(queue)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
+        XCTAssertEqual(try database.housekeeping.evictedTotals()[.microphone], 0)
+        XCTAssertEqual(try pending(database)[.location], (pendingBefore[.location] ?? 0) + 5, "no pending record goes")
+        XCTAssertEqual(try pending(database)[.microphone], (pendingBefore[.microphone] ?? 0) + 5)
     }
 
     /// Both at once: another program filled the disk and the queue is above a lowered
     /// cap. The cap takes the oldest audio down to it, and no further.
     func testBelowTheFloorAndAboveTheCapTheCapTakesTheOldestAudioAndNoMore() throws {
         let fs = try mount()
-        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
-        let written = try writeBacklog(queue, audio: 150)
+        let database = try AgentDatabase(path: fs.file("agent.sqlite"))
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        let written = try writeBacklog(database, audio: 150)
         storageGuard.pass()
         try fs.fillWithAnotherProgram()
         XCTAssertEqual(storageGuard.pass().evictedPending, 0)
@@ -263,33 +263,33 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertNil(report.error)
         XCTAssertEqual(report.reasons, ["free disk below the floor", "queue above its cap"])
         // Below the floor the WAL keeps its blocks once copied in: room, not records.
-        func records() -> Int64 { queue.fileBytes() - queue.walBytes() }
+        func records() -> Int64 { database.fileBytes() - database.walBytes() }
         XCTAssertLessThanOrEqual(records(), cap)
         XCTAssertGreaterThan(records(), cap - 2 * StorageLimits.mebibyte, "only down to the cap")
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), written[.location])
-        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), written[.health])
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), written[.location])
+        XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .pending), written[.health])
         XCTAssertGreaterThan(report.evicted[.microphone] ?? 0, 0)
         XCTAssertTrue(storageGuard.isBelowFloor || fs.freeBytes >= floor)
         // Capture goes on inside the cap.
-        try captureWhileFull(queue, rounds: 5)
+        try captureWhileFull(database, rounds: 5)
         storageGuard.pass()
         XCTAssertLessThanOrEqual(records(), cap)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), (written[.location] ?? 0) + 5)
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), (written[.location] ?? 0) + 5)
     }
 
     /// status --json, its text and the metrics say when the disk is below the floor.
     func testStatusSaysTheDiskWasFilledBySomethingElse() throws {
         let fs = try mount()
-        let database = fs.file("agent.sqlite")
-        let queue = try AgentDatabase(path: database)
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
-        try writeBacklog(queue, audio: 20)
+        let path = fs.file("agent.sqlite")
+        let database = try AgentDatabase(path: path)
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
+        try writeBacklog(database, audio: 20)
         storageGuard.pass()
         try fs.fillWithAnotherProgram()
         storageGuard.pass()
 
         var config = AgentConfig()
-        config.storage.database = database
+        config.storage.database = path
         config.storage.minFreeMB = 4
         let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
         let json = try status.json()
@@ -310,14 +310,14 @@ final class StorageGuardTests: XCTestCase {
     /// reserve is for (and what the guard did before it had one).
     func testWithoutAReserveTheOwnBacklogWedgesTheQueue() throws {
         let fs = try mount()
-        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
-        var written = try writeBacklog(queue, audio: nil)
-        fillTheLastBytes(queue, into: &written)
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap, reserveBytes: 0))
+        let database = try AgentDatabase(path: fs.file("agent.sqlite"))
+        var written = try writeBacklog(database, audio: nil)
+        fillTheLastBytes(database, into: &written)
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap, reserveBytes: 0))
         let report = storageGuard.pass()
         XCTAssertNotNil(report.error, "no room even to delete")
         XCTAssertFalse(report.deletedAny)
-        XCTAssertThrowsError(try queue.recordQueue.enqueue(record(.location)), "capture stays refused")
+        XCTAssertThrowsError(try database.recordQueue.enqueue(record(.location)), "capture stays refused")
     }
 
     /// At 0 bytes SQLite cannot even open the database (the -shm and -wal files are made
@@ -327,9 +327,9 @@ final class StorageGuardTests: XCTestCase {
         let path = fs.file("agent.sqlite")
         let reserve = StorageReserve(databasePath: path, size: StorageLimits.defaultReserveBytes)
         do {
-            let queue = try AgentDatabase(path: path)
-            try writeBacklog(queue, audio: 20)
-            StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap)).pass()
+            let database = try AgentDatabase(path: path)
+            try writeBacklog(database, audio: 20)
+            StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap)).pass()
         }
         XCTAssertTrue(reserve.isHeld)
         try fs.fillWithAnotherProgram("filler-1")
@@ -350,29 +350,29 @@ final class StorageGuardTests: XCTestCase {
 
     func testCapEvictsUploadedThenFailedThenOldestAudioAndStatusCountsMatch() throws {
         let fs = try mount()
-        let database = fs.file("agent.sqlite")
-        let queue = try AgentDatabase(path: database)
-        try writeBacklog(queue, audio: 40)                             // 3.2 MB of audio
-        let audio = try queue.recordQueue.records(stream: .microphone).map(\.seq)
-        try queue.recordQueue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
-        let location = try queue.recordQueue.records(stream: .location).map(\.seq)
-        try queue.recordQueue.markFailed([location[39]], error: "refused")
+        let path = fs.file("agent.sqlite")
+        let database = try AgentDatabase(path: path)
+        try writeBacklog(database, audio: 40)                             // 3.2 MB of audio
+        let audio = try database.recordQueue.records(stream: .microphone).map(\.seq)
+        try database.recordQueue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
+        let location = try database.recordQueue.records(stream: .location).map(\.seq)
+        try database.recordQueue.markFailed([location[39]], error: "refused")
 
         var config = AgentConfig()
-        config.storage.database = database
+        config.storage.database = path
         config.storage.minFreeMB = 4
         config.storage.maxQueueMB = 2
-        let storageGuard = StorageGuard(queue: queue, limits: config.storage.limits)
+        let storageGuard = StorageGuard(database: database, limits: config.storage.limits)
         let report = storageGuard.pass()
 
         XCTAssertNil(report.error)
         XCTAssertEqual(report.reasons, ["queue above its cap"])
         XCTAssertEqual(report.deletedUploaded, 3)
         XCTAssertEqual(report.deletedFailed, 1)
-        XCTAssertLessThanOrEqual(queue.fileBytes(), 2 * StorageLimits.mebibyte)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 39, "no pending location goes")
-        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 40, "no pending health goes")
-        let left = try queue.recordQueue.records(stream: .microphone).map(\.seq)
+        XCTAssertLessThanOrEqual(database.fileBytes(), 2 * StorageLimits.mebibyte)
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), 39, "no pending location goes")
+        XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .pending), 40, "no pending health goes")
+        let left = try database.recordQueue.records(stream: .microphone).map(\.seq)
         let evicted = 37 - left.count
         XCTAssertGreaterThan(evicted, 0)
         XCTAssertEqual(left, Array(audio[evicted..<37]), "the oldest audio went, the newest stayed")
@@ -394,41 +394,41 @@ final class StorageGuardTests: XCTestCase {
 
     func testLocationAndHealthGoOldestFirstOnlyWhenNoAudioIsLeft() throws {
         let dir = try TemporaryDirectory("guard-order")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
-        try queue.recordQueue.enqueue(record(.microphone))
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        try database.recordQueue.enqueue(record(.microphone))
         for _ in 0..<3_000 {
-            try queue.recordQueue.enqueue(record(.location))
-            try queue.recordQueue.enqueue(record(.health))
+            try database.recordQueue.enqueue(record(.location))
+            try database.recordQueue.enqueue(record(.health))
         }
-        let allSeqs = try (queue.recordQueue.records(stream: .location) + queue.recordQueue.records(stream: .health)).map(\.seq).sorted()
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: 0, maxQueueBytes: StorageLimits.mebibyte),
+        let allSeqs = try (database.recordQueue.records(stream: .location) + database.recordQueue.records(stream: .health)).map(\.seq).sorted()
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: 0, maxQueueBytes: StorageLimits.mebibyte),
                                         sliceBytes: 64 * 1_024)
         let report = storageGuard.pass()
 
         XCTAssertNil(report.error)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 0, "the audio went first")
-        XCTAssertLessThanOrEqual(queue.fileBytes(), StorageLimits.mebibyte)
-        let left = try (queue.recordQueue.records(stream: .location) + queue.recordQueue.records(stream: .health)).map(\.seq).sorted()
+        XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .pending), 0, "the audio went first")
+        XCTAssertLessThanOrEqual(database.fileBytes(), StorageLimits.mebibyte)
+        let left = try (database.recordQueue.records(stream: .location) + database.recordQueue.records(stream: .health)).map(\.seq).sorted()
         XCTAssertFalse(left.isEmpty)
         XCTAssertEqual(left, Array(allSeqs.suffix(left.count)), "oldest first across location and health")
         let gone = Set(allSeqs).subtracting(left)
         XCTAssertEqual((report.evicted[.location] ?? 0) + (report.evicted[.health] ?? 0), gone.count)
         XCTAssertEqual(report.evicted[.microphone], 1)
-        XCTAssertEqual(try queue.housekeeping.evictedTotals(), [.microphone: 1, .location: Int64(report.evicted[.location] ?? 0),
+        XCTAssertEqual(try database.housekeeping.evictedTotals(), [.microphone: 1, .location: Int64(report.evicted[.location] ?? 0),
                                                    .health: Int64(report.evicted[.health] ?? 0)])
     }
 
     func testAWriteRefusedForSpaceAsksForAPass() throws {
         let fs = try mount()
-        let queue = try AgentDatabase(path: fs.file("agent.sqlite"))
+        let database = try AgentDatabase(path: fs.file("agent.sqlite"))
         let asked = expectation(description: "the storage-pressure handler runs")
         asked.assertForOverFulfill = false
-        queue.storagePressure.onRaise { asked.fulfill() }
+        database.storagePressure.onRaise { asked.fulfill() }
         try fs.fillWithAnotherProgram()
-        XCTAssertThrowsError(try writeBacklog(queue, audio: 30))
+        XCTAssertThrowsError(try writeBacklog(database, audio: 30))
         wait(for: [asked], timeout: 5)
-        XCTAssertTrue(queue.storagePressure.take())
-        XCTAssertFalse(queue.storagePressure.take(), "taking clears it")
+        XCTAssertTrue(database.storagePressure.take())
+        XCTAssertFalse(database.storagePressure.take(), "taking clears it")
     }
 
     // MARK: Configuration

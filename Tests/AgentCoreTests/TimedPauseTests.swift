@@ -8,8 +8,8 @@ import XCTest
 final class TimedPauseTests: XCTestCase {
     func testATimedPauseReadsAsOverOnceItsEndHasPassedAndIsClearedThen() throws {
         let dir = try TemporaryDirectory("timed-pause")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
-        let switches = PauseSwitches(queue: queue)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        let switches = PauseSwitches(database: database)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         try switches.pause([.microphone], until: start.addingTimeInterval(60), at: start)
         try switches.pause([.location], at: start)
@@ -28,7 +28,7 @@ final class TimedPauseTests: XCTestCase {
 
     func testPausingAgainReplacesTheEndAndKeepsTheStart() throws {
         let dir = try TemporaryDirectory("timed-pause")
-        let switches = PauseSwitches(queue: try AgentDatabase(path: dir.file("agent.sqlite")))
+        let switches = PauseSwitches(database: try AgentDatabase(path: dir.file("agent.sqlite")))
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         try switches.pause([.health], until: start.addingTimeInterval(60), at: start)
         try switches.pause([.health], until: nil, at: start.addingTimeInterval(10))

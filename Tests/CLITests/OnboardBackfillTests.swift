@@ -36,13 +36,13 @@ final class OnboardBackfillTests: XCTestCase {
         XCTAssertTrue(bar.contains("100%") && bar.contains("1,500 samples"), String(bar))
         XCTAssertTrue(first.stdout.contains("ok    watch: imported 1,500 samples"), first.stdout)
 
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
-        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 1_500, "10-day-old samples stay out")
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .pending), 1_500, "10-day-old samples stay out")
 
         let second = try cli.run(["onboard", "--yes"])
         XCTAssertEqual(second.status, 0, second.stdout + second.stderr)
         XCTAssertTrue(second.stdout.contains("ok    watch: imported 0 samples"), second.stdout)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .health, status: .pending), 1_500, "nothing imported twice")
+        XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .pending), 1_500, "nothing imported twice")
     }
 
     func testAHealthStreamThatIsOffIsSkipped() throws {

@@ -192,9 +192,9 @@ final class OnboardLinkTests: XCTestCase {
         let dir = try TemporaryDirectory("sync-wall")
         let receiver = try ReceiverRig(logDirectory: dir.path, token: "linked-id", arguments: ["--generation", "virtues"])
         defer { receiver.stop() }
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         for second in 0..<3 {
-            try queue.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: Date(), fields: [
+            try database.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: Date(), fields: [
                 "timestamp": RFC3339.string(from: Date().addingTimeInterval(Double(second) - 100)), "latitude": 52.5, "longitude": 13.4,
             ]))
         }
@@ -211,7 +211,7 @@ final class OnboardLinkTests: XCTestCase {
         XCTAssertTrue(walled.stdout.contains("location: E002 HTTP 401: the server refuses every device, not just this token"), walled.stdout)
         XCTAssertTrue(walled.stdout.contains("update the server"), walled.stdout)
         XCTAssertFalse(walled.stdout.contains("get a new device token"), walled.stdout)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 3, "nothing is dropped")
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), 3, "nothing is dropped")
     }
 
     /// The QR flow: a pending source completed with the device id and its device_info;

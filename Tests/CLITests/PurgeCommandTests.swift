@@ -8,9 +8,9 @@ final class PurgeCommandTests: XCTestCase {
     func testATerminalIsAskedAndANoKeepsEverything() throws {
         let dir = try TemporaryDirectory("purge-cli")
         let cli = try AgentCLI.writeConfig(in: dir.path)
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         let t0 = Date().addingTimeInterval(-86_400)
-        try queue.recordQueue.enqueue((0..<12).map { i in
+        try database.recordQueue.enqueue((0..<12).map { i in
             NewRecord(stream: .health, capturedAt: t0.addingTimeInterval(Double(i) * 60), payload: Data("{\"hr\":\(60 + i)}".utf8))
         }, anchor: nil)
         let binary = try BuildProducts.executable("ariata-agent")
@@ -24,7 +24,7 @@ final class PurgeCommandTests: XCTestCase {
             finish()
             """, directory: dir.path, environment: ["TERM": "xterm"])
         XCTAssertEqual(declined.status, 1, declined.log + declined.transcript)
-        XCTAssertEqual(try queue.recordQueue.records(stream: .health).count, 12)
+        XCTAssertEqual(try database.recordQueue.records(stream: .health).count, 12)
 
         let accepted = try PexpectRig.run(command: command, script: """
             expect("[y/N] ")
@@ -33,7 +33,7 @@ final class PurgeCommandTests: XCTestCase {
             finish()
             """, directory: dir.path, environment: ["TERM": "xterm"])
         XCTAssertEqual(accepted.status, 0, accepted.log + accepted.transcript)
-        XCTAssertEqual(try queue.recordQueue.records(stream: .health).count, 0)
+        XCTAssertEqual(try database.recordQueue.records(stream: .health).count, 0)
 
         let nothing = try cli.run(["purge", "--yes"])
         XCTAssertEqual(nothing.status, 0)

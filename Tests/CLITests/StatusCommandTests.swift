@@ -35,13 +35,13 @@ final class StatusCommandTests: XCTestCase {
     func testTheServerIsNamedAndItsLoginWallToo() throws {
         let dir = try TemporaryDirectory("status-identity")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         var identity = try ServerIdentity.parse(Data(#"{"status":"healthy","version":"0.4.2","commit":"d561967a3f0e","built_at":"2026-03-10T12:00:00Z","min_ios_version":"1.0"}"#.utf8),
                                                 at: Date())
         identity.endpoint = "http://127.0.0.1:9"
-        try identity.save(to: queue)
-        try queue.agentState.set(AgentStateKey.uploadAuthPausedUntil, RFC3339.string(from: Date().addingTimeInterval(600)))
-        try queue.agentState.storeLiveness(component: "uploader", .unhealthy(
+        try identity.save(to: database)
+        try database.agentState.set(AgentStateKey.uploadAuthPausedUntil, RFC3339.string(from: Date().addingTimeInterval(600)))
+        try database.agentState.storeLiveness(component: "uploader", .unhealthy(
             reason: "E002 HTTP 401: \(ServerIdentity.everyDeviceRefused), not just this token", code: .invalidToken))
 
         let json = try cli.run(["status", "--json"])
@@ -57,7 +57,7 @@ final class StatusCommandTests: XCTestCase {
 
         // Another server's identity is not this one's.
         identity.endpoint = "http://127.0.0.1:10"
-        try identity.save(to: queue)
+        try identity.save(to: database)
         XCTAssertNil(try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8)).server)
     }
 
@@ -65,17 +65,17 @@ final class StatusCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("status-counts")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
         let clock = ManualClock(Date().addingTimeInterval(-7_200))
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"), clock: clock)
         for i in 0..<5 {
-            try queue.recordQueue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
+            try database.recordQueue.enqueue(NewRecord(stream: .location, capturedAt: clock.now().addingTimeInterval(Double(i)), payload: Data("{}".utf8)))
         }
-        try queue.recordQueue.enqueue(NewRecord(stream: .microphone, capturedAt: clock.now(), payload: Data(repeating: 65, count: 60_000)))
-        let seqs = try queue.recordQueue.pendingBatch(stream: .location, maxCount: 2, maxBytes: 1_000).map(\.seq)
-        try queue.recordQueue.markFailed([seqs[0]], error: "rejected")
-        try queue.recordQueue.markUploaded([seqs[1]])
-        try queue.recordQueue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
-        try queue.agentState.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
-        try PauseSwitches(queue: queue).pause([.microphone])
+        try database.recordQueue.enqueue(NewRecord(stream: .microphone, capturedAt: clock.now(), payload: Data(repeating: 65, count: 60_000)))
+        let seqs = try database.recordQueue.pendingBatch(stream: .location, maxCount: 2, maxBytes: 1_000).map(\.seq)
+        try database.recordQueue.markFailed([seqs[0]], error: "rejected")
+        try database.recordQueue.markUploaded([seqs[1]])
+        try database.recordQueue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
+        try database.agentState.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
+        try PauseSwitches(database: database).pause([.microphone])
 
         let json = try cli.run(["status", "--json"])
         try StatusSchema.assertMatches(Data(json.stdout.utf8))

@@ -4,17 +4,17 @@ import TestRigs
 import XCTest
 
 final class SyncCommandTests: XCTestCase {
-    func makeQueue(_ dir: TemporaryDirectory, location: Int, microphone: Int) throws -> AgentDatabase {
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+    func makeDatabase(_ dir: TemporaryDirectory, location: Int, microphone: Int) throws -> AgentDatabase {
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         let now = Date()
         for i in 0..<location {
-            try queue.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: now, fields: [
+            try database.recordQueue.enqueue(try NewRecord(stream: .location, capturedAt: now, fields: [
                 "timestamp": RFC3339.string(from: now.addingTimeInterval(Double(i) - 1_000)),
                 "latitude": 52.5, "longitude": 13.4,
             ]))
         }
         for _ in 0..<microphone {
-            try queue.recordQueue.enqueue(try NewRecord(stream: .microphone, capturedAt: now, fields: [
+            try database.recordQueue.enqueue(try NewRecord(stream: .microphone, capturedAt: now, fields: [
                 "timestamp_start": RFC3339.string(from: now.addingTimeInterval(-60)),
                 "timestamp_end": RFC3339.string(from: now.addingTimeInterval(-30)),
                 "duration": 30, "overlap_duration": 2, "audio_format": "ogg", "sample_rate": 16_000,
@@ -23,7 +23,7 @@ final class SyncCommandTests: XCTestCase {
                 "audio_data": Data("OggS".utf8 + [UInt8](repeating: 7, count: 60_000)).base64EncodedString(),
             ]))
         }
-        return queue
+        return database
     }
 
     /// A running receiver and a config pointing at it, with `upload` as the [upload]
@@ -43,7 +43,7 @@ final class SyncCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("sync")
         let (receiver, cli) = try startReceiver(dir, upload: "batch_max_records = 200\nbatch_max_bytes = 500000")
         defer { receiver.stop() }
-        let queue = try makeQueue(dir, location: 1_200, microphone: 30)
+        let database = try makeDatabase(dir, location: 1_200, microphone: 30)
 
         // Under a pseudo-terminal (script(1)) the bar is redrawn in place and ends at 100%.
         let binary = try BuildProducts.executable("ariata-agent")
@@ -66,8 +66,8 @@ final class SyncCommandTests: XCTestCase {
         XCTAssertEqual(try receiver.stats().stored(.location), 1_200)
         XCTAssertEqual(try receiver.stats().stored(.microphone), 30)
         XCTAssertEqual(try receiver.stats().duplicates, 0)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 0)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .uploaded), 1_200)
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), 0)
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .uploaded), 1_200)
         XCTAssertGreaterThanOrEqual(try receiver.requests(stream: .location).count, 6, "batches of at most 200")
 
         // Nothing left: a second sync sends nothing and succeeds.
@@ -78,7 +78,7 @@ final class SyncCommandTests: XCTestCase {
 
     func testSyncFailsWithTheReasonWhenTheServerIsDown() throws {
         let dir = try TemporaryDirectory("sync-down")
-        _ = try makeQueue(dir, location: 10, microphone: 0)
+        _ = try makeDatabase(dir, location: 10, microphone: 0)
         let cli = try AgentCLI.writeConfig(in: dir.path, server: """
             endpoint = "http://127.0.0.1:\(try FreePort.find())"
             token = "t"
@@ -94,7 +94,7 @@ final class SyncCommandTests: XCTestCase {
 
     func testASecondUploadWaitsForTheLockAndGivesUpClearly() throws {
         let dir = try TemporaryDirectory("sync-lock")
-        _ = try makeQueue(dir, location: 5, microphone: 0)
+        _ = try makeDatabase(dir, location: 5, microphone: 0)
         let cli = try AgentCLI.writeConfig(in: dir.path, server: """
             endpoint = "http://127.0.0.1:9"
             token = "t"
@@ -119,13 +119,13 @@ final class SyncCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("sync-fsync")
         let (receiver, cli) = try startReceiver(dir, upload: "batch_max_records = 200")
         defer { receiver.stop() }
-        let queue = try makeQueue(dir, location: 1_200, microphone: 0)
+        let database = try makeDatabase(dir, location: 1_200, microphone: 0)
         let trace = dir.file("fsyncs.txt")
         let binary = try BuildProducts.executable("ariata-agent")
         let run = try ChildProcess(strace, ["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", trace,
                                             binary, "sync", "--config", cli.configPath], logDirectory: dir.path)
         XCTAssertEqual(run.wait(timeout: 120), 0, run.stdout() + run.stderr())
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .uploaded), 1_200)
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .uploaded), 1_200)
         let batches = try receiver.requests(stream: .location).count
         XCTAssertEqual(batches, 6)
         let fsyncs = try String(contentsOfFile: trace, encoding: .utf8)

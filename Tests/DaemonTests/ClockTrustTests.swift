@@ -53,9 +53,9 @@ final class ClockTrustTests: XCTestCase {
     }
 
     /// The rig's queue, or a failure that says what the agent said (it may have exited).
-    func openQueue(_ rig: DaemonRig) throws -> AgentDatabase {
+    func openDatabase(_ rig: DaemonRig) throws -> AgentDatabase {
         do {
-            return try rig.openQueue()
+            return try rig.openDatabase()
         } catch {
             XCTFail("\(error); the agent said: \(rig.agentLog) \(rig.agent?.stdout() ?? "")")
             throw error
@@ -96,7 +96,7 @@ final class ClockTrustTests: XCTestCase {
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue = try openQueue(rig)
+        let database = try openDatabase(rig)
         try waitUntil("audio corrected from gpsd's time and delivered", timeout: 90) {
             try rig.receiver.stats().stored(.microphone) >= 2 && rig.receiver.stats().stored(.location) >= 2
         }
@@ -105,7 +105,7 @@ final class ClockTrustTests: XCTestCase {
         XCTAssertTrue(rig.agentLog.contains("true time from gpsd 3D fix"), rig.agentLog)
         for line in rig.agentLog.split(separator: "\n") where line.contains("corrected the times of") { print("agent: \(line)") }
         let received = Set(try rig.receiver.storedIDs(.microphone))
-        let sent = try queue.recordQueue.records(stream: .microphone).filter { received.contains($0.id.uuidString.lowercased()) }
+        let sent = try database.recordQueue.records(stream: .microphone).filter { received.contains($0.id.uuidString.lowercased()) }
         XCTAssertGreaterThanOrEqual(sent.count, 2)
         for chunk in sent {
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: chunk.payload) as? [String: Any])
@@ -137,10 +137,10 @@ final class ClockTrustTests: XCTestCase {
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue = try openQueue(rig)
+        let database = try openDatabase(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
-            try queue.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+            try database.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
         }
         // Two lines the server would refuse (an hour and a day ahead), two it takes.
         try rig.appendHeartRates([181], at: Date().addingTimeInterval(3_600))
@@ -148,14 +148,14 @@ final class ClockTrustTests: XCTestCase {
         try rig.appendHeartRates([71, 72], at: Date().addingTimeInterval(-30))
         let refusedKey = StreamCounter.key(StreamName.health.rawValue, StreamCounter.refusedSamples)
         try waitUntil("the future lines refused and counted, and chunks written", timeout: 60) {
-            try queue.agentState.value(refusedKey) == "2" && queue.recordQueue.records(stream: .health).count == 2
-                && queue.recordQueue.records(stream: .microphone).count >= 2
+            try database.agentState.value(refusedKey) == "2" && database.recordQueue.records(stream: .health).count == 2
+                && database.recordQueue.records(stream: .microphone).count >= 2
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         let stoppedAt = Date()
         XCTAssertTrue(rig.agentLog.contains("true time") && rig.agentLog.contains("ahead of"),
                       "the refusals are in the log: \(rig.agentLog)")
-        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: bootID).total, 0,
+        XCTAssertEqual(try database.recordQueue.heldCounts(currentBootID: bootID).total, 0,
                        "the daemon corrected what its streams wrote as it stopped")
 
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
@@ -196,16 +196,16 @@ final class ClockTrustTests: XCTestCase {
         let startedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue = try openQueue(rig)
+        let database = try openDatabase(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix kept and chunks held", timeout: 60) {
-            try queue.agentState.storedTimeEvidence(bootID: bootID) != nil
-                && (queue.recordQueue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
+            try database.agentState.storedTimeEvidence(bootID: bootID) != nil
+                && (database.recordQueue.heldCounts(currentBootID: bootID).byStream[.microphone] ?? 0) >= 2
         }
         rig.agent?.signal(SIGKILL)
         _ = rig.agent?.wait(timeout: 10)
         let killedAt = Date()
-        let held = try queue.recordQueue.heldRecords(bootID: bootID, limit: 1_000)
+        let held = try database.recordQueue.heldRecords(bootID: bootID, limit: 1_000)
         XCTAssertGreaterThanOrEqual(held.count, 1, "the killed daemon left held records")
         XCTAssertTrue(held.allSatisfy { $0.capturedAt < CaptureTimeRule.earliest }, "held with their 1970 times")
 
@@ -235,30 +235,30 @@ final class ClockTrustTests: XCTestCase {
     func testTheNextStartOfTheSameBootCorrectsFromTheFixTheLastOneKept() throws {
         let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2)
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
-        let queue = try openQueue(rig)
+        let database = try openDatabase(rig)
         let bootID = try XCTUnwrap(BootClock.bootID)
         try waitUntil("the fix's true time kept in the database", timeout: 60) {
-            try queue.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
+            try database.agentState.storedTimeEvidence(bootID: bootID)?.source == "gpsd 3D fix"
         }
         let firstPID = rig.agent?.pid
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         Self.removeFaketimeSharedMemory(pid: firstPID)
         rig.feeder.stop()
         rig.gps.killGPSD()
-        let lastBefore = try queue.recordQueue.records(stream: .microphone).map(\.seq).max() ?? 0
+        let lastBefore = try database.recordQueue.records(stream: .microphone).map(\.seq).max() ?? 0
 
         let restartedAt = Date()
         _ = try startUnderFaketime(rig, fakeTime: "@1970-01-01 00:10:00")
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
         try waitUntil("chunks of the second run corrected and delivered", timeout: 90) {
-            try queue.recordQueue.records(stream: .microphone, status: .uploaded).filter { $0.seq > lastBefore }.count >= 2
+            try database.recordQueue.records(stream: .microphone, status: .uploaded).filter { $0.seq > lastBefore }.count >= 2
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         let stoppedAt = Date()
         XCTAssertTrue(rig.agentLog.contains("true time of this boot from gpsd 3D fix, kept in the database"), rig.agentLog)
-        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: bootID).total, 0)
+        XCTAssertEqual(try database.recordQueue.heldCounts(currentBootID: bootID).total, 0)
         let received = Set(try rig.receiver.storedIDs(.microphone))
-        let second = try queue.recordQueue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
+        let second = try database.recordQueue.records(stream: .microphone).filter { $0.seq > lastBefore && $0.status == .uploaded }
         for chunk in second {
             try assertDelivered(chunk, received: received, between: restartedAt, and: stoppedAt)
         }
@@ -276,7 +276,7 @@ final class ClockTrustTests: XCTestCase {
         let fakeFile = try startUnderFaketime(rig, fakeTime: fakeTime)
         let startedAt = Date()
         defer { Self.removeFaketimeSharedMemory(pid: rig.agent?.pid) }
-        let queue = try openQueue(rig)
+        let database = try openDatabase(rig)
 
         // Health samples without a time of their own: dated by the daemon when it reads them.
         var samples: [Sample] = []
@@ -292,15 +292,15 @@ final class ClockTrustTests: XCTestCase {
             Thread.sleep(forTimeInterval: 1)
         }
         try waitUntil("audio and health held while the clock is wrong", timeout: 60) {
-            let held = try queue.recordQueue.heldCounts(currentBootID: BootClock.bootID)
+            let held = try database.recordQueue.heldCounts(currentBootID: BootClock.bootID)
             return (held.byStream[.microphone] ?? 0) >= 2 && held.byStream[.health] == 5
         }
         XCTAssertEqual(try rig.receiver.stats().stored(.microphone), 0, "nothing held is sent")
         XCTAssertEqual(try rig.receiver.stats().stored(.health), 0, "nothing held is sent")
-        let heldChunk = try XCTUnwrap(try queue.recordQueue.records(stream: .microphone).first)
+        let heldChunk = try XCTUnwrap(try database.recordQueue.records(stream: .microphone).first)
         checkProvisional(heldChunk.capturedAt, Date())
         let bootID = try XCTUnwrap(BootClock.bootID)
-        let heldAtFirst = Set(try queue.recordQueue.heldRecords(bootID: bootID, limit: 1_000).map(\.seq))
+        let heldAtFirst = Set(try database.recordQueue.heldRecords(bootID: bootID, limit: 1_000).map(\.seq))
 
         // status warns while records are held, with their count.
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
@@ -321,9 +321,9 @@ final class ClockTrustTests: XCTestCase {
             Thread.sleep(forTimeInterval: 1)
         }
         try waitUntil("every held record corrected and delivered", timeout: 90) {
-            let held = try queue.recordQueue.heldCounts(currentBootID: BootClock.bootID)
+            let held = try database.recordQueue.heldCounts(currentBootID: BootClock.bootID)
             let stats = try rig.receiver.stats()
-            let uploaded = try queue.recordQueue.records(stream: .microphone, status: .uploaded) + queue.recordQueue.records(stream: .health, status: .uploaded)
+            let uploaded = try database.recordQueue.records(stream: .microphone, status: .uploaded) + database.recordQueue.records(stream: .health, status: .uploaded)
             return held.total == 0 && stats.stored(.health) == samples.count
                 && heldAtFirst.isSubset(of: Set(uploaded.map(\.seq)))
                 && uploaded.filter { $0.stream == .microphone }.count >= 4

@@ -22,10 +22,10 @@ final class DaemonCommitSyncTests: XCTestCase {
     }
 
     struct NoStreams: ComponentFactory {
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream {
             preconditionFailure("every stream is disabled in this test")
         }
-        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent { IdleUploader() }
+        func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent { IdleUploader() }
     }
 
     func fix() throws -> NewRecord { try TestRecords.fix(at: Date()) }
@@ -35,50 +35,50 @@ final class DaemonCommitSyncTests: XCTestCase {
         var config = try AgentConfig(toml: "[storage]\nsync_seconds = 45\n", file: dir.file("agent.toml"))
         for stream in StreamName.allCases { config.setEnabled(stream, false) }
         config.storage.database = dir.file("agent.sqlite")
-        let queue = try AgentDatabase(path: config.storage.database)
-        let daemon = AgentDaemon(config: config, queue: queue, factory: NoStreams(), tickInterval: 30,
+        let database = try AgentDatabase(path: config.storage.database)
+        let daemon = AgentDaemon(config: config, database: database, factory: NoStreams(), tickInterval: 30,
                                  logger: Logger(label: "test"))
-        XCTAssertEqual(queue.commitSync.window, 45, "the window is the configuration's")
+        XCTAssertEqual(database.commitSync.window, 45, "the window is the configuration's")
         daemon.start()
 
-        try queue.recordQueue.enqueue(fix())
-        XCTAssertTrue(queue.commitSync.isWaiting)
+        try database.recordQueue.enqueue(fix())
+        XCTAssertTrue(database.commitSync.isWaiting)
         daemon.tick()
-        XCTAssertTrue(queue.commitSync.isWaiting, "45 s window, 30 s checks: a fix of a moment ago can wait for the next check")
+        XCTAssertTrue(database.commitSync.isWaiting, "45 s window, 30 s checks: a fix of a moment ago can wait for the next check")
 
         config.storage.syncSeconds = 30
         daemon.reload(config)
-        XCTAssertEqual(queue.commitSync.window, 30, "a reload sets the new window")
-        XCTAssertFalse(queue.commitSync.isWaiting, "the reload's stop synced what waited")
-        try queue.recordQueue.enqueue(fix())
-        XCTAssertTrue(queue.commitSync.isWaiting)
+        XCTAssertEqual(database.commitSync.window, 30, "a reload sets the new window")
+        XCTAssertFalse(database.commitSync.isWaiting, "the reload's stop synced what waited")
+        try database.recordQueue.enqueue(fix())
+        XCTAssertTrue(database.commitSync.isWaiting)
         daemon.tick()
-        XCTAssertTrue(queue.commitSync.isWaiting,
+        XCTAssertTrue(database.commitSync.isWaiting,
                       "30 s window, 30 s checks: the check leaves a fix of a moment ago to the deadline it arms (or an earlier fsync)")
 
         // A window shorter than the time to the next check: the deadline the check armed
         // syncs the fix at the end of its window, with no other commit and no other check.
         config.storage.syncSeconds = 2
         daemon.reload(config)
-        XCTAssertFalse(queue.commitSync.isWaiting, "the reload's stop synced what waited")
-        try queue.recordQueue.enqueue(fix())
+        XCTAssertFalse(database.commitSync.isWaiting, "the reload's stop synced what waited")
+        try database.recordQueue.enqueue(fix())
         daemon.tick()
-        XCTAssertTrue(queue.commitSync.isWaiting, "2 s window: the fix is not synced at the check")
+        XCTAssertTrue(database.commitSync.isWaiting, "2 s window: the fix is not synced at the check")
         let synced = expectation(description: "the deadline syncs the waiting fix")
         let poll = Thread {
             let end = Date().addingTimeInterval(20)
             while Date() < end {
-                if !queue.commitSync.isWaiting { synced.fulfill(); return }
+                if !database.commitSync.isWaiting { synced.fulfill(); return }
                 usleep(50_000)
             }
         }
         poll.start()
         wait(for: [synced], timeout: 25)
 
-        try queue.recordQueue.enqueue(fix())
-        XCTAssertTrue(queue.commitSync.isWaiting)
+        try database.recordQueue.enqueue(fix())
+        XCTAssertTrue(database.commitSync.isWaiting)
         daemon.stop()
-        XCTAssertFalse(queue.commitSync.isWaiting, "a clean stop leaves nothing waiting")
-        XCTAssertEqual(try queue.recordQueue.count(stream: .location, status: .pending), 4)
+        XCTAssertFalse(database.commitSync.isWaiting, "a clean stop leaves nothing waiting")
+        XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), 4)
     }
 }

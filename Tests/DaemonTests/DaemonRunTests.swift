@@ -24,8 +24,8 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertTrue(notes.contains("WATCHDOG=1"), "\(notes)")
 
         // Stop in the middle of the second chunk: 9 s after the first one ended.
-        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
-        let first = try XCTUnwrap(queue.recordQueue.records(stream: .microphone).first)
+        let database = try AgentDatabase(readOnlyPath: rig.databasePath)
+        let first = try XCTUnwrap(database.recordQueue.records(stream: .microphone).first)
         let firstFields = try XCTUnwrap(JSONSerialization.jsonObject(with: first.payload) as? [String: Any])
         let firstEnd = try XCTUnwrap((firstFields["timestamp_end"] as? String).flatMap(RFC3339.date(from:)))
         let stopAt = firstEnd.addingTimeInterval(9)
@@ -62,15 +62,15 @@ final class DaemonRunTests: XCTestCase {
     func testACrashedStreamIsMarkedUnhealthyRestartedAndRecovers() throws {
         let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
-        let queue = try rig.openQueue()
-        try waitUntil("location records", timeout: 40) { try queue.recordQueue.count(stream: .location, status: .pending)
-            + queue.recordQueue.count(stream: .location, status: .uploaded) >= 1 }
+        let database = try rig.openDatabase()
+        try waitUntil("location records", timeout: 40) { try database.recordQueue.count(stream: .location, status: .pending)
+            + database.recordQueue.count(stream: .location, status: .uploaded) >= 1 }
 
         rig.gps.killGPSD()
         try waitUntil("the supervisor to store location as unhealthy", timeout: 30) {
-            try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "unhealthy"
+            try database.agentState.storedLiveness().first { $0.component == "location" }?.state == "unhealthy"
         }
-        let reason = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" }?.reason)
+        let reason = try XCTUnwrap(database.agentState.storedLiveness().first { $0.component == "location" }?.reason)
         XCTAssertTrue(reason.contains("gpsd"), reason)
         try waitUntil("a restart of the stream by the supervisor", timeout: 30) {
             rig.agentLog.contains("location still unhealthy") && rig.agentLog.contains("restarting it")
@@ -78,10 +78,10 @@ final class DaemonRunTests: XCTestCase {
 
         try rig.gps.startGPSD()
         rig.restartFeed()
-        let countBefore = try queue.recordQueue.records(stream: .location).count
-        try waitUntil("location records again", timeout: 40) { try queue.recordQueue.records(stream: .location).count > countBefore }
+        let countBefore = try database.recordQueue.records(stream: .location).count
+        try waitUntil("location records again", timeout: 40) { try database.recordQueue.records(stream: .location).count > countBefore }
         try waitUntil("location healthy again", timeout: 30) {
-            try queue.agentState.storedLiveness().first { $0.component == "location" }?.state == "healthy"
+            try database.agentState.storedLiveness().first { $0.component == "location" }?.state == "healthy"
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
@@ -89,7 +89,7 @@ final class DaemonRunTests: XCTestCase {
     func testPauseAndResumeFromAnotherProcessSurviveARestart() throws {
         let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
-        let queue = try rig.openQueue()
+        let database = try rig.openDatabase()
 
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         let pause = try cli.run(["pause", "microphone"])
@@ -104,9 +104,9 @@ final class DaemonRunTests: XCTestCase {
         try rig.startAgent()
         try waitUntil("the restarted daemon to report", timeout: 30) { rig.agentLog.contains("microphone paused") }
         // Stopping the paused stream wrote its chunk in progress; from here on nothing comes.
-        let chunksWhenPaused = try queue.recordQueue.records(stream: .microphone).count
+        let chunksWhenPaused = try database.recordQueue.records(stream: .microphone).count
         Thread.sleep(forTimeInterval: 8)   // longer than a chunk: a running microphone would write one
-        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).count, chunksWhenPaused, "no audio while paused")
+        XCTAssertEqual(try database.recordQueue.records(stream: .microphone).count, chunksWhenPaused, "no audio while paused")
         let status = try cli.run(["status", "--json"])
         let report = try StatusReport.decode(Data(status.stdout.utf8))
         XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.health, "paused")
@@ -115,7 +115,7 @@ final class DaemonRunTests: XCTestCase {
         let resume = try cli.run(["resume", "microphone"])
         XCTAssertEqual(resume.status, 0, resume.stderr)
         try waitUntil("audio again after resume", timeout: 40) {
-            try queue.recordQueue.records(stream: .microphone).count > chunksWhenPaused
+            try database.recordQueue.records(stream: .microphone).count > chunksWhenPaused
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
@@ -123,7 +123,7 @@ final class DaemonRunTests: XCTestCase {
     func testSIGHUPReloadsAGoodConfigAndKeepsRunningOnABadOne() throws {
         let rig = try DaemonRig(checkInterval: 1)
         try rig.startAgent()
-        _ = try rig.openQueue()
+        _ = try rig.openDatabase()
         let good = try String(contentsOfFile: rig.configPath, encoding: .utf8)
 
         try (good + "\n[location]\nintervall = 3\n").write(toFile: rig.configPath, atomically: true, encoding: .utf8)

@@ -20,16 +20,16 @@ final class ExportDaemonTests: XCTestCase {
         }
         let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, checkInterval: 1)
         try rig.startAgent()
-        let queue = try rig.openQueue()
+        let database = try rig.openDatabase()
         try rig.appendHeartRates(Array(60..<90), at: Date().addingTimeInterval(-120))
         try waitUntil("fixes, audio and health samples", timeout: 60) {
-            try queue.recordQueue.records(stream: .location).count >= 6 && queue.recordQueue.records(stream: .microphone).count >= 3
-                && queue.recordQueue.records(stream: .health).count >= 30
+            try database.recordQueue.records(stream: .location).count >= 6 && database.recordQueue.records(stream: .microphone).count >= 3
+                && database.recordQueue.records(stream: .health).count >= 30
         }
         let cut = Date().addingTimeInterval(-1)
         let until = RFC3339.string(from: cut)
         func expected(_ stream: StreamName) throws -> [QueuedRecord] {
-            try queue.recordQueue.records(stream: stream).filter { $0.capturedAt < cut && $0.status != .failed }
+            try database.recordQueue.records(stream: stream).filter { $0.capturedAt < cut && $0.status != .failed }
                 .sorted { ($0.capturedAt, $0.seq) < ($1.capturedAt, $1.seq) }
         }
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)

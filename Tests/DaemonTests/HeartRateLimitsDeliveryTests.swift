@@ -31,7 +31,7 @@ final class HeartRateLimitsDeliveryTests: XCTestCase {
         XCTAssertEqual(report["virtues"]?["healthkit"], .init(received: 512, read: 512), "Virtues reads value")
         XCTAssertEqual(report["ariata"]?["healthkit"], .init(received: 512, read: 508),
                        "Ariata reads the top-level field, which the four outside its limits cannot carry")
-        let database = try rig.openQueue()
+        let database = try rig.openDatabase()
         XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .failed), 0, "no record failed")
     }
 }

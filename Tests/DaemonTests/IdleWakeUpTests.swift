@@ -45,8 +45,8 @@ final class IdleWakeUpTests: XCTestCase {
         Thread.sleep(forTimeInterval: 6)
         try assertSleeps(pid: pid, rig: rig, "an idle daemon after a reload")
 
-        let queue = try rig.openQueue()
-        XCTAssertEqual(try queue.recordQueue.records(stream: .health).count, 1, "the daemon read and committed the sample")
+        let database = try rig.openDatabase()
+        XCTAssertEqual(try database.recordQueue.records(stream: .health).count, 1, "the daemon read and committed the sample")
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }
 

@@ -17,8 +17,8 @@ final class KillStormTests: XCTestCase {
         var audio: Data
     }
 
-    func chunks(in queue: AgentDatabase) throws -> [Chunk] {
-        try queue.recordQueue.records(stream: .microphone).map { record in
+    func chunks(in database: AgentDatabase) throws -> [Chunk] {
+        try database.recordQueue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(id: record.id,
                          start: try XCTUnwrap((fields["timestamp_start"] as? String).flatMap(RFC3339.date(from:))),
@@ -64,19 +64,19 @@ final class KillStormTests: XCTestCase {
             agent.signal(SIGKILL)
             XCTAssertEqual(agent.wait(timeout: 10), SIGKILL, "kill \(kill): the agent was running until killed: \(agent.stderr())")
             logs += agent.stderr()
-            let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
-            XCTAssertEqual(try queue.integrityCheck(), "ok", "after kill \(kill)")
+            let database = try AgentDatabase(readOnlyPath: rig.databasePath)
+            XCTAssertEqual(try database.integrityCheck(), "ok", "after kill \(kill)")
             try rig.startAgent()
         }
         try live(12)   // the last start recovers the last kill's journal and captures on
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         logs += rig.agentLog
 
-        let queue = try AgentDatabase(readOnlyPath: rig.databasePath)
-        XCTAssertEqual(try queue.integrityCheck(), "ok")
+        let database = try AgentDatabase(readOnlyPath: rig.databasePath)
+        XCTAssertEqual(try database.integrityCheck(), "ok")
 
         // Health: every line fed, exactly once.
-        let health = try queue.recordQueue.records(stream: .health).compactMap { record -> String? in
+        let health = try database.recordQueue.records(stream: .health).compactMap { record -> String? in
             (try JSONSerialization.jsonObject(with: record.payload) as? [String: Any])?["timestamp"] as? String
         }
         XCTAssertEqual(health.count, healthFed, "every health sample fed is in the queue once")
@@ -88,7 +88,7 @@ final class KillStormTests: XCTestCase {
         let drive = NMEADrive.synthetic(epochs: 600, start: Date())
         var fixTimes: [Date] = []
         var driveStart: Set<Double> = []
-        for record in try queue.recordQueue.records(stream: .location) {
+        for record in try database.recordQueue.records(stream: .location) {
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             let time = try XCTUnwrap((fields["timestamp"] as? String).flatMap(RFC3339.date(from:)))
             let latitude = try XCTUnwrap(fields["latitude"] as? Double), longitude = try XCTUnwrap(fields["longitude"] as? Double)
@@ -108,7 +108,7 @@ final class KillStormTests: XCTestCase {
 
         // Uploads ran and what is marked uploaded is at the receiver.
         for stream in StreamName.allCases {
-            let all = try queue.recordQueue.records(stream: stream)
+            let all = try database.recordQueue.records(stream: stream)
             XCTAssertEqual(all.filter { $0.status == .failed }.count, 0, "\(stream)")
             let uploaded = Set(all.filter { $0.status == .uploaded }.map { $0.id.uuidString.lowercased() })
             XCTAssertTrue(uploaded.isSubset(of: Set(try rig.receiver.storedIDs(stream))), "\(stream)")
@@ -117,7 +117,7 @@ final class KillStormTests: XCTestCase {
 
         // Audio: the journal's chunks, each a playable file of its stated length, never two
         // chunks over the same audio beyond their stated overlap.
-        let audio = try chunks(in: queue)
+        let audio = try chunks(in: database)
         let recoveredIDs = Set(logs.split(separator: "\n").filter { $0.contains("recovered from the audio journal") }
             .compactMap { line in line.range(of: #"id=[0-9A-Fa-f-]{36}"#, options: .regularExpression)
                 .flatMap { UUID(uuidString: String(line[$0].dropFirst(3))) } })

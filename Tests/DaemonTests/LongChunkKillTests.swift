@@ -22,10 +22,10 @@ final class LongChunkKillTests: XCTestCase {
         XCTAssertEqual(agent.wait(timeout: 10), SIGKILL)
 
         try rig.startAgent()
-        let queue = try rig.openQueue()
-        try waitUntil("the recovered chunk", timeout: 30) { try queue.recordQueue.records(stream: .microphone).count == 1 }
+        let database = try rig.openDatabase()
+        try waitUntil("the recovered chunk", timeout: 30) { try database.recordQueue.records(stream: .microphone).count == 1 }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
-        let record = try XCTUnwrap(try queue.recordQueue.records(stream: .microphone).first)
+        let record = try XCTUnwrap(try database.recordQueue.records(stream: .microphone).first)
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
         let start = try XCTUnwrap((fields["timestamp_start"] as? String).flatMap(RFC3339.date(from:)))
         let duration = try XCTUnwrap(fields["duration"] as? Double)

@@ -37,10 +37,10 @@ final class MetricsDaemonTests: XCTestCase {
         try (try String(contentsOfFile: rig.configPath, encoding: .utf8) + "\n[metrics]\ntextfile = \"\(path)\"\n")
             .write(toFile: rig.configPath, atomically: true, encoding: .utf8)
         try rig.startAgent()
-        let queue = try rig.openQueue()
+        let database = try rig.openDatabase()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         try waitUntil("records of each capture stream", timeout: 60) {
-            try queue.recordQueue.records(stream: .microphone).count >= 2 && queue.recordQueue.records(stream: .location).count >= 3
+            try database.recordQueue.records(stream: .microphone).count >= 2 && database.recordQueue.records(stream: .location).count >= 3
         }
         try waitUntil("the metrics file", timeout: 10) { FileManager.default.fileExists(atPath: path) }
 
@@ -51,7 +51,7 @@ final class MetricsDaemonTests: XCTestCase {
         // Freeze the numbers: pause capture, let the uploader drain the queue, wait for a
         // file written after that, stop the daemon; then status reads the same database.
         XCTAssertEqual(try cli.run(["pause"]).status, 0)
-        try waitUntil("nothing pending", timeout: 60) { try queue.recordQueue.counts().allSatisfy { $0.status != .pending } }
+        try waitUntil("nothing pending", timeout: 60) { try database.recordQueue.counts().allSatisfy { $0.status != .pending } }
         let settled = Date()
         try waitUntil("a metrics file written after that", timeout: 10) {
             ((try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? .distantPast) > settled.addingTimeInterval(1)

@@ -63,8 +63,8 @@ final class PipeWireDaemonTests: XCTestCase {
             return try setup.receiver.stats().stored(.microphone) >= 1
         }
         agent.stop(grace: 10)
-        let queue = try AgentDatabase(readOnlyPath: setup.cli.directory + "/agent.sqlite")
-        let levels = try queue.recordQueue.records(stream: .microphone).map {
+        let database = try AgentDatabase(readOnlyPath: setup.cli.directory + "/agent.sqlite")
+        let levels = try database.recordQueue.records(stream: .microphone).map {
             try XCTUnwrap((try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])?["average_db_level"] as? Double)
         }
         print("daemon chunk levels: \(levels)")

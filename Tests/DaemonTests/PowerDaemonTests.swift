@@ -18,13 +18,13 @@ final class PowerDaemonTests: XCTestCase {
              + "\n[power]\nsysfs_path = \"\(sysfs)\"\nbattery_upload_factor = 6\nlow_battery_percent = 20\n")
             .write(toFile: rig.configPath, atomically: true, encoding: .utf8)
         try rig.startAgent()
-        let queue = try rig.openQueue()
+        let database = try rig.openDatabase()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         func status() throws -> StatusReport { try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8)) }
 
         try waitUntil("status to show mains", timeout: 20) { try status().power?.source == "mains" }
         XCTAssertEqual(try status().power?.effects, [])
-        try waitUntil("a first audio chunk", timeout: 40) { try !queue.recordQueue.records(stream: .microphone).isEmpty }
+        try waitUntil("a first audio chunk", timeout: 40) { try !database.recordQueue.records(stream: .microphone).isEmpty }
 
         // On battery: uploads every 30 s instead of 5 s.
         try set(ac: false, battery: 70)
@@ -42,17 +42,17 @@ final class PowerDaemonTests: XCTestCase {
         let low = try status()
         XCTAssertEqual(low.streams.first { $0.name == "microphone" }?.health, "paused")
         XCTAssertEqual(low.power?.effects, ["microphone paused (battery 10 %, below 20 %)", "uploads wait for mains (battery 10 %, below 20 %)"])
-        let chunks = try queue.recordQueue.records(stream: .microphone).count
+        let chunks = try database.recordQueue.records(stream: .microphone).count
         let requests = try rig.receiver.stats().requests
         Thread.sleep(forTimeInterval: 12)   // two chunks' and two upload intervals' time
-        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).count, chunks, "no audio on a low battery")
+        XCTAssertEqual(try database.recordQueue.records(stream: .microphone).count, chunks, "no audio on a low battery")
         XCTAssertEqual(try rig.receiver.stats().requests, requests, "no upload on a low battery")
-        XCTAssertGreaterThan(try queue.recordQueue.count(stream: .location, status: .pending), 0, "location goes on and waits")
+        XCTAssertGreaterThan(try database.recordQueue.count(stream: .location, status: .pending), 0, "location goes on and waits")
 
         // Back on mains: the microphone resumes and the waiting records go at once.
         try set(ac: true, battery: 11)
-        try waitUntil("the pending records to go", timeout: 20) { try queue.recordQueue.count(stream: .location, status: .pending) == 0 }
-        try waitUntil("audio again", timeout: 30) { try queue.recordQueue.records(stream: .microphone).count > chunks }
+        try waitUntil("the pending records to go", timeout: 20) { try database.recordQueue.count(stream: .location, status: .pending) == 0 }
+        try waitUntil("audio again", timeout: 30) { try database.recordQueue.records(stream: .microphone).count > chunks }
         let back = try status()
         XCTAssertEqual(back.power?.source, "mains")
         XCTAssertEqual(back.power?.effects, [])

@@ -40,14 +40,14 @@ final class PrivacyZoneDaemonTests: XCTestCase {
             action = "coarsen"
             """, locationInterval: 1, drivePeriod: 0.5)
         try rig.startAgent()
-        let queue = try rig.openQueue()
+        let database = try rig.openDatabase()
 
         /// The drive's epoch a written fix is (exact positions: NMEA's own rounding is in the drive).
         func epochIndex(_ latitude: Double, _ longitude: Double) -> Int? {
             drive.firstIndex { abs($0.latitude - latitude) < 1e-7 && abs($0.longitude - longitude) < 1e-7 }
         }
         func fields() throws -> [[String: Any]] {
-            try queue.recordQueue.records(stream: .location).compactMap {
+            try database.recordQueue.records(stream: .location).compactMap {
                 try JSONSerialization.jsonObject(with: $0.payload) as? [String: Any]
             }
         }

@@ -24,14 +24,14 @@ final class ServerSwitchDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         var uploads = false
 
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream {
             made.add(stream, config)
             return VirtualTimeDaemonTests.CountingStream(stream, counts: counts)
         }
 
-        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
+        func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
-            return Uploader(server: config.server, upload: config.upload, store: queue.recordQueue, clock: scheduler,
+            return Uploader(server: config.server, upload: config.upload, store: database.recordQueue, clock: scheduler,
                             logger: logger, random: { 0 }, scheduler: scheduler)
         }
     }
@@ -43,7 +43,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
     }
 
     private func daemon(_ rig: Rig, made: Made, uploads: Bool = false) -> AgentDaemon {
-        AgentDaemon(config: rig.config, queue: rig.queue,
+        AgentDaemon(config: rig.config, database: rig.database,
                     factory: RecordingComponents(counts: rig.counts, made: made, scheduler: rig.scheduler, uploads: uploads),
                     clock: rig.scheduler, scheduler: rig.scheduler, tickInterval: 30, logger: Logger(label: "test"))
     }
@@ -222,7 +222,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
         daemon.start()
         rig.scheduler.advance(by: 1)
         XCTAssertEqual(try receiver.verifyCalls().count, 1)
-        try rig.queue.recordQueue.enqueue(rig.fix())
+        try rig.database.recordQueue.enqueue(rig.fix())
         try waitForUpload(rig, within: 600)
         XCTAssertEqual(try receiver.stats().statuses["503"], 2, "two failed uploads first")
         rig.scheduler.advance(by: 1)
@@ -231,9 +231,9 @@ final class ServerSwitchDaemonTests: XCTestCase {
     }
 
     private func waitForUpload(_ rig: Rig, within seconds: Int) throws {
-        for _ in 0..<seconds where try rig.queue.recordQueue.count(stream: .location, status: .pending) > 0 {
+        for _ in 0..<seconds where try rig.database.recordQueue.count(stream: .location, status: .pending) > 0 {
             rig.scheduler.advance(by: 1)
         }
-        XCTAssertEqual(try rig.queue.recordQueue.count(stream: .location, status: .pending), 0)
+        XCTAssertEqual(try rig.database.recordQueue.count(stream: .location, status: .pending), 0)
     }
 }

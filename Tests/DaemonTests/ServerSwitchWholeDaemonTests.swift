@@ -13,9 +13,9 @@ final class ServerSwitchWholeDaemonTests: XCTestCase {
     func testSwitchedOffAtTheServerStopsCaptureAndARestartWithoutNetworkKeepsIt() throws {
         let rig = try DaemonRig(checkInterval: 30)
         try rig.startAgent()
-        let queue = try rig.openQueue()
+        let database = try rig.openDatabase()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
-        func fixes() throws -> Int { try queue.recordQueue.records(stream: .location).count }
+        func fixes() throws -> Int { try database.recordQueue.records(stream: .location).count }
         func verifies() throws -> Int { try rig.receiver.verifyCalls().count }
         try waitUntil("location records", timeout: 30) { try fixes() > 0 }
         XCTAssertEqual(try rig.receiver.verifyCalls(), [200], "asked at start")
@@ -78,8 +78,8 @@ final class ServerSwitchWholeDaemonTests: XCTestCase {
     func testHealthLeftOutOfTheAnswerIsNotCapturedUntilSwitchedOn() throws {
         let rig = try DaemonRig(checkInterval: 30, locationEnabled: false, microphoneConfig: "enabled = false")
         try rig.startAgent()
-        let queue = try rig.openQueue()
-        func samples() throws -> Int { try queue.recordQueue.records(stream: .health).count }
+        let database = try rig.openDatabase()
+        func samples() throws -> Int { try database.recordQueue.records(stream: .health).count }
         try rig.appendHeartRates([61, 62])
         try waitUntil("the first samples", timeout: 20) { try samples() == 2 }
 

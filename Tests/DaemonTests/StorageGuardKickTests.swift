@@ -14,15 +14,15 @@ final class StorageGuardKickTests: XCTestCase {
     func testAKickRunsOnePassForManyRequestsAndAtMostOnceASecond() throws {
         let dir = try TemporaryDirectory("storage-kick")
         let scheduler = VirtualScheduler(wallClock: Date())
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: scheduler)
-        let storageGuard = StorageGuard(queue: queue, limits: StorageLimits(minFreeBytes: 0, maxQueueBytes: 1),
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"), clock: scheduler)
+        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: 0, maxQueueBytes: 1),
                                         clock: scheduler, logger: Logger(label: "test"))
         let kick = StorageGuardKick(storageGuard, scheduler: scheduler)
         func addUploaded(_ count: Int) throws {
-            try queue.recordQueue.enqueue((0..<count).map { _ in TestRecords.sized(.location, bytes: 1_000, at: scheduler.now()) }, anchor: nil)
-            try queue.recordQueue.markUploaded(queue.recordQueue.records(stream: .location, status: .pending).map(\.seq))
+            try database.recordQueue.enqueue((0..<count).map { _ in TestRecords.sized(.location, bytes: 1_000, at: scheduler.now()) }, anchor: nil)
+            try database.recordQueue.markUploaded(database.recordQueue.records(stream: .location, status: .pending).map(\.seq))
         }
-        func uploaded() throws -> Int { try queue.recordQueue.count(stream: .location, status: .uploaded) }
+        func uploaded() throws -> Int { try database.recordQueue.count(stream: .location, status: .uploaded) }
 
         try addUploaded(3)
         kick.request()

@@ -43,16 +43,16 @@ final class SupervisorTests: XCTestCase {
 
     func testStoresHealthRestartsAfterTwoUnhealthyTicksAndFeedsTheWatchdog() throws {
         let dir = try TemporaryDirectory("supervisor")
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"))
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         let socket = try NotifySocket(path: dir.file("notify.sock"))
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         mic.current = .disabled
-        let supervisor = Supervisor(components: [gps, mic], store: queue,
+        let supervisor = Supervisor(components: [gps, mic], store: database,
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
         supervisor.tick()
-        XCTAssertEqual(try queue.agentState.storedLiveness().map(\.state), ["healthy", "disabled"])
+        XCTAssertEqual(try database.agentState.storedLiveness().map(\.state), ["healthy", "disabled"])
 
         gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
         supervisor.tick()
@@ -60,7 +60,7 @@ final class SupervisorTests: XCTestCase {
         supervisor.tick()
         XCTAssertEqual(gps.restarts, 1)
         XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
-        let stored = try XCTUnwrap(queue.agentState.storedLiveness().first { $0.component == "location" })
+        let stored = try XCTUnwrap(database.agentState.storedLiveness().first { $0.component == "location" })
         XCTAssertEqual(stored.state, "unhealthy")
         XCTAssertEqual(stored.reason, "cannot reach gpsd at localhost:2947")
 
@@ -74,14 +74,14 @@ final class SupervisorTests: XCTestCase {
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
         let dir = try TemporaryDirectory("supervisor-writes")
         let wall = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let queue = try AgentDatabase(path: dir.file("agent.sqlite"), clock: wall)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"), clock: wall)
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         let monotonic = Mutex<TimeInterval>(0)
-        let supervisor = Supervisor(components: [gps, mic], store: queue, notifier: SystemdNotifier(environment: [:]),
+        let supervisor = Supervisor(components: [gps, mic], store: database, notifier: SystemdNotifier(environment: [:]),
                                             livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
-        func checked(_ name: String) throws -> Date? { try queue.agentState.storedLiveness().first { $0.component == name }?.checkedAt }
+        func checked(_ name: String) throws -> Date? { try database.agentState.storedLiveness().first { $0.component == name }?.checkedAt }
 
         supervisor.tick()
         let first = walBytes()
@@ -101,7 +101,7 @@ final class SupervisorTests: XCTestCase {
         supervisor.tick()
         let changed = walBytes()
         XCTAssertGreaterThan(changed, first, "a change is written at once")
-        XCTAssertEqual(try queue.agentState.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
+        XCTAssertEqual(try database.agentState.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
         XCTAssertEqual(try checked("microphone"), Date(timeIntervalSince1970: 1_800_000_000), "only what changed")
 
         // Past the rewrite interval every component's checked_at is fresh again.

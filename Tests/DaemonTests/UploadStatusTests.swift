@@ -21,7 +21,7 @@ final class UploadStatusTests: XCTestCase {
         try rig.receiver.configure(streams: ["location", "microphone"])
         try rig.receiver.setVerify(status: 404)
         try rig.startAgent()
-        _ = try rig.openQueue()
+        _ = try rig.openDatabase()
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
 
         try rig.appendHeartRates([61, 62, 63])

@@ -50,13 +50,13 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         var uploads = false
 
-        func makeStream(_ stream: StreamName, config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any CaptureStream {
+        func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream {
             CountingStream(stream, counts: counts)
         }
 
-        func makeUploader(config: AgentConfig, queue: AgentDatabase, logger: Logger) -> any UploadComponent {
+        func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
-            return Uploader(server: config.server, upload: config.upload, store: queue.recordQueue, clock: scheduler,
+            return Uploader(server: config.server, upload: config.upload, store: database.recordQueue, clock: scheduler,
                             logger: logger, scheduler: scheduler)
         }
     }
@@ -67,7 +67,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         let scheduler: VirtualScheduler
         let counts = Counts()
         var config: AgentConfig
-        let queue: AgentDatabase
+        let database: AgentDatabase
 
         init(_ name: String, streams: Set<StreamName>, toml: String = "") throws {
             directory = try TemporaryDirectory(name)
@@ -76,12 +76,12 @@ final class VirtualTimeDaemonTests: XCTestCase {
             config = try AgentConfig(toml: toml, file: directory.file("agent.toml"))
             for stream in StreamName.allCases { config.setEnabled(stream, streams.contains(stream)) }
             config.storage.database = directory.file("agent.sqlite")
-            queue = try AgentDatabase(path: config.storage.database, syncWindow: TimeInterval(config.storage.syncSeconds),
+            database = try AgentDatabase(path: config.storage.database, syncWindow: TimeInterval(config.storage.syncSeconds),
                                     clock: scheduler, syncClock: scheduler.monotonicSeconds)
         }
 
         func daemon(uploads: Bool = false, tickInterval: TimeInterval = 30) -> AgentDaemon {
-            AgentDaemon(config: config, queue: queue,
+            AgentDaemon(config: config, database: database,
                         factory: VirtualComponents(counts: counts, scheduler: scheduler, uploads: uploads),
                         clock: scheduler, scheduler: scheduler, tickInterval: tickInterval, logger: Logger(label: "test"))
         }
@@ -94,7 +94,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
 
     func testATimedPauseEndsByItselfAtItsEndAlsoAfterARestart() throws {
         let rig = try Rig("virtual-pause", streams: [.location])
-        let switches = PauseSwitches(queue: rig.queue)
+        let switches = PauseSwitches(database: rig.database)
         let daemon = rig.daemon()
         daemon.start()
         XCTAssertTrue(rig.counts.running(.location))
@@ -109,7 +109,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         rig.scheduler.advance(by: 0.2)
         XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next liveness check")
         XCTAssertEqual(try switches.pausedStreams(at: rig.scheduler.now()), [])
-        XCTAssertNil(try rig.queue.agentState.value("paused.location"), "the ended pause is cleared")
+        XCTAssertNil(try rig.database.agentState.value("paused.location"), "the ended pause is cleared")
 
         // A 10-minute pause, the daemon stopped 100 s in and a new one started: it reads the
         // stored pause, keeps the stream paused, and ends it at its time.
@@ -143,7 +143,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         daemon.start()
         defer { daemon.stop() }
         let started = rig.scheduler.now()
-        func checked() throws -> Date? { try rig.queue.agentState.storedLiveness().first { $0.component == "location" }?.checkedAt }
+        func checked() throws -> Date? { try rig.database.agentState.storedLiveness().first { $0.component == "location" }?.checkedAt }
 
         rig.scheduler.advance(by: 5)   // the first check
         XCTAssertEqual(try XCTUnwrap(checked()).timeIntervalSince(started), 5, accuracy: 0.01)
@@ -162,33 +162,33 @@ final class VirtualTimeDaemonTests: XCTestCase {
         // Checks at 5 s, then every 30 s. A fix at 34 s waits 1 s by the check at 35 s,
         // which arms a deadline for 36 s, well before the next check at 65 s.
         rig.scheduler.advance(by: 34)
-        try rig.queue.recordQueue.enqueue(rig.fix())
-        XCTAssertTrue(rig.queue.commitSync.isWaiting)
+        try rig.database.recordQueue.enqueue(rig.fix())
+        XCTAssertTrue(rig.database.commitSync.isWaiting)
         rig.scheduler.advance(by: 1.0)
-        XCTAssertTrue(rig.queue.commitSync.isWaiting, "2 s window: the check leaves a fix 1 s old to its deadline")
+        XCTAssertTrue(rig.database.commitSync.isWaiting, "2 s window: the check leaves a fix 1 s old to its deadline")
         rig.scheduler.advance(by: 0.9)
-        XCTAssertTrue(rig.queue.commitSync.isWaiting, "not synced before the end of its window")
+        XCTAssertTrue(rig.database.commitSync.isWaiting, "not synced before the end of its window")
         rig.scheduler.advance(by: 0.2)
-        XCTAssertFalse(rig.queue.commitSync.isWaiting, "synced at the end of its window, with no other commit or check")
+        XCTAssertFalse(rig.database.commitSync.isWaiting, "synced at the end of its window, with no other commit or check")
 
         // A 45 s window: the first check after the fix (29 s old then, 16 s left, less than
         // a check's interval) arms the deadline for 45 s after the fix, before the next check.
         var config = rig.config
         config.storage.syncSeconds = 45
         daemon.reload(config)
-        XCTAssertEqual(rig.queue.commitSync.window, 45)
+        XCTAssertEqual(rig.database.commitSync.window, 45)
         // The reload restarted the checks: at 5 s, 35 s, 65 s from now.
         rig.scheduler.advance(by: 6)
-        try rig.queue.recordQueue.enqueue(rig.fix())
+        try rig.database.recordQueue.enqueue(rig.fix())
         rig.scheduler.advance(by: 44.9)
-        XCTAssertTrue(rig.queue.commitSync.isWaiting, "not synced before the end of its 45 s window")
+        XCTAssertTrue(rig.database.commitSync.isWaiting, "not synced before the end of its 45 s window")
         rig.scheduler.advance(by: 0.2)
-        XCTAssertFalse(rig.queue.commitSync.isWaiting, "synced at the end of its 45 s window, between checks")
+        XCTAssertFalse(rig.database.commitSync.isWaiting, "synced at the end of its 45 s window, between checks")
 
-        try rig.queue.recordQueue.enqueue(rig.fix())
+        try rig.database.recordQueue.enqueue(rig.fix())
         daemon.stop()
-        XCTAssertFalse(rig.queue.commitSync.isWaiting, "a clean stop leaves nothing waiting")
-        XCTAssertEqual(try rig.queue.recordQueue.count(stream: .location, status: .pending), 3)
+        XCTAssertFalse(rig.database.commitSync.isWaiting, "a clean stop leaves nothing waiting")
+        XCTAssertEqual(try rig.database.recordQueue.count(stream: .location, status: .pending), 3)
     }
 
     // MARK: The power policy
@@ -212,12 +212,12 @@ final class VirtualTimeDaemonTests: XCTestCase {
         rig.config.server.endpoint = receiver.endpoint
         rig.config.server.token = Secret("test-token")
         rig.config.server.deviceID = "test-device"
-        let queue = rig.queue, scheduler = rig.scheduler
+        let database = rig.database, scheduler = rig.scheduler
         func power() throws -> StoredPowerState? {
-            try queue.agentState.value(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
+            try database.agentState.value(AgentStateKey.powerState).map { try JSONDecoder().decode(StoredPowerState.self, from: Data($0.utf8)) }
         }
-        func pending() throws -> Int { try queue.recordQueue.count(stream: .location, status: .pending) }
-        func uploaded() throws -> Int { try queue.recordQueue.count(stream: .location, status: .uploaded) }
+        func pending() throws -> Int { try database.recordQueue.count(stream: .location, status: .pending) }
+        func uploaded() throws -> Int { try database.recordQueue.count(stream: .location, status: .uploaded) }
 
         // Checks every second, uploads every 5 s on mains.
         let daemon = rig.daemon(uploads: true, tickInterval: 1)
@@ -226,7 +226,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertEqual(try power()?.source, "mains")
         XCTAssertEqual(try power()?.effects, [])
         XCTAssertTrue(rig.counts.running(.microphone))
-        try queue.recordQueue.enqueue(rig.fix())
+        try database.recordQueue.enqueue(rig.fix())
         scheduler.advance(by: 5)
         XCTAssertEqual(try pending(), 0, "uploaded within the 5 s interval on mains")
 
@@ -236,7 +236,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertEqual(try power()?.source, "battery")
         XCTAssertEqual(try power()?.batteryPercent, 70)
         XCTAssertEqual(try power()?.effects, ["uploads every 30 s instead of 5 s (on battery)"])
-        try queue.recordQueue.enqueue(rig.fix())
+        try database.recordQueue.enqueue(rig.fix())
         scheduler.advance(by: 28)
         XCTAssertEqual(try pending(), 1, "no upload 28 s into a 30 s interval")
         scheduler.advance(by: 2.5)
@@ -247,7 +247,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         scheduler.advance(by: 1)
         XCTAssertFalse(rig.counts.running(.microphone), "the microphone paused for the battery")
         XCTAssertEqual(try power()?.effects, ["microphone paused (battery 10 %, below 20 %)", "uploads wait for mains (battery 10 %, below 20 %)"])
-        try queue.recordQueue.enqueue(rig.fix())
+        try database.recordQueue.enqueue(rig.fix())
         let requests = try receiver.stats().requests
         let micStarts = rig.counts.starts(.microphone)
         scheduler.advance(by: 120)

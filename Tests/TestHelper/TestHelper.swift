@@ -27,12 +27,12 @@ struct CrashWriter: ParsableCommand {
     func run() throws {
         // The daemon's default `[storage] sync_seconds`: commits wait for their fsync, and a
         // kill must not cost any of them (they are in the page cache when enqueue returns).
-        let queue = try AgentDatabase(path: database, syncWindow: 30)
+        let database = try AgentDatabase(path: self.database, syncWindow: 30)
         var i = 0
         while true {
             let record = NewRecord(stream: i % 3 == 0 ? .microphone : .location, capturedAt: Date(),
                                    payload: Data("{\"i\":\(i),\"pad\":\"\(String(repeating: "p", count: i % 3 == 0 ? 20_000 : 200))\"}".utf8))
-            try queue.recordQueue.enqueue(record)
+            try database.recordQueue.enqueue(record)
             // Unbuffered write: once it returns the line is the kernel's, whatever kills us next.
             let line = Array("\(record.id.uuidString)\n".utf8)
             _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -55,13 +55,13 @@ struct HealthIngest: ParsableCommand {
     var format: HealthSourceConfig.Format = .jsonl
 
     func run() throws {
-        let queue = try AgentDatabase(path: database)
+        let database = try AgentDatabase(path: self.database)
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
         config.sources = [HealthSourceConfig(kind: .file, path: file,
                                              format: format, name: "ingest")]
-        let stream = HealthStream(config: config, queue: queue, logger: Logger(label: "ariata.health"))
+        let stream = HealthStream(config: config, database: database, logger: Logger(label: "ariata.health"))
         signal(SIGTERM, SIG_IGN)
         let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
         term.setEventHandler {
@@ -90,13 +90,13 @@ struct HealthProbe: ParsableCommand {
     var path: String
 
     func run() throws {
-        let queue = try AgentDatabase(path: database)
+        let database = try AgentDatabase(path: self.database)
         var config = HealthConfig()
         config.enabled = true
         config.sources = [HealthSourceConfig(kind: kind, path: path, format: .jsonl, name: "probe")]
         var logger = Logger(label: "ariata.health")
         logger.logLevel = .error
-        let stream = HealthStream(config: config, queue: queue, logger: logger)
+        let stream = HealthStream(config: config, database: database, logger: logger)
         stream.start()
         let deadline = Date().addingTimeInterval(10)
         while stream.liveness().reason == "probe: starting", Date() < deadline {

@@ -18,13 +18,13 @@ final class GzipFallbackTests: XCTestCase {
         let report = uploader.syncNow()
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), first, "the whole batch stored")
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .failed), 0, "nothing refused")
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .failed), 0, "nothing refused")
         var requests = try f.receiver.requests()
         XCTAssertEqual(requests.map(\.encoding), ["gzip", nil], "one gzip attempt, then the same batch uncompressed")
         XCTAssertEqual(requests.map(\.status), [400, 200])
         XCTAssertEqual(requests[1].records, 8, "not split")
         XCTAssertEqual(uploader.liveness(), .healthy, "not a stream refusal")
-        XCTAssertNotNil(try f.queue.agentState.value(AgentStateKey.uploadPlainBodiesSince))
+        XCTAssertNotNil(try f.database.agentState.value(AgentStateKey.uploadPlainBodiesSince))
 
         // Later batches go uncompressed at once.
         let second = Set(try f.enqueue(.health, count: 3))
@@ -37,7 +37,7 @@ final class GzipFallbackTests: XCTestCase {
         // status names the cause and the fix.
         var config = AgentConfig()
         config.server = f.server
-        config.storage.database = f.queue.path
+        config.storage.database = f.database.path
         let status = StatusReader().read(config: config, configFile: f.directory.file("agent.toml"))
         XCTAssertNotNil(status.uploader.uncompressedSince)
         XCTAssertTrue(status.warnings.contains { $0.contains("does not inflate gzip bodies") && $0.contains("gzip = false") },
@@ -46,11 +46,11 @@ final class GzipFallbackTests: XCTestCase {
         // A new uploader (a restart or reload) tries gzip again, and finds it still refused:
         // status keeps saying so all along.
         let restarted = f.makeUploader()
-        XCTAssertNotNil(try f.queue.agentState.value(AgentStateKey.uploadPlainBodiesSince), "kept until a gzip body is read")
+        XCTAssertNotNil(try f.database.agentState.value(AgentStateKey.uploadPlainBodiesSince), "kept until a gzip body is read")
         try f.enqueue(.location, count: 2)
         XCTAssertTrue(restarted.syncNow().drainedAll)
         XCTAssertEqual(try f.receiver.requests().suffix(2).map(\.encoding), ["gzip", nil])
-        XCTAssertNotNil(try f.queue.agentState.value(AgentStateKey.uploadPlainBodiesSince))
+        XCTAssertNotNil(try f.database.agentState.value(AgentStateKey.uploadPlainBodiesSince))
     }
 
     /// A proxy that inflates put in front since: the next process's gzip body is read, and
@@ -58,11 +58,11 @@ final class GzipFallbackTests: XCTestCase {
     func testAGzipBodyReadLaterClearsTheNote() throws {
         let f = try UploadFixture(receiverArguments: ["--inflate"])
         f.server.gzip = true
-        try f.queue.agentState.set(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: Date()))
+        try f.database.agentState.set(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: Date()))
         try f.enqueue(.location, count: 2)
         XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
         XCTAssertEqual(try f.receiver.requests().map(\.encoding), ["gzip"])
-        XCTAssertNil(try f.queue.agentState.value(AgentStateKey.uploadPlainBodiesSince))
+        XCTAssertNil(try f.database.agentState.value(AgentStateKey.uploadPlainBodiesSince))
     }
 
     /// 415 (Unsupported Media Type), what a server that knows it cannot inflate may say.
@@ -82,10 +82,10 @@ final class GzipFallbackTests: XCTestCase {
         let f = try UploadFixture(receiverArguments: ["--inflate", "--reject-status", "400"])
         f.server.gzip = true
         let good = Set(try f.enqueue(.location, count: 3))
-        try f.queue.recordQueue.enqueue([try UploadFixture.poisonLocation()], anchor: nil)
+        try f.database.recordQueue.enqueue([try UploadFixture.poisonLocation()], anchor: nil)
         XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), good)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .failed), 1, "the poison record alone failed")
-        XCTAssertNil(try f.queue.agentState.value(AgentStateKey.uploadPlainBodiesSince), "the server inflates: gzip stays")
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .failed), 1, "the poison record alone failed")
+        XCTAssertNil(try f.database.agentState.value(AgentStateKey.uploadPlainBodiesSince), "the server inflates: gzip stays")
     }
 }

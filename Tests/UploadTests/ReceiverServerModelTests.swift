@@ -22,12 +22,12 @@ final class ReceiverServerModelTests: XCTestCase {
 
     func testLenientByDefaultStrictOnRequest() throws {
         let lenient = try UploadFixture(receiverArguments: [], strictReceiver: false)
-        try lenient.queue.recordQueue.enqueue([try unusualHealth()], anchor: nil)
+        try lenient.database.recordQueue.enqueue([try unusualHealth()], anchor: nil)
         XCTAssertTrue(lenient.makeUploader().syncNow().drainedAll)
         XCTAssertEqual(try lenient.receiver.stats().stored(.health), 1, "the servers take it")
 
         let strict = try UploadFixture()
-        try strict.queue.recordQueue.enqueue([try unusualHealth()], anchor: nil)
+        try strict.database.recordQueue.enqueue([try unusualHealth()], anchor: nil)
         strict.makeUploader().syncNow()
         XCTAssertEqual(try strict.receiver.stats().stored(.health), 0, "the contract refuses it")
     }
@@ -41,7 +41,7 @@ final class ReceiverServerModelTests: XCTestCase {
                                              "audio_data": TestRecords.fakeOgg(bytes: 100).base64EncodedString()]
         var withDuration = chunk
         withDuration["duration_seconds"] = 30.0
-        try f.queue.recordQueue.enqueue([try NewRecord(stream: .microphone, capturedAt: t, fields: chunk),
+        try f.database.recordQueue.enqueue([try NewRecord(stream: .microphone, capturedAt: t, fields: chunk),
                              try NewRecord(stream: .microphone, capturedAt: t, fields: withDuration)], anchor: nil)
         let samples: [[String: any Sendable]] = [
             // Both shapes: read by both.
@@ -60,7 +60,7 @@ final class ReceiverServerModelTests: XCTestCase {
             // Read by no transform: archived only, out of both counts.
             ["metric_type": "active_energy", "value": 12.5],
         ]
-        try f.queue.recordQueue.enqueue(try samples.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
+        try f.database.recordQueue.enqueue(try samples.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
         XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
 
         let report = try f.receiver.readable()
@@ -88,7 +88,7 @@ final class ReceiverServerModelTests: XCTestCase {
         ]
         for sample in refused {
             try f.receiver.reset()
-            try f.queue.recordQueue.enqueue([try health(ordinary, at: t), try health(sample, at: t.addingTimeInterval(1))], anchor: nil)
+            try f.database.recordQueue.enqueue([try health(ordinary, at: t), try health(sample, at: t.addingTimeInterval(1))], anchor: nil)
             f.makeUploader().syncNow()
             let first = try XCTUnwrap(try f.receiver.requests().first)
             XCTAssertEqual(first.accepted, 0, "\(sample)")
@@ -105,7 +105,7 @@ final class ReceiverServerModelTests: XCTestCase {
             ["metric_type": "heart_rate_variability", "value": 0, "hrv": 0],
             ["metric_type": "workout", "value": "running", "workout_type": "running", "metadata": ["heart_rate": 262] as [String: any Sendable]],
         ]
-        try f.queue.recordQueue.enqueue(try taken.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
+        try f.database.recordQueue.enqueue(try taken.enumerated().map { try health($1, at: t.addingTimeInterval(Double($0))) }, anchor: nil)
         XCTAssertTrue(f.makeUploader().syncNow().drainedAll)
         XCTAssertEqual(try f.receiver.requests().map(\.status), [200])
         XCTAssertEqual(try f.receiver.stats().stored(.health), taken.count)

@@ -9,7 +9,7 @@ import TestRigs
 /// between them on a clock the test moves.
 final class UploadFixture {
     let directory: TemporaryDirectory
-    let queue: AgentDatabase
+    let database: AgentDatabase
     let receiver: ReceiverRig
     let clock: ManualClock
     var server = ServerConfig()
@@ -27,7 +27,7 @@ final class UploadFixture {
         directory = try TemporaryDirectory("ariata-upload")
         // Real time: the receiver checks record times against its own clock.
         clock = ManualClock(Date())
-        queue = try AgentDatabase(path: databasePath ?? directory.file("queue.sqlite"), clock: clock)
+        database = try AgentDatabase(path: databasePath ?? directory.file("queue.sqlite"), clock: clock)
         receiver = try ReceiverRig(logDirectory: directory.path, token: token, arguments: receiverArguments,
                                    strict: strictReceiver, start: receiverRunning)
         server.endpoint = receiver.endpoint
@@ -40,7 +40,7 @@ final class UploadFixture {
     func makeUploader(clock: (any WallClock)? = nil) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, store: queue.recordQueue, clock: clock ?? self.clock,
+        return Uploader(server: server, upload: upload, store: database.recordQueue, clock: clock ?? self.clock,
                         logger: logger, policy: policy)
     }
 
@@ -48,7 +48,7 @@ final class UploadFixture {
     func makeUploader(scheduler: VirtualScheduler) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, store: queue.recordQueue, clock: scheduler, logger: logger, policy: policy,
+        return Uploader(server: server, upload: upload, store: database.recordQueue, clock: scheduler, logger: logger, policy: policy,
                         random: { 0 }, scheduler: scheduler)
     }
 
@@ -60,7 +60,7 @@ final class UploadFixture {
         let records = try (0..<count).map { index in
             try TestRecords.realistic(stream, at: Date().addingTimeInterval(-Double(count - index)), audioBytes: audioBytes)
         }
-        try queue.recordQueue.enqueue(records, anchor: nil)
+        try database.recordQueue.enqueue(records, anchor: nil)
         return records.map { $0.id.uuidString.lowercased() }
     }
 
@@ -73,10 +73,10 @@ final class UploadFixture {
     // MARK: Reading back
 
     func ids(_ stream: StreamName, status: RecordStatus) throws -> Set<String> {
-        Set(try queue.recordQueue.records(stream: stream, status: status).map { $0.id.uuidString.lowercased() })
+        Set(try database.recordQueue.records(stream: stream, status: status).map { $0.id.uuidString.lowercased() })
     }
 
     func allRecords() throws -> [QueuedRecord] {
-        try StreamName.allCases.flatMap { try queue.recordQueue.records(stream: $0) }
+        try StreamName.allCases.flatMap { try database.recordQueue.records(stream: $0) }
     }
 }

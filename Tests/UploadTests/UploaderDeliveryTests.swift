@@ -30,8 +30,8 @@ final class UploaderDeliveryTests: XCTestCase {
             let stored = try f.receiver.storedIDs(stream)
             XCTAssertEqual(stored.count, ids.count, "\(stream) stored once each")
             XCTAssertEqual(Set(stored), ids, "\(stream) all delivered")
-            XCTAssertEqual(try f.queue.recordQueue.count(stream: stream, status: .uploaded), ids.count)
-            XCTAssertEqual(try f.queue.recordQueue.count(stream: stream, status: .pending), 0)
+            XCTAssertEqual(try f.database.recordQueue.count(stream: stream, status: .uploaded), ids.count)
+            XCTAssertEqual(try f.database.recordQueue.count(stream: stream, status: .pending), 0)
             XCTAssertEqual(lastProgress[stream]?.recordsSent, ids.count)
             XCTAssertEqual(lastProgress[stream]?.recordsTotal, ids.count)
         }
@@ -51,7 +51,7 @@ final class UploaderDeliveryTests: XCTestCase {
         XCTAssertEqual(requests.filter { $0.stream == "location" }.count, 3, "250 records in batches of 100")
         XCTAssertEqual(Set(requests.map(\.client_port)).count, 1, "one connection reused for the whole cycle")
 
-        let uploadStats = try f.queue.recordQueue.uploadStats()
+        let uploadStats = try f.database.recordQueue.uploadStats()
         XCTAssertEqual(uploadStats.map(\.stream), [.health, .location, .microphone])
         for stat in uploadStats {
             XCTAssertEqual(stat.recordsSent, Int64(sent[stat.stream]?.count ?? -1))
@@ -92,7 +92,7 @@ final class UploaderDeliveryTests: XCTestCase {
         var records = try (0..<99).map { try TestRecords.realistic(.location, at: Date().addingTimeInterval(-Double(100 - $0))) }
         let poison = try UploadFixture.poisonLocation()
         records.insert(poison, at: 37)
-        try f.queue.recordQueue.enqueue(records, anchor: nil)
+        try f.database.recordQueue.enqueue(records, anchor: nil)
         let good = Set(records.filter { $0.id != poison.id }.map { $0.id.uuidString.lowercased() })
 
         let report = f.makeUploader().syncNow()
@@ -103,11 +103,11 @@ final class UploaderDeliveryTests: XCTestCase {
         let stored = try f.receiver.storedIDs(.location)
         XCTAssertEqual(stored.count, 99)
         XCTAssertEqual(Set(stored), good)
-        let failed = try f.queue.recordQueue.records(stream: .location, status: .failed)
+        let failed = try f.database.recordQueue.records(stream: .location, status: .failed)
         XCTAssertEqual(failed.map(\.id), [poison.id])
         let reason = try XCTUnwrap(failed.first?.lastError)
         XCTAssertTrue(reason.contains("before 2000-01-01"), reason)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .uploaded), 99)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .uploaded), 99)
         // Halving from 100 isolates one record in at most 2 x 7 requests and the first.
         let requests = try f.receiver.requests()
         XCTAssertLessThanOrEqual(requests.count, 15)
@@ -120,13 +120,13 @@ final class UploaderDeliveryTests: XCTestCase {
         f.upload.batchMaxBytes = 4_000_000
         let small = Set(try f.enqueue(.microphone, count: 10, audioBytes: 40_000))
         let huge = try TestRecords.realistic(.microphone, at: Date(), audioBytes: 300_000)
-        try f.queue.recordQueue.enqueue(huge)
+        try f.database.recordQueue.enqueue(huge)
 
         let report = f.makeUploader().syncNow()
 
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs(.microphone)), small)
-        XCTAssertEqual(try f.queue.recordQueue.records(stream: .microphone, status: .failed).map(\.id), [huge.id])
+        XCTAssertEqual(try f.database.recordQueue.records(stream: .microphone, status: .failed).map(\.id), [huge.id])
         XCTAssertTrue(try f.receiver.requests().contains { $0.status == 413 })
     }
 
@@ -148,8 +148,8 @@ final class UploaderDeliveryTests: XCTestCase {
         let schedule = uploader.schedule()
         XCTAssertEqual(schedule.breaker, .closed)
         XCTAssertEqual(Array(schedule.streamRetryAt.keys), [.microphone])
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .microphone, status: .pending), 3)
-        let stats = try XCTUnwrap(try f.queue.recordQueue.uploadStats().first { $0.stream == .microphone })
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .microphone, status: .pending), 3)
+        let stats = try XCTUnwrap(try f.database.recordQueue.uploadStats().first { $0.stream == .microphone })
         XCTAssertEqual(stats.lastErrorCode, .serverError)
         XCTAssertEqual(uploader.liveness().code, .serverError)
     }
@@ -163,12 +163,12 @@ final class UploaderDeliveryTests: XCTestCase {
         for attempt in 1...QueuePolicy.maxAttempts {
             let report = uploader.runScheduledCycle()
             XCTAssertEqual(report.requests, 1, "attempt \(attempt): \(report)")
-            let attempts = try f.queue.recordQueue.records(stream: .health).map(\.uploadAttempts)
+            let attempts = try f.database.recordQueue.records(stream: .health).map(\.uploadAttempts)
             XCTAssertEqual(attempts, Array(repeating: attempt, count: 4))
             f.clock.advance(by: 301)
         }
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .failed), 4)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .pending), 0)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .failed), 4)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .pending), 0)
     }
 }
 
@@ -187,7 +187,7 @@ extension UploaderDeliveryTests {
         XCTAssertTrue(reason.contains("token"), reason)
         XCTAssertFalse(uploader.liveness().isHealthy)
         XCTAssertEqual(try f.receiver.stats().requests, 0)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .pending), 3)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .pending), 3)
     }
 }
 
@@ -207,12 +207,12 @@ extension UploaderDeliveryTests {
         let refused = f.makeUploader().syncNow()
         guard case .retryLater(let reason, _, _) = refused.streams[.health]?.outcome else { return XCTFail("\(refused)") }
         XCTAssertTrue(reason.contains("ca_file"), reason)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .pending), 4)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .pending), 4)
 
         f.server.caFile = certificate
         let delivered = f.makeUploader().syncNow()
         XCTAssertTrue(delivered.drainedAll, "\(delivered)")
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .uploaded), 4)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .uploaded), 4)
     }
 
     /// `ca_file` may name a directory of certificates by subject hash (`openssl rehash`),
@@ -232,7 +232,7 @@ extension UploaderDeliveryTests {
         let refused = f.makeUploader().syncNow()
         guard case .retryLater(let reason, _, _) = refused.streams[.health]?.outcome else { return XCTFail("\(refused)") }
         XCTAssertTrue(reason.contains("ca_file"), reason)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .pending), 3)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .pending), 3)
 
         let trusted = directory.path + "/trusted"
         try tls.makeTrustDirectory(trusted, systemCAs: true)
@@ -240,7 +240,7 @@ extension UploaderDeliveryTests {
         f.server.caFile = trusted
         let delivered = f.makeUploader().syncNow()
         XCTAssertTrue(delivered.drainedAll, "\(delivered)")
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .uploaded), 3)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .uploaded), 3)
     }
 }
 
@@ -259,7 +259,7 @@ extension UploaderDeliveryTests {
 
         let report = f.makeUploader().syncNow()
         XCTAssertTrue(report.drainedAll, "\(report)")
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .microphone, status: .uploaded), 4)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .microphone, status: .uploaded), 4)
         let stats = try f.receiver.stats()
         XCTAssertEqual(stats.stored(.microphone), 4)
         XCTAssertEqual(stats.duplicates, 0)

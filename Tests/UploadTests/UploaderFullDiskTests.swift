@@ -25,7 +25,7 @@ final class UploaderFullDiskTests: XCTestCase {
             do { try f.enqueue(.location, count: 20) } catch { refused = true }
         }
         XCTAssertTrue(refused, "the disk is full for the queue")
-        let pendingBefore = try f.queue.recordQueue.count(stream: .location, status: .pending)
+        let pendingBefore = try f.database.recordQueue.count(stream: .location, status: .pending)
 
         let report = f.makeUploader().syncNow()
         guard case .storeError(let reason) = report.streams[.location]?.outcome else { return XCTFail("\(report)") }
@@ -36,7 +36,7 @@ final class UploaderFullDiskTests: XCTestCase {
         try FileManager.default.removeItem(atPath: fs.file("filler"))
         let delivered = f.makeUploader().syncNow()
         XCTAssertTrue(delivered.drainedAll, "\(delivered)")
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .uploaded), pendingBefore)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .uploaded), pendingBefore)
         XCTAssertTrue(ids.isSubset(of: Set(try f.receiver.storedIDs(.location))))
         XCTAssertEqual(try f.receiver.stats().duplicates, 0)
     }

@@ -128,8 +128,8 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(until, f.clock.now().addingTimeInterval(300))
         XCTAssertEqual(uploader.schedule().authPausedUntil, until)
         XCTAssertEqual(uploader.liveness().code, .invalidToken)
-        XCTAssertEqual(try f.queue.agentState.value(AgentStateKey.uploadAuthPausedUntil), RFC3339.string(from: until))
-        XCTAssertEqual(try f.queue.recordQueue.uploadStats().first?.lastErrorCode, .invalidToken)
+        XCTAssertEqual(try f.database.agentState.value(AgentStateKey.uploadAuthPausedUntil), RFC3339.string(from: until))
+        XCTAssertEqual(try f.database.recordQueue.uploadStats().first?.lastErrorCode, .invalidToken)
 
         // Paused: no request at all.
         f.clock.advance(by: 299)
@@ -143,7 +143,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(uploader.schedule().authPausedUntil, f.clock.now().addingTimeInterval(600))
 
         // Nothing was dropped or charged.
-        let records = try f.queue.recordQueue.records(stream: .location)
+        let records = try f.database.recordQueue.records(stream: .location)
         XCTAssertTrue(records.allSatisfy { $0.status == .pending && $0.uploadAttempts == 0 })
 
         // The server side is fixed (it accepts the token again): after the pause, by itself.
@@ -153,7 +153,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), ids)
         XCTAssertEqual(uploader.liveness(), .healthy)
-        XCTAssertNil(try f.queue.agentState.value(AgentStateKey.uploadAuthPausedUntil))
+        XCTAssertNil(try f.database.agentState.value(AgentStateKey.uploadAuthPausedUntil))
     }
 
     func testANewTokenEndsThePauseAtOnce() throws {
@@ -190,7 +190,7 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(took, 0.9, "ended by the 1 s time-out, not earlier")
         XCTAssertLessThan(took, 20)
         XCTAssertLessThanOrEqual(at.timeIntervalSince(f.clock.now()), 30)
-        XCTAssertEqual(try f.queue.recordQueue.records(stream: .location).map(\.uploadAttempts), [0, 0, 0, 0, 0])
+        XCTAssertEqual(try f.database.recordQueue.records(stream: .location).map(\.uploadAttempts), [0, 0, 0, 0, 0])
 
         f.clock.advance(by: 30)
         report = uploader.runScheduledCycle()
@@ -213,8 +213,8 @@ final class UploaderOutageTests: XCTestCase {
         uploader.stop()
         XCTAssertLessThan(Date().timeIntervalSince(began), 30, "stop waited for the 120 s time-out")
         XCTAssertNil(uploader.nextCycleAt)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .pending), 2)
-        XCTAssertEqual(try f.queue.recordQueue.records(stream: .location).map(\.uploadAttempts), [0, 0])
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .pending), 2)
+        XCTAssertEqual(try f.database.recordQueue.records(stream: .location).map(\.uploadAttempts), [0, 0])
     }
 
     func testTheTimerRunsCyclesAndBringsARetryForward() throws {

@@ -70,8 +70,8 @@ final class UploaderPartialRefusalTests: XCTestCase {
         let stored = try f.receiver.storedIDs(.health)
         XCTAssertEqual(stored.count, good.count, "the table keeps each record once")
         XCTAssertEqual(Set(stored), good)
-        XCTAssertEqual(Set(try f.queue.recordQueue.records(stream: .health, status: .failed).map { $0.id.uuidString.lowercased() }), bad)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .uploaded), good.count)
+        XCTAssertEqual(Set(try f.database.recordQueue.records(stream: .health, status: .failed).map { $0.id.uuidString.lowercased() }), bad)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .uploaded), good.count)
         let stats = try f.receiver.stats()
         print("partial-refusals unnamed prefix: requests=\(stats.requests) resent-after-stored=\(stats.duplicates) buffer-copies=\(stats.buffered_duplicates)")
     }
@@ -89,7 +89,7 @@ final class UploaderPartialRefusalTests: XCTestCase {
 
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), good)
-        XCTAssertEqual(Set(try f.queue.recordQueue.records(stream: .health, status: .failed).map { $0.id.uuidString.lowercased() }), bad)
+        XCTAssertEqual(Set(try f.database.recordQueue.records(stream: .health, status: .failed).map { $0.id.uuidString.lowercased() }), bad)
         XCTAssertEqual(try f.receiver.stats().duplicates, good.count, "each stored record sent once more")
         XCTAssertTrue(try f.receiver.storedCopies(.health).values.allSatisfy { $0 == 2 })
         XCTAssertEqual(try f.receiver.requests().map(\.records), [20] + Array(repeating: 1, count: 20))
@@ -111,7 +111,7 @@ final class UploaderPartialRefusalTests: XCTestCase {
             XCTAssertTrue(report.drainedAll, "\(report)")
             XCTAssertEqual(try f.receiver.stats().duplicates, 0, mode)
             XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), good, mode)
-            XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .failed), bad.count, mode)
+            XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .failed), bad.count, mode)
             let requests = try f.receiver.requests()
             let refused = requests.filter { ($0.rejected ?? 0) > 0 || $0.status != 200 }.count
             // Each batch: itself, its bad records alone, the rest together.
@@ -136,7 +136,7 @@ final class UploaderPartialRefusalTests: XCTestCase {
                                  fields: ["timestamp": "1998-07-09T16:00:00.000Z", "metric_type": "heart_rate", "value": 61,
                                           "unit": "bpm", "metadata": ["source": "test-strap"]])
         }
-        try f.queue.recordQueue.enqueue(records, anchor: nil)
+        try f.database.recordQueue.enqueue(records, anchor: nil)
         var good = Set<String>(), bad = Set<String>()
         for (index, record) in records.enumerated() {
             let id = record.id.uuidString.lowercased()
@@ -171,12 +171,12 @@ final class UploaderPartialRefusalTests: XCTestCase {
         XCTAssertEqual(copies.values.reduce(0) { $0 + $1 - 1 }, serverBuffered, "\(copies)", file: file, line: line)
         XCTAssertEqual(report.recordsSent, good.count, file: file, line: line)
         XCTAssertEqual(report.recordsFailed, bad.count, file: file, line: line)
-        let failed = try f.queue.recordQueue.records(stream: .health, status: .failed)
+        let failed = try f.database.recordQueue.records(stream: .health, status: .failed)
         XCTAssertEqual(Set(failed.map { $0.id.uuidString.lowercased() }), bad, file: file, line: line)
         for record in failed {
             XCTAssertTrue(record.lastError?.contains("before 2000-01-01") ?? false, "\(record.lastError ?? "nil")", file: file, line: line)
         }
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .uploaded), good.count, file: file, line: line)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .pending), 0, file: file, line: line)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .uploaded), good.count, file: file, line: line)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .pending), 0, file: file, line: line)
     }
 }

@@ -46,11 +46,11 @@ final class UploaderProofTests: XCTestCase {
         XCTAssertTrue(reason.contains("\"healthkit\""), reason)
         XCTAssertEqual(until, f.clock.now().addingTimeInterval(300))
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), location, "the other streams go on")
-        let kept = try f.queue.recordQueue.records(stream: .health)
+        let kept = try f.database.recordQueue.records(stream: .health)
         XCTAssertEqual(kept.count, 5)
         XCTAssertTrue(kept.allSatisfy { $0.status == .pending && $0.uploadAttempts == 0 }, "\(kept)")
         XCTAssertEqual(uploader.liveness().code, .streamRefused)
-        XCTAssertEqual(try f.queue.recordQueue.uploadStats().first { $0.stream == .health }?.lastErrorCode, .streamRefused)
+        XCTAssertEqual(try f.database.recordQueue.uploadStats().first { $0.stream == .health }?.lastErrorCode, .streamRefused)
         XCTAssertEqual(uploader.schedule().streamRefusedUntil[.health], until)
 
         // Paused: not even tried before its time; refused again, the pause doubles.
@@ -69,8 +69,8 @@ final class UploaderProofTests: XCTestCase {
         report = uploader.runScheduledCycle()
         XCTAssertEqual(report.streams[.health]?.outcome, .drained, "\(report)")
         XCTAssertEqual(Set(try f.receiver.storedIDs(.health)), health)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .uploaded), 5)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .health, status: .failed), 0)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .uploaded), 5)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .health, status: .failed), 0)
         XCTAssertEqual(uploader.liveness(), .healthy)
     }
 
@@ -81,14 +81,14 @@ final class UploaderProofTests: XCTestCase {
         let f = try UploadFixture()
         f.upload.batchMaxRecords = 4
         let poison = try (0..<4).map { _ in try UploadFixture.poisonLocation() }
-        try f.queue.recordQueue.enqueue(poison, anchor: nil)
+        try f.database.recordQueue.enqueue(poison, anchor: nil)
         let good = Set(try f.enqueue(.location, count: 6))
 
         let report = f.makeUploader().syncNow()
 
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(report.recordsFailed, 4)
-        XCTAssertEqual(Set(try f.queue.recordQueue.records(stream: .location, status: .failed).map(\.id)), Set(poison.map(\.id)))
+        XCTAssertEqual(Set(try f.database.recordQueue.records(stream: .location, status: .failed).map(\.id)), Set(poison.map(\.id)))
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), good)
     }
 
@@ -109,11 +109,11 @@ final class UploaderProofTests: XCTestCase {
                 return XCTFail("\(words): \(report)")
             }
             XCTAssertTrue(reason.contains(words), reason)
-            XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .uploaded), 0, words)
-            XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .pending), 8, words)
-            XCTAssertTrue(try f.queue.recordQueue.records(stream: .location).allSatisfy { $0.uploadAttempts == 0 })
+            XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .uploaded), 0, words)
+            XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .pending), 8, words)
+            XCTAssertTrue(try f.database.recordQueue.records(stream: .location).allSatisfy { $0.uploadAttempts == 0 })
             XCTAssertEqual(uploader.liveness().code, .notIngestEndpoint)
-            XCTAssertEqual(try f.queue.recordQueue.uploadStats().first?.lastErrorCode, .notIngestEndpoint)
+            XCTAssertEqual(try f.database.recordQueue.uploadStats().first?.lastErrorCode, .notIngestEndpoint)
         }
         XCTAssertEqual(try f.receiver.stats().stored(.location), 0, "the lies stored nothing")
 
@@ -122,7 +122,7 @@ final class UploaderProofTests: XCTestCase {
         XCTAssertEqual(try f.receiver.storedIDs(.location).count, 8)
         XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), ids)
         XCTAssertEqual(try f.receiver.stats().duplicates, 0)
-        XCTAssertEqual(try f.queue.recordQueue.count(stream: .location, status: .uploaded), 8)
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .uploaded), 8)
     }
 
     // MARK: 429 for the whole endpoint
@@ -144,7 +144,7 @@ final class UploaderProofTests: XCTestCase {
         XCTAssertEqual(report.streams[.location]?.outcome, .notReached)
         XCTAssertEqual(report.streams[.microphone]?.outcome, .notReached)
         XCTAssertEqual(uploader.liveness().code, .rateLimited)
-        XCTAssertEqual(try f.queue.agentState.value(AgentStateKey.uploadRetryAt), RFC3339.string(from: until))
+        XCTAssertEqual(try f.database.agentState.value(AgentStateKey.uploadRetryAt), RFC3339.string(from: until))
 
         f.clock.advance(by: 119)
         report = uploader.runScheduledCycle()
@@ -156,7 +156,7 @@ final class UploaderProofTests: XCTestCase {
         XCTAssertTrue(report.drainedAll, "\(report)")
         XCTAssertEqual(try f.receiver.stats().stored(.health) + f.receiver.stats().stored(.location)
                        + f.receiver.stats().stored(.microphone), 7)
-        XCTAssertNil(try f.queue.agentState.value(AgentStateKey.uploadRetryAt))
+        XCTAssertNil(try f.database.agentState.value(AgentStateKey.uploadRetryAt))
     }
 
     // MARK: Waits that outlive a restart
@@ -182,7 +182,7 @@ final class UploaderProofTests: XCTestCase {
         try f.receiver.clearFaults()
         f.clock.set(until)
         XCTAssertTrue(restarted.runScheduledCycle().drainedAll)
-        XCTAssertNil(try f.queue.agentState.value(AgentStateKey.uploadMemory), "nothing left to remember")
+        XCTAssertNil(try f.database.agentState.value(AgentStateKey.uploadMemory), "nothing left to remember")
         XCTAssertEqual(f.makeUploader().schedule().breaker, .closed)
     }
 
@@ -201,7 +201,7 @@ final class UploaderProofTests: XCTestCase {
         f.server.token = Secret("good")
         let fixed = f.makeUploader()
         XCTAssertNil(fixed.schedule().authPausedUntil)
-        XCTAssertNil(try f.queue.agentState.value(AgentStateKey.uploadAuthPausedUntil), "status no longer shows the stale pause")
+        XCTAssertNil(try f.database.agentState.value(AgentStateKey.uploadAuthPausedUntil), "status no longer shows the stale pause")
         XCTAssertTrue(fixed.runScheduledCycle().drainedAll)
     }
 

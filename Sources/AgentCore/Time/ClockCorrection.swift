@@ -25,7 +25,7 @@ import Synchronization
 /// `status` reports it. With `[daemon] trust_system_clock = true` the user vouches that
 /// the clock was right: such records whose time passes the server's rule then go as they are.
 public final class ClockCorrection: Sendable {
-    private let queue: AgentDatabase
+    private let database: AgentDatabase
     private let sync: any ClockSyncSource
     private let clock: any WallClock
     private let bootClock: @Sendable () -> BootInstant?
@@ -54,15 +54,15 @@ public final class ClockCorrection: Sendable {
         public var source: String?
     }
 
-    public init(queue: AgentDatabase, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
+    public init(database: AgentDatabase, sync: any ClockSyncSource = ClockSync.live(), clock: any WallClock = SystemClock(),
                 bootClock: @escaping @Sendable () -> BootInstant? = BootClock.now, evidence: TimeEvidence = .shared,
                 logger: Logger) {
-        self.queue = queue
+        self.database = database
         self.sync = sync
         self.clock = clock
         self.bootClock = bootClock
         self.evidence = evidence
-        store = TimeEvidenceStore(queue: queue)
+        store = TimeEvidenceStore(database: database)
         self.logger = logger
     }
 
@@ -84,7 +84,7 @@ public final class ClockCorrection: Sendable {
         let now = clock.now()
         let sample = boot.flatMap { keepEvidence(boot: $0, now: now) }
         do {
-            let held = try queue.recordQueue.heldCounts(currentBootID: boot?.bootID)
+            let held = try database.recordQueue.heldCounts(currentBootID: boot?.bootID)
             guard held.total > 0 else { return outcome }
             let distrust = ClockTrust(sync: sync, trustSystemClock: trustSystemClock).distrust(now: now)
             if let why = distrust {
@@ -104,7 +104,7 @@ public final class ClockCorrection: Sendable {
                 // The true time now, when known, bounds the earlier boots' times; their own
                 // evidence makes them exact either way.
                 let trueNow = distrust == nil ? now.timeIntervalSince1970 : sample.map { $0.boot.seconds + $0.offset }
-                for earlier in try queue.agentState.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
+                for earlier in try database.agentState.storedTimeEvidence(ofBootsOtherThan: boot?.bootID ?? ProvisionalTime.unknownBoot) {
                     let before = outcome.corrected
                     try correct(bootID: earlier.boot.bootID, offset: earlier.offset,
                                 now: trueNow ?? Date.distantFuture.timeIntervalSince1970, into: &outcome)
@@ -114,7 +114,7 @@ public final class ClockCorrection: Sendable {
             if distrust == nil, trustSystemClock, held.earlierBoots > 0 {
                 try releaseEarlierBoots(than: boot?.bootID ?? ProvisionalTime.unknownBoot, now: now, into: &outcome)
             }
-            outcome.stillHeld = try queue.recordQueue.heldCounts(currentBootID: boot?.bootID)
+            outcome.stillHeld = try database.recordQueue.heldCounts(currentBootID: boot?.bootID)
         } catch {
             logger.error("cannot correct held records: \(error); they stay held and are tried again at the next liveness check")
             return outcome
@@ -152,7 +152,7 @@ public final class ClockCorrection: Sendable {
         let now = Date(timeIntervalSince1970: nowSeconds)
         var after: Int64 = 0
         while true {
-            let batch = try queue.recordQueue.heldRecords(bootID: bootID, afterSeq: after, limit: Self.batchSize)
+            let batch = try database.recordQueue.heldRecords(bootID: bootID, afterSeq: after, limit: Self.batchSize)
             guard let last = batch.last else { return }
             after = last.seq
             var released: [ReleasedRecord] = []
@@ -170,7 +170,7 @@ public final class ClockCorrection: Sendable {
                 let shift = Double(shiftMs) / 1000
                 outcome.shiftRange = outcome.shiftRange.map { min($0.lowerBound, shift)...max($0.upperBound, shift) } ?? shift...shift
             }
-            try queue.recordQueue.release(released)
+            try database.recordQueue.release(released)
             outcome.corrected += released.count
         }
     }
@@ -178,11 +178,11 @@ public final class ClockCorrection: Sendable {
     private func releaseEarlierBoots(than bootID: String, now: Date, into outcome: inout Outcome) throws {
         var after: Int64 = 0
         while true {
-            let batch = try queue.recordQueue.heldRecords(bootID: bootID, otherThan: true, afterSeq: after, limit: Self.batchSize)
+            let batch = try database.recordQueue.heldRecords(bootID: bootID, otherThan: true, afterSeq: after, limit: Self.batchSize)
             guard let last = batch.last else { return }
             after = last.seq
             let plausible = batch.filter { CaptureTimeRule.isAcceptable($0.capturedAt, now: now) }
-            try queue.recordQueue.release(plausible.map { ReleasedRecord(seq: $0.seq, capturedAt: $0.capturedAt, payload: $0.payload) })
+            try database.recordQueue.release(plausible.map { ReleasedRecord(seq: $0.seq, capturedAt: $0.capturedAt, payload: $0.payload) })
             outcome.releasedAsIs += plausible.count
         }
     }

@@ -12,13 +12,13 @@ public final class TimeEvidenceStore: Sendable {
     /// true time by up to ~0.1 s in 20 minutes, and a fix arrives with less jitter than that.
     static let movedSeconds: Double = 0.1
 
-    private let queue: AgentDatabase
+    private let database: AgentDatabase
     /// What the database holds for the boot, as far as this process knows; `read` false
     /// until it has looked.
     private let written = Mutex<(read: Bool, sample: TimeEvidence.Sample?)>((false, nil))
 
-    public init(queue: AgentDatabase) {
-        self.queue = queue
+    public init(database: AgentDatabase) {
+        self.database = database
     }
 
     /// Whether `candidate` is worth writing over `stored`.
@@ -30,7 +30,7 @@ public final class TimeEvidenceStore: Sendable {
 
     /// Boot `bootID`'s evidence as stored.
     public func load(bootID: String) throws -> TimeEvidence.Sample? {
-        let stored = try queue.agentState.storedTimeEvidence(bootID: bootID)
+        let stored = try database.agentState.storedTimeEvidence(bootID: bootID)
         written.withLock { $0 = (true, stored) }
         return stored
     }
@@ -41,7 +41,7 @@ public final class TimeEvidenceStore: Sendable {
         let known = written.withLock { $0 }
         let stored = known.read ? known.sample : try load(bootID: sample.boot.bootID)
         guard Self.worthWriting(sample, over: stored) else { return false }
-        try queue.agentState.storeTimeEvidence(sample)
+        try database.agentState.storeTimeEvidence(sample)
         written.withLock { $0 = (true, sample) }
         return true
     }

@@ -15,9 +15,9 @@ public final class HealthStream: CaptureStream, Sendable {
     /// Sources that could not be made or given a thread, with why.
     private let failures = Mutex<[String]>([])
 
-    public convenience init(config: HealthConfig, queue: AgentDatabase, clock: any WallClock = SystemClock(),
+    public convenience init(config: HealthConfig, database: AgentDatabase, clock: any WallClock = SystemClock(),
                             clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
-        self.init(config: config, queue: queue.recordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
+        self.init(config: config, queue: database.recordQueue, clock: clock, clockTrust: clockTrust, logger: logger)
     }
 
     /// - Parameter clockTrust: whether the wall clock can be believed; samples dated from

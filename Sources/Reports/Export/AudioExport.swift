@@ -13,7 +13,7 @@ public struct AudioExport {
         public var skipped = 0
     }
 
-    public func write(from queue: AgentDatabase, since: Date?, until: Date?, directory: String) throws -> Written {
+    public func write(from database: AgentDatabase, since: Date?, until: Date?, directory: String) throws -> Written {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             do {
@@ -27,7 +27,7 @@ public struct AudioExport {
         }
         var written = Written()
         var used = Set<String>()
-        try queue.recordQueue.forEachRecord(stream: .microphone, since: since, until: until) { record in
+        try database.recordQueue.forEachRecord(stream: .microphone, since: since, until: until) { record in
             guard let fields = ExportPayload.object(record.payload),
                   let base64 = fields["audio_data"] as? String,
                   let audio = Data(base64Encoded: base64) else {

@@ -15,11 +15,11 @@ public struct HealthExport {
     static let leadingColumns = ["id", "timestamp", "metric_type", "value", "unit"]
 
     @discardableResult
-    public func write(from queue: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
+    public func write(from database: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
         var count = 0
         switch format {
         case .jsonl:
-            try queue.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
+            try database.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
                 try out.write(record.payload)
                 try out.write("\n")
                 count += 1
@@ -28,12 +28,12 @@ public struct HealthExport {
             // Two passes: the columns must be known before
             // the first row, and health is small (a day is a few thousand samples).
             var keys = Set<String>()
-            try queue.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
+            try database.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
                 if let fields = ExportPayload.object(record.payload) { keys.formUnion(fields.keys) }
             }
             let columns = Self.leadingColumns.filter(keys.contains) + keys.subtracting(Self.leadingColumns).sorted()
             try out.write(columns.map(Self.csvField).joined(separator: ",") + "\r\n")
-            try queue.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
+            try database.recordQueue.forEachRecord(stream: .health, since: since, until: until) { record in
                 let fields = ExportPayload.object(record.payload) ?? [:]
                 try out.write(columns.map { Self.csvField(Self.text(fields[$0])) }.joined(separator: ",") + "\r\n")
                 count += 1

@@ -19,10 +19,10 @@ public struct LocationExport {
 
     /// Writes every fix of `queue` in the range; returns how many.
     @discardableResult
-    public func write(from queue: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
+    public func write(from database: AgentDatabase, since: Date?, until: Date?, to out: ExportOutput) throws -> Int {
         var count = 0
         try header(out)
-        try queue.recordQueue.forEachRecord(stream: .location, since: since, until: until) { record in
+        try database.recordQueue.forEachRecord(stream: .location, since: since, until: until) { record in
             guard let fix = ExportPayload.object(record.payload),
                   let latitude = ExportPayload.number(fix["latitude"]),
                   let longitude = ExportPayload.number(fix["longitude"]) else { return }

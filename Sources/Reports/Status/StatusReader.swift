@@ -26,17 +26,17 @@ public struct StatusReader: Sendable {
             database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
             streams: [], uploader: .init(health: "unknown"), warnings: [])
 
-        var queue: AgentDatabase?
+        var database: AgentDatabase?
         if exists {
             do {
-                queue = try AgentDatabase(readOnlyPath: path, clock: clock)
+                database = try AgentDatabase(readOnlyPath: path, clock: clock)
             } catch {
                 report.database.error = "\(error)"
             }
         }
-        report.clock = clockStatus(queue: queue, config: effective, now: now)
-        if let queue {
-            fill(&report, from: queue, config: effective, now: now)
+        report.clock = clockStatus(database: database, config: effective, now: now)
+        if let database {
+            fill(&report, from: database, config: effective, now: now)
         } else {
             report.streams = StreamName.allCases.map { emptyStream($0, enabled: effective.isEnabled($0)) }
         }
@@ -44,30 +44,30 @@ public struct StatusReader: Sendable {
         return report
     }
 
-    private func fill(_ report: inout StatusReport, from queue: AgentDatabase, config: AgentConfig, now: Date) {
-        report.database.sizeBytes = queue.fileBytes()
+    private func fill(_ report: inout StatusReport, from database: AgentDatabase, config: AgentConfig, now: Date) {
+        report.database.sizeBytes = database.fileBytes()
         let limits = config.storage.limits
-        report.database.maxQueueBytes = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
+        report.database.maxQueueBytes = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: database.path))
         report.database.minFreeBytes = limits.minFreeBytes
-        report.database.reserveBytes = StorageReserve(databasePath: queue.path, size: limits.reserveBytes).heldBytes
+        report.database.reserveBytes = StorageReserve(databasePath: database.path, size: limits.reserveBytes).heldBytes
         do {
-            let evicted = try queue.housekeeping.evictedTotals()
-            let counts = try queue.recordQueue.counts()
-            let health = Dictionary(try queue.agentState.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
-            let stats = Dictionary(try queue.recordQueue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
-            let switches = PauseSwitches(queue: queue)
+            let evicted = try database.housekeeping.evictedTotals()
+            let counts = try database.recordQueue.counts()
+            let health = Dictionary(try database.agentState.storedLiveness().map { ($0.component, $0) }, uniquingKeysWith: { $1 })
+            let stats = Dictionary(try database.recordQueue.uploadStats().map { ($0.stream, $0) }, uniquingKeysWith: { $1 })
+            let switches = PauseSwitches(database: database)
             let paused = try switches.pausedStreams(at: now)
-            let server = ServerSwitches.load(from: queue, endpoint: config.server.endpoint)
+            let server = ServerSwitches.load(from: database, endpoint: config.server.endpoint)
             report.serverSwitches = server.map {
                 .init(supported: $0.supported, fetchedAt: $0.fetchedAt, lastAttemptAt: $0.lastAttemptAt,
                       lastProblem: $0.lastProblem, switchedOff: $0.switchedOffStreams.map(\.rawValue).sorted(),
                       configurationComplete: $0.isConfigurationComplete)
             }
-            report.server = ServerIdentity.load(from: queue, endpoint: config.server.endpoint).map {
+            report.server = ServerIdentity.load(from: database, endpoint: config.server.endpoint).map {
                 .init(generation: $0.generation?.rawValue, version: $0.version, commit: $0.commit, builtAt: $0.builtAt,
                       fetchedAt: $0.fetchedAt, name: $0.name)
             }
-            if report.daemon.running, let pid = try queue.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
+            if report.daemon.running, let pid = try database.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }
             report.streams = try StreamName.allCases.map { name in
@@ -85,10 +85,10 @@ public struct StatusReader: Sendable {
                 }
                 s.evicted = evicted[name] ?? 0
                 func counter(_ counter: String) throws -> Int? {
-                    try queue.agentState.value(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
+                    try database.agentState.value(StreamCounter.key(name.rawValue, counter)).flatMap { Int($0) }
                 }
                 func detail(_ detail: String) throws -> String? {
-                    try queue.agentState.value(StreamCounter.key(name.rawValue, detail))
+                    try database.agentState.value(StreamCounter.key(name.rawValue, detail))
                 }
                 if name == .health {
                     s.malformedLines = try counter(StreamCounter.malformedLines)
@@ -124,8 +124,8 @@ public struct StatusReader: Sendable {
                 } else if s.paused {
                     s.health = "paused"
                 }
-                s.oldestPendingAgeSeconds = try queue.recordQueue.oldestPendingAge(stream: name)
-                s.lastCapturedAt = try queue.recordQueue.lastCapture(stream: name)
+                s.oldestPendingAgeSeconds = try database.recordQueue.oldestPendingAge(stream: name)
+                s.lastCapturedAt = try database.recordQueue.lastCapture(stream: name)
                 if let st = stats[name] {
                     s.lastUploadAttemptAt = st.lastAttemptAt
                     s.lastUploadSuccessAt = st.lastSuccessAt
@@ -147,15 +147,15 @@ public struct StatusReader: Sendable {
                 report.uploader.lastErrorCode = code.rawValue
                 report.uploader.lastErrorMeaning = code.meaning
             }
-            report.uploader.authPausedUntil = try queue.agentState.value(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
-            report.uploader.retryAt = try queue.agentState.value(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
+            report.uploader.authPausedUntil = try database.agentState.value(AgentStateKey.uploadAuthPausedUntil).flatMap(RFC3339.date(from:)).flatMap { $0 > now ? $0 : nil }
+            report.uploader.retryAt = try database.agentState.value(AgentStateKey.uploadRetryAt).flatMap(RFC3339.date(from:))
             if config.server.gzip {
-                report.uploader.uncompressedSince = try queue.agentState.value(AgentStateKey.uploadPlainBodiesSince).flatMap(RFC3339.date(from:))
+                report.uploader.uncompressedSince = try database.agentState.value(AgentStateKey.uploadPlainBodiesSince).flatMap(RFC3339.date(from:))
             }
-            report.uploader.errors = try queue.recordQueue.uploadErrorTotals().sorted { $0.key < $1.key }
+            report.uploader.errors = try database.recordQueue.uploadErrorTotals().sorted { $0.key < $1.key }
                 .map { StatusReport.ErrorCount(code: $0.key, count: $0.value) }
             // The daemon's power decision, while it runs (a stopped daemon changes nothing).
-            if report.daemon.running, let text = try queue.agentState.value(AgentStateKey.powerState),
+            if report.daemon.running, let text = try database.agentState.value(AgentStateKey.powerState),
                let power = try? JSONDecoder().decode(StoredPowerState.self, from: Data(text.utf8)) {
                 report.power = .init(source: power.source, batteryPercent: power.batteryPercent,
                                      batteryStatus: power.batteryStatus, effects: power.effects)
@@ -165,24 +165,24 @@ public struct StatusReader: Sendable {
                     report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
                 }
             }
-            if let purge = try queue.housekeeping.latestPurge() {
+            if let purge = try database.housekeeping.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
             }
-            if let event = try queue.agentState.latestEvent(code: .storageFull) {
+            if let event = try database.agentState.latestEvent(code: .storageFull) {
                 report.database.lastStorageGuard = .init(at: event.at, code: AgentErrorCode.storageFull.rawValue, message: event.message)
             }
-            report.database.belowFloorSince = try queue.agentState.value(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
+            report.database.belowFloorSince = try database.agentState.value(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
         } catch {
             report.database.error = "\(error)"
         }
     }
 
     /// The kernel's clock flag as this process sees it, and the held records of the queue.
-    private func clockStatus(queue: AgentDatabase?, config: AgentConfig, now: Date) -> StatusReport.Clock {
+    private func clockStatus(database: AgentDatabase?, config: AgentConfig, now: Date) -> StatusReport.Clock {
         let sync = ClockSync.live()
         let trust = ClockTrust(sync: sync, trustSystemClock: config.daemon.trustSystemClock)
-        let held = (try? queue?.recordQueue.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
-        let evidence = BootClock.bootID.flatMap { boot in try? queue?.agentState.storedTimeEvidence(bootID: boot) }
+        let held = (try? database?.recordQueue.heldCounts(currentBootID: BootClock.bootID)) ?? HeldCounts()
+        let evidence = BootClock.bootID.flatMap { boot in try? database?.agentState.storedTimeEvidence(bootID: boot) }
         return StatusReport.Clock(synchronised: sync.unsynchronisedReason() == nil,
                                   trustSystemClock: config.daemon.trustSystemClock,
                                   trusted: trust.isTrusted(now: now), reason: trust.distrust(now: now),

@@ -117,14 +117,14 @@ final class AudioJournalTests: XCTestCase {
     /// of a newer version (left alone).
     func testRecoveryAtStartWritesOnlyWhatIsNotQueuedAndBeyondItsOverlap() throws {
         let work = try TemporaryDirectory()
-        let queue = try AgentDatabase(path: work.file("queue.sqlite"))
-        let directory = AudioJournal.directory(forDatabase: queue.path)
+        let database = try AgentDatabase(path: work.file("queue.sqlite"))
+        let directory = AudioJournal.directory(forDatabase: database.path)
         let cut = UUID(), overlapOnly = UUID(), queued = UUID()
         let (cutPages, _) = try killedJournal(seconds: 5, overlapFrames: 2 * rate, id: cut, into: directory, work: work)
         _ = try killedJournal(seconds: 1.5, overlapFrames: 2 * rate, id: overlapOnly, into: directory, work: work)
         _ = try killedJournal(seconds: 4, id: queued, into: directory, work: work)
         let alreadyThere = AudioChunk(id: queued, start: t0, frames: 4 * rate, overlapFrames: 0, sampleRate: rate, data: Data([1]))
-        try queue.recordQueue.enqueue(try MicrophoneRecord.make(alreadyThere, bitrate: 16_000))
+        try database.recordQueue.enqueue(try MicrophoneRecord.make(alreadyThere, bitrate: 16_000))
         // Version 1, as 0.1.x wrote it: the header in a JSON file of its own.
         func writeVersion1Header(_ id: UUID, start: Date) throws {
             var header = JournalHeader(beginning: ChunkBeginning(id: id, start: start, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
@@ -140,17 +140,17 @@ final class AudioJournalTests: XCTestCase {
         let newer = "\(UUID().uuidString.lowercased())_3_z1.ogg"
         try Data("OggS".utf8).write(to: URL(fileURLWithPath: "\(directory)/\(newer)"))
 
-        let stream = MicrophoneStream(config: MicrophoneConfig(), sink: queue.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: MicrophoneConfig(), sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
-                                      journal: .init(directory: directory, knownRecords: queue.recordQueue))
+                                      journal: .init(directory: directory, knownRecords: database.recordQueue))
         stream.start()
         try waitUntil("the recovered chunks written", timeout: 30) { stream.stats().chunksWritten == 2 }
         stream.stop()
 
-        let records = try queue.recordQueue.records(stream: .microphone)
+        let records = try database.recordQueue.records(stream: .microphone)
         XCTAssertEqual(Set(records.map(\.id)), [cut, queued, version1], "the queued chunk once, the overlap-only chunk not at all")
         XCTAssertEqual(records.map(\.id).filter { $0 != queued }, [version1, cut], "oldest first")
         let version1Fields = try XCTUnwrap(JSONSerialization.jsonObject(with: try XCTUnwrap(records.first { $0.id == version1 }).payload) as? [String: Any])
@@ -211,8 +211,8 @@ final class AudioJournalTests: XCTestCase {
         let (_, header) = try killedJournal(seconds: 3, id: id, provisional: provisional, into: snapshot, work: work)
         XCTAssertEqual(header.provisional, provisional)
 
-        let queue = try AgentDatabase(path: work.file("queue.sqlite"))
-        let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), knownRecords: queue.recordQueue, logger: logger).run()
+        let database = try AgentDatabase(path: work.file("queue.sqlite"))
+        let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), knownRecords: database.recordQueue, logger: logger).run()
         XCTAssertEqual(recovered.map(\.chunk.id), [id])
         XCTAssertEqual(recovered.first?.provisional, provisional)
 
@@ -230,9 +230,9 @@ extension MicrophoneStreamTests {
     func testChunksWaitingAtStopAreWrittenByTheNextStreamFromTheJournal() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
-        let sink = RefusingQueue(queue)
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let journalDirectory = AudioJournal.directory(forDatabase: database.path)
+        let sink = RefusingQueue(database)
         sink.setRefusing(true)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
@@ -241,7 +241,7 @@ extension MicrophoneStreamTests {
                                      captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet,
                                                                                          progress: progress, calls: CallCounter()),
                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
-                                     journal: .init(directory: journalDirectory, knownRecords: queue.recordQueue))
+                                     journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
         first.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
             progress.frames == 35 * rate && first.liveness().code == .storageFull
@@ -249,7 +249,7 @@ extension MicrophoneStreamTests {
         first.stop()
         XCTAssertEqual(first.stats().chunksWaiting, 2, "the full chunk and the one stopped")
         XCTAssertGreaterThan(first.stats().journalBytes, 60_000)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 0)
+        XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .pending), 0)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "two chunks, a file each")
 
         sink.setRefusing(false)
@@ -258,11 +258,11 @@ extension MicrophoneStreamTests {
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
-                                      journal: .init(directory: journalDirectory, knownRecords: queue.recordQueue))
+                                      journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
         second.start()
         try waitUntil("both chunks written from the journal", timeout: 30) { second.stats().chunksWritten == 2 }
         second.stop()
-        let chunks = try chunks(in: queue)
+        let chunks = try chunks(in: database)
         XCTAssertEqual(chunks.map(\.duration), [30, 7])
         XCTAssertEqual(chunks.map(\.overlap), [0, 2])
         XCTAssertEqual(chunks[1].start.timeIntervalSince(chunks[0].start), 28, accuracy: 1e-6, "timed as when captured")
@@ -303,28 +303,28 @@ extension MicrophoneStreamTests {
     func testAWrittenChunkLeavesNoJournal() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 12, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let journalDirectory = AudioJournal.directory(forDatabase: queue.path)
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let journalDirectory = AudioJournal.directory(forDatabase: database.path)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
         config.journalSyncSeconds = 60   // no periodic page sync in this test: the count is exact
-        let stream = MicrophoneStream(config: config, sink: queue.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 10, afterLimit: .quiet,
                                                                                           progress: progress, calls: CallCounter()),
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
-                                      journal: .init(directory: journalDirectory, knownRecords: queue.recordQueue))
+                                      journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
         stream.start()
         try waitUntil("10 s read", timeout: 60) { progress.frames == 10 * rate }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 1, "the chunk in progress: one file")
         stream.stop()
-        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 1)
+        XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .pending), 1)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory), [])
         let stats = stream.stats()
         XCTAssertGreaterThan(stats.journalBytes, 15_000)
         // The directory (the file's name is its header); the finished chunk's pages were
         // synced by the queue as it linked the file in.
         XCTAssertEqual(stats.journalSyncs, 1, "the directory; the last pages are the queue's to sync")
-        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).count, 1)
+        XCTAssertEqual(try database.recordQueue.records(stream: .microphone).count, 1)
     }
 }

@@ -17,8 +17,8 @@ final class ChunkWriterTests: XCTestCase {
     /// the chunk's file is linked in, not copied.
     func testChunksLeftWaitingHaveTheirJournalFileSyncedOnce() throws {
         let directory = try TemporaryDirectory()
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let sink = RefusingQueue(queue)
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let sink = RefusingQueue(database)
         let synced = Mutex<[String]>([])
         let writer = ChunkWriter(sink: sink, logger: logger, syncJournal: { path in
             synced.withLock { $0.append(path) }
@@ -46,7 +46,7 @@ final class ChunkWriterTests: XCTestCase {
         XCTAssertEqual(writer.current().waiting, 0)
         XCTAssertEqual(writer.current().written, 2)
         XCTAssertEqual(synced.withLock { $0 }.count, 2, "a chunk the queue takes is synced by the queue")
-        XCTAssertEqual(try queue.recordQueue.records(stream: .microphone).count, 2)
+        XCTAssertEqual(try database.recordQueue.records(stream: .microphone).count, 2)
         for path in paths {
             var info = stat()
             XCTAssertEqual(stat(path, &info), 0)

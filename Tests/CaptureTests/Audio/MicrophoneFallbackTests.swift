@@ -34,21 +34,21 @@ final class MicrophoneFallbackTests: XCTestCase {
         return try ALSARig(devices: [(chosen, chosenInput), (fallback, fallbackInput)])
     }
 
-    func makeStream(rig: ALSARig, queue: AgentDatabase, fallbackDevice: String) -> MicrophoneStream {
+    func makeStream(rig: ALSARig, database: AgentDatabase, fallbackDevice: String) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = chosen
         config.fallbackDevice = fallbackDevice
         config.chunkSeconds = 6
         config.overlapSeconds = 1
-        return MicrophoneStream(config: config, sink: queue.recordQueue, logger: logger, clockTrust: .live(trustSystemClock: true),
+        return MicrophoneStream(config: config, sink: database.recordQueue, logger: logger, clockTrust: .live(trustSystemClock: true),
                                 captureFactory: { device, sampleRate throws(AudioCaptureError) in
                                     try UnpluggableCapture(rig: rig, device: device, sampleRate: sampleRate)
                                 },
                                 retry: Backoff(base: 0.2, cap: 1), chosenRetry: 1)
     }
 
-    func chunks(in queue: AgentDatabase, directory: TemporaryDirectory) throws -> [Chunk] {
-        try queue.recordQueue.records(stream: .microphone).map { record in
+    func chunks(in database: AgentDatabase, directory: TemporaryDirectory) throws -> [Chunk] {
+        try database.recordQueue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             let audio = try XCTUnwrap(Data(base64Encoded: fields["audio_data"] as? String ?? ""))
             return Chunk(start: try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? "")),
@@ -86,8 +86,8 @@ final class MicrophoneFallbackTests: XCTestCase {
     func testUnpluggedChosenDeviceFallsBackWithinSecondsAndIsTakenBackWhenItReturns() throws {
         let directory = try TemporaryDirectory()
         let rig = try makeRig(in: directory)
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let stream = makeStream(rig: rig, queue: queue, fallbackDevice: fallback)
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let stream = makeStream(rig: rig, database: database, fallbackDevice: fallback)
         stream.start()
         defer { stream.stop() }
         try waitUntil("capture on the chosen device") { stream.deviceInUse == chosen }
@@ -116,7 +116,7 @@ final class MicrophoneFallbackTests: XCTestCase {
         stream.stop()
 
         XCTAssertEqual(stream.stats().deviceSwitches, 2, "one switch away and one back")
-        let all = try chunks(in: queue, directory: directory)
+        let all = try chunks(in: database, directory: directory)
         let order = all.map { source(of: $0) }
         // Runs: chosen chunks, then fallback chunks, then chosen chunks again.
         var runs: [[Chunk]] = []
@@ -160,8 +160,8 @@ final class MicrophoneFallbackTests: XCTestCase {
     func testWithoutAFallbackAMissingChosenDeviceIsUnhealthyAndNothingElseIsCaptured() throws {
         let directory = try TemporaryDirectory()
         let rig = try makeRig(in: directory)
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let stream = makeStream(rig: rig, queue: queue, fallbackDevice: "none")
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let stream = makeStream(rig: rig, database: database, fallbackDevice: "none")
         try rig.unplug(chosen)
         stream.start()
         defer { stream.stop() }
@@ -179,8 +179,8 @@ final class MicrophoneFallbackTests: XCTestCase {
     func testAMissingFallbackIsNamedInTheReason() throws {
         let directory = try TemporaryDirectory()
         let rig = try makeRig(in: directory)
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let stream = makeStream(rig: rig, queue: queue, fallbackDevice: fallback)
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let stream = makeStream(rig: rig, database: database, fallbackDevice: fallback)
         try rig.unplug(chosen)
         try rig.unplug(fallback)
         stream.start()

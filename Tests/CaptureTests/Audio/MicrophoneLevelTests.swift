@@ -27,7 +27,7 @@ final class MicrophoneLevelTests: XCTestCase {
         let input = directory.file("input.raw")
         try TestSignal.write(samples + TestSignal.silence(seconds: 5), to: input) // the plugin must not run dry first
         let rig = try ALSARig(input: input)
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = MicrophoneConfig()
         config.device = rig.device
         config.chunkSeconds = 10
@@ -39,7 +39,7 @@ final class MicrophoneLevelTests: XCTestCase {
         let progress = ScriptedCapture.Progress()
         let calls = CallCounter()
         let journal = directory.file("journal")
-        let stream = MicrophoneStream(config: config, sink: queue.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, sampleRate throws(AudioCaptureError) in
                                           guard calls.next() == 1 else {
                                               throw AudioCaptureError(kind: .notFound, device: device, detail: "the test input is used up")
@@ -48,12 +48,12 @@ final class MicrophoneLevelTests: XCTestCase {
                                                                  limit: samples.count, afterLimit: .end, progress: progress)
                                       },
                                       retry: Backoff(base: 5, cap: 5), maxClockSkew: nil,
-                                      journal: .init(directory: journal, knownRecords: queue.recordQueue))
+                                      journal: .init(directory: journal, knownRecords: database.recordQueue))
         stream.start()
         try waitUntil("the input captured to its end", timeout: 120) { progress.closed }
         stream.stop()
         _ = rig
-        let records = try queue.recordQueue.records(stream: .microphone).map {
+        let records = try database.recordQueue.records(stream: .microphone).map {
             try XCTUnwrap(JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])
         }
         return Run(records: records, stats: stream.stats(), counters: stream.counters(), log: log,

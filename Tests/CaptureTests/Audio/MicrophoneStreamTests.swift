@@ -23,8 +23,8 @@ final class MicrophoneStreamTests: XCTestCase {
         var fields: [String: Any]
     }
 
-    func chunks(in queue: AgentDatabase) throws -> [Chunk] {
-        try queue.recordQueue.records(stream: .microphone).map { record in
+    func chunks(in database: AgentDatabase) throws -> [Chunk] {
+        try database.recordQueue.records(stream: .microphone).map { record in
             let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: record.payload) as? [String: Any])
             return Chunk(start: try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? "")),
                          end: try XCTUnwrap(RFC3339.date(from: fields["timestamp_end"] as? String ?? "")),
@@ -50,10 +50,10 @@ final class MicrophoneStreamTests: XCTestCase {
         }
     }
 
-    func makeStream(rig: ALSARig, queue: AgentDatabase, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
+    func makeStream(rig: ALSARig, database: AgentDatabase, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = rig.device
-        return MicrophoneStream(config: config, sink: queue.recordQueue, clock: clock, logger: logger, captureFactory: factory,
+        return MicrophoneStream(config: config, sink: database.recordQueue, clock: clock, logger: logger, captureFactory: factory,
                          retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
     }
 
@@ -62,15 +62,15 @@ final class MicrophoneStreamTests: XCTestCase {
         let inputPath = try SpeechInput.make(seconds: 110, in: directory.path)
         let input = try SpeechInput.samples(ofRawFile: inputPath)
         let rig = try ALSARig(input: inputPath)
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
-        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
+        let stream = makeStream(rig: rig, database: database, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 95, afterLimit: .end, progress: progress, calls: CallCounter()))
         stream.start()
         try waitUntil("four chunks from 95 s of input", timeout: 120) { stream.stats().chunksWritten >= 4 }
         stream.stop()
 
-        let chunks = try chunks(in: queue)
+        let chunks = try chunks(in: database)
         XCTAssertEqual(chunks.count, 4)
         let first = try XCTUnwrap(chunks.first).start
         XCTAssertLessThanOrEqual(first, t0, "the first sample was captured before the read returned")
@@ -125,18 +125,18 @@ final class MicrophoneStreamTests: XCTestCase {
     func testStopMidChunkWritesTheChunkInProgress() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 60, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
-        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
+        let stream = makeStream(rig: rig, database: database, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 40, afterLimit: .quiet, progress: progress, calls: CallCounter()))
         stream.start()
         try waitUntil("40 s read and the first chunk written", timeout: 60) {
             progress.frames == 40 * rate && stream.stats().chunksWritten == 1
         }
-        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 1)
+        XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .pending), 1)
 
         stream.stop() // what the daemon does on SIGTERM
-        let chunks = try chunks(in: queue)
+        let chunks = try chunks(in: database)
         XCTAssertEqual(chunks.map(\.duration), [30, 12], "stop() returned after writing the 12 s in progress")
         XCTAssertEqual(chunks.map(\.overlap), [0, 2])
         XCTAssertEqual(chunks[1].start.timeIntervalSince(chunks[0].start), 28, accuracy: 0.001)
@@ -149,10 +149,10 @@ final class MicrophoneStreamTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let later = directory.file("appears-later.raw")
         let rig = try ALSARig(input: later)
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         let limit = 31 * rate
-        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0)) { device, sampleRate throws(AudioCaptureError) in
+        let stream = makeStream(rig: rig, database: database, clock: ManualClock(t0)) { device, sampleRate throws(AudioCaptureError) in
             ScriptedCapture(try ALSACapture(device: device, sampleRate: sampleRate), limit: limit, afterLimit: .quiet, progress: progress)
         }
         stream.start()
@@ -170,7 +170,7 @@ final class MicrophoneStreamTests: XCTestCase {
             stream.liveness().isHealthy && stream.stats().chunksWritten == 1
         }
         XCTAssertEqual(stream.stats().deviceOpens, 1)
-        XCTAssertEqual(try chunks(in: queue).map(\.duration), [30])
+        XCTAssertEqual(try chunks(in: database).map(\.duration), [30])
     }
 
     /// An SBC booted without RTC: audio is captured all the same, its chunk is written held
@@ -179,31 +179,31 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAnUnsetClockCapturesHeldChunksThatGetTheirTrueTimeOnceItIsSet() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let clock = ManualClock(Date(timeIntervalSince1970: 1_000))
         let progress = ScriptedCapture.Progress()
-        let stream = makeStream(rig: rig, queue: queue, clock: clock,
+        let stream = makeStream(rig: rig, database: database, clock: clock,
                                 factory: onceFactory(limitSeconds: 31, afterLimit: .quiet, progress: progress, calls: CallCounter()))
         let bootBefore = try XCTUnwrap(BootClock.now())
         stream.start()
         defer { stream.stop() }
         try waitUntil("a chunk captured with the clock in 1970", timeout: 60) { stream.stats().chunksWritten == 1 }
         XCTAssertEqual(stream.stats().deviceOpens, 1, "capture does not wait for the clock")
-        let held = try XCTUnwrap(try chunks(in: queue).first)
+        let held = try XCTUnwrap(try chunks(in: database).first)
         XCTAssertLessThan(held.start, CaptureTimeRule.earliest, "provisional time from the 1970 clock")
-        XCTAssertEqual(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).count, 0, "held: not for upload")
-        XCTAssertEqual(try queue.recordQueue.heldCounts(currentBootID: BootClock.bootID).thisBoot, 1)
+        XCTAssertEqual(try database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).count, 0, "held: not for upload")
+        XCTAssertEqual(try database.recordQueue.heldCounts(currentBootID: BootClock.bootID).thisBoot, 1)
 
         clock.set(t0) // NTP answered
         let syncFile = directory.file("clock-sync")
         try "synchronised".write(toFile: syncFile, atomically: true, encoding: .utf8)
         // Evidence of its own: the set clock (t0) is not this machine's true time.
-        let outcome = ClockCorrection(queue: queue, sync: FileClockSync(path: syncFile), clock: clock, evidence: TimeEvidence(),
+        let outcome = ClockCorrection(database: database, sync: FileClockSync(path: syncFile), clock: clock, evidence: TimeEvidence(),
                                       logger: logger)
             .pass(trustSystemClock: false)
         let bootAfter = try XCTUnwrap(BootClock.now())
         XCTAssertEqual(outcome.corrected, 1)
-        let released = try XCTUnwrap(try queue.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
+        let released = try XCTUnwrap(try database.recordQueue.pendingBatch(stream: .microphone, maxCount: 10, maxBytes: 10_000_000).first)
         let fields = try XCTUnwrap(JSONSerialization.jsonObject(with: released.payload) as? [String: Any])
         let start = try XCTUnwrap(RFC3339.date(from: fields["timestamp_start"] as? String ?? ""))
         let end = try XCTUnwrap(RFC3339.date(from: fields["timestamp_end"] as? String ?? ""))
@@ -223,7 +223,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func testAPauseWritesTheChunkInProgressReleasesTheDeviceAndANewStreamGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 50, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let firstRun = ScriptedCapture.Progress()
         let secondRun = ScriptedCapture.Progress()
         let calls = CallCounter()
@@ -232,30 +232,30 @@ final class MicrophoneStreamTests: XCTestCase {
             return ScriptedCapture(try ALSACapture(device: device, sampleRate: sampleRate), limit: 35 * 16_000,
                                    afterLimit: .quiet, progress: progress)
         }
-        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0), factory: factory)
+        let stream = makeStream(rig: rig, database: database, clock: ManualClock(t0), factory: factory)
         stream.start()
         try waitUntil("35 s captured", timeout: 60) { firstRun.frames == 35 * rate && stream.stats().chunksWritten == 1 }
 
         stream.stop()
         XCTAssertTrue(firstRun.closed, "the device is released")
         XCTAssertEqual(stream.stats().chunksWritten, 2)
-        XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7])
+        XCTAssertEqual(try chunks(in: database).map(\.duration), [30, 7])
 
-        let resumed = makeStream(rig: rig, queue: queue, clock: ManualClock(t0), factory: factory)
+        let resumed = makeStream(rig: rig, database: database, clock: ManualClock(t0), factory: factory)
         resumed.start()
         defer { resumed.stop() }
         try waitUntil("capture after resume", timeout: 60) { secondRun.frames == 35 * rate && resumed.stats().chunksWritten == 1 }
         XCTAssertTrue(resumed.liveness().isHealthy)
         XCTAssertEqual(calls.value, 2)
-        XCTAssertEqual(try chunks(in: queue).map(\.overlap), [0, 2, 0], "audio after a pause does not overlap audio before it")
+        XCTAssertEqual(try chunks(in: database).map(\.overlap), [0, 2, 0], "audio after a pause does not overlap audio before it")
     }
 
     func testAnOverrunEndsTheChunkAndCaptureGoesOn() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 80, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
-        let stream = makeStream(rig: rig, queue: queue, clock: ManualClock(t0),
+        let stream = makeStream(rig: rig, database: database, clock: ManualClock(t0),
                                 factory: onceFactory(limitSeconds: 70, afterLimit: .end, overrunAtSeconds: 40,
                                                      progress: progress, calls: CallCounter()))
         stream.start()
@@ -263,7 +263,7 @@ final class MicrophoneStreamTests: XCTestCase {
         stream.stop()
         XCTAssertEqual(stream.stats().overruns, 1)
         XCTAssertEqual(stream.stats().deviceOpens, 1, "recovered without reopening the device")
-        let chunks = try chunks(in: queue)
+        let chunks = try chunks(in: database)
         XCTAssertEqual(chunks.map(\.duration), [30, 12, 30])
         XCTAssertEqual(chunks.map(\.overlap), [0, 2, 0], "the audio after the gap starts a new run")
     }
@@ -278,8 +278,8 @@ extension MicrophoneStreamTests {
     func testAChunkTheQueueRefusesIsKeptAndWrittenLater() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
-        let sink = RefusingQueue(queue)
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let sink = RefusingQueue(database)
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
@@ -291,11 +291,11 @@ extension MicrophoneStreamTests {
             progress.frames == 35 * rate && stream.liveness().code == .storageFull
         }
         XCTAssertEqual(stream.stats().chunksWaiting, 1)
-        XCTAssertEqual(try queue.recordQueue.count(stream: .microphone, status: .pending), 0)
+        XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .pending), 0)
 
         sink.setRefusing(false) // space was freed
         stream.stop()
-        XCTAssertEqual(try chunks(in: queue).map(\.duration), [30, 7], "the kept chunk, then the one in progress")
+        XCTAssertEqual(try chunks(in: database).map(\.duration), [30, 7], "the kept chunk, then the one in progress")
         XCTAssertEqual(stream.stats().chunksWaiting, 0)
         XCTAssertTrue(stream.liveness().isHealthy)
     }
@@ -308,17 +308,17 @@ extension MicrophoneStreamTests {
     func testChunksFollowTheWallClockWhenTheSampleCountPartsFromIt() throws {
         let directory = try TemporaryDirectory()
         let rig = try ALSARig(input: try SpeechInput.make(seconds: 40, in: directory.path))
-        let queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
-        let stream = MicrophoneStream(config: config, sink: queue.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
                                       retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: 2)
         stream.start()
         try waitUntil("35 s read", timeout: 60) { progress.frames == 35 * rate && stream.stats().chunksWritten == 1 }
         stream.stop()
-        let chunks = try chunks(in: queue)
+        let chunks = try chunks(in: database)
         XCTAssertEqual(chunks.map(\.duration), [30, 7], "the audio itself is untouched")
         XCTAssertLessThan(chunks[1].start.timeIntervalSince(chunks[0].start), 5,
                           "the second chunk is timed by the clock (which stood still), not 28 s on by the sample count")

@@ -98,7 +98,7 @@ final class HealthClockTests: XCTestCase {
             config.enabled = true
             config.commitInterval = 1
             config.sources = [HealthSourceConfig(kind: .file, path: path, format: .jsonl, name: "test-source")]
-            let stream = HealthStream(config: config, queue: bed.queue,
+            let stream = HealthStream(config: config, database: bed.database,
                                       clockTrust: ClockTrust(sync: FileClockSync(path: syncFile), trustSystemClock: false,
                                                              evidence: evidence),
                                       logger: HealthTestBed.logger)
@@ -110,7 +110,7 @@ final class HealthClockTests: XCTestCase {
             }
             stream.stop()
             let values = try bed.payloads().compactMap { $0["value"] as? Int }.sorted()
-            let held = try bed.queue.recordQueue.heldCounts(currentBootID: BootClock.bootID).thisBoot
+            let held = try bed.database.recordQueue.heldCounts(currentBootID: BootClock.bootID).thisBoot
             return (values, stream.counters()[StreamCounter.refusedSamples] ?? -1, held)
         }
 

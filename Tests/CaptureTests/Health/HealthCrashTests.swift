@@ -12,7 +12,7 @@ final class HealthCrashTests: XCTestCase {
         let total = 60_000
         try FileManager.default.append(SampleLines.jsonl(0..<total), to: path)
         let helper = try HealthChild.helperExecutable()
-        let database = bed.queue.path
+        let database = bed.database.path
 
         var killedAt: [Int] = []
         for threshold in [8_000, 25_000] {
@@ -35,7 +35,7 @@ final class HealthCrashTests: XCTestCase {
         let values = try bed.values()
         XCTAssertEqual(values.count, total, "no duplicates")
         XCTAssertEqual(values, (0..<total).map(Double.init), "no gaps, in order")
-        let anchor = try XCTUnwrap(bed.queue.recordQueue.anchor(for: "file:" + path))
+        let anchor = try XCTUnwrap(bed.database.recordQueue.anchor(for: "file:" + path))
         XCTAssertEqual(anchor.offset, FileIdentity.of(path: path)?.size)
         XCTAssertEqual(anchor.line, Int64(total))
     }

@@ -227,7 +227,7 @@ final class HealthBackfillTests: XCTestCase {
         var config = HealthSourceConfig(kind: .file, path: path, format: .jsonl, name: "test-source")
         config.backfillDays = 7
         var reports: [BackfillProgress] = []
-        let status = try HealthBackfill.run(config, queue: bed.queue.recordQueue, logger: HealthTestBed.logger) { reports.append($0) }
+        let status = try HealthBackfill.run(config, queue: bed.database.recordQueue, logger: HealthTestBed.logger) { reports.append($0) }
         XCTAssertTrue(status.caughtUp)
         XCTAssertEqual(status.skippedOld, 1, "older than backfill_days")
         XCTAssertEqual(reports.last?.finished, true)

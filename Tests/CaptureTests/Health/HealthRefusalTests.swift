@@ -26,7 +26,7 @@ final class HealthRefusalTests: XCTestCase {
         let bed = try HealthTestBed()
         let path = bed.file("steps.jsonl")
         try FileManager.default.append(SampleLines.jsonl(0..<2_000), to: path)
-        let refusing = RefusingQueue(bed.queue)
+        let refusing = RefusingQueue(bed.database)
         let stream = stream(path, queue: refusing, kind: .file)
         stream.start()
         defer { stream.stop() }
@@ -51,7 +51,7 @@ final class HealthRefusalTests: XCTestCase {
     func testSerialSamplesAreHeldWhileTheQueueRefusesAndWrittenOnce() throws {
         let bed = try HealthTestBed()
         let rig = try PtyRig(directory: bed.directory.path)
-        let refusing = RefusingQueue(bed.queue)
+        let refusing = RefusingQueue(bed.database)
         let stream = stream(rig.b, queue: refusing, kind: .serial, format: .keyvalue)
         stream.start()
         defer { stream.stop() }

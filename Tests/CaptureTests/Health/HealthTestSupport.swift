@@ -8,11 +8,11 @@ import XCTest
 /// A real queue in a temp dir and helpers to run health streams on it.
 final class HealthTestBed {
     let directory: TemporaryDirectory
-    let queue: AgentDatabase
+    let database: AgentDatabase
 
     init() throws {
         directory = try TemporaryDirectory("ariata-health")
-        queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        database = try AgentDatabase(path: directory.file("queue.sqlite"))
     }
 
     func file(_ name: String) -> String { directory.file(name) }
@@ -37,13 +37,13 @@ final class HealthTestBed {
         config.serverMetrics = serverMetrics
         // The test machine's clock is right whatever its kernel says about NTP (a container
         // may say "unsynchronised"): these tests are about reading, not about the clock.
-        return HealthStream(config: config, queue: queue,
+        return HealthStream(config: config, database: database,
                             clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true), logger: logger)
     }
 
     /// The records' JSON objects in queue order.
     func payloads() throws -> [[String: Any]] {
-        try queue.recordQueue.records(stream: .health).map {
+        try database.recordQueue.records(stream: .health).map {
             try XCTUnwrap(JSONSerialization.jsonObject(with: $0.payload) as? [String: Any])
         }
     }
@@ -53,7 +53,7 @@ final class HealthTestBed {
         try payloads().map { ($0["value"] as? NSNumber)?.doubleValue ?? .nan }
     }
 
-    func count() throws -> Int { try queue.recordQueue.count(stream: .health, status: .pending) }
+    func count() throws -> Int { try database.recordQueue.count(stream: .health, status: .pending) }
 
     func waitForCount(_ n: Int, timeout: TimeInterval = 30) throws {
         try waitUntil("\(n) health records in the queue", timeout: timeout) { try count() >= n }

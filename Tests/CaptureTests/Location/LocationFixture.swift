@@ -8,13 +8,13 @@ import TestRigs
 /// log kept for inspection.
 final class LocationFixture {
     let directory: TemporaryDirectory
-    let queue: AgentDatabase
+    let database: AgentDatabase
     let log = RecordingLogHandler.Store()
     let stream: LocationStream
 
     init(port: Int, interval: Int = 1, tuning: LocationTuning = LocationTuning()) throws {
         directory = try TemporaryDirectory("ariata-location")
-        queue = try AgentDatabase(path: directory.file("queue.sqlite"))
+        database = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = LocationConfig()
         // 127.0.0.1 rather than localhost: no name lookup, and the endpoint named in
         // health reasons is exactly what the tests expect.
@@ -24,14 +24,14 @@ final class LocationFixture {
         let store = log
         var logger = Logger(label: "ariata.location") { _ in RecordingLogHandler(store: store) }
         logger.logLevel = .debug
-        stream = LocationStream(config: config, sink: queue.recordQueue, logger: logger, tuning: tuning)
+        stream = LocationStream(config: config, sink: database.recordQueue, logger: logger, tuning: tuning)
     }
 
     deinit { stream.stop() }
 
     /// The location records in the queue, oldest first, as the JSON objects that will be sent.
     func records() throws -> [[String: Any]] {
-        try queue.recordQueue.records(stream: .location).map { record in
+        try database.recordQueue.records(stream: .location).map { record in
             guard let object = try JSONSerialization.jsonObject(with: record.payload) as? [String: Any] else {
                 throw RigFailure("a location payload is not a JSON object: \(String(decoding: record.payload, as: UTF8.self))")
             }

@@ -31,7 +31,7 @@ final class LocationStreamGPSDTests: XCTestCase {
 
         let records = try fixture.records()
         print("drive: \(records.count) records in \(elapsed) s; first payload:",
-              try fixture.queue.recordQueue.records(stream: .location).first.map { String(decoding: $0.payload, as: UTF8.self) } ?? "none")
+              try fixture.database.recordQueue.records(stream: .location).first.map { String(decoding: $0.payload, as: UTF8.self) } ?? "none")
         let byTime = Dictionary(uniqueKeysWithValues: drive.map { (RFC3339.string(from: $0.time), $0) })
         var previous: String?
         for record in records {

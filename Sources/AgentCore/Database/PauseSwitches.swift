@@ -11,9 +11,9 @@ import Foundation
 /// `status` never shows a pause that is over and a daemon started after the end
 /// captures from its first moment.
 public struct PauseSwitches: Sendable {
-    let queue: AgentDatabase
+    let database: AgentDatabase
 
-    public init(queue: AgentDatabase) { self.queue = queue }
+    public init(database: AgentDatabase) { self.database = database }
 
     /// RFC 3339 time the stream was paused (present while it is).
     static func key(_ stream: StreamName) -> String { "paused.\(stream.rawValue)" }
@@ -30,8 +30,8 @@ public struct PauseSwitches: Sendable {
     /// The stream's pause, nil when it is not paused at `now` (never paused, resumed, or
     /// its end has passed).
     public func pause(of stream: StreamName, at now: Date = Date()) throws -> Pause? {
-        guard let since = try queue.agentState.value(Self.key(stream)) else { return nil }
-        let until = try queue.agentState.value(Self.untilKey(stream)).flatMap(RFC3339.date(from:))
+        guard let since = try database.agentState.value(Self.key(stream)) else { return nil }
+        let until = try database.agentState.value(Self.untilKey(stream)).flatMap(RFC3339.date(from:))
         if let until, until <= now { return nil }
         return Pause(since: RFC3339.date(from: since), until: until)
     }
@@ -64,16 +64,16 @@ public struct PauseSwitches: Sendable {
     public func pause(_ streams: [StreamName], until: Date? = nil, at now: Date = Date()) throws {
         for stream in streams {
             if try !isPaused(stream, at: now) {
-                try queue.agentState.set(Self.key(stream), RFC3339.string(from: now))
+                try database.agentState.set(Self.key(stream), RFC3339.string(from: now))
             }
-            try queue.agentState.set(Self.untilKey(stream), until.map(RFC3339.string(from:)))
+            try database.agentState.set(Self.untilKey(stream), until.map(RFC3339.string(from:)))
         }
     }
 
     public func resume(_ streams: [StreamName]) throws {
         for stream in streams {
-            try queue.agentState.set(Self.key(stream), nil)
-            try queue.agentState.set(Self.untilKey(stream), nil)
+            try database.agentState.set(Self.key(stream), nil)
+            try database.agentState.set(Self.untilKey(stream), nil)
         }
     }
 
@@ -83,8 +83,8 @@ public struct PauseSwitches: Sendable {
     public func clearEnded(at now: Date = Date()) throws -> [StreamName] {
         var ended: [StreamName] = []
         for stream in StreamName.allCases {
-            guard try queue.agentState.value(Self.key(stream)) != nil,
-                  let until = try queue.agentState.value(Self.untilKey(stream)).flatMap(RFC3339.date(from:)),
+            guard try database.agentState.value(Self.key(stream)) != nil,
+                  let until = try database.agentState.value(Self.untilKey(stream)).flatMap(RFC3339.date(from:)),
                   until <= now else { continue }
             try resume([stream])
             ended.append(stream)

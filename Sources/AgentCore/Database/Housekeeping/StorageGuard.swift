@@ -41,7 +41,7 @@ public struct StorageGuardReport: Sendable, Equatable {
 /// One pass or one capture's room at a time; neither throws (a failure is reported and
 /// the next pass tries again).
 public final class StorageGuard: CaptureRoom {
-    public let queue: AgentDatabase
+    public let database: AgentDatabase
     public let reserve: StorageReserve
     private let limits: Mutex<StorageLimits>
     private let passLock = Mutex<Void>(())
@@ -57,15 +57,15 @@ public final class StorageGuard: CaptureRoom {
     /// writes hardly depends on its size.
     private let sliceBytes: Int64
 
-    public init(queue: AgentDatabase, limits: StorageLimits, sliceBytes: Int64 = 1_048_576,
+    public init(database: AgentDatabase, limits: StorageLimits, sliceBytes: Int64 = 1_048_576,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(.storage)) {
-        self.queue = queue
-        self.reserve = StorageReserve(databasePath: queue.path, size: limits.reserveBytes)
+        self.database = database
+        self.reserve = StorageReserve(databasePath: database.path, size: limits.reserveBytes)
         self.limits = Mutex(limits)
         self.sliceBytes = max(1, sliceBytes)
         self.clock = clock
         self.logger = logger
-        queue.recordQueue.makeRoom(through: self)
+        database.recordQueue.makeRoom(through: self)
     }
 
     /// A new configuration (SIGHUP): the floor and the cap apply from the next pass.
@@ -106,7 +106,7 @@ public final class StorageGuard: CaptureRoom {
                 endBreach(free: free, floor: floor)
                 return false
             }
-            guard let stored = try? queue.storedPayloadBytes() else { return false }
+            guard let stored = try? database.storedPayloadBytes() else { return false }
             var breach = beginBreach(stored: stored, free: free, floor: floor)
             if refused && reserve.isHeld {
                 // The capture already took the place of older records; what it lacks is
@@ -148,11 +148,11 @@ public final class StorageGuard: CaptureRoom {
     private func evictWithReserve(_ tier: EvictionTier, maxBytes: Int64, into report: inout StorageGuardReport) throws -> EvictedSlice {
         let slice: EvictedSlice
         do {
-            slice = try queue.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
+            slice = try database.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
         } catch where QueueError.isStorageFull(error) && reserve.isHeld {
             reserve.release()
             report.reserveReleased = true
-            slice = try queue.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
+            slice = try database.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
         }
         count(slice, tier: tier, into: &report)
         return slice
@@ -176,15 +176,15 @@ public final class StorageGuard: CaptureRoom {
         storedBreachUnchecked.store(false, ordering: .relaxed)
         let started = FloorBreach(since: clock.now(), ceiling: stored)
         breach.withLock { $0 = started }
-        let pending = (try? queue.recordQueue.counts())?.filter { $0.status == .pending }.reduce(0) { $0 + $1.records } ?? 0
-        let cap = currentLimits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
-        let message = "free disk \(mb(free ?? 0)) is below the floor \(mb(floor)) while the queue takes \(mb(queue.fileBytes())) "
+        let pending = (try? database.recordQueue.counts())?.filter { $0.status == .pending }.reduce(0) { $0 + $1.records } ?? 0
+        let cap = currentLimits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: database.path))
+        let message = "free disk \(mb(free ?? 0)) is below the floor \(mb(floor)) while the queue takes \(mb(database.fileBytes())) "
             + "(cap \(mb(cap))): the disk was filled by something else. The backlog is kept (\(pending) pending records); "
             + "the queue stops growing and new captures replace the oldest records as they arrive until the disk has room again. "
-            + "Free disk space under \((queue.path as NSString).deletingLastPathComponent)"
+            + "Free disk space under \((database.path as NSString).deletingLastPathComponent)"
         logger.error("\(AgentErrorCode.storageFull.rawValue) storage guard: \(message)")
-        try? queue.agentState.recordEvent(code: .storageFull, message: "storage guard: " + message)
-        try? queue.agentState.set(AgentStateKey.storageBelowFloorSince, RFC3339.string(from: started.since))
+        try? database.agentState.recordEvent(code: .storageFull, message: "storage guard: " + message)
+        try? database.agentState.set(AgentStateKey.storageBelowFloorSince, RFC3339.string(from: started.since))
         return started
     }
 
@@ -192,8 +192,8 @@ public final class StorageGuard: CaptureRoom {
     private func endBreach(free: Int64?, floor: Int64) {
         guard let ended = breach.withLock({ current -> FloorBreach? in defer { current = nil }; return current }) else {
             // A daemon stopped below the floor left its breach behind.
-            if storedBreachUnchecked.exchange(false, ordering: .relaxed), (try? queue.agentState.value(AgentStateKey.storageBelowFloorSince)) != nil {
-                try? queue.agentState.set(AgentStateKey.storageBelowFloorSince, nil)
+            if storedBreachUnchecked.exchange(false, ordering: .relaxed), (try? database.agentState.value(AgentStateKey.storageBelowFloorSince)) != nil {
+                try? database.agentState.set(AgentStateKey.storageBelowFloorSince, nil)
             }
             return
         }
@@ -202,7 +202,7 @@ public final class StorageGuard: CaptureRoom {
             + "below the floor since \(RFC3339.string(from: ended.since)), new captures replaced \(replaced) pending records "
             + "(\(perStream(ended.replaced.mapValues(Int64.init))))"
         logger.notice("\(message)")
-        try? queue.agentState.set(AgentStateKey.storageBelowFloorSince, nil)
+        try? database.agentState.set(AgentStateKey.storageBelowFloorSince, nil)
     }
 
     // MARK: The pass
@@ -210,19 +210,19 @@ public final class StorageGuard: CaptureRoom {
     private func runPass() -> StorageGuardReport {
         let limits = currentLimits
         let floor = limits.effectiveFloor
-        let cap = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: queue.path))
-        let writeFailed = queue.storagePressure.take()
+        let cap = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: database.path))
+        let writeFailed = database.storagePressure.take()
         var report = StorageGuardReport()
         var free = freeBytes()
         report.freeBytesBefore = free
-        report.queueBytesBefore = queue.fileBytes()
+        report.queueBytesBefore = database.fileBytes()
 
         func wantedFree() -> Int64 { self.wantedFree(floor) }
         func belowFloor() -> Bool { free.map { $0 < wantedFree() } ?? false }
         // A WAL kept below the floor (see the checkpoint below) holds no records once
         // copied in: its blocks are room for the next writes, not queue to cap.
         var walKept = false
-        func queueBytes() -> Int64 { queue.fileBytes() - (walKept ? queue.walBytes() : 0) }
+        func queueBytes() -> Int64 { database.fileBytes() - (walKept ? database.walBytes() : 0) }
         func overCap() -> Bool { queueBytes() > cap }
 
         if free.map({ $0 < floor }) ?? false { report.reasons.append("free disk below the floor") }
@@ -253,10 +253,10 @@ public final class StorageGuard: CaptureRoom {
             // back; below it the file keeps its blocks, so the deletions that make room
             // for captures can still be written when another program takes every free byte.
             let keepWAL = belowFloor()
-            report.peakOwnWriteBytes = try queue.housekeeping.checkpointWAL(keepingFile: keepWAL)
+            report.peakOwnWriteBytes = try database.housekeeping.checkpointWAL(keepingFile: keepWAL)
             walKept = keepWAL
             free = freeBytes()
-            let pageSize = Int64(try queue.pageSize())
+            let pageSize = Int64(try database.pageSize())
             tiers: for tier in EvictionTier.allCases {
                 // Pending records go for the cap only: below the floor new captures
                 // replace them one by one (makeRoom) instead.
@@ -264,15 +264,15 @@ public final class StorageGuard: CaptureRoom {
                     // As much as is missing in one go (a cap lowered by 1 GB must not take
                     // a thousand rounds at start-up), at least a slice, at most 64 MiB.
                     let missing = max(tier.losesData ? 0 : free.map { wantedFree() - $0 } ?? 0, queueBytes() - cap)
-                    let slice = try queue.housekeeping.evictSlice(tier, maxBytes: min(max(sliceBytes, missing), 64 * StorageLimits.mebibyte))
+                    let slice = try database.housekeeping.evictSlice(tier, maxBytes: min(max(sliceBytes, missing), 64 * StorageLimits.mebibyte))
                     if slice.records == 0 { continue tiers }
                     count(slice, tier: tier, into: &report)
-                    report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, queue.walBytes())
+                    report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, database.walBytes())
                     // Vacuum steps (each one's WAL) sized to a quarter of the space there
                     // is, so that captures writing at the same time still find room; at
                     // least 1 MiB, at most 256 MiB.
                     let room = max(freeBytes() ?? 0, 0)
-                    let walPeak = try queue.housekeeping.compact(stepPages: Int(max(256, min(room / 4 / pageSize, 65_536))), keepingWAL: keepWAL)
+                    let walPeak = try database.housekeeping.compact(stepPages: Int(max(256, min(room / 4 / pageSize, 65_536))), keepingWAL: keepWAL)
                     report.peakOwnWriteBytes = max(report.peakOwnWriteBytes, walPeak)
                     free = freeBytes()
                 }
@@ -281,7 +281,7 @@ public final class StorageGuard: CaptureRoom {
             report.error = "\(error)"
         }
         let stillBelow = freeBytes().map { $0 < wantedFree() } ?? false
-        if stillBelow || writeFailed, let stored = try? queue.storedPayloadBytes() {
+        if stillBelow || writeFailed, let stored = try? database.storedPayloadBytes() {
             var breach = beginBreach(stored: stored, free: report.freeBytesBefore, floor: floor)
             if report.deletedAny {
                 // What this pass deleted went back to the disk: the ring is that much smaller.
@@ -315,7 +315,7 @@ public final class StorageGuard: CaptureRoom {
         }
     }
 
-    private func freeBytes() -> Int64? { DiskSpace.availableBytes(at: queue.path) }
+    private func freeBytes() -> Int64? { DiskSpace.availableBytes(at: database.path) }
 
     /// The free disk the floor asks for: the reserve counts as missing space until it is
     /// made, so the space a released reserve gives back is never room for the queue to grow.
@@ -324,7 +324,7 @@ public final class StorageGuard: CaptureRoom {
     /// The E004 line in the log and the event `status` shows: why, what went per stream,
     /// the totals so far, and what to do when it could not help.
     private func announce(_ report: StorageGuardReport, floor: Int64, cap: Int64) {
-        let totals = (try? queue.housekeeping.evictedTotals()) ?? [:]
+        let totals = (try? database.housekeeping.evictedTotals()) ?? [:]
         var message = "storage guard (\(report.reasons.joined(separator: "; "))): "
             + "free \(mb(report.freeBytesBefore ?? 0)) → \(mb(report.freeBytesAfter ?? 0)) (floor \(mb(floor))), "
             + "queue \(mb(report.queueBytesBefore)) → \(mb(report.queueBytesAfter)) (cap \(mb(cap))); "
@@ -345,7 +345,7 @@ public final class StorageGuard: CaptureRoom {
         // nothing to delete is only logged, so a disk that stays full does not fill the
         // events table one row per tick.
         if report.deletedAny || report.error != nil {
-            try? queue.agentState.recordEvent(code: .storageFull, message: message)
+            try? database.agentState.recordEvent(code: .storageFull, message: message)
         }
     }
 
