@@ -1,0 +1,41 @@
+import AgentCore
+import Foundation
+import Logging
+import Upload
+
+/// What the daemon needs of the uploader.
+public protocol UploadComponent: AnyObject, Sendable {
+    func start()
+    func stop()
+    func liveness() -> Liveness
+    func updateServer(_ server: ServerConfig)
+    /// The network came back after an outage: forget the backoff it caused, send now.
+    func networkReturned(_ why: String)
+    /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
+    func setPower(factor: Int, held: Bool)
+    /// `handler` runs when an upload succeeds after an outage (the daemon asks the server
+    /// for its stream switches then).
+    func onRecovery(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension UploadComponent {
+    public func onRecovery(_ handler: @escaping @Sendable () -> Void) {}
+}
+
+/// Builds the parts the daemon runs; the live one wires the real streams and uploader,
+/// tests may wire the same real parts differently (another gpsd port, say).
+public protocol ComponentFactory: Sendable {
+    /// A new capture stream for `stream` (the daemon asks only for enabled streams).
+    func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream
+    func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent
+}
+
+/// The uploader as the supervisor sees it: its health is stored for `status`, but it is
+/// never restarted, because it recovers by itself and a restart would skip its backoff.
+final class UploaderSupervision: SupervisedComponent, Sendable {
+    let uploader: any UploadComponent
+    init(_ uploader: any UploadComponent) { self.uploader = uploader }
+    var componentName: String { "uploader" }
+    func liveness() -> Liveness { uploader.liveness() }
+    func restart() {}
+}

@@ -1,0 +1,111 @@
+import AgentCore
+import Foundation
+import Logging
+import Platform
+import Synchronization
+
+/// The liveness check's round, every `[daemon] check_interval` on its own timer: the
+/// storage guard, the commit-sync deadline, the stream policies, the clock's correction,
+/// the supervisor (health, restarts, the watchdog), the metrics file, retention once an
+/// hour, and memory handed back (docs/operations.md, "Run").
+final class MaintenanceRound: Sendable {
+    struct Parts: Sendable {
+        let database: AgentDatabase
+        let supervisor: Supervisor
+        let storageGuard: StorageGuard
+        let commitSync: CommitSyncDeadline
+        let control: StreamControl
+        let clockCorrection: ClockCorrection
+        let metrics: MetricsTextfile
+    }
+
+    private let parts: Parts
+    private let clock: any WallClock
+    private let scheduler: any TimerScheduling
+    private let interval: TimeInterval
+    private let logger: Logger
+    private let timer: Mutex<(any ScheduledTimer)?> = Mutex(nil)
+    private let state: Mutex<State>
+
+    private struct State {
+        var config: AgentConfig
+        var uploader: (any UploadComponent)?
+        var lastRetention: Date?
+        /// Rounds run since the daemon started.
+        var rounds = 0
+    }
+
+    init(_ parts: Parts, config: AgentConfig, clock: any WallClock, scheduler: any TimerScheduling, interval: TimeInterval,
+         logger: Logger) {
+        self.parts = parts
+        self.clock = clock
+        self.scheduler = scheduler
+        self.interval = interval
+        self.logger = logger
+        state = Mutex(State(config: config))
+    }
+
+    /// The configuration and uploader the rounds work with (a reload's too).
+    func use(_ config: AgentConfig, uploader: (any UploadComponent)?) {
+        state.withLock { s in
+            s.config = config
+            s.uploader = uploader
+        }
+    }
+
+    /// The first round within 5 s (or one interval, if shorter), then every interval.
+    func start() {
+        let timer = scheduler.makeTimer(label: "ariata.maintenance") { [weak self] in self?.run() }
+        self.timer.withLock { $0 = timer }
+        timer.start(interval: interval, firstAfter: min(interval, 5))
+    }
+
+    func stop() {
+        timer.withLock { $0 }?.stop()
+    }
+
+    /// One round. The guard goes first, because on a full disk everything after it writes
+    /// to the queue; each part runs whatever the others did, and none of them throws, so a
+    /// failing disk cannot stop the round.
+    @discardableResult
+    func run() -> [String: Liveness] {
+        trimMemory(round: state.withLock { $0.rounds += 1; return $0.rounds })
+        parts.commitSync.arm()
+        parts.storageGuard.pass()
+        let (config, uploader) = state.withLock { ($0.config, $0.uploader) }
+        parts.control.check(uploader: uploader)
+        parts.clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
+        let results = parts.supervisor.tick()
+        // After the supervisor, so the file carries this round's health.
+        parts.metrics.write(config: config)
+        applyRetentionHourly(config.storage.retention)
+        return results
+    }
+
+    private func applyRetentionHourly(_ retention: RetentionPolicy) {
+        let due = state.withLock { s -> Bool in
+            let now = clock.now()
+            guard (s.lastRetention.map { now.timeIntervalSince($0) >= 3_600 } ?? true) else { return false }
+            s.lastRetention = now
+            return true
+        }
+        guard due else { return }
+        do {
+            let deleted = try parts.database.housekeeping.applyRetention(retention)
+            if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
+        } catch {
+            logger.error("retention failed: \(error); it runs again at the next liveness check")
+            state.withLock { $0.lastRetention = nil }
+        }
+    }
+
+    /// Memory freed since the last round (an upload's bodies) goes back to the system. At
+    /// the second round (35 s in: the streams capturing, the first chunk written) the
+    /// program's and libraries' pages are dropped once more, as at the start: what only
+    /// the start ran (configuration, the queue's opening, the streams' set-up) leaves the
+    /// resident set, and what the daemon runs from then on comes back (docs/decisions/0005-start-up-page-drop.md).
+    private func trimMemory(round: Int) {
+        MemoryFootprint.releaseFreedMemory()
+        if round == 2 { MemoryFootprint.dropMappedFilePages() }
+    }
+}

@@ -1,0 +1,167 @@
+import AgentCore
+import Foundation
+import Logging
+import Platform
+import Synchronization
+
+/// Decides which of the enabled streams capture, and applies it to their supervisors: the
+/// pause switches (`ariata-agent pause`; a timed pause ends on time through its own timer),
+/// the server's stream switches (`ServerSwitchKeeper`; the file is a veto, the server can
+/// only turn off) and the power policy (the microphone paused on a low battery, uploads
+/// spaced out). A new policy joins here (docs/architecture.md, "The daemon").
+final class StreamControl: Sendable {
+    private let database: AgentDatabase
+    private let clock: any WallClock
+    private let scheduler: any TimerScheduling
+    private let power: PowerGovernor
+    private let logger: Logger
+    private let keeper: Mutex<ServerSwitchKeeper?> = Mutex(nil)
+    /// Fires when the earliest timed pause ends, so capture resumes on time rather than
+    /// at the next liveness check (a wall-clock deadline: it fires on waking from suspend).
+    private let pauseEnd: Mutex<(any ScheduledTimer)?> = Mutex(nil)
+    private let state: Mutex<State>
+
+    private struct State {
+        var config: AgentConfig
+        var supervisors: [StreamName: StreamSupervisor] = [:]
+    }
+
+    init(config: AgentConfig, database: AgentDatabase, clock: any WallClock, scheduler: any TimerScheduling,
+         power: PowerGovernor, logger: Logger) {
+        self.database = database
+        self.clock = clock
+        self.scheduler = scheduler
+        self.power = power
+        self.logger = logger
+        state = Mutex(State(config: config))
+        let keeper = ServerSwitchKeeper(server: config.server, database: database, clock: clock, scheduler: scheduler,
+                                        logger: Logger(.switches)) { [weak self] old, new in
+            self?.serverSwitchesChanged(from: old, to: new)
+        }
+        self.keeper.withLock { $0 = keeper }
+    }
+
+    private var switchKeeper: ServerSwitchKeeper? { keeper.withLock { $0 } }
+
+    /// A reload's configuration: in force from the next `prepare`.
+    func use(_ config: AgentConfig) {
+        state.withLock { $0.config = config }
+    }
+
+    /// The configuration the streams run with: the file's, with what the server's last
+    /// answer sets and the file leaves open (docs/upload.md#the-servers-stream-switches).
+    func streamConfig() -> AgentConfig {
+        let config = state.withLock { $0.config }
+        return switchKeeper?.current?.applied(to: config) ?? config
+    }
+
+    /// Before the streams start: the switches kept for this configuration's server apply
+    /// from the first moment (a restart without network keeps the last answer), ended
+    /// pauses are cleared, the power supply is read. Returns the streams that start held,
+    /// each with the word the start's log line uses.
+    func prepare() -> [StreamName: String] {
+        let config = state.withLock { $0.config }
+        switchKeeper?.use(config.server)
+        let switches = PauseSwitches(database: database)
+        let now = clock.now()
+        _ = try? switches.clearEnded(at: now)
+        power.pass(config: config, uploader: nil)
+        var held: [StreamName: String] = [:]
+        for stream in (try? switches.pausedStreams(at: now)) ?? [] { held[stream] = "paused" }
+        if power.policy?.microphonePaused == true { held[.microphone] = "paused" }
+        for stream in switchKeeper?.current?.switchedOffStreams ?? [] { held[stream] = "switched off by the server" }
+        return held
+    }
+
+    /// The streams' supervisors, once made.
+    func attach(_ supervisors: [StreamName: StreamSupervisor]) {
+        state.withLock { $0.supervisors = supervisors }
+    }
+
+    /// The uploader, before it starts: the power policy's upload settings, and the server's
+    /// switches asked again when uploads recover after an outage.
+    func attach(_ uploader: any UploadComponent) {
+        if let policy = power.policy { uploader.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld) }
+        let keeper = switchKeeper
+        uploader.onRecovery { keeper?.askSoon("uploads work again after an outage") }
+    }
+
+    /// Starts the policies' own work: the server's switches (asked now, then hourly) and
+    /// the pause-end timer.
+    func start() {
+        switchKeeper?.start(server: state.withLock { $0.config.server })
+        pauseEnd.withLock { $0 = scheduler.makeTimer(label: "ariata.pause-end") { [weak self] in self?.apply() } }
+        armPauseEnd()
+    }
+
+    func stop() {
+        pauseEnd.withLock { current -> (any ScheduledTimer)? in
+            defer { current = nil }
+            return current
+        }?.stop()
+        switchKeeper?.stop()
+    }
+
+    /// The liveness check's part: the power supply read again (the uploader told of a
+    /// change), then every switch applied.
+    func check(uploader: (any UploadComponent)?) {
+        power.pass(config: state.withLock { $0.config }, uploader: uploader)
+        apply()
+    }
+
+    /// Reads the pause switches (written by `ariata-agent pause/resume`) and applies them
+    /// with the server's and the power policy's: timed pauses that have ended are cleared
+    /// and their streams resumed, and the pause-end timer is set for the next end.
+    func apply() {
+        let pauses = PauseSwitches(database: database)
+        let now = clock.now()
+        do {
+            for stream in try pauses.clearEnded(at: now) {
+                logger.notice("\(stream.rawValue): the timed pause has ended")
+            }
+        } catch {
+            // They read as not paused all the same; clearing is tidiness, retried next time.
+            logger.warning("cannot clear ended pauses: \(error); retrying at the next liveness check")
+        }
+        guard let paused = try? pauses.pausedStreams(at: now) else { return }
+        let powerPausesMicrophone = power.policy?.microphonePaused == true
+        let switches = switchKeeper?.current
+        let supervisors = state.withLock { $0.supervisors }
+        for (stream, supervisor) in supervisors {
+            let serverReason = paused.contains(stream) ? nil : switches?.offReason(stream)
+            let byServer = serverReason != nil
+            let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream) && !byServer
+            let why = serverReason ?? (byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
+            supervisor.setPaused(paused.contains(stream) || byPower || byServer, until: try? pauses.pausedUntil(stream, at: now),
+                                 why: why)
+        }
+        armPauseEnd()
+    }
+
+    /// A new answer from the server: streams whose settings it changed are restarted with
+    /// them (a paused one starts with them when it resumes), and the switches are applied
+    /// now, so a stream switched off stops within seconds of the answer.
+    private func serverSwitchesChanged(from old: ServerSwitches?, to new: ServerSwitches) {
+        let (supervisors, file) = state.withLock { ($0.supervisors, $0.config) }
+        let before = old?.applied(to: file) ?? file
+        let after = new.applied(to: file)
+        if before.location != after.location { supervisors[.location]?.restart() }
+        if before.health.serverMetrics != after.health.serverMetrics { supervisors[.health]?.restart() }
+        apply()
+    }
+
+    /// Sets the pause-end timer for the earliest end of a timed pause, or idles it.
+    private func armPauseEnd() {
+        guard let timer = pauseEnd.withLock({ $0 }) else { return }
+        guard let next = try? PauseSwitches(database: database).nextEnd(after: clock.now()) else {
+            timer.stop()
+            return
+        }
+        // A day's interval only matters if the end is missed; each run re-arms it.
+        if timer.isRunning {
+            timer.reschedule(at: next)
+        } else {
+            timer.start(interval: 86_400, firstAfter: next.timeIntervalSince(clock.now()))
+        }
+    }
+}
