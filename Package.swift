@@ -44,6 +44,9 @@ let package = Package(
         // clock, suspend, WallClock), timers (ReliableTimer and the scheduler seam), durable
         // file writes and disk space, /proc readers.
         .target(name: "Platform", dependencies: ["CThread"]),
+        // Virtual time for tests (a scheduler whose clocks a test moves), in a module of its
+        // own as swift-nio keeps its EmbeddedEventLoop: the shipped program does not link it.
+        .target(name: "PlatformTestSupport", dependencies: ["Platform"]),
         // The queue, records, config, error codes, time evidence, health types.
         .target(name: "AgentCore", dependencies: [
             "Platform",
@@ -105,7 +108,7 @@ let package = Package(
 
         // The rigs only the tests use (network namespaces, small file systems, pexpect,
         // older queues), and Rigs re-exported.
-        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "Rigs"], path: "Tests/TestRigs"),
+        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "PlatformTestSupport", "Rigs"], path: "Tests/TestRigs"),
         // The tests' child processes (a queue writer to kill, health sources), found beside
         // the test bundle: built with the tests, not installed.
         .executableTarget(name: "ariata-test-helper", dependencies: [
@@ -113,13 +116,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHelper"),
-        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestRigs"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "PlatformTestSupport", "TestRigs"]),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "Reports", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "Reports", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
-        // The `ariata-agent` commands, run as a user would: the built binary as a child process.
-        .testTarget(name: "CLITests", dependencies: ["AgentCore", "Platform", "Reports", "Setup", "TestRigs"]),
+        // The `ariata-agent` commands, run as a user would: the built binary as a child
+        // process; and its command-line value parsers, in process.
+        .testTarget(name: "CLITests", dependencies: ["ariata-agent", "AgentCore", "Platform", "Reports", "Setup", "TestRigs"]),
         // `ariata-bench` run as a user would (its options, help and errors), the rigs'
         // /proc reader, and the hot-code order against the built program's symbols.
         .testTarget(name: "BenchTests", dependencies: ["ariata-bench", "Platform", "TestRigs",

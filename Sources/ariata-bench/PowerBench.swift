@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Platform
 import Rigs
 
 /// Cost of the power policy's read, the work `[power]` adds to each liveness check:

@@ -75,19 +75,4 @@ final class PurgeTests: XCTestCase {
         XCTAssertEqual(try database.housekeeping.purge(selection).records, 0, "nothing left to delete")
         XCTAssertEqual(try database.housekeeping.latestPurge()?.message, "deleted 0 all uploaded and failed records (0 bytes)")
     }
-
-    func testTimeArguments() throws {
-        let now = try XCTUnwrap(RFC3339.date(from: "2026-03-10T09:00:00.000Z"))
-        let zone = try XCTUnwrap(TimeZone(identifier: "Europe/Berlin"))
-        XCTAssertEqual(try TimeArgument.parse("7d", option: "--before", now: now, timeZone: zone), now.addingTimeInterval(-7 * 86_400))
-        XCTAssertEqual(try TimeArgument.parse("2026-03-01", option: "--before", now: now, timeZone: zone),
-                       RFC3339.date(from: "2026-02-28T23:00:00.000Z"))
-        XCTAssertEqual(try TimeArgument.parse("2026-03-01 18:30", option: "--before", now: now, timeZone: zone),
-                       RFC3339.date(from: "2026-03-01T17:30:00.000Z"))
-        XCTAssertEqual(try TimeArgument.parse("2026-03-01T18:30:00Z", option: "--before", now: now, timeZone: zone),
-                       RFC3339.date(from: "2026-03-01T18:30:00.000Z"))
-        XCTAssertThrowsError(try TimeArgument.parse("yesterday", option: "--before", now: now, timeZone: zone)) { error in
-            XCTAssertTrue("\(error)".hasPrefix("--before yesterday: use"), "\(error)")
-        }
-    }
 }

@@ -42,35 +42,4 @@ final class TimedPauseTests: XCTestCase {
         try switches.resume([.microphone, .health])
         XCTAssertEqual(try switches.pausedStreams(at: start), [])
     }
-
-    func testDurations() throws {
-        XCTAssertEqual(try PauseEnd.duration("90s"), 90)
-        XCTAssertEqual(try PauseEnd.duration("15m"), 900)
-        XCTAssertEqual(try PauseEnd.duration("2h"), 7_200)
-        XCTAssertEqual(try PauseEnd.duration("1h30m"), 5_400)
-        XCTAssertEqual(try PauseEnd.duration("1d"), 86_400)
-        XCTAssertEqual(try PauseEnd.duration("45"), 45)
-        for bad in ["", "h", "1x", "-5m", "1h30", "0s", "1.5h", "400d"] {
-            XCTAssertThrowsError(try PauseEnd.duration(bad), bad) { error in
-                XCTAssertTrue("\(error)".contains("--for"), "\(error)")
-            }
-        }
-    }
-
-    func testUntilIsTheNextSuchLocalTime() throws {
-        let zone = try XCTUnwrap(TimeZone(identifier: "Europe/Berlin"))
-        // 2026-03-10 10:00 in Berlin (09:00 UTC).
-        let morning = try XCTUnwrap(RFC3339.date(from: "2026-03-10T09:00:00.000Z"))
-        XCTAssertEqual(try PauseEnd.time("18:00", after: morning, timeZone: zone), RFC3339.date(from: "2026-03-10T17:00:00.000Z"))
-        XCTAssertEqual(try PauseEnd.time("07:30:15", after: morning, timeZone: zone), RFC3339.date(from: "2026-03-11T06:30:15.000Z"),
-                       "passed today: tomorrow")
-        XCTAssertEqual(try PauseEnd.time("10:00", after: morning, timeZone: zone), RFC3339.date(from: "2026-03-11T09:00:00.000Z"),
-                       "now is not ahead")
-        XCTAssertEqual(try PauseEnd.time("2026-03-10T12:00:00Z", after: morning, timeZone: zone), RFC3339.date(from: "2026-03-10T12:00:00.000Z"))
-        for bad in ["25:00", "18", "18:60", "18:00:99", "six", "2026-03-10T08:00:00Z"] {
-            XCTAssertThrowsError(try PauseEnd.time(bad, after: morning, timeZone: zone), bad) { error in
-                XCTAssertTrue("\(error)".contains("--until"), "\(error)")
-            }
-        }
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Platform
+import PlatformTestSupport
 import Synchronization
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import Synchronization
 
 /// Timers on a clock that moves only when a test moves it, as swift-nio's

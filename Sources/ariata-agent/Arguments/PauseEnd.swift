@@ -1,38 +1,18 @@
+import AgentCore
 import Foundation
 
 /// The end of a timed pause as the user writes it: `--for 90s|15m|2h|1h30m|1d` or
 /// `--until 18:00` (local time, the next such time), `--until 18:00:30`, or a full
 /// RFC 3339 time.
-public enum PauseEnd {
-    public struct Invalid: Error, CustomStringConvertible {
-        public let description: String
+enum PauseEnd {
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
     }
 
-    /// Seconds in a duration such as `90s`, `15m`, `2h`, `1h30m`, `1d`; a bare number is seconds.
-    public static func duration(_ text: String) throws -> TimeInterval {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
-        var total: TimeInterval = 0
-        var digits = ""
-        var sawUnit = false
-        for character in trimmed {
-            if character.isASCII, character.isNumber {
-                digits.append(character)
-            } else if let unit = units[character], let value = Int(digits) {
-                total += TimeInterval(value) * unit
-                digits = ""
-                sawUnit = true
-            } else {
-                throw invalidDuration(text)
-            }
-        }
-        if !digits.isEmpty {
-            // A trailing bare number: seconds, but only on its own ("90"), not after a unit ("1h30").
-            guard !sawUnit, let value = Int(digits) else { throw invalidDuration(text) }
-            total += TimeInterval(value)
-        } else if !sawUnit {
-            throw invalidDuration(text)
-        }
+    /// Seconds in a duration such as `90s`, `15m`, `2h`, `1h30m`, `1d`; a bare number is
+    /// seconds. At least a second, at most a year (366 days).
+    static func duration(_ text: String) throws -> TimeInterval {
+        guard let total = DurationArgument.seconds(text) else { throw invalidDuration(text) }
         guard total >= 1 else { throw Invalid(description: "--for \(text): a pause must last at least a second") }
         guard total <= 366 * 86_400 else {
             throw Invalid(description: "--for \(text): at most a year; for longer, pause without --for and resume by hand")
@@ -42,7 +22,7 @@ public enum PauseEnd {
 
     /// The next time `text` names after `now`: `HH:MM` or `HH:MM:SS` in `timeZone` (today
     /// when still ahead, else tomorrow), or an RFC 3339 time (which must be ahead).
-    public static func time(_ text: String, after now: Date, timeZone: TimeZone = .current) throws -> Date {
+    static func time(_ text: String, after now: Date, timeZone: TimeZone = .current) throws -> Date {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let date = RFC3339.date(from: trimmed) ?? ISO8601DateFormatter().date(from: trimmed) {
             guard date > now else {

@@ -1,18 +1,20 @@
+import AgentCore
 import Foundation
 
 /// A point in time as a user types it on the command line (`purge --before`, `export
 /// --since/--until`): an RFC 3339 time (`2026-05-01T18:00:00Z`), a local date
 /// (`2026-05-01`, its midnight) or local date and time (`2026-05-01 18:00`,
 /// `2026-05-01T18:00:30`), or an age (`7d`, `12h`, `30m`: that long before now).
-public enum TimeArgument {
-    public struct Invalid: Error, CustomStringConvertible {
-        public let description: String
+enum TimeArgument {
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
     }
 
-    public static func parse(_ text: String, option: String, now: Date = Date(), timeZone: TimeZone = .current) throws -> Date {
+    static func parse(_ text: String, option: String, now: Date = Date(), timeZone: TimeZone = .current) throws -> Date {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let date = RFC3339.date(from: trimmed) ?? ISO8601DateFormatter().date(from: trimmed) { return date }
-        if let age = try? PauseEnd.duration(trimmed), trimmed.last?.isLetter == true {
+        // An age, however long: an export or purge may reach back years.
+        if trimmed.last?.isLetter == true, let age = DurationArgument.seconds(trimmed) {
             return now.addingTimeInterval(-age)
         }
         let formatter = DateFormatter()

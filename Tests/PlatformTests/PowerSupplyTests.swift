@@ -1,4 +1,4 @@
-import AgentCore
+import Platform
 import Foundation
 import TestRigs
 import XCTest
@@ -38,24 +38,5 @@ final class PowerSupplyTests: XCTestCase {
         XCTAssertEqual(PowerSupply.read(path: root.path).source, .battery)
         try supply(root, "battery", ["status": "Full"])
         XCTAssertEqual(PowerSupply.read(path: root.path).source, .mains)
-    }
-
-    func testThePolicy() {
-        var config = PowerConfig()
-        config.batteryUploadFactor = 3
-        let mains = PowerPolicy(reading: PowerReading(source: .mains, batteryPercent: 10), config: config, queueNearLimit: false)
-        XCTAssertEqual([mains.uploadFactor], [1])
-        XCTAssertFalse(mains.microphonePaused || mains.uploadsHeld, "a low battery that charges changes nothing")
-        XCTAssertEqual(mains.effects(uploadInterval: 300, config: config), [])
-        let battery = PowerPolicy(reading: PowerReading(source: .battery, batteryPercent: 60), config: config, queueNearLimit: false)
-        XCTAssertEqual(battery.uploadFactor, 3)
-        XCTAssertEqual(battery.effects(uploadInterval: 300, config: config), ["uploads every 900 s instead of 300 s (on battery)"])
-        let low = PowerPolicy(reading: PowerReading(source: .battery, batteryPercent: 14), config: config, queueNearLimit: false)
-        XCTAssertTrue(low.microphonePaused && low.uploadsHeld)
-        let full = PowerPolicy(reading: PowerReading(source: .battery, batteryPercent: 14), config: config, queueNearLimit: true)
-        XCTAssertTrue(full.microphonePaused)
-        XCTAssertFalse(full.uploadsHeld, "a queue near its limit is uploaded even on a low battery")
-        config.enabled = false
-        XCTAssertEqual(PowerPolicy(reading: low.reading, config: config, queueNearLimit: false).uploadFactor, 1)
     }
 }
