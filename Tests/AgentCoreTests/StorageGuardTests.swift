@@ -1,65 +1,12 @@
 import AgentCore
 import Foundation
-import Reports
 import TestRigs
 import XCTest
 
 /// The storage guard on real SQLite files on real small file systems (tmpfs, ext4 on a
 /// loop device): a disk filled to 0 bytes by the agent's own backlog or by another
 /// program, eviction in value order, the queue cap, and the counts `status` shows.
-final class StorageGuardTests: XCTestCase {
-    static let audioBytes = 80_000      // a 30 s Opus chunk, base64 in its JSON record
-    static let locationBytes = 300
-    static let healthBytes = 200
-    let floor = 4 * StorageLimits.mebibyte
-    let noCap: Int64 = 1_000_000 * StorageLimits.mebibyte
-
-    func mount(_ kind: SmallFilesystem.Kind = .tmpfs, megabytes: Int = 40) throws -> SmallFilesystem {
-        do {
-            return try SmallFilesystem.make(kind, megabytes: megabytes)
-        } catch let error as CannotMount {
-            throw XCTSkip(error.description)
-        }
-    }
-
-    func record(_ stream: StreamName, at time: Date = Date()) -> NewRecord {
-        let size = stream == .microphone ? Self.audioBytes : stream == .location ? Self.locationBytes : Self.healthBytes
-        return TestRecords.sized(stream, bytes: size, at: time)
-    }
-
-    func pending(_ database: AgentDatabase) throws -> [StreamName: Int] {
-        Dictionary(uniqueKeysWithValues: try StreamName.allCases.map { ($0, try database.recordQueue.count(stream: $0, status: .pending)) })
-    }
-
-    func describe(_ counts: [StreamName: Int]) -> String {
-        StreamName.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: ", ")
-    }
-
-    func isStorageFull(_ error: Error) -> Bool {
-        if case .storageFull = error as? QueueError { return true }
-        return false
-    }
-
-    /// Writes a backlog: one audio chunk, then a location fix and a health sample, over
-    /// and over, `audio` times (or until the disk is full when nil). Returns what was written.
-    @discardableResult
-    func writeBacklog(_ database: AgentDatabase, audio: Int?) throws -> [StreamName: Int] {
-        var written: [StreamName: Int] = [:]
-        var round = 0
-        while audio.map({ round < $0 }) ?? true {
-            round += 1
-            for stream in [StreamName.microphone, .location, .health] {
-                do {
-                    try database.recordQueue.enqueue(record(stream))
-                    written[stream, default: 0] += 1
-                } catch where audio == nil && isStorageFull(error) {
-                    return written
-                }
-            }
-        }
-        return written
-    }
-
+final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
     /// Small writes until three in a row are refused: the disk is at 0 bytes for SQLite.
     func fillTheLastBytes(_ database: AgentDatabase, into written: inout [StreamName: Int]) {
         var refused = 0
@@ -277,34 +224,6 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .pending), (written[.location] ?? 0) + 5)
     }
 
-    /// status --json, its text and the metrics say when the disk is below the floor.
-    func testStatusSaysTheDiskWasFilledBySomethingElse() throws {
-        let fs = try mount()
-        let path = fs.file("agent.sqlite")
-        let database = try AgentDatabase(path: path)
-        let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
-        try writeBacklog(database, audio: 20)
-        storageGuard.pass()
-        try fs.fillWithAnotherProgram()
-        storageGuard.pass()
-
-        var config = AgentConfig()
-        config.storage.database = path
-        config.storage.minFreeMB = 4
-        let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
-        let json = try status.json()
-        try StatusSchema.assertMatches(json)
-        XCTAssertNotNil(try StatusReport.decode(json).database.belowFloorSince)
-        XCTAssertTrue(PrometheusText.render(status).contains("ariata_agent_storage_below_floor 1"))
-        XCTAssertTrue(StatusText(colour: false).render(status).contains("the disk was filled by something else"))
-
-        XCTAssertEqual(unlink(fs.file("filler")), 0)
-        storageGuard.pass()
-        let cleared = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
-        XCTAssertNil(cleared.database.belowFloorSince)
-        XCTAssertTrue(PrometheusText.render(cleared).contains("ariata_agent_storage_below_floor 0"))
-    }
-
     /// Without the reserve, a disk its own backlog filled wedges the queue: copying the
     /// WAL in needs the database to grow, and nothing can be deleted. This is what the
     /// reserve is for (and what the guard did before it had one).
@@ -377,19 +296,6 @@ final class StorageGuardTests: XCTestCase {
         XCTAssertGreaterThan(evicted, 0)
         XCTAssertEqual(left, Array(audio[evicted..<37]), "the oldest audio went, the newest stayed")
         XCTAssertEqual(report.evicted, [.microphone: evicted])
-
-        // status --json and the text say the same.
-        let status = StatusReader().read(config: config, configFile: fs.file("agent.toml"))
-        let json = try status.json()
-        try StatusSchema.assertMatches(json)
-        let decoded = try StatusReport.decode(json)
-        XCTAssertEqual(decoded.streams.map(\.evicted), [0, Int64(evicted), 0])
-        XCTAssertEqual(decoded.database.maxQueueBytes, 2 * StorageLimits.mebibyte)
-        XCTAssertEqual(decoded.database.reserveBytes, StorageLimits.defaultReserveBytes)
-        let text = StatusText(colour: false).render(status)
-        XCTAssertTrue(text.contains("evicted    location 0, microphone \(evicted), health 0"), text)
-        XCTAssertTrue(text.contains("E004 storage guard"), text)
-        XCTAssertTrue(text.contains("(location 0, microphone \(evicted), health 0)"), "the warning quotes the counts: \(text)")
     }
 
     func testLocationAndHealthGoOldestFirstOnlyWhenNoAudioIsLeft() throws {

@@ -28,7 +28,7 @@ final class MicrophoneFallbackDaemonTests: XCTestCase {
         XCTAssertTrue(shown.onFallback)
         XCTAssertTrue(shown.reason.contains("the chosen device '\(missing)' is missing"), shown.reason)
         XCTAssertNotNil(shown.since)
-        try assertMatchesSchema(try cli.run(["status", "--json"]).stdout, in: rig.directory)
+        try StatusSchema.assertMatches(Data(try cli.run(["status", "--json"]).stdout.utf8))
         let text = try cli.run(["status"]).stdout
         XCTAssertTrue(text.contains("microphone: capturing from '\(DaemonRig.feedDevice)' (fallback: the chosen device '\(missing)' is missing"), text)
 

@@ -27,7 +27,7 @@ final class SilentChunkDaemonTests: XCTestCase {
         let dropped = try XCTUnwrap(microphone.silentChunksDropped)
         XCTAssertGreaterThanOrEqual(dropped, 2)
         XCTAssertEqual(microphone.pending + microphone.uploaded + microphone.failed, 0, "no chunk was stored")
-        try assertMatchesSchema(json, in: rig.directory)
+        try StatusSchema.assertMatches(Data(json.utf8))
 
         XCTAssertTrue(try cli.run(["status"]).stdout
             .contains("microphone: \(dropped) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)"))
