@@ -10,10 +10,11 @@ import Synchronization
 /// A device that is missing, busy, not permitted or lost makes the stream unhealthy with
 /// the reason and it retries by itself; while the chosen device is missing, capture goes
 /// on from `[microphone] fallback_device` and the chosen one is taken back when it
-/// returns (`DeviceSelection`), each switch ending the chunk in progress; an overrun ends the chunk in progress (the audio
-/// is no longer continuous) and capture goes on. `stop()` finishes and writes the chunk in
-/// progress and releases the device before it returns (a pause is a stop: the daemon's
-/// `StreamSupervisor` starts a new stream when it ends).
+/// returns (`CaptureDeviceMachine`), each switch ending the chunk in progress; an overrun
+/// ends the chunk in progress (the audio is no longer continuous) and capture goes on.
+/// `stop()` finishes and writes the chunk in progress and releases the device before it
+/// returns (a pause is a stop: the daemon's `StreamSupervisor` starts a new stream when it
+/// ends).
 ///
 /// With an audio journal, the pages of each chunk in progress are on disk as they are
 /// encoded, and every start (of the process, or a restart by the supervisor)
@@ -36,6 +37,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     private let captureFactory: AudioCaptureFactory
     private let retry: Backoff
     private let chosenRetry: TimeInterval
+    /// Seconds on a clock that never jumps: when the device machine retries.
+    private let monotonicClock: @Sendable () -> TimeInterval
     private let maxClockSkew: TimeInterval?
     private let encoderSettings: OggOpusChunkEncoder.Settings
     private let writer: ChunkWriter
@@ -85,6 +88,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///   - captureFactory: opens the capture device; `ALSACapture.factory` for real use.
     ///   - retry: waits between attempts to open a failing device.
     ///   - chosenRetry: seconds between attempts at the chosen device while on the fallback.
+    ///   - monotonicClock: the clock those retries are timed on.
     ///   - maxClockSkew: when the sample-counted capture time and the wall clock disagree
     ///     by more than this (NTP set the clock, the sound card's clock drifted), chunks not
     ///     yet begun are timed from the wall clock again. nil keeps the sample count only:
@@ -95,7 +99,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false), captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
                 retry: Backoff = MicrophoneStream.deviceRetry,
-                chosenRetry: TimeInterval = MicrophoneStream.chosenDeviceRetry, maxClockSkew: TimeInterval? = 2,
+                chosenRetry: TimeInterval = MicrophoneStream.chosenDeviceRetry,
+                monotonicClock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds, maxClockSkew: TimeInterval? = 2,
                 journal: Journaling? = nil) {
         self.config = config
         self.clock = clock
@@ -103,6 +108,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         self.captureFactory = captureFactory
         self.retry = retry
         self.chosenRetry = chosenRetry
+        self.monotonicClock = monotonicClock
         self.maxClockSkew = maxClockSkew
         self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity)
         let audioJournal = journal.map {
@@ -206,128 +212,35 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
 
     // MARK: The capture thread
 
-    /// Captures until `waker` is woken (by `stop()`).
+    /// Captures until `waker` is woken (by `stop()`). Which device, when to open it and what
+    /// that means is `CaptureDeviceMachine`'s; this reads blocks and hands them on.
     private func runCapture(until waker: Waker) {
         let readFrames = ALSACapture.defaultWakeFrames // up to 2 s per read: what one wake brings
         let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: readFrames)
         defer { buffer.deallocate() }
         recoverJournal()
-        var chunker = AudioChunker<OggOpusChunkEncoder>(
-            sampleRate: sampleRate, chunkFrames: config.chunkSeconds * sampleRate,
-            overlapFrames: config.overlapSeconds * sampleRate,
-            makeEncoder: { [encoderSettings] beginning in
-                let provisional = self.chunkTimes.began(beginning.id, start: beginning.start)
-                return try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning, provisional: provisional))
-            })
-        var capture: (any AudioCapture)?
-        var failures = 0
-        var selection = DeviceSelection(config: config, retryInterval: chosenRetry)
-
-        func endRun() {
-            emit { try chunker.finish() }
+        var chunker = makeChunker()
+        var devices = CaptureDeviceMachine(config: config, sampleRate: sampleRate, factory: captureFactory, retry: retry,
+                                           chosenRetry: chosenRetry, clock: monotonicClock) { event in
+            self.apply(event, to: &chunker)
         }
-        func release() {
-            endRun()
-            capture?.close()
-            capture = nil
-            setDevice(nil, reason: "no device open")
-        }
-        /// Opens `device`, counted and logged.
-        func open(_ device: String) throws(AudioCaptureError) -> any AudioCapture {
-            let opened = try captureFactory(device, sampleRate)
-            control.withLock { $0.opens += 1 }
-            logger.info("microphone capture started",
-                        metadata: ["device": "\(device)", "settings": "\(opened.settingsDescription)"])
-            return opened
-        }
-        /// The chosen device, else the fallback while the chosen one is missing.
-        func openDevice() {
-            do throws(AudioCaptureError) {
-                capture = try open(selection.chosen)
-                if selection.usingChosen() { switched(to: selection.chosen, reason: "the chosen device is back") }
-                setDevice(selection.chosen, reason: "the chosen device ([microphone] device)")
-                failures = 0
-                setCaptureHealth(.healthy)
-            } catch {
-                guard selection.fallsBack(after: error), let fallback = selection.fallback else {
-                    failed(error)
-                    return
-                }
-                do throws(AudioCaptureError) {
-                    capture = try open(fallback)
-                } catch let fallbackError {
-                    failed(error, fallbackError: fallbackError)
-                    return
-                }
-                if selection.usingFallback(now: Monotonic.now) {
-                    switched(to: fallback, reason: "the chosen device '\(selection.chosen)' is missing (\(error.detail)); it is tried again every \(Int(chosenRetry.rounded())) s")
-                }
-                setDevice(fallback, reason: selection.fallbackReason(error))
-                failures = 0
-                setCaptureHealth(.healthy)
-            }
-        }
-        /// While on the fallback, every `chosenRetry` seconds: the chosen device, if it is
-        /// back, replaces the fallback; the chunk in progress ends at the switch.
-        func tryChosen() {
-            // Without alsa-lib's own line for each attempt at a device still unplugged
-            // (docs/streams/microphone.md): the switch is what the log says.
-            let attempt = ALSADiagnostics.dropped { () -> (any AudioCapture)? in
-                do throws(AudioCaptureError) {
-                    return try open(selection.chosen)
-                } catch {
-                    return nil
-                }
-            }
-            guard let opened = attempt else {
-                selection.chosenStillMissing(now: Monotonic.now)
-                return
-            }
-            release()
-            capture = opened
-            _ = selection.usingChosen()
-            switched(to: selection.chosen, reason: "the chosen device is back")
-            setDevice(selection.chosen, reason: "the chosen device ([microphone] device)")
-        }
-        /// Logged once per switch: away from the chosen device (a warning), back to it.
-        func switched(to device: String, reason: String) {
-            control.withLock { $0.switches += 1 }
-            logger.log(level: device == selection.chosen ? .notice : .warning,
-                       "microphone switched to '\(device)': \(reason); the chunk in progress ended at the switch",
-                       metadata: ["device": "\(device)", "chosen": "\(selection.chosen)"])
-        }
-        func failed(_ error: AudioCaptureError, fallbackError: AudioCaptureError? = nil) {
-            failures += 1
-            if let fallbackError {
-                setCaptureHealth(.unhealthy(reason: "\(error.description); the fallback '\(fallbackError.device)' cannot be opened either (\(fallbackError.detail))",
-                                            code: error.code ?? fallbackError.code))
-            } else {
-                setCaptureHealth(error.health)
-            }
-            wait(retry.delay(afterFailures: failures))
-        }
-
-        /// Sleeps `seconds` unless stopped first.
-        func wait(_ seconds: TimeInterval) {
-            _ = waker.wait(for: nil, timeout: seconds)
-        }
-
         while true {
             // The journal's fsyncs, between two reads: after the last block's pages are in.
             journal?.syncDue()
             if waker.isWoken {
-                release()
+                devices.release()
                 return
             }
-
-            if capture != nil, selection.chosenDue(now: Monotonic.now) { tryChosen() }
-            guard let current = capture else {
-                // An unset clock does not stop capture: chunks timed from it are held
-                // with their boot-clock time and corrected once the clock is set.
-                openDevice()
+            // An unset clock does not stop capture: chunks timed from it are held with
+            // their boot-clock time and corrected once the clock is set.
+            let current: any AudioCapture
+            switch devices.next() {
+            case .read(let capture):
+                current = capture
+            case .wait(let seconds):
+                _ = waker.wait(for: nil, timeout: seconds)
                 continue
             }
-
             do throws(AudioCaptureError) {
                 // Cleared before each read: a source that writes nothing (the ALSA file
                 // plugin past the end of its input) must not replay the previous block.
@@ -336,24 +249,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                 case .frames(0):
                     continue
                 case .frames(let count):
-                    let lag = Double(current.pendingFrames() + count) / Double(sampleRate)
-                    let now = clock.now()
-                    let firstSampleTime = now.addingTimeInterval(-lag)
-                    if !chunker.isRunning {
-                        emit { try chunker.begin(at: firstSampleTime) }
-                        chunkTimes.anchored(now: now, lag: lag)
-                    } else if let maxClockSkew, let counted = chunker.nextFrameTime,
-                              abs(counted.timeIntervalSince(firstSampleTime)) > maxClockSkew {
-                        logger.info("microphone timestamps follow the wall clock again",
-                                    metadata: ["skew_seconds": "\(counted.timeIntervalSince(firstSampleTime))"])
-                        chunker.retime(nextFrameAt: firstSampleTime)
-                        chunkTimes.anchored(now: now, lag: lag)
-                    }
-                    if !emit({ try chunker.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count])) }) {
-                        // The encoders' state is unknown after a failure: drop the run, the
-                        // next block starts a new one.
-                        for dropped in (try? chunker.finish()) ?? [] { journal?.remove(dropped.id) }
-                    }
+                    append(UnsafeBufferPointer(rebasing: buffer[0 ..< count]), pending: current.pendingFrames(), to: &chunker)
                 case .overrun:
                     let total = control.withLock { control -> Int in
                         control.overruns += 1
@@ -361,21 +257,71 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                     }
                     logger.warning("microphone overrun: samples were lost; the chunk in progress ends here and the next starts after the gap",
                                    metadata: ["overruns": "\(total)"])
-                    endRun()
+                    emit { try chunker.finish() }
                 case .ended:
-                    release()
-                    failures += 1
-                    setCaptureHealth(.unhealthy(reason: "capture input from '\(config.device)' ended; retrying"))
-                    wait(retry.delay(afterFailures: failures))
+                    devices.inputEnded()
                 }
             } catch {
-                release()
-                // The chosen device went away (unplugged): straight to the fallback.
-                if !selection.onFallback && selection.fallsBack(after: error) { continue }
-                failures += 1
-                setCaptureHealth(error.health)
-                wait(retry.delay(afterFailures: failures))
+                devices.readFailed(error)
             }
+        }
+    }
+
+    /// The chunker of one run of the capture thread: each chunk it begins gets its journal
+    /// and its place among the provisional times.
+    private func makeChunker() -> AudioChunker<OggOpusChunkEncoder> {
+        AudioChunker<OggOpusChunkEncoder>(
+            sampleRate: sampleRate, chunkFrames: config.chunkSeconds * sampleRate,
+            overlapFrames: config.overlapSeconds * sampleRate,
+            makeEncoder: { [encoderSettings] beginning in
+                let provisional = self.chunkTimes.began(beginning.id, start: beginning.start)
+                return try OggOpusChunkEncoder(encoderSettings, journal: self.openJournal(beginning, provisional: provisional))
+            })
+    }
+
+    /// Hands a block just read to the chunker, timed from the wall clock less what the
+    /// device still holds (`pending` frames): a run begins there, and one whose sample
+    /// count has parted from the clock by more than `maxClockSkew` follows the clock again.
+    private func append(_ block: UnsafeBufferPointer<Int16>, pending: Int, to chunker: inout AudioChunker<OggOpusChunkEncoder>) {
+        let lag = Double(pending + block.count) / Double(sampleRate)
+        let now = clock.now()
+        let firstSampleTime = now.addingTimeInterval(-lag)
+        if !chunker.isRunning {
+            emit { try chunker.begin(at: firstSampleTime) }
+            chunkTimes.anchored(now: now, lag: lag)
+        } else if let maxClockSkew, let counted = chunker.nextFrameTime,
+                  abs(counted.timeIntervalSince(firstSampleTime)) > maxClockSkew {
+            logger.info("microphone timestamps follow the wall clock again",
+                        metadata: ["skew_seconds": "\(counted.timeIntervalSince(firstSampleTime))"])
+            chunker.retime(nextFrameAt: firstSampleTime)
+            chunkTimes.anchored(now: now, lag: lag)
+        }
+        if !emit({ try chunker.append(block) }) {
+            // The encoders' state is unknown after a failure: drop the run, the next block
+            // starts a new one.
+            for dropped in (try? chunker.finish()) ?? [] { journal?.remove(dropped.id) }
+        }
+    }
+
+    /// What the device machine reports, made known: counters, the log, `status`'s device
+    /// and health; a switch or a release ends the chunk in progress.
+    private func apply(_ event: CaptureDeviceMachine.Event, to chunker: inout AudioChunker<OggOpusChunkEncoder>) {
+        switch event {
+        case .opened(let device, let settings):
+            control.withLock { $0.opens += 1 }
+            logger.info("microphone capture started", metadata: ["device": "\(device)", "settings": "\(settings)"])
+        case .runEnds:
+            emit { try chunker.finish() }
+        case .switched(let device, let reason):
+            // Away from the chosen device is a warning; back to it, a notice.
+            control.withLock { $0.switches += 1 }
+            logger.log(level: device == config.device ? .notice : .warning,
+                       "microphone switched to '\(device)': \(reason); the chunk in progress ended at the switch",
+                       metadata: ["device": "\(device)", "chosen": "\(config.device)"])
+        case .inUse(let device, let reason):
+            setDevice(device, reason: reason)
+        case .health(let health):
+            setCaptureHealth(health)
         }
     }
 
