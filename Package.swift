@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "PlatformTestSupport", "TestRigs"]),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "TestRigs"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "AgentCore", "Platform", "TestRigs"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "PlatformTestSupport", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "Reports", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child

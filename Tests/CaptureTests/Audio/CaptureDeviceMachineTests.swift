@@ -2,6 +2,7 @@ import AgentCore
 @testable import Capture
 import Foundation
 import Platform
+import PlatformTestSupport
 import Synchronization
 import XCTest
 
