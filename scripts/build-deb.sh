@@ -45,15 +45,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+. scripts/lib.sh
 
 SCRATCH=${DEB_SCRATCH:-.build-release}
 OUT_DIR=${DEB_OUTPUT_DIR:-$ROOT}
 # A placeholder (.invalid is reserved, RFC 2606): whoever publishes packages sets DEB_MAINTAINER.
 MAINTAINER=${DEB_MAINTAINER:-Ariata agent maintainers <maintainers@ariata.invalid>}
 PACKAGE=ariata-agent
-
-say() { printf '== %s\n' "$*"; }
-die() { printf 'build-deb: %s\n' "$*" >&2; exit 1; }
 
 # --- what the build needs -----------------------------------------------------------
 need() {  # need COMMAND DEBIAN-PACKAGE
@@ -118,7 +116,7 @@ say "checking that the functions the daemon runs lie together at the start of it
 NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_CODE_MIN_FOUND:-90}" "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+at_exit 'rm -rf "$WORK"'
 PKG="$WORK/root"          # the package's file system
 install -d "$PKG/DEBIAN" "$PKG/usr/bin"
 BIN="$PKG/usr/bin/$PACKAGE"
@@ -272,7 +270,8 @@ dpkg-deb --build --root-owner-group -Zxz "$PKG" "$DEB" >/dev/null
 END=$(date +%s.%N)
 SIZE=$(stat -c %s "$DEB")
 INSTALLED=$(sed -n 's/^Installed-Size: //p' "$PKG/DEBIAN/control")
-say "built $DEB"
+# The line scripts/build-debs.sh reads the package's path from.
+printf '== built %s\n' "$DEB"
 sed -n 's/^\(Version\|Architecture\|Installed-Size\|Depends\): /   \1: /p' "$PKG/DEBIAN/control"
 awk -v size="$SIZE" -v inst="$INSTALLED" -v prog="$(stat -c %s "$BIN")" -v t0="$START" -v t1="$END" 'BEGIN {
   printf "   .deb size: %d bytes (%.1f MB); installed size: %d KiB (%.1f MB), of which the program %.1f MB; built in %.0f s\n",

@@ -28,6 +28,7 @@
 # built from exactly the working tree. docs/development.md, "Packages for Debian 13 and arm64".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 REPO=$(pwd)
 
 CACHE=/var/cache/ariata-build
@@ -48,18 +49,13 @@ RT="$CACHE/$SUITE-amd64"          # the build root
 # Bump when the root's recipe below changes: an older root is then made again.
 ROOT_RECIPE=1
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-die() { printf 'build-debs: %s\n' "$*" >&2; exit 1; }
-since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.0f", t1 - t0 }'; }
 wanted() { [ ${#ONLY[@]} -eq 0 ] && return 0; local n; for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done; return 1; }
 for n in ${ONLY[@]+"${ONLY[@]}"}; do
   case "$n" in bookworm-amd64|trixie-amd64|trixie-arm64) ;; *) die "--only takes bookworm-amd64, trixie-amd64 or trixie-arm64, not '$n'" ;; esac
 done
 [ "$(id -u)" -eq 0 ] || die "run as root: debootstrap, chroot and mount need it (sudo $0)"
 [ "$(dpkg --print-architecture)" = amd64 ] || die "the Debian 13 builds run on an amd64 machine"
-for tool in debootstrap chroot mount git python3 tar; do
-  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is missing: run 'sudo scripts/install-deps.sh' (it installs debootstrap)"
-done
+need_tools "run 'sudo scripts/install-deps.sh' (it installs debootstrap)" debootstrap chroot mount git python3 tar
 mkdir -p "$OUTPUT"
 OUTPUT=$(readlink -f "$OUTPUT")
 BUILT=()
@@ -78,21 +74,16 @@ fi
 wanted trixie-amd64 || wanted trixie-arm64 || { printf '%s\n' "${BUILT[@]}"; exit 0; }
 
 # --- the trixie build root ----------------------------------------------------------------
-ROOT_ENV=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-          LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive)
-inroot() { env -i "${ROOT_ENV[@]}" "$@"; }
 MOUNTED=()
 mount_root() {  # mount_root DIR: proc and dev for apt and swift
   mount -t proc proc "$1/proc"; MOUNTED+=("$1/proc")
   mount --rbind /dev "$1/dev"; mount --make-rslave "$1/dev"; MOUNTED+=("$1/dev")
 }
-cleanup() {
-  local rc=$? m
+unmount_roots() {
+  local m
   for m in ${MOUNTED[@]+"${MOUNTED[@]}"}; do umount -R "$m" 2>/dev/null || umount -l "$m"; done
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+at_exit unmount_roots
 
 # The C libraries the agent links, as -dev packages (Package.swift's system libraries; the
 # same list as scripts/install-deps.sh), for both architectures; arm64 also needs the C
@@ -117,17 +108,17 @@ path-include=/usr/share/doc/*/copyright
 path-exclude=/usr/share/info/*
 CFG
   mount_root "$new"
-  inroot chroot "$new" dpkg --add-architecture arm64
-  inroot chroot "$new" apt-get update -q > "$CACHE/apt.log" 2>&1 || { cat "$CACHE/apt.log" >&2; die "apt-get update in the root failed"; }
+  inroot "$new" dpkg --add-architecture arm64
+  inroot "$new" apt-get update -q > "$CACHE/apt.log" 2>&1 || { cat "$CACHE/apt.log" >&2; die "apt-get update in the root failed"; }
   # swiftlang brings its own clang and lld; dpkg-dev for dpkg-shlibdeps; lintian to check
   # the packages with Debian 13's rules; binutils-aarch64-linux-gnu strips the arm64 program.
-  inroot chroot "$new" apt-get install -y -q --no-install-recommends swiftlang pkg-config dpkg-dev git gzip \
+  inroot "$new" apt-get install -y -q --no-install-recommends swiftlang pkg-config dpkg-dev git gzip \
     binutils binutils-aarch64-linux-gnu lintian "${DEV_PACKAGES[@]}" "${ARM64_PACKAGES[@]}" >> "$CACHE/apt.log" 2>&1 ||
     { tail -30 "$CACHE/apt.log" >&2; die "installing Swift and the -dev packages in the root failed (above)"; }
   # The arm64 Swift runtime and modules (static and shared) from arm64's swiftlang and
   # libswiftlang, unpacked (not installed: they would replace the amd64 toolchain's files).
   mkdir -p "$new/tmp/swift-arm64"
-  (cd "$new/tmp/swift-arm64" && inroot chroot "$new" sh -c 'cd /tmp/swift-arm64 && apt-get download -q swiftlang:arm64 libswiftlang:arm64') \
+  (cd "$new/tmp/swift-arm64" && inroot "$new" sh -c 'cd /tmp/swift-arm64 && apt-get download -q swiftlang:arm64 libswiftlang:arm64') \
     >> "$CACHE/apt.log" 2>&1 || { tail -5 "$CACHE/apt.log" >&2; die "downloading the arm64 swiftlang failed"; }
   local deb
   for deb in "$new"/tmp/swift-arm64/*.deb; do dpkg-deb -x "$deb" "$new/tmp/swift-arm64/x"; done
@@ -135,7 +126,7 @@ CFG
   # host/ (compiler plugins built for arm64) and embedded/ are of no use to a cross build.
   for d in swift swift_static clang; do cp -a "$new/tmp/swift-arm64/x/usr/libexec/swift/lib/$d" "$new/opt/swift-arm64/lib/"; done
   rm -rf "$new/opt/swift-arm64/lib/swift/host" "$new/opt/swift-arm64/lib/swift/embedded" "$new/tmp/swift-arm64"
-  inroot chroot "$new" apt-get clean
+  inroot "$new" apt-get clean
   for m in "${MOUNTED[@]}"; do umount -R "$m" 2>/dev/null || umount -l "$m"; done
   MOUNTED=()
   echo "$ROOT_RECIPE" > "$new/.ariata-build-root"
@@ -155,15 +146,15 @@ cp /etc/resolv.conf "$RT/etc/resolv.conf"
 mount_root "$RT"
 # A root kept from before a C library was added to the list gets it now (apt-get is a no-op
 # when everything is there).
-missing=$(inroot chroot "$RT" dpkg-query -W -f='${db:Status-Abbrev} ${binary:Package}\n' "${DEV_PACKAGES[@]}" "${ARM64_PACKAGES[@]}" 2>&1 |
+missing=$(inroot "$RT" dpkg-query -W -f='${db:Status-Abbrev} ${binary:Package}\n' "${DEV_PACKAGES[@]}" "${ARM64_PACKAGES[@]}" 2>&1 |
           grep -vc '^ii ' || true)
 if [ "$missing" != 0 ]; then
   echo "   installing the -dev packages the kept root lacks"
-  inroot chroot "$RT" apt-get update -q > "$CACHE/apt.log" 2>&1 &&
-    inroot chroot "$RT" apt-get install -y -q --no-install-recommends "${DEV_PACKAGES[@]}" "${ARM64_PACKAGES[@]}" >> "$CACHE/apt.log" 2>&1 ||
+  inroot "$RT" apt-get update -q > "$CACHE/apt.log" 2>&1 &&
+    inroot "$RT" apt-get install -y -q --no-install-recommends "${DEV_PACKAGES[@]}" "${ARM64_PACKAGES[@]}" >> "$CACHE/apt.log" 2>&1 ||
     { tail -30 "$CACHE/apt.log" >&2; die "installing the -dev packages in the kept root failed (above)"; }
 fi
-inroot chroot "$RT" swift --version 2>&1 | head -1 | sed 's/^/   /'
+inroot "$RT" swift --version 2>&1 | head -1 | sed 's/^/   /'
 
 # The Swift SDK for arm64 (packaging/swift6.0/sdk: its paths name /opt/swift-arm64 and
 # /opt/arm64-sysroot). The sysroot is the root's own /usr seen through a directory of its
@@ -221,7 +212,7 @@ while read -r url version; do
 done < "$CACHE/pins"
 set -- "${MIRROR_ARGS[@]}"
 while [ $# -gt 0 ]; do
-  inroot chroot "$RT" sh -c 'cd /build/src && swift package config set-mirror --original "$1" --mirror "$2"' sh "$1" "$2"
+  inroot "$RT" sh -c 'cd /build/src && swift package config set-mirror --original "$1" --mirror "$2"' sh "$1" "$2"
   shift 2
 done
 # When the dependencies changed (a patch, a version), what SwiftPM resolved and checked out
@@ -240,12 +231,12 @@ build_in_root() {  # build_in_root NAME ENV...: scripts/build-deb.sh in the root
   local t; t=$(date +%s.%N)
   rm -rf "$RT/build/out"
   mkdir -p "$RT/build/out"
-  inroot "$@" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" DEB_COMMIT="$COMMIT" DEB_OUTPUT_DIR=/build/out \
-    DEB_VERSION_SUFFIX=+deb13 DEB_HOT_CODE_MIN_FOUND=75 DEB_UNIT_DIR=/usr/lib/systemd/system chroot "$RT" bash /build/src/scripts/build-deb.sh 2>&1 | tee "$CACHE/build-$name.log"
+  inroot "$RT" env "$@" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" DEB_COMMIT="$COMMIT" DEB_OUTPUT_DIR=/build/out \
+    DEB_VERSION_SUFFIX=+deb13 DEB_HOT_CODE_MIN_FOUND=75 DEB_UNIT_DIR=/usr/lib/systemd/system bash /build/src/scripts/build-deb.sh 2>&1 | tee "$CACHE/build-$name.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || die "the $name package failed (above; the log is $CACHE/build-$name.log)"
   local deb; deb=$(ls "$RT"/build/out/*.deb)
   say "lintian $(basename "$deb") (Debian 13's)"
-  inroot chroot "$RT" lintian --fail-on error,warning --display-level '>=info' "/build/out/$(basename "$deb")" ||
+  inroot "$RT" lintian --fail-on error,warning --display-level '>=info' "/build/out/$(basename "$deb")" ||
     die "lintian found problems in the $name package (above)"
   cp "$deb" "$OUTPUT/"
   BUILT+=("$OUTPUT/$(basename "$deb")")
@@ -254,7 +245,7 @@ build_in_root() {  # build_in_root NAME ENV...: scripts/build-deb.sh in the root
 
 build_in_root trixie-amd64 DEB_SCRATCH=/build/scratch-amd64
 if wanted trixie-arm64; then
-  RUN_PROGRAM=$(inroot chroot "$RT" sh -c 'cd /build/src && bash scripts/static-build.sh --show-bin-path --scratch-path /build/scratch-amd64 -- --disable-local-rpath')/ariata-agent
+  RUN_PROGRAM=$(inroot "$RT" sh -c 'cd /build/src && bash scripts/static-build.sh --show-bin-path --scratch-path /build/scratch-amd64 -- --disable-local-rpath')/ariata-agent
   # pkg-config (and SwiftPM's own reading of .pc files, which searches PKG_CONFIG_PATH before
   # the machine's default directories) takes the arm64 .pc files, their paths inside the sysroot.
   local_pc=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig

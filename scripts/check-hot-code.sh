@@ -21,6 +21,7 @@
 # NM names the nm to use (default nm; aarch64-linux-gnu-nm for a cross-built program).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 ORDER=Sources/ariata-agent/hot-code.order
 UNOPTIMIZED=false
 MIN_FOUND=90
@@ -36,12 +37,11 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 1 ] || { echo "check-hot-code.sh: name the program (see --help)" >&2; exit 2; }
 PROGRAM=$1
-die() { printf 'check-hot-code: %s\n' "$*" >&2; exit 1; }
 [ -f "$ORDER" ] || die "no $ORDER"
 [ -x "$PROGRAM" ] || die "no program at $PROGRAM"
 
 WANT=$(mktemp)
-trap 'rm -f "$WANT"' EXIT
+at_exit 'rm -f "$WANT"'
 if $UNOPTIMIZED; then
   # The package's own modules (Sources/*/ with Swift files; the benchmarks and rigs are not
   # in the program): their mangled prefix is $s, the name's length, the name.

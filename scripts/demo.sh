@@ -15,11 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+. scripts/lib.sh
 SECONDS_TO_RUN=${1:-75}
 UPLOAD_INTERVAL=${DEMO_UPLOAD_INTERVAL:-20}
 BUILD=${DEMO_CONFIGURATION:-debug}   # release for measurements
-
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "installing what the demo needs (Debian packages; idempotent)"
 bash scripts/install-deps.sh
@@ -29,41 +28,20 @@ swift build -c "$BUILD" --product ariata-agent
 BIN="$ROOT/.build/$BUILD/ariata-agent"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-demo.XXXXXX")
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() {  # wait_for DESCRIPTION COMMAND...
-  local what=$1; shift
-  for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "demo: timed out waiting for $what" >&2; return 1
-}
+at_exit 'rm -rf "$WORK"'
+at_exit 'wait 2>/dev/null'
 
 say "starting the reference ingest receiver on 127.0.0.1"
 TOKEN="demo-token-$(date +%s)"
 # The server's web UI would show this short code for a new device; onboarding exchanges
 # it for the token, as a user pairing a device does.
 PAIRING_CODE="DEMO$(( RANDOM % 90 + 10 ))"
-python3 tools/ingest-receiver/receiver.py --token "$TOKEN" --port 0 --port-file "$WORK/receiver.port" \
-  --pairing-code "$PAIRING_CODE" --store "$WORK/received.sqlite" 2>"$WORK/receiver.log" &
-PIDS+=($!)
-wait_for "the receiver" test -s "$WORK/receiver.port"
-RECEIVER="http://127.0.0.1:$(cat "$WORK/receiver.port")"
+start_receiver "$WORK" 0 "$TOKEN" --pairing-code "$PAIRING_CODE"
+RECEIVER=$RECEIVER_URL
 echo "receiver at $RECEIVER"
 
 say "starting gpsd on a pty, fed the bundled track"
-socat pty,raw,echo=0,link="$WORK/gps0" pty,raw,echo=0,link="$WORK/gps-feed" 2>"$WORK/socat.log" &
-PIDS+=($!)
-wait_for "the pty pair" test -e "$WORK/gps-feed"
-GPSD_PORT=$(free_port)
-gpsd -N -n -b -S "$GPSD_PORT" -F "$WORK/gpsd.sock" "$WORK/gps0" 2>"$WORK/gpsd.log" &
-PIDS+=($!)
-python3 tools/demo/nmea-feeder.py tools/demo/track.csv "$WORK/gps-feed" &
-PIDS+=($!)
+start_gps_rig "$WORK"
 echo "gpsd on 127.0.0.1:$GPSD_PORT"
 
 say "setting up ALSA capture from the bundled recording"
@@ -82,26 +60,10 @@ pcm.demo_mic {
 CONF
 export ALSA_CONFIG_PATH="$WORK/asound.conf"
 python3 tools/demo/pcm-feeder.py "$WORK/speech.raw" "$WORK/mic.fifo" &
-PIDS+=($!)
+at_exit "kill $! 2>/dev/null"
 
 say "writing a health file with the bundled samples"
-python3 - "$WORK/health.jsonl" <<'PY'
-import datetime, json, sys, time
-now = time.time()
-with open("tools/demo/health-samples.tsv") as src, open(sys.argv[1], "w") as out:
-    for line in src:
-        if line.startswith("#") or not line.strip():
-            continue
-        ago, text = line.rstrip("\n").split("\t", 1)
-        try:
-            sample = json.loads(text)
-        except ValueError:
-            out.write(text + "\n")          # the malformed line stays malformed
-            continue
-        t = datetime.datetime.fromtimestamp(now - float(ago), datetime.timezone.utc)
-        sample["timestamp"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
-        out.write(json.dumps(sample) + "\n")
-PY
+health_lines demo > "$WORK/health.jsonl"
 wc -l < "$WORK/health.jsonl" | xargs echo "samples:"
 
 say "configuring the streams, then onboarding ('ariata-agent onboard --yes')"
@@ -156,7 +118,7 @@ PY
 say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every $UPLOAD_INTERVAL s)"
 "$BIN" run --config "$CONFIG" &
 AGENT=$!
-PIDS+=($AGENT)
+at_exit "kill $AGENT 2>/dev/null"
 # The daemon's own cost: CPU time and voluntary context switches between 5 s after start
 # (start-up excluded) and the end of the run, and its peak RSS.
 cost() {  # prints: cpu_ticks voluntary_switches (summed over all the daemon's threads)

@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+. scripts/lib.sh
 MINUTES=3
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     *) echo "hot-code.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-command -v valgrind >/dev/null || { echo "hot-code.sh: valgrind is missing: apt-get install valgrind" >&2; exit 1; }
+need_tools "apt-get install valgrind" valgrind
 
 SCRATCH=${HOT_CODE_SCRATCH:-.build-static}
 # Built as the package is (function sections: the list orders functions, not files).
@@ -36,7 +37,7 @@ bash scripts/static-build.sh --scratch-path "$SCRATCH" ariata-agent ariata-bench
 BIN=$(bash scripts/static-build.sh --show-bin-path --scratch-path "$SCRATCH")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-hot-code.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+at_exit 'rm -rf "$WORK"'
 # The bench starts the `ariata-agent` beside it: here, a wrapper that runs the daemon and
 # `sync` under callgrind. Valgrind 3.19 cannot read the DWARF 5 the toolchain writes, so
 # the traced copy has no debug information (its symbols are the same).

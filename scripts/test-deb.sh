@@ -39,6 +39,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+SCRIPT_NAME=test-deb DIE_PREFIX="FAIL: " . scripts/lib.sh
 
 SUITE=bookworm
 ARCH=$(dpkg --print-architecture)
@@ -60,11 +61,6 @@ CACHE=${DEB_TEST_CACHE:-}
 LINTIAN_FAIL_ON=${DEB_TEST_LINTIAN_FAIL_ON:-error,warning}
 TEST_START=$(date +%s.%N)
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-ok() { printf '   ok: %s\n' "$*"; }
-die() { printf 'test-deb: FAIL: %s\n' "$*" >&2; exit 1; }
-since() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }'; }
-
 [ "$(id -u)" -eq 0 ] || die "run as root: debootstrap, chroot and mount need it (sudo $0)"
 [ -z "$DEB_GIVEN" ] || [ -f "$DEB_GIVEN" ] || die "--deb: no such file"
 [ -z "$DEB_GIVEN" ] || [ "$(dpkg-deb -f "$DEB_GIVEN" Architecture)" = "$ARCH" ] ||
@@ -74,24 +70,20 @@ if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
   [ "$(cat "/proc/sys/fs/binfmt_misc/qemu-$CPU" 2>/dev/null | head -1)" = enabled ] ||
     die "$ARCH programs do not run here: install qemu-user-static and enable it (mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc; update-binfmts --enable qemu-$CPU), or run scripts/test-debs.sh, which does"
 fi
-for tool in debootstrap lintian python3 dpkg-deb chroot mount umount sha256sum; do
-  command -v "$tool" >/dev/null 2>&1 ||
-    die "'$tool' is missing: run 'sudo scripts/install-deps.sh' (it installs debootstrap, lintian, dpkg-dev, man-db)"
-done
+need_tools "run 'sudo scripts/install-deps.sh' (it installs debootstrap, lintian, dpkg-dev, man-db)" \
+  debootstrap lintian python3 dpkg-deb chroot mount umount sha256sum
 
 WORK_PARENT=${DEB_TEST_WORK:-/var/tmp}
 WORK=$(readlink -f "$(mktemp -d "$WORK_PARENT/ariata-deb-test.XXXXXX")")
 R="$WORK/root"
 mkdir "$R"
-RECEIVER_PID=""
-RIG_PIDS=()    # the location and microphone rigs (--streams all)
+RIG_PIDS=()    # the microphone rig's feeder (--streams all)
 TEST_DIRS=()   # directories the test made in the root (removed before the last comparisons)
 
 mounts_under_root() { awk -v r="$R" 'index($2, r) == 1 { print $2 }' /proc/self/mounts; }
-cleanup() {
-  local rc=$?
-  set +e
-  [ -n "$RECEIVER_PID" ] && kill "$RECEIVER_PID" 2>/dev/null
+# At exit, after the rigs (registered later, so stopped first): the root's processes,
+# its mounts and the work directory.
+teardown_root() {
   [ ${#RIG_PIDS[@]} -gt 0 ] && kill "${RIG_PIDS[@]}" 2>/dev/null
   # The daemons this test started inside the root (directly, or through the stand-in
   # service manager): every process whose root directory is $R.
@@ -112,18 +104,11 @@ cleanup() {
   else
     rm -rf --one-file-system "$WORK"
   fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# A command inside the root, with a clean environment (nothing of the host's leaks in).
-ROOT_ENV=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-          LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive)
-inroot() { env -i "${ROOT_ENV[@]}" chroot "$R" "$@"; }
+at_exit teardown_root
 # ariata-agent as the service user, as systemd would start it (User=ariata, audio, dialout).
 SERVICE_USER=(setpriv --reuid=ariata --regid=ariata --init-groups)
-as_service() { inroot "${SERVICE_USER[@]}" "$@"; }
+as_service() { inroot "$R" "${SERVICE_USER[@]}" "$@"; }
 # Every path of the root's own file system with its type, mode and owner, and the user and
 # group entries of the service user. Left out: the kernel's file systems, /tmp (this test's
 # inputs), what apt, dpkg and man-db keep as caches and logs, and /etc/passwd- (and group-,
@@ -131,7 +116,7 @@ as_service() { inroot "${SERVICE_USER[@]}" "$@"; }
 # account files on every change, by design.
 snapshot() {
   {
-    inroot find / -xdev \( -path /proc -o -path /dev -o -path /sys -o -path /tmp \
+    inroot "$R" find / -xdev \( -path /proc -o -path /dev -o -path /sys -o -path /tmp \
       -o -path /var/cache -o -path /var/log -o -path /var/lib/apt/lists \
       -o -path /etc/passwd- -o -path /etc/group- -o -path /etc/shadow- -o -path /etc/gshadow- \) -prune \
       -o -printf '%p %y %m %u:%g\n'
@@ -152,48 +137,6 @@ health_queue() {
     python3 -c 'import json,sys
 s = {x["name"]: x for x in json.load(sys.stdin)["streams"]}["health"]
 print(s.get("pending", 0), s.get("uploaded", 0))'
-}
-wait_until() {  # wait_until SECONDS DESCRIPTION COMMAND...
-  local limit=$1 what=$2; shift 2
-  local t0; t0=$(date +%s)
-  until "$@" >/dev/null 2>&1; do
-    [ $(( $(date +%s) - t0 )) -lt "$limit" ] || die "timed out after $limit s waiting for $what"
-    sleep 0.5
-  done
-}
-start_receiver() {  # start_receiver PORT (0: any)
-  rm -f "$WORK/receiver.port"
-  python3 tools/ingest-receiver/receiver.py --token "$TOKEN" --port "$1" --port-file "$WORK/receiver.port" \
-    --store "$WORK/received.sqlite" >>"$WORK/receiver.log" 2>&1 &
-  RECEIVER_PID=$!
-  wait_until 20 "the receiver" test -s "$WORK/receiver.port"
-  RECEIVER_URL="http://127.0.0.1:$(cat "$WORK/receiver.port")"
-}
-stop_receiver() { kill "$RECEIVER_PID"; wait "$RECEIVER_PID" 2>/dev/null || true; RECEIVER_PID=""; }
-# Health samples as JSON Lines, for the file source: the demo's samples over the last six
-# hours (one line malformed on purpose), or N heart-rate samples of the last N seconds.
-health_lines() {
-  python3 - "$@" <<'PY'
-import datetime, json, sys, time
-now = time.time()
-stamp = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-if sys.argv[1] == "demo":
-    for line in open("tools/demo/health-samples.tsv"):
-        if line.startswith("#") or not line.strip():
-            continue
-        ago, text = line.rstrip("\n").split("\t", 1)
-        try:
-            sample = json.loads(text)
-        except ValueError:
-            print(text)
-            continue
-        sample["timestamp"] = stamp(now - float(ago))
-        print(json.dumps(sample))
-else:
-    n = int(sys.argv[1])
-    for i in range(n):
-        print(json.dumps({"hr": 60 + i, "timestamp": stamp(now - n + i)}))
-PY
 }
 # Sets KEY = VALUE in [SECTION] of a TOML file (the line replaced, or added under the header).
 toml_set() {  # toml_set FILE SECTION KEY VALUE
@@ -274,24 +217,24 @@ cp /etc/resolv.conf "$R/etc/resolv.conf"
 mount -t proc proc "$R/proc"
 mount --rbind /dev "$R/dev"
 mount --make-rslave "$R/dev"
-inroot apt-get update -q > "$WORK/apt-update.log" 2>&1 || { cat "$WORK/apt-update.log" >&2; die "apt-get update in the root failed"; }
+inroot "$R" apt-get update -q > "$WORK/apt-update.log" 2>&1 || { cat "$WORK/apt-update.log" >&2; die "apt-get update in the root failed"; }
 # man-db to read the page; ca-certificates and the rest stay out: the root is what a
 # minimal system has.
-inroot apt-get install -y -q --no-install-recommends man-db > "$WORK/apt-man.log" 2>&1 ||
+inroot "$R" apt-get install -y -q --no-install-recommends man-db > "$WORK/apt-man.log" 2>&1 ||
   { cat "$WORK/apt-man.log" >&2; die "installing man-db in the root failed"; }
 if [ -n "$CACHE" ] && [ ! -f "$ROOT_TAR" ]; then
   mkdir -p "$CACHE"
   tar -cpf "$ROOT_TAR.tmp" -C "$R" --one-file-system . && mv "$ROOT_TAR.tmp" "$ROOT_TAR"
 fi
 echo "   ready in $(since "$T") s"
-if inroot sh -c 'ls -d /opt/swift /usr/lib/swift /usr/libexec/swift 2>/dev/null; dpkg -l | grep -i swift'; then
+if inroot "$R" sh -c 'ls -d /opt/swift /usr/lib/swift /usr/libexec/swift 2>/dev/null; dpkg -l | grep -i swift'; then
   die "the root has Swift in it (above); the test needs a root without it"
 fi
 ok "no Swift in the root"
 
 # --- 3. install, onboard, run -------------------------------------------------------------
 TOKEN="deb-test-$(date +%s)-$RANDOM"
-start_receiver 0
+start_receiver "$WORK" 0 "$TOKEN"
 PORT=$(cat "$WORK/receiver.port")
 health_lines demo > "$R/tmp/health.jsonl"
 chmod 0644 "$R/tmp/health.jsonl"
@@ -302,7 +245,7 @@ cp "$DEB_N" "$DEB_N1" "$R/tmp/"
 # now, before the package, hold them: what remove and purge leave is then the package's.
 say "the dependencies: apt-get satisfy \"\$(dpkg-deb -f $(basename "$DEB_N") Depends)\""
 T_INSTALL=$(date +%s.%N)
-inroot apt-get satisfy -y -q "$(dpkg-deb -f "$DEB_N" Depends)" > "$WORK/satisfy.log" 2>&1 ||
+inroot "$R" apt-get satisfy -y -q "$(dpkg-deb -f "$DEB_N" Depends)" > "$WORK/satisfy.log" 2>&1 ||
   { cat "$WORK/satisfy.log" >&2; die "the Depends of the package cannot be met in a clean $SUITE root (above)"; }
 DEPS_SECONDS=$(since "$T_INSTALL")
 ok "$(grep -Eo '[0-9]+ newly installed' "$WORK/satisfy.log") packages in $DEPS_SECONDS s"
@@ -312,7 +255,7 @@ if [ "$STREAMS" = all ]; then
   # ALSA PCM (the file plugin, as Sources/Rigs/ALSARig.swift defines it) reading a FIFO
   # that tools/demo/pcm-feeder.py fills at real-time pace with a tone.
   say "the location and microphone rigs in the root: gpsd, socat, an ALSA file PCM"
-  inroot apt-get install -y -q --no-install-recommends gpsd socat > "$WORK/rigs.log" 2>&1 ||
+  inroot "$R" apt-get install -y -q --no-install-recommends gpsd socat > "$WORK/rigs.log" 2>&1 ||
     { cat "$WORK/rigs.log" >&2; die "installing gpsd and socat in the root failed"; }
   cat > "$R/etc/asound.conf" <<'CONF'
 # scripts/test-deb.sh: a capture device read from a FIFO (ALSA's file plugin over null)
@@ -332,26 +275,16 @@ with open(sys.argv[1], "wb") as out:
     out.write(b"".join(struct.pack("<h", int(8000 * (0.5 + 0.5 * math.sin(2 * math.pi * i / rate)) *
                                              math.sin(2 * math.pi * 440 * i / rate))) for i in range(20 * rate)))
 PY
-  # exec: $! is then socat or gpsd itself, in the root.
-  ( exec env -i "${ROOT_ENV[@]}" chroot "$R" socat pty,raw,echo=0,link=/tmp/gps0 pty,raw,echo=0,link=/tmp/gps-feed ) \
-    > "$WORK/socat.log" 2>&1 &
-  RIG_PIDS+=($!)
-  wait_until 30 "socat's pty pair" test -e "$R/tmp/gps-feed"
-  GPSD_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  ( exec env -i "${ROOT_ENV[@]}" chroot "$R" gpsd -N -n -b -S "$GPSD_PORT" -F /tmp/gpsd.sock /tmp/gps0 ) > "$WORK/gpsd.log" 2>&1 &
-  RIG_PIDS+=($!)
-  python3 tools/demo/nmea-feeder.py tools/demo/track.csv "$R/tmp/gps-feed" > "$WORK/nmea-feeder.log" 2>&1 &
-  RIG_PIDS+=($!)
+  start_gps_rig "$WORK" "$R"
   python3 tools/demo/pcm-feeder.py "$WORK/tone.raw" "$R/tmp/mic.fifo" > "$WORK/pcm-feeder.log" 2>&1 &
   RIG_PIDS+=($!)
-  wait_until 30 "gpsd on 127.0.0.1:$GPSD_PORT" python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$GPSD_PORT"
   ok "gpsd on 127.0.0.1:$GPSD_PORT, fed tools/demo/track.csv; the ALSA PCM deb_test_mic, fed a tone"
 fi
 snapshot "$WORK/files-before"
 
 say "apt-get install ./$(basename "$DEB_N") in the root"
 T=$(date +%s.%N)
-inroot apt-get install -y -q "/tmp/$(basename "$DEB_N")" 2>&1 | tee "$WORK/install-n.log"
+inroot "$R" apt-get install -y -q "/tmp/$(basename "$DEB_N")" 2>&1 | tee "$WORK/install-n.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "apt-get install failed (above)"
 INSTALL_SECONDS=$(since "$T")
 grep -q '^1 upgraded\|^0 upgraded, 1 newly installed' "$WORK/install-n.log" ||
@@ -361,7 +294,7 @@ ok "installed in $INSTALL_SECONDS s; postinst printed the next step"
 
 # What the package put where, with owners and modes.
 check_file() {  # check_file PATH TYPE MODE OWNER:GROUP
-  local got; got=$(inroot stat -c '%F %a %U:%G' "$1" 2>/dev/null) || die "$1 is missing"
+  local got; got=$(inroot "$R" stat -c '%F %a %U:%G' "$1" 2>/dev/null) || die "$1 is missing"
   [ "$got" = "$2 $3 $4" ] || die "$1: expected '$2 $3 $4', got '$got'"
 }
 check_file /usr/bin/ariata-agent "regular file" 755 root:root
@@ -382,19 +315,19 @@ grep -q '^ExecStart=/usr/bin/ariata-agent run --config /etc/ariata/agent.toml' "
   die "the unit does not start /usr/bin/ariata-agent"
 grep -q '^ExecStart=/usr/bin/ariata-agent run --config %E/ariata/agent.toml' "$R/usr/lib/systemd/user/ariata-agent.service" ||
   die "the user unit does not start /usr/bin/ariata-agent with ~/.config/ariata/agent.toml"
-inroot id ariata | grep -q 'audio' && inroot id ariata | grep -q 'dialout' || die "the user ariata is not in audio and dialout: $(inroot id ariata)"
-inroot dpkg-query -W -f='${Conffiles}\n' ariata-agent | grep -q '/etc/ariata/agent.toml' || die "/etc/ariata/agent.toml is not a conffile"
-ok "files, owners and modes; user $(inroot id ariata)"
-if inroot ldd /usr/bin/ariata-agent | grep -E 'not found|swift|Foundation'; then
+inroot "$R" id ariata | grep -q 'audio' && inroot "$R" id ariata | grep -q 'dialout' || die "the user ariata is not in audio and dialout: $(inroot "$R" id ariata)"
+inroot "$R" dpkg-query -W -f='${Conffiles}\n' ariata-agent | grep -q '/etc/ariata/agent.toml' || die "/etc/ariata/agent.toml is not a conffile"
+ok "files, owners and modes; user $(inroot "$R" id ariata)"
+if inroot "$R" ldd /usr/bin/ariata-agent | grep -E 'not found|swift|Foundation'; then
   die "the installed program lacks a library (above)"
 fi
 ok "ldd: every library comes from Debian"
 
 say "ariata-agent --version, --help, man ariata-agent"
-GOT=$(inroot ariata-agent --version)
+GOT=$(inroot "$R" ariata-agent --version)
 [ "$GOT" = "$AGENT_VERSION" ] || die "--version printed '$GOT', expected $AGENT_VERSION"
 ok "--version: $GOT"
-inroot ariata-agent --help > "$WORK/help.txt" || die "--help failed"
+inroot "$R" ariata-agent --help > "$WORK/help.txt" || die "--help failed"
 grep -q 'onboard' "$WORK/help.txt" && grep -q 'USAGE' "$WORK/help.txt" || die "--help lacks USAGE or onboard: $(cat "$WORK/help.txt")"
 ok "--help ($(wc -l < "$WORK/help.txt") lines)"
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 MANWIDTH=80 chroot "$R" man -P cat ariata-agent > "$WORK/man.txt" 2>"$WORK/man.err" ||
@@ -431,7 +364,7 @@ format = "jsonl"
 name = "deb-test-watch"
 backfill_days = 1
 TOML
-inroot ariata-agent onboard --yes --endpoint "http://127.0.0.1:$PORT" --token "$TOKEN" --device-name deb-test 2>&1 |
+inroot "$R" ariata-agent onboard --yes --endpoint "http://127.0.0.1:$PORT" --token "$TOKEN" --device-name deb-test 2>&1 |
   tee "$WORK/onboard.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "onboard failed (above)"
 REQUESTS=$(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')
@@ -524,7 +457,7 @@ ln -s /lib/systemd/system/ariata-agent.service "$R/etc/systemd/system/multi-user
 
 stop_receiver
 health_lines 20 >> "$R/tmp/health.jsonl"
-inroot systemctl start ariata-agent.service
+inroot "$R" systemctl start ariata-agent.service
 OLD_PID=$(cat "$R/run/fake-systemd/ariata-agent.pid")
 pending_now() { local q; q=$(health_queue) || return 1; set -- $q; [ "$1" -ge 20 ]; }
 wait_until 30 "the new samples pending in the queue" pending_now
@@ -534,19 +467,19 @@ ok "the service runs (pid $OLD_PID) with $PENDING_BEFORE records pending; the re
 echo "# edited by the administrator before the upgrade" >> "$CONF"
 toml_set "$CONF" log level '"debug"'
 SUM_BEFORE=$(sha256sum < "$CONF")
-STAT_BEFORE=$(inroot stat -c '%a %U:%G' /etc/ariata/agent.toml)
+STAT_BEFORE=$(inroot "$R" stat -c '%a %U:%G' /etc/ariata/agent.toml)
 
 say "apt-get install ./$(basename "$DEB_N1") over $VERSION_N (no --force-conf* option, stdin closed)"
 : > "$R/run/fake-systemd/calls"
-inroot apt-get install -y -q "${APT_PATH[@]}" "/tmp/$(basename "$DEB_N1")" < /dev/null 2>&1 | tee "$WORK/install-n1.log"
+inroot "$R" apt-get install -y -q "${APT_PATH[@]}" "/tmp/$(basename "$DEB_N1")" < /dev/null 2>&1 | tee "$WORK/install-n1.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the upgrade failed (above)"
-[ "$(inroot dpkg-query -W -f='${Version}' ariata-agent)" = "$VERSION_N1" ] || die "version $VERSION_N1 is not the installed one"
+[ "$(inroot "$R" dpkg-query -W -f='${Version}' ariata-agent)" = "$VERSION_N1" ] || die "version $VERSION_N1 is not the installed one"
 if grep -Ei "configuration file|conffile|\*\*\* agent.toml" "$WORK/install-n1.log"; then
   die "dpkg asked about the configuration file (above)"
 fi
 [ "$(sha256sum < "$CONF")" = "$SUM_BEFORE" ] || die "the upgrade changed /etc/ariata/agent.toml"
-[ "$(inroot stat -c '%a %U:%G' /etc/ariata/agent.toml)" = "$STAT_BEFORE" ] ||
-  die "the upgrade changed the owner or mode of agent.toml: $(inroot stat -c '%a %U:%G' /etc/ariata/agent.toml)"
+[ "$(inroot "$R" stat -c '%a %U:%G' /etc/ariata/agent.toml)" = "$STAT_BEFORE" ] ||
+  die "the upgrade changed the owner or mode of agent.toml: $(inroot "$R" stat -c '%a %U:%G' /etc/ariata/agent.toml)"
 check_file /etc/ariata directory 750 root:ariata
 ok "agent.toml byte for byte the user's ($STAT_BEFORE), no conffile question"
 echo "   systemctl calls during the upgrade: $(tr '\n' ';' < "$R/run/fake-systemd/calls")"
@@ -562,17 +495,18 @@ ok "the daemon was stopped (pid $OLD_PID) and started again (pid $NEW_PID); $PEN
 
 say "the receiver is back: the upgraded daemon delivers what was pending"
 T=$(date +%s.%N)
-start_receiver "$PORT"
+start_receiver "$WORK" "$PORT" "$TOKEN"
 expect_delivered() { [ "$(received_health)" -ge $(( RECEIVED_A + 20 )) ] && delivered_all; }
 wait_until 180 "the pending records at the receiver after the upgrade" expect_delivered
 ok "the receiver has $(received_health) health samples ($RECEIVED_A before the upgrade), nothing pending; $(since "$T") s after the receiver's return"
 
 # --- 5. remove and purge ------------------------------------------------------------------
+stop_gps_rig
 if [ ${#RIG_PIDS[@]} -gt 0 ]; then
   kill "${RIG_PIDS[@]}" 2>/dev/null; wait "${RIG_PIDS[@]}" 2>/dev/null || true
 fi
 say "apt-get remove"
-inroot apt-get remove -y -q "${APT_PATH[@]}" ariata-agent > "$WORK/remove.log" 2>&1 || { cat "$WORK/remove.log" >&2; die "apt-get remove failed"; }
+inroot "$R" apt-get remove -y -q "${APT_PATH[@]}" ariata-agent > "$WORK/remove.log" 2>&1 || { cat "$WORK/remove.log" >&2; die "apt-get remove failed"; }
 grep -q 'stop ariata-agent.service' "$R/run/fake-systemd/calls" || die "prerm did not stop the service on remove"
 ! kill -0 "$NEW_PID" 2>/dev/null || die "the daemon still runs after remove"
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/ariata-agent.service" ] || die "the service is still enabled after remove"
@@ -592,17 +526,17 @@ if [ -n "$UNEXPECTED$GONE_UNEXPECTED" ]; then
   printf 'after remove, new: \n%s\nafter remove, gone:\n%s\n' "$UNEXPECTED" "$GONE_UNEXPECTED" >&2
   die "apt-get remove left more than the configuration, the queue and the user (above)"
 fi
-[ "$(inroot dpkg-query -W -f='${db:Status-Abbrev}' ariata-agent)" = "rc " ] || die "dpkg does not list ariata-agent as removed with its configuration"
+[ "$(inroot "$R" dpkg-query -W -f='${db:Status-Abbrev}' ariata-agent)" = "rc " ] || die "dpkg does not list ariata-agent as removed with its configuration"
 ok "remove kept only: $(printf '%s\n' "$ADDED" | awk '{print $1}' | sed -E 's|^(/etc/ariata\|/var/lib/ariata\|/var/lib/systemd).*|\1|' | sort -u | tr '\n' ' ')"
 
 say "apt-get purge"
-inroot apt-get purge -y -q ariata-agent > "$WORK/purge.log" 2>&1 || { cat "$WORK/purge.log" >&2; die "apt-get purge failed"; }
+inroot "$R" apt-get purge -y -q ariata-agent > "$WORK/purge.log" 2>&1 || { cat "$WORK/purge.log" >&2; die "apt-get purge failed"; }
 snapshot "$WORK/files-purged"
 if ! diff -u "$WORK/files-before" "$WORK/files-purged" > "$WORK/purge.diff"; then
   cat "$WORK/purge.diff" >&2
   die "apt-get purge left something behind or changed the root (diff above: before the install, after the purge)"
 fi
-inroot dpkg-query -W ariata-agent >/dev/null 2>&1 && die "dpkg still knows ariata-agent after purge"
+inroot "$R" dpkg-query -W ariata-agent >/dev/null 2>&1 && die "dpkg still knows ariata-agent after purge"
 ok "after purge the root is as before the install: $(wc -l < "$WORK/files-before") paths and entries compared"
 
 say "numbers"

@@ -17,6 +17,7 @@
 # roots are kept as tar files in DEB_TEST_CACHE (default /var/cache/ariata-build/test-roots).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SCRIPT_NAME=test-debs DIE_PREFIX="FAIL: " . scripts/lib.sh
 DIR=$(pwd)
 ONLY=()
 while [ $# -gt 0 ]; do
@@ -28,7 +29,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#ONLY[@]} -gt 0 ] || ONLY=(amd64 arm64)
-die() { printf 'test-debs: FAIL: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run as root: debootstrap, chroot, mount and binfmt_misc need it (sudo $0)"
 export DEB_TEST_CACHE=${DEB_TEST_CACHE:-/var/cache/ariata-build/test-roots}
 

@@ -15,6 +15,7 @@
 # Tiers, timings and how to run one test: docs/development.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
 tier=whole
 filter=()
@@ -51,7 +52,7 @@ bash scripts/install-deps.sh
 swift build --build-tests
 
 results=$(mktemp -d "${TMPDIR:-/tmp}/ariata-tests.XXXXXX")
-trap 'rm -rf "$results"' EXIT
+at_exit 'rm -rf "$results"'
 status=0
 echo "== tests in $workers parallel worker processes ($tier tier)"
 swift test --skip-build --parallel --num-workers "$workers" "${skip[@]}" "${filter[@]}" \

@@ -17,6 +17,11 @@ final class CaptureDeviceMachineTests: XCTestCase {
     let chosenRetry: TimeInterval = 5
 
     /// A machine on `scheduler`'s clock that reports to `reports`.
+    /// A test's microphones (those plugged in), its virtual clock and what the machine reports.
+    func parts(plugged: Set<String>) -> (FakeMicrophones, VirtualScheduler, Reports) {
+        (FakeMicrophones(plugged: plugged), VirtualScheduler(), Reports())
+    }
+
     func makeMachine(_ microphones: FakeMicrophones, _ scheduler: VirtualScheduler, _ reports: Reports,
                      fallbackDevice: String? = nil) -> CaptureDeviceMachine {
         var config = MicrophoneConfig()
@@ -35,9 +40,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testThePluggedInChosenDeviceIsOpenedAndCaptureIsOnIt() throws {
-        let microphones = FakeMicrophones(plugged: [chosen, fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [chosen, fallback])
         var machine = makeMachine(microphones, scheduler, reports)
 
         XCTAssertEqual(try reading(machine.next()), chosen)
@@ -52,9 +55,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testAChosenDeviceMissingAtTheStartFallsBackWithOneSwitch() throws {
-        let microphones = FakeMicrophones(plugged: [fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [fallback])
         var machine = makeMachine(microphones, scheduler, reports)
 
         XCTAssertEqual(try reading(machine.next()), fallback)
@@ -67,9 +68,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testTheChosenDeviceIsTakenBackAtItsRetryTimeAndNotBefore() throws {
-        let microphones = FakeMicrophones(plugged: [fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [fallback])
         var machine = makeMachine(microphones, scheduler, reports)
         XCTAssertEqual(try reading(machine.next()), fallback)
         _ = reports.take()
@@ -95,9 +94,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testAChosenDeviceStillMissingAtItsRetryIsTriedAgainAnIntervalLaterWithoutNoise() throws {
-        let microphones = FakeMicrophones(plugged: [fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [fallback])
         var machine = makeMachine(microphones, scheduler, reports)
         XCTAssertEqual(try reading(machine.next()), fallback)
         _ = reports.take()
@@ -145,9 +142,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testAMissingFallbackLeavesTheStreamUnhealthyWithBothReasons() throws {
-        let microphones = FakeMicrophones(plugged: [])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [])
         var machine = makeMachine(microphones, scheduler, reports)
 
         XCTAssertEqual(try waiting(machine.next()), 1)
@@ -162,9 +157,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testWithoutAFallbackAMissingChosenDeviceIsUnhealthyAndNothingElseIsOpened() throws {
-        let microphones = FakeMicrophones(plugged: [fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [fallback])
         var machine = makeMachine(microphones, scheduler, reports, fallbackDevice: "none")
 
         XCTAssertEqual(try waiting(machine.next()), 1)
@@ -181,9 +174,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testTheChosenDeviceUnpluggedWhileCapturingGoesStraightToTheFallback() throws {
-        let microphones = FakeMicrophones(plugged: [chosen, fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [chosen, fallback])
         var machine = makeMachine(microphones, scheduler, reports)
         guard case .read(let capture) = machine.next() else { return XCTFail("on the chosen device") }
         _ = reports.take()
@@ -205,9 +196,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testTheFallbackLostWhileCapturingWaitsAndReopensWithoutASecondSwitch() throws {
-        let microphones = FakeMicrophones(plugged: [fallback])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [fallback])
         var machine = makeMachine(microphones, scheduler, reports)
         XCTAssertEqual(try reading(machine.next()), fallback)
         _ = reports.take()
@@ -229,9 +218,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testAnEndedInputIsUnhealthyAndReopenedAfterTheFirstBackoffStep() throws {
-        let microphones = FakeMicrophones(plugged: [chosen])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [chosen])
         var machine = makeMachine(microphones, scheduler, reports, fallbackDevice: "none")
         var waits: [TimeInterval] = []
         for _ in 1...3 {
@@ -247,9 +234,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
     }
 
     func testReleaseEndsTheRunAndClosesTheDevice() throws {
-        let microphones = FakeMicrophones(plugged: [chosen])
-        let scheduler = VirtualScheduler()
-        let reports = Reports()
+        let (microphones, scheduler, reports) = parts(plugged: [chosen])
         var machine = makeMachine(microphones, scheduler, reports)
         XCTAssertEqual(try reading(machine.next()), chosen)
         _ = reports.take()
