@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds everything (the agent, the benchmark tool the crash tests use as a child, the
-# tests) and runs the test suite against real components: SQLite files, gpsd, ALSA's file
-# plugin, socat ptys and an HTTP receiver on 127.0.0.1.
+# Builds everything (the agent, ariata-test-helper, which the crash tests run as a child
+# and kill, the benchmark tool, the tests) and runs the test suite against real
+# components: SQLite files, gpsd, ALSA's file plugin, socat ptys and an HTTP receiver on
+# 127.0.0.1.
 #
 # usage: scripts/test.sh [--fast | --soak] [--filter REGEX] [--workers N]
 #   (default)  the whole suite, what CI runs: the tests in parallel worker processes, then

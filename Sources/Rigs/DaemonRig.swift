@@ -135,10 +135,9 @@ public final class DaemonRig: @unchecked Sendable {
     /// The `Environment=` assignments of the system unit (systemd/ariata-agent.service):
     /// the rig runs the daemon in the environment the unit gives it.
     public static func unitEnvironment(unit: String = "systemd/ariata-agent.service") throws -> [String: String] {
-        let text = try String(contentsOfFile: Repository.path(unit), encoding: .utf8)
         var environment: [String: String] = [:]
-        for line in text.split(separator: "\n") where line.hasPrefix("Environment=") {
-            for assignment in line.dropFirst("Environment=".count).split(separator: " ") {
+        for line in try UnitFile(contentsOf: Repository.path(unit)).values("Service", "Environment") {
+            for assignment in line.split(separator: " ") {
                 let parts = assignment.split(separator: "=", maxSplits: 1)
                 if parts.count == 2 { environment[String(parts[0])] = String(parts[1]) }
             }

@@ -43,13 +43,21 @@ final class SystemdUnitTests: XCTestCase {
         XCTAssertEqual(system["GNUTLS_NO_IMPLICIT_INIT"], "1")
     }
 
-    func testTheUnitAsksForWhatTheIssueSays() throws {
-        let unit = try String(contentsOfFile: "\(root)/systemd/ariata-agent.service", encoding: .utf8)
-        for line in ["Type=notify", "Restart=on-failure", "WatchdogSec=", "SupplementaryGroups=audio dialout",
-                     "StateDirectory=ariata", "ConfigurationDirectory=ariata", "ProtectSystem=strict", "ProtectHome=yes",
-                     "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=", "SystemCallFilter=@system-service",
-                     "DeviceAllow=char-alsa rw"] {
-            XCTAssertTrue(unit.contains(line), "missing \(line)")
+    /// The system unit's settings, parsed: how systemd starts, watches and confines the
+    /// daemon (docs/install.md, "The systemd unit").
+    func testTheUnitStartsWatchesAndConfinesTheDaemon() throws {
+        let unit = try UnitFile(contentsOf: "\(root)/systemd/ariata-agent.service")
+        let exact: [(String, [String])] = [
+            ("Type", ["notify"]), ("Restart", ["on-failure"]), ("WatchdogSec", ["120s"]),
+            ("SupplementaryGroups", ["audio dialout"]), ("StateDirectory", ["ariata"]), ("ConfigurationDirectory", ["ariata"]),
+            ("ProtectSystem", ["strict"]), ("ProtectHome", ["yes"]), ("PrivateTmp", ["yes"]), ("NoNewPrivileges", ["yes"]),
+            ("RestrictAddressFamilies", ["AF_UNIX AF_INET AF_INET6"]),
+        ]
+        for (key, values) in exact {
+            XCTAssertEqual(unit.values("Service", key), values, key)
         }
+        XCTAssertEqual(unit.values("Service", "SystemCallFilter").first, "@system-service")
+        XCTAssertTrue(unit.values("Service", "DeviceAllow").contains("char-alsa rw"), "\(unit.values("Service", "DeviceAllow"))")
+        XCTAssertEqual(unit.values("Service", "ExecStart"), ["/usr/local/bin/ariata-agent run --config /etc/ariata/agent.toml"])
     }
 }
