@@ -3,7 +3,7 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// A 300 s chunk (what onboarding proposes on a Virtues server) killed a minute in: the
+/// A 300 s chunk (what onboarding proposes on a Virtues server) killed 20 s in: the
 /// audio journal gives back what was captured up to the kill, so a long chunk costs a kill
 /// no more than a 30 s one (docs/streams/microphone.md, "Chunk length per server").
 final class LongChunkKillTests: XCTestCase {
@@ -15,7 +15,7 @@ final class LongChunkKillTests: XCTestCase {
         try waitUntil("the chunk's journal", timeout: 20) {
             ((try? FileManager.default.contentsOfDirectory(atPath: journal)) ?? []).contains { $0.hasSuffix(".ogg") }
         }
-        Thread.sleep(forTimeInterval: 45)
+        Thread.sleep(forTimeInterval: 20)
         let agent = try XCTUnwrap(rig.agent)
         let killed = Date()
         agent.signal(SIGKILL)
@@ -33,7 +33,7 @@ final class LongChunkKillTests: XCTestCase {
         let lost = killed.timeIntervalSince(start) - duration
         print(String(format: "measured: killed %.1f s into a 300 s chunk: recovered %.2f s of audio (%d bytes); lost %.2f s",
                      killed.timeIntervalSince(start), duration, audio.count, lost))
-        XCTAssertGreaterThan(duration, 40, "the minute captured before the kill is kept")
+        XCTAssertGreaterThan(duration, 17, "what was captured before the kill is kept")
         XCTAssertLessThan(lost, 3, "only the audio not yet read from the device (up to 2 s) and the unfinished frame")
         XCTAssertTrue(audio.starts(with: Data("OggS".utf8)), "a complete Ogg file")
         XCTAssertGreaterThan(Double(audio.count), duration * 1_500, "about 2,000 bytes a second at 16 kbit/s")
