@@ -11,8 +11,8 @@ struct ChunkLengthStep {
 
     func run(_ microphone: inout MicrophoneConfig) {
         guard microphone.enabled else { return }
-        let proposed = (identity ?? ServerIdentity(generation: nil)).proposedChunkSeconds
-        let reason = (identity ?? ServerIdentity(generation: nil)).chunkReason
+        let server = identity ?? ServerIdentity(generation: nil)
+        let (proposed, reason) = (server.proposedChunkSeconds, server.chunkReason)
         if microphone.chunkSecondsIsExplicit {
             guard microphone.chunkSeconds != proposed else {
                 console.line("  audio in \(proposed) s chunks: \(reason)")
