@@ -1,6 +1,5 @@
 import AgentCore
 import Foundation
-import Upload
 
 /// `ariata-agent doctor`: onboarding's checks again, any time: the config, the server
 /// (when one is configured) and the device checks of the enabled streams.
@@ -30,18 +29,11 @@ public struct Doctor: Sendable {
             return DoctorReport(configFile: configPath, checks: results)
         }
         if config.server.isOnboarded {
-            let identity = ServerIdentityClient(server: config.server, timeout: min(timeout ?? config.server.requestTimeout, 10)).fetch(now: Date())
-            switch identity {
-            case .identified(let server):
-                results.append(DeviceCheck(name: "server", outcome: .ok, detail: ServerIdentityStep.describe(server)))
-            case .failed(let reason):
-                results.append(DeviceCheck(name: "server", outcome: .warning, detail: "it does not say which server it is: \(reason)",
-                                           fix: "check that the endpoint is the server's base URL"))
-            }
+            let (check, identity) = ServerIdentityStep.check(config.server, timeout: timeout)
+            results.append(check)
             let verification = ServerVerifier(server: config.server, timeout: timeout).verify()
             results.append(verification.asCheck)
-            if verification.outcome == .everyDeviceRefused, case .identified(let server) = identity,
-               let note = ServerIdentityStep.loginWallNote(server) {
+            if verification.outcome == .everyDeviceRefused, let note = ServerIdentityStep.loginWallNote(identity) {
                 results.append(DeviceCheck(name: "server build", outcome: .failed, detail: note))
             }
         } else {

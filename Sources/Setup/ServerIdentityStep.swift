@@ -13,16 +13,21 @@ struct ServerIdentityStep {
     let printer: CheckPrinter
 
     func run(_ server: ServerConfig) -> ServerIdentity? {
-        let client = ServerIdentityClient(server: server, timeout: min(timeout ?? server.requestTimeout, 10))
-        console.line("  asking \(client.url) which server this is ...")
-        switch client.fetch(now: Date()) {
+        console.line("  asking \(server.url(path: ServerIdentityClient.path)) which server this is ...")
+        let (check, identity) = Self.check(server, timeout: timeout)
+        console.write(printer.render(check))
+        return identity
+    }
+
+    /// Asks the server which it is (at most 10 s): the check onboarding and `doctor` print,
+    /// and the identity when it said.
+    static func check(_ server: ServerConfig, timeout: Int?) -> (DeviceCheck, ServerIdentity?) {
+        switch ServerIdentityClient(server: server, timeout: min(timeout ?? server.requestTimeout, 10)).fetch(now: Date()) {
         case .identified(let identity):
-            console.write(printer.render(DeviceCheck(name: "server", outcome: .ok, detail: Self.describe(identity))))
-            return identity
+            return (DeviceCheck(name: "server", outcome: .ok, detail: describe(identity)), identity)
         case .failed(let reason):
-            console.write(printer.render(DeviceCheck(name: "server", outcome: .warning, detail: "it does not say which server it is: \(reason)",
-                                                     fix: "onboarding goes on; if what follows fails, check that the endpoint is the server's base URL")))
-            return nil
+            return (DeviceCheck(name: "server", outcome: .warning, detail: "it does not say which server it is: \(reason)",
+                                fix: "if what follows fails, check that the endpoint is the server's base URL"), nil)
         }
     }
 

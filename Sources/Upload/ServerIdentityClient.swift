@@ -27,15 +27,8 @@ public struct ServerIdentityClient: Sendable {
     /// One request; blocks for at most `timeout` seconds.
     public func fetch(now: Date, isCancelled: @escaping @Sendable () -> Bool = { false }) -> Outcome {
         guard !server.endpoint.isEmpty else { return .failed(reason: "no server endpoint configured") }
-        var settings = ServerSettings(server)
-        settings.requestTimeout = timeout
-        settings.connectTimeout = min(settings.connectTimeout, timeout)
-        let result: Result<HTTPResponse, TransportFailure>
-        do {
-            result = try CurlTransport(settings: settings, isCancelled: isCancelled).send(.get(url: url, headers: []))
-        } catch {
-            return .failed(reason: "\(error)")
-        }
+        let url = url
+        let result = ServerRequest.send(server: server, timeout: timeout, isCancelled: isCancelled) { _ in .get(url: url, headers: []) }
         switch result {
         case .failure(let failure):
             return .failed(reason: failure.description)

@@ -1,12 +1,12 @@
 import AgentCore
 import Foundation
-import Upload
 
-/// One request to the server as onboarding sends it (the verification, the pairing): the
+/// One request to the server outside the upload cycle (onboarding's verification and
+/// pairing, the link check, the `/health` ask): the
 /// server's settings with `timeout` seconds for the request and at most that for the
 /// connect, and every failure, building the request included, as a `TransportFailure`.
-enum ServerRequest {
-    static func send(server: ServerConfig, timeout: Int, isCancelled: @escaping @Sendable () -> Bool = { false },
+public enum ServerRequest {
+    public static func send(server: ServerConfig, timeout: Int, isCancelled: @escaping @Sendable () -> Bool = { false },
                      _ request: (ServerSettings) throws -> HTTPRequest) -> Result<HTTPResponse, TransportFailure> {
         var settings = ServerSettings(server)
         settings.requestTimeout = timeout
