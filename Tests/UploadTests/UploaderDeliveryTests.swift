@@ -276,3 +276,32 @@ extension UploaderDeliveryTests {
         }
     }
 }
+
+extension UploaderDeliveryTests {
+    /// The receiver's request log is in the order requests arrived, not the order their
+    /// threads finished: tests read connection reuse and resends from that order.
+    func testTheReceiversRequestLogIsInTheOrderRequestsArrived() throws {
+        let first = try UploadFixture()
+        let second = try UploadFixture(receiverRunning: false)
+        second.server = first.server
+        try first.enqueue(.health, count: 2)
+        try second.enqueue(.location, count: 2)
+        try first.receiver.addFaults(["slow=2,stream=healthkit"])
+
+        let slowUploader = first.makeUploader()
+        let slowDone = DispatchSemaphore(value: 0)
+        Thread {
+            _ = slowUploader.syncNow()
+            slowDone.signal()
+        }.start()
+        try waitUntil("the slow health request to be in flight", timeout: 20) {
+            (try? first.receiver.stats().in_flight) == 1
+        }
+        XCTAssertTrue(second.makeUploader().syncNow().drainedAll)
+        XCTAssertEqual(slowDone.wait(timeout: .now() + 30), .success)
+
+        let requests = try first.receiver.requests()
+        XCTAssertEqual(requests.map(\.stream), ["healthkit", "location"],
+                       "the slow request arrived first and finished last")
+    }
+}

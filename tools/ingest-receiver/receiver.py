@@ -82,8 +82,9 @@ small control API under /_control/ on the same port:
   GET    /_control/health             {"ok": true}
   GET    /_control/stats              request counts (finished and in flight), records stored
                                       per stream, duplicate records, repeated batch ids
-  GET    /_control/requests           one entry per ingest request (no payloads; the
-                                      answer's accepted and rejected counts)
+  GET    /_control/requests           one entry per ingest request, in the order they
+                                      arrived (no payloads; the answer's accepted and
+                                      rejected counts)
   GET    /_control/records?stream=S   ids stored for stream S, in the order stored
                                       (with "copies": how often each id was stored)
   POST   /_control/faults             {"faults": ["status=503,times=2", ...]} appends faults
@@ -442,6 +443,7 @@ class Receiver:
         if "copies" not in [row[1] for row in self.db.execute("PRAGMA table_info(records)")]:
             self.db.execute("ALTER TABLE records ADD COLUMN copies INTEGER NOT NULL DEFAULT 1")  # an older --store file
         self.in_flight = 0  # not reset: requests running now still finish
+        self.arrivals = 0
         self.reset_counters()
 
     def reset_counters(self):
@@ -544,9 +546,20 @@ class Receiver:
         with self.lock:
             self.prefix_buffers.setdefault(stream, []).extend(records)
 
+    def arrived(self):
+        """The next arrival number: the request log is kept in the order requests came,
+        not the order their threads finished (a connection closed under a request is
+        noted after the client's resend on a new connection has often been)."""
+        with self.lock:
+            self.arrivals += 1
+            return self.arrivals
+
     def note(self, entry):
         with self.lock:
-            self.requests.append(entry)
+            at = len(self.requests)
+            while at > 0 and self.requests[at - 1]["arrival"] > entry["arrival"]:
+                at -= 1
+            self.requests.insert(at, entry)
             key = str(entry["status"])
             self.statuses[key] = self.statuses.get(key, 0) + 1
 
@@ -936,7 +949,7 @@ class Handler(BaseHTTPRequestHandler):
             self.verify_device()
             return
         started = time.monotonic()
-        entry = {"at": time.time(), "path": path, "stream": None, "batch_id": self.headers.get("X-Batch-Id"),
+        entry = {"at": time.time(), "arrival": self.receiver.arrived(), "path": path, "stream": None, "batch_id": self.headers.get("X-Batch-Id"),
                  "records": 0, "record_ids": [], "body_bytes": 0,
                  "wire_bytes": int(self.headers.get("Content-Length") or 0),
                  "encoding": self.headers.get("Content-Encoding"), "user_agent": self.headers.get("User-Agent"),
