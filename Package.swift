@@ -35,6 +35,9 @@ let package = Package(
         // libogg: the audio journal's recovery closes a cut-off Ogg file on page boundaries.
         .systemLibrary(name: "COgg", pkgConfig: "ogg",
                        providers: [.apt(["libogg-dev"])]),
+        // sd-bus (libsystemd): GeoClue, logind, NetworkManager, desktop notices, BlueZ.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
         // libqrencode: `onboard --link` shows the device id as a QR code in the terminal.
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
@@ -47,6 +50,9 @@ let package = Package(
         // Virtual time for tests (a scheduler whose clocks a test moves), in a module of its
         // own as swift-nio keeps its EmbeddedEventLoop: the shipped program does not link it.
         .target(name: "PlatformTestSupport", dependencies: ["Platform"]),
+        // The D-Bus seam: one connection per bus on a thread of its own, values, calls,
+        // signals and exported objects (docs/dbus.md). Knows no service.
+        .target(name: "DBus", dependencies: ["Platform", "CSystemd"]),
         // The queue, records, config, error codes, time evidence, health types.
         .target(name: "AgentCore", dependencies: [
             "Platform",
@@ -117,6 +123,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestHelper"),
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "PlatformTestSupport", "TestRigs"]),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestRigs"]),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "TestRigs"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "AgentCore", "Platform", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "PlatformTestSupport", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),

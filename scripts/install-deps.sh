@@ -16,6 +16,7 @@ BUILD_PACKAGES=(
   libogg-dev
   libopusenc-dev
   libqrencode-dev
+  libsystemd-dev  # sd-bus: GeoClue, logind, NetworkManager, desktop notices
 )
 # Test rigs and demo: real gpsd, socat ptys, ALSA file plugin data, speech, Opus tools,
 # the reference receiver (python3), systemd-analyze for the unit checks.
@@ -54,6 +55,10 @@ TEST_PACKAGES=(
   wireplumber
   pulseaudio-utils
   dbus-daemon
+  # D-Bus services on the tests' private buses (DBusRig): GeoClue itself, and
+  # python-dbusmock's logind, NetworkManager and notification-daemon templates.
+  geoclue-2.0
+  python3-dbusmock
 )
 
 # Packaging (scripts/build-deb.sh) and its test (scripts/test-deb.sh): Debian's own tools,
