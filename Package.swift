@@ -67,7 +67,7 @@ let package = Package(
         // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
         // Health/ (sources, parsers, normaliser).
         .target(name: "Capture", dependencies: [
-            "AgentCore", "Platform", "CGPS", "CALSA", "COpus", "COgg",
+            "AgentCore", "Platform", "DBus", "CGPS", "CALSA", "COpus", "COgg",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Batches, libcurl transport, backoff, circuit breaker, answer rules.
@@ -126,7 +126,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestRigs"]),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "TestRigs"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "AgentCore", "Platform", "TestRigs"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "PlatformTestSupport", "TestRigs", "CGPS", "CALSA", "COpus", "COgg"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "PlatformTestSupport", "TestRigs", "DBus", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "Reports", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child

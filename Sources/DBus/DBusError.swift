@@ -35,6 +35,12 @@ public enum DBusError: Error, Equatable, Sendable, CustomStringConvertible {
         return name == "org.freedesktop.DBus.Error.ServiceUnknown" || name == "org.freedesktop.DBus.Error.NameHasNoOwner"
     }
 
+    /// No answer within the call's time-out.
+    public var isNoReply: Bool {
+        guard case .remote(let name, _) = self else { return false }
+        return name == "org.freedesktop.DBus.Error.NoReply" || name == "org.freedesktop.DBus.Error.Timeout"
+    }
+
     /// The service refused the caller.
     public var isAccessDenied: Bool {
         guard case .remote(let name, _) = self else { return false }

@@ -142,3 +142,25 @@ final class DBusConnectionTests: XCTestCase {
         subscription.cancel()
     }
 }
+
+extension DBusConnectionTests {
+    /// A call nobody answers ends at its own time-out, not the default one.
+    func testACallThatIsNotAnsweredEndsAtItsTimeOut() throws {
+        let rig = try DBusRig()
+        let slow = try DBusConnection(.address(rig.address))
+        let export = try slow.export(path: "/test/Slow") { _ in
+            Thread.sleep(forTimeInterval: 6)
+            return .values([])
+        }
+        let client = try DBusConnection(.address(rig.address))
+        let started = Date()
+        XCTAssertThrowsError(try client.call(DBusMethodCall(destination: slow.uniqueName ?? "", path: "/test/Slow",
+                                                            interface: "org.example.Slow", member: "Wait"), timeout: 1)) { error in
+            XCTAssertEqual(error as? DBusError, .remote(name: "org.freedesktop.DBus.Error.NoReply", message: "Method call timed out"))
+        }
+        let took = Date().timeIntervalSince(started)
+        XCTAssertGreaterThan(took, 0.9)
+        XCTAssertLessThan(took, 4, "ended at its 1 s time-out")
+        export.cancel()
+    }
+}

@@ -1,6 +1,34 @@
-/// `[location]`: fixes from gpsd.
+/// `[location]`: fixes from gpsd or GeoClue (docs/streams/location.md, docs/laptop.md).
 public struct LocationConfig: Sendable, Equatable {
+    /// Where fixes come from.
+    public enum Source: String, Sendable, CaseIterable {
+        /// gpsd when it has a receiver, else GeoClue; gpsd is taken up when one appears.
+        case auto
+        case gpsd
+        case geoclue
+    }
+
+    /// GeoClue's accuracy levels a person may ask for (its `GClueAccuracyLevel`).
+    public enum AccuracyLevel: String, Sendable, CaseIterable {
+        case city, neighborhood, street, exact
+
+        /// The number GeoClue's D-Bus interface takes.
+        public var geoClueValue: UInt32 {
+            switch self {
+            case .city: 4
+            case .neighborhood: 5
+            case .street: 6
+            case .exact: 8
+            }
+        }
+    }
+
     public var enabled: Bool = true
+    public var source: Source = .auto
+    /// The accuracy asked of GeoClue (gpsd gives what the receiver has).
+    public var accuracyLevel: AccuracyLevel = .exact
+    /// GeoClue sends no new fix until the device has moved this many metres (0: any move).
+    public var distanceThreshold: Int = 0
     public var gpsdHost: String = "localhost"
     public var gpsdPort: Int = 2947
     /// Seconds between records. Setting it (in the file or in code) makes it explicit.
@@ -19,6 +47,9 @@ extension LocationConfig: ConfigTable {
     static var defaults: Self { Self() }
     static var keys: [ConfigKey<Self>] {
         [.bool("enabled", \.enabled),
+         .choice("source", \.source, allowed: Source.allCases),
+         .choice("accuracy_level", \.accuracyLevel, allowed: AccuracyLevel.allCases),
+         .int("distance_threshold", \.distanceThreshold, range: 0...100_000, unit: "metres"),
          .string("gpsd_host", \.gpsdHost),
          .int("gpsd_port", \.gpsdPort, range: 1...65_535),
          // Read only when given, and written only when given, so a default interval

@@ -11,6 +11,8 @@ enum GPSDReport: Sendable, Equatable {
     case satellites(used: Int?)
     /// The VERSION banner gpsd sends first on every connection: its release.
     case version(release: String)
+    /// The DEVICES list gpsd sends after a WATCH: how many receivers it has.
+    case devices(count: Int)
 }
 
 /// What answered on gpsd's port, as the device check asks it.
@@ -81,6 +83,24 @@ public final class GPSDClient: @unchecked Sendable {
         let client = try connect(host: host, port: port, timeout: timeout)
         defer { client.close() }
         return try client.awaitVersion(timeout: timeout)
+    }
+
+    /// How many receivers gpsd has (its DEVICES answer to the watch), nil when it did not
+    /// say within `timeout`. gpsd that answers with none (socket-activated with nothing
+    /// plugged in, as on a laptop) has no fixes to give.
+    public static func receiverCount(host: String, port: Int, timeout: TimeInterval) throws(GPSDError) -> Int? {
+        let client = try connect(host: host, port: port, timeout: timeout)
+        defer { client.close() }
+        let deadline = Monotonic.now + timeout
+        while true {
+            var count: Int?
+            try client.drain { report in
+                if case .devices(let n) = report { count = n }
+            }
+            if let count { return count }
+            let remaining = deadline - Monotonic.now
+            guard remaining > 0, let ready = Poll.wait([client.fileDescriptor], timeout: remaining), ready[0] != 0 else { return nil }
+        }
     }
 
     /// Connects like `init` but gives up after `timeout`. gps_open's TCP connect has no
@@ -159,6 +179,9 @@ public final class GPSDClient: @unchecked Sendable {
             }
             return .version(release: release)
         }
+        if set & GPSDMask.deviceList != 0 {
+            return .devices(count: Int(data.pointee.devices.ndevices))
+        }
         if set & GPSDMask.satellite != 0 {
             let used = Int(data.pointee.satellites_used)
             // gps.h: the count is only meaningful when positive.
@@ -178,6 +201,7 @@ enum GPSDMask {
     static let time: UInt64 = 1 << 2
     static let mode: UInt64 = 1 << 10
     static let satellite: UInt64 = 1 << 15
+    static let deviceList: UInt64 = 1 << 20
     static let version: UInt64 = 1 << 28
 }
 

@@ -29,10 +29,18 @@ public struct FixTime: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var description: String { RFC3339.string(from: date) }
 }
 
-/// One position fix as gpsd reported it. Optional fields are the ones gpsd left
-/// unknown (NaN): they stay nil and never turn into 0.
+/// Where a fix came from: the record's `location_source`, so the server's map can tell a
+/// Wi-Fi position from a satellite one.
+public enum FixSource: String, Sendable, Equatable {
+    case gpsd
+    case geoclue
+}
+
+/// One position fix as gpsd (or GeoClue) reported it. Optional fields are the ones the
+/// source left unknown (NaN): they stay nil and never turn into 0.
 public struct GPSFix: Sendable, Equatable {
     /// 2 (2D) or 3 (3D); a report below 2 is not a fix and never becomes one of these.
+    /// GeoClue says nothing of it: its fixes count as 2D and carry no `fix_mode`.
     public var mode: Int
     public var time: FixTime
     public var latitude: Double
@@ -49,10 +57,12 @@ public struct GPSFix: Sendable, Equatable {
     public var verticalAccuracy: Double?
     /// From gpsd's latest SKY report on the same connection.
     public var satellitesUsed: Int?
+    public var source: FixSource
 
     public init(mode: Int, time: FixTime, latitude: Double, longitude: Double, altitude: Double? = nil,
                 speed: Double? = nil, course: Double? = nil, horizontalAccuracy: Double? = nil,
-                verticalAccuracy: Double? = nil, satellitesUsed: Int? = nil) {
+                verticalAccuracy: Double? = nil, satellitesUsed: Int? = nil, source: FixSource = .gpsd) {
+        self.source = source
         self.mode = mode
         self.time = time
         self.latitude = latitude

@@ -3,12 +3,12 @@ import Foundation
 
 /// Why a fix was not turned into a record.
 enum LocationRecordError: Error, Equatable, CustomStringConvertible {
-    case timeOutOfRange(fixTime: String, now: String)
+    case timeOutOfRange(fixTime: String, now: String, source: FixSource)
 
     var description: String {
         switch self {
-        case .timeOutOfRange(let fixTime, let now):
-            return "gpsd's fix time \(fixTime) is before 2000 or more than 5 minutes ahead of the "
+        case .timeOutOfRange(let fixTime, let now, let source):
+            return "\(source == .gpsd ? "gpsd" : "GeoClue")'s fix time \(fixTime) is before 2000 or more than 5 minutes ahead of the "
                 + "system clock (\(now)); the server would reject it, so it is not written. "
                 + "Check the system clock (timedatectl) and the receiver's time"
         }
@@ -17,22 +17,28 @@ enum LocationRecordError: Error, Equatable, CustomStringConvertible {
 
 /// A `location` record of the contract from one fix: `id, timestamp, latitude, longitude,
 /// altitude, speed, course, horizontal_accuracy, vertical_accuracy, fix_mode,
-/// satellites_used`, each present only when gpsd knew it.
+/// satellites_used`, each present only when the source knew it, and `location_source`.
 enum LocationRecord {
     /// `clockTrusted` false: the system clock cannot be believed (ClockTrust), so the fix
     /// time is not compared with it.
     static func make(from fix: GPSFix, now: Date, clockTrusted: Bool = true, id: UUID = RecordID.make()) throws -> NewRecord {
         let time = fix.time.date
-        guard isAcceptable(time, now: now, clockTrusted: clockTrusted) else {
+        // GeoClue's time is the system clock's own, never the satellites': the plain rule.
+        let acceptable = fix.source == .geoclue
+            ? CaptureTimeRule.isAcceptable(time, now: now)
+            : isAcceptable(time, now: now, clockTrusted: clockTrusted)
+        guard acceptable else {
             throw LocationRecordError.timeOutOfRange(fixTime: RFC3339.string(from: time),
-                                                     now: RFC3339.string(from: now))
+                                                     now: RFC3339.string(from: now), source: fix.source)
         }
         var fields: [String: any Sendable] = [
             "timestamp": RFC3339.string(from: time),
             "latitude": fix.latitude,
             "longitude": fix.longitude,
-            "fix_mode": fix.mode,
+            "location_source": fix.source.rawValue,
         ]
+        // gpsd's 2D/3D; GeoClue does not say.
+        if fix.source == .gpsd { fields["fix_mode"] = fix.mode }
         // Unknown values are left out, never written as 0 or null.
         let optional: [(String, (any Sendable)?)] = [
             ("altitude", fix.altitude),

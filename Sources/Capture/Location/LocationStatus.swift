@@ -3,7 +3,12 @@ import Foundation
 
 /// A snapshot of the location stream for the supervisor and `status`.
 public struct LocationStatus: Sendable, Equatable {
+    /// gpsd's host and port.
     public var endpoint: String
+    /// The source in use (nil until the stream has chosen one) and, for source `auto`, why.
+    public var source: FixSource?
+    public var choice: String?
+    /// The link to that source (GeoClue's too: connected once it gives fixes).
     public var link: GPSDLinkState
     /// gpsd's time of the latest fix received (not necessarily written yet).
     public var lastFixTime: Date?
@@ -13,6 +18,20 @@ public struct LocationStatus: Sendable, Equatable {
     public var lastRecordAt: Date?
     /// The latest failure to write a record, cleared by the next success.
     public var writeError: String?
+
+    public init(endpoint: String, source: FixSource? = nil, choice: String? = nil, link: GPSDLinkState,
+                lastFixTime: Date? = nil, lastFixAge: TimeInterval? = nil, recordsWritten: Int = 0,
+                lastRecordAt: Date? = nil, writeError: String? = nil) {
+        self.endpoint = endpoint
+        self.source = source
+        self.choice = choice
+        self.link = link
+        self.lastFixTime = lastFixTime
+        self.lastFixAge = lastFixAge
+        self.recordsWritten = recordsWritten
+        self.lastRecordAt = lastRecordAt
+        self.writeError = writeError
+    }
 
     public var connected: Bool { link.isConnected }
 
@@ -30,6 +49,14 @@ public struct LocationStatus: Sendable, Equatable {
         case .connected(let since):
             if let writeError {
                 return .unhealthy(reason: "cannot write location records to the queue: \(writeError)")
+            }
+            if source == .geoclue {
+                // GeoClue sends a fix only when the device moves: only none at all counts.
+                let quiet = now.timeIntervalSince(since)
+                guard lastFixAge == nil, quiet > staleFixAfter else { return .healthy }
+                return .unhealthy(reason: "GeoClue has given no position in \(Int(quiet)) s since it started: "
+                    + "check that Wi-Fi is on (GeoClue locates by the networks in reach) or that its sources are "
+                    + "enabled in /etc/geoclue/geoclue.conf (docs/laptop.md)")
             }
             let quietSince = lastFixAge.map { now.addingTimeInterval(-$0) } ?? since
             let quiet = now.timeIntervalSince(quietSince)

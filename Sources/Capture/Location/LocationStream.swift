@@ -1,14 +1,17 @@
 import AgentCore
+import DBus
 import Foundation
 import Logging
 import Platform
 import Synchronization
 
-/// The `location` stream: gpsd fixes in, one record per interval out, straight to the
-/// queue. One thread (`ariata-location`) talks to gpsd (blocking libgps calls stay off
-/// the daemon's threads) and samples: it sleeps until each tick, every `interval` seconds,
-/// reads the reports gpsd sent meanwhile and writes the latest fix, so it wakes once per
-/// interval rather than once per report (see `SamplingPace`).
+/// The `location` stream: gpsd or GeoClue fixes in, one record per interval out, straight
+/// to the queue. One thread (`ariata-location`) chooses the source (`[location] source`)
+/// and runs it. On gpsd it talks to gpsd (blocking libgps calls stay off the daemon's
+/// threads) and samples: it sleeps until each tick, every `interval` seconds, reads the
+/// reports gpsd sent meanwhile and writes the latest fix, so it wakes once per interval
+/// rather than once per report (see `SamplingPace`). On GeoClue, GeoClue paces the fixes
+/// (its time and distance thresholds) and each is written as it comes (docs/laptop.md).
 public final class LocationStream: CaptureStream {
     public let stream: StreamName = .location
     public let config: LocationConfig
@@ -36,6 +39,9 @@ public final class LocationStream: CaptureStream {
         var privacyCoarsened = 0
         /// The zone the last fix lay in, so entering and leaving are logged once each.
         var inZone: String?
+        /// The source in use, and why (source `auto`).
+        var source: FixSource?
+        var choice: String?
     }
 
     /// What exists only between start() and stop().
@@ -53,7 +59,9 @@ public final class LocationStream: CaptureStream {
     ///     records from it before NTP answers).
     public init(config: LocationConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, tuning: LocationTuning = LocationTuning(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), timeEvidence: TimeEvidence = .shared) {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), timeEvidence: TimeEvidence = .shared,
+                serviceMode: ServiceMode = .current()) {
+        self.serviceMode = serviceMode
         self.config = config
         self.sink = sink
         self.clock = clock
@@ -68,23 +76,15 @@ public final class LocationStream: CaptureStream {
     deinit { stop() }
 
     public var endpoint: String { "\(config.gpsdHost):\(config.gpsdPort)" }
+    private let serviceMode: ServiceMode
 
     public func start() {
         running.withLock { running in
             guard running == nil else { return }
             shared.withLock { $0.link = .connecting }
-            let reader = GPSDReader(
-                host: config.gpsdHost, port: config.gpsdPort,
-                backoff: tuning.reconnect,
-                clock: clock, logger: logger,
-                interval: TimeInterval(config.interval), maxReadGap: tuning.maxReadGap,
-                onReport: { [weak self] report in self?.received(report) },
-                onTick: { [weak self] in self?.writePendingFix() },
-                hasPending: { [weak self] in self?.shared.withLock { $0.sampler.pending != nil } ?? false },
-                onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
             let thread: NamedThread
             do {
-                thread = try NamedThread(name: "ariata-location") { waker in reader.run(until: waker) }
+                thread = try NamedThread(name: "ariata-location") { [weak self] waker in self?.run(until: waker) }
             } catch {
                 let reason = "cannot start the location stream: \(error)"
                 logger.error("\(reason)")
@@ -93,8 +93,73 @@ public final class LocationStream: CaptureStream {
             }
 
             running = Running(thread: thread)
-            logger.info("location stream started: gpsd at \(endpoint), a record every \(config.interval) s")
+            logger.info("location stream started: source \(config.source.rawValue), a record every \(config.interval) s")
         }
+    }
+
+    /// The location thread: the configured source, or for `auto` gpsd when it has a
+    /// receiver and GeoClue until one appears.
+    private func run(until waker: Waker) {
+        switch config.source {
+        case .gpsd:
+            use(.gpsd, because: nil)
+            makeGPSDReader().run(until: waker)
+        case .geoclue:
+            use(.geoclue, because: nil)
+            _ = makeGeoClueReader(probing: false).run(until: waker)
+        case .auto:
+            if gpsdHasReceiver() {
+                use(.gpsd, because: "gpsd at \(endpoint) has a receiver")
+                return makeGPSDReader().run(until: waker)
+            }
+            use(.geoclue, because: "gpsd at \(endpoint) has no receiver")
+            guard makeGeoClueReader(probing: true).run(until: waker) == .gpsdAppeared else { return }
+            use(.gpsd, because: "a receiver appeared at gpsd \(endpoint)")
+            shared.withLock { $0.link = .connecting }
+            makeGPSDReader().run(until: waker)
+        }
+    }
+
+    private func use(_ source: FixSource, because reason: String?) {
+        shared.withLock { s in
+            s.source = source
+            s.choice = reason
+        }
+        if let reason { logger.notice("location source: \(source == .gpsd ? "gpsd" : "GeoClue") (\(reason))") }
+    }
+
+    /// Whether gpsd answers and lists at least one receiver: a socket-activated gpsd with
+    /// nothing plugged in (a laptop) answers with none.
+    private func gpsdHasReceiver() -> Bool {
+        ((try? GPSDClient.receiverCount(host: config.gpsdHost, port: config.gpsdPort, timeout: tuning.gpsdProbeTimeout)) ?? nil ?? 0) > 0
+    }
+
+    private func makeGPSDReader() -> GPSDReader {
+        GPSDReader(
+            host: config.gpsdHost, port: config.gpsdPort,
+            backoff: tuning.reconnect,
+            clock: clock, logger: logger,
+            interval: TimeInterval(config.interval), maxReadGap: tuning.maxReadGap,
+            onReport: { [weak self] report in self?.received(report) },
+            onTick: { [weak self] in self?.writePendingFix() },
+            hasPending: { [weak self] in self?.shared.withLock { $0.sampler.pending != nil } ?? false },
+            onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
+    }
+
+    private func makeGeoClueReader(probing: Bool) -> GeoClueReader {
+        let settings = GeoClueSettings(accuracy: config.accuracyLevel, timeThreshold: UInt32(config.interval),
+                                       distanceThreshold: UInt32(config.distanceThreshold),
+                                       actsAsItsOwnAgent: serviceMode == .system, startTimeout: tuning.geoClueStartTimeout)
+        let probe: (@Sendable () -> Bool)?
+        if probing {
+            probe = { @Sendable [weak self] in self?.gpsdHasReceiver() ?? false }
+        } else {
+            probe = nil
+        }
+        return GeoClueReader(bus: tuning.geoClueBus, settings: settings, retry: tuning.geoClueRetry, probeGPSD: probe,
+                             probeInterval: tuning.gpsdProbeInterval, clock: clock, logger: logger,
+                             onFix: { [weak self] fix in self?.received(fix) },
+                             onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
     }
 
     public func stop() {
@@ -112,13 +177,15 @@ public final class LocationStream: CaptureStream {
     }
 
     public func liveness() -> Liveness {
-        status().health(now: clock.now(), staleFixAfter: tuning.staleFixLimit(interval: config.interval))
+        let status = status()
+        let staleAfter = status.source == .geoclue ? tuning.geoClueFirstFixLimit : tuning.staleFixLimit(interval: config.interval)
+        return status.health(now: clock.now(), staleFixAfter: staleAfter)
     }
 
     public func status() -> LocationStatus {
         let now = clock.now()
         return shared.withLock { s in
-            LocationStatus(endpoint: endpoint, link: s.link,
+            LocationStatus(endpoint: endpoint, source: s.source, choice: s.choice, link: s.link,
                            lastFixTime: s.sampler.latest?.time.date,
                            lastFixAge: s.lastFixReceivedAt.map { max(0, now.timeIntervalSince($0)) },
                            recordsWritten: s.recordsWritten, lastRecordAt: s.lastRecordAt,
@@ -129,6 +196,22 @@ public final class LocationStream: CaptureStream {
     /// Fixes kept out by privacy zones, for `status` (the supervisor stores them).
     public func counters() -> [String: Int] {
         shared.withLock { [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened] }
+    }
+
+    /// A GeoClue fix, on the session's bus thread: GeoClue has paced it already (its time
+    /// threshold is the interval), so it is written now.
+    private func received(_ fix: GeoClueFix) {
+        let first = shared.withLock { s -> Bool in
+            defer {
+                s.sampler.offer(fix.fix)
+                s.lastFixReceivedAt = clock.now()
+            }
+            return s.sampler.latest == nil
+        }
+        if first {
+            logger.info("first fix from GeoClue\(fix.accuracy.map { " (accuracy \(Int($0.rounded())) m)" } ?? "") at \(fix.time)")
+        }
+        writePendingFix()
     }
 
     private func received(_ report: GPSDReport) {
@@ -223,7 +306,7 @@ public final class LocationStream: CaptureStream {
             // course would narrow it down again, and the accuracy says how coarse it is.
             return GPSFix(mode: fix.mode, time: fix.time,
                           latitude: PrivacyZones.coarsen(fix.latitude), longitude: PrivacyZones.coarsen(fix.longitude),
-                          horizontalAccuracy: 1_000, satellitesUsed: fix.satellitesUsed)
+                          horizontalAccuracy: 1_000, satellitesUsed: fix.satellitesUsed, source: fix.source)
         }
     }
 }

@@ -1,4 +1,5 @@
 import AgentCore
+import DBus
 import Foundation
 
 /// Internal timings of the location stream that users do not need to tune (the user's
@@ -18,6 +19,21 @@ public struct LocationTuning: Sendable, Equatable {
     /// sampling interval is longer: 10 s of reports (a TPV and a SKY a second, ~1 KB each)
     /// is far below a socket's buffer, and a single wake-up per 10 s.
     public var maxReadGap: TimeInterval = 10
+    /// The bus GeoClue is on (the system bus, from `DBUS_SYSTEM_BUS_ADDRESS` when set).
+    public var geoClueBus: DBusBus = .system
+    /// Delays between attempts to reach GeoClue: 2 s doubling to a minute (it is
+    /// bus-activated, so an attempt also starts it).
+    public var geoClueRetry = Backoff(base: 2, cap: 60)
+    /// With source `auto` on GeoClue: how often gpsd is asked whether a receiver appeared
+    /// (a USB receiver plugged in), and how long one ask may take.
+    public var gpsdProbeInterval: TimeInterval = 60
+    public var gpsdProbeTimeout: TimeInterval = 2
+    /// GeoClue sends a fix only when the device moved (or its first): a stationary laptop
+    /// rightly gets none for hours. Only no fix at all this long after GeoClue started
+    /// makes the stream unhealthy.
+    public var geoClueFirstFixLimit: TimeInterval = 600
+    /// How long GeoClue's `Start` may take (it waits for a desktop agent).
+    public var geoClueStartTimeout: TimeInterval = 25
 
     public init() {}
 

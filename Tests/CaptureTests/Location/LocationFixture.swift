@@ -12,7 +12,10 @@ final class LocationFixture {
     let log = RecordingLogHandler.Store()
     let stream: LocationStream
 
-    init(port: Int, interval: Int = 1, tuning: LocationTuning = LocationTuning()) throws {
+    /// - Parameter configure: changes to the configuration (the source is gpsd unless it
+    ///   says otherwise: the gpsd tests must not fall back to GeoClue).
+    init(port: Int, interval: Int = 1, tuning: LocationTuning = LocationTuning(), serviceMode: ServiceMode = .system,
+         configure: (inout LocationConfig) -> Void = { _ in }) throws {
         directory = try TemporaryDirectory("ariata-location")
         database = try AgentDatabase(path: directory.file("queue.sqlite"))
         var config = LocationConfig()
@@ -21,10 +24,13 @@ final class LocationFixture {
         config.gpsdHost = "127.0.0.1"
         config.gpsdPort = port
         config.interval = interval
+        config.source = .gpsd
+        configure(&config)
         let store = log
         var logger = Logger(label: "ariata.location") { _ in RecordingLogHandler(store: store) }
         logger.logLevel = .debug
-        stream = LocationStream(config: config, sink: database.recordQueue, logger: logger, tuning: tuning)
+        stream = LocationStream(config: config, sink: database.recordQueue, logger: logger, tuning: tuning,
+                                serviceMode: serviceMode)
     }
 
     deinit { stream.stop() }

@@ -1,0 +1,45 @@
+@testable import Capture
+import DBus
+import XCTest
+
+/// A GeoClue Location object's properties as a fix: its markers for "unknown" are not
+/// values, and its HDOP-table accuracies are not measurements.
+final class GeoClueFixTests: XCTestCase {
+    private func properties(accuracy: Double = 40, altitude: Double = -Double.greatestFiniteMagnitude,
+                            speed: Double = -1, heading: Double = -1, latitude: Double = 52.5) -> [String: DBusValue] {
+        ["Latitude": .double(latitude), "Longitude": .double(13.4), "Accuracy": .double(accuracy),
+         "Altitude": .double(altitude), "Speed": .double(speed), "Heading": .double(heading), "Description": .string(""),
+         "Timestamp": .structure([.uint64(1_795_728_960), .uint64(250_000)])]
+    }
+
+    func testUnknownMarkersAreLeftOut() throws {
+        let fix = try XCTUnwrap(GeoClueFix(properties: properties()))
+        XCTAssertEqual(fix.accuracy, 40)
+        XCTAssertNil(fix.altitude)
+        XCTAssertNil(fix.speed)
+        XCTAssertNil(fix.heading)
+        XCTAssertEqual(fix.time, FixTime(seconds: 1_795_728_960, nanoseconds: 250_000_000))
+        XCTAssertEqual(fix.fix.source, .geoclue)
+    }
+
+    func testKnownValuesAreKept() throws {
+        let fix = try XCTUnwrap(GeoClueFix(properties: properties(altitude: 35, speed: 0, heading: 270)))
+        XCTAssertEqual(fix.altitude, 35)
+        XCTAssertEqual(fix.speed, 0)
+        XCTAssertEqual(fix.heading, 270)
+    }
+
+    func testHDOPTableAccuraciesAreNotMeasurements() {
+        for figure in [0.0, 1, 3] {
+            XCTAssertNil(GeoClueFix(properties: properties(accuracy: figure))?.accuracy, "\(figure)")
+        }
+        XCTAssertEqual(GeoClueFix(properties: properties(accuracy: 50))?.accuracy, 50)
+    }
+
+    func testWhatIsNotAPositionIsNoFix() {
+        XCTAssertNil(GeoClueFix(properties: properties(latitude: 91)))
+        var noTime = properties()
+        noTime["Timestamp"] = nil
+        XCTAssertNil(GeoClueFix(properties: noTime))
+    }
+}

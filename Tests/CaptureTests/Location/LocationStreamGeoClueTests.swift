@@ -1,0 +1,167 @@
+import AgentCore
+@testable import Capture
+import DBus
+import Foundation
+import Synchronization
+import TestRigs
+import XCTest
+
+/// The location stream against Debian's real GeoClue on a private system bus, fed by the
+/// test's own NMEA socket (GeoClue's network-NMEA source).
+final class LocationStreamGeoClueTests: XCTestCase {
+    private func tuning(_ rig: GeoClueRig) -> LocationTuning {
+        var tuning = LocationTuning()
+        tuning.geoClueBus = .address(rig.bus.address)
+        tuning.geoClueRetry = Backoff(base: 0.2, cap: 1)
+        tuning.gpsdProbeInterval = 1
+        tuning.gpsdProbeTimeout = 1
+        tuning.geoClueStartTimeout = 2
+        return tuning
+    }
+
+    private func waitForRecords(_ fixture: LocationFixture, atLeast count: Int, timeout: TimeInterval = 20,
+                                rig: GeoClueRig) throws -> [[String: Any]] {
+        do {
+            try waitUntil("\(count) location records from GeoClue", timeout: timeout) { try fixture.records().count >= count }
+        } catch {
+            print("GeoClue's log:\n\(rig.log)\nthe stream's log:\n\(fixture.log.entries.withLock { $0.map(\.message) }.joined(separator: "\n"))")
+            throw error
+        }
+        return try fixture.records()
+    }
+
+    /// As the system service: its own GeoClue agent, fixes written with their source and
+    /// without what GeoClue does not know.
+    func testFixesFromGeoClueAreRecordedWithTheirSource() throws {
+        let rig = try GeoClueRig(position: (52.5, 13.4))
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) { $0.source = .geoclue }
+        fixture.stream.start()
+        let records = try waitForRecords(fixture, atLeast: 2, rig: rig)
+        let first = try XCTUnwrap(records.first)
+        XCTAssertEqual(first["location_source"] as? String, "geoclue")
+        XCTAssertEqual(try XCTUnwrap(first["latitude"] as? Double), 52.5, accuracy: 1e-4)
+        XCTAssertEqual(try XCTUnwrap(first["longitude"] as? Double), 13.4, accuracy: 1e-4)
+        XCTAssertNil(first["fix_mode"], "GeoClue does not say 2D or 3D")
+        // Its NMEA source turns the HDOP of 1.2 into "1 m": not a measurement.
+        XCTAssertNil(first["horizontal_accuracy"])
+        XCTAssertNil(first["course"], "GeoClue's -1 is unknown")
+        let status = fixture.stream.status()
+        XCTAssertEqual(status.source, .geoclue)
+        XCTAssertTrue(status.connected)
+        XCTAssertEqual(fixture.stream.liveness(), .healthy)
+        XCTAssertEqual(fixture.log.count(.info, containing: "as its own GeoClue agent"), 1)
+    }
+
+    /// GeoClue's distance threshold: moves under it give no record, one over it does.
+    func testTheDistanceThresholdHoldsBackSmallMoves() throws {
+        let rig = try GeoClueRig(position: (52.5, 13.4))
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) {
+            $0.source = .geoclue
+            $0.distanceThreshold = 500
+        }
+        fixture.stream.start()
+        _ = try waitForRecords(fixture, atLeast: 1, rig: rig)
+        rig.move(to: (52.5009, 13.4))  // 100 m north
+        Thread.sleep(forTimeInterval: 4)
+        XCTAssertEqual(try fixture.records().count, 1, "a 100 m move under a 500 m threshold")
+        rig.move(to: (52.51, 13.4))  // 1.1 km north
+        let records = try waitForRecords(fixture, atLeast: 2, rig: rig)
+        XCTAssertEqual(try XCTUnwrap(records.last?["latitude"] as? Double), 52.51, accuracy: 1e-4)
+    }
+
+    /// A GeoClue that does not list the agent in its whitelist: a status that says which
+    /// line to add, and no crash; the stream keeps asking.
+    func testAnAgentOutsideTheWhitelistIsToldWhatToChange() throws {
+        let rig = try GeoClueRig(agentWhitelist: ["gnome-shell"])
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) { $0.source = .geoclue }
+        fixture.stream.start()
+        try waitUntil("the stream to report GeoClue's refusal", timeout: 20) {
+            if case .unreachable = fixture.stream.status().link { return true }
+            return false
+        }
+        guard case .unhealthy(let reason, _) = fixture.stream.liveness() else { return XCTFail("healthy without GeoClue") }
+        XCTAssertTrue(reason.contains("whitelist") && reason.contains("/etc/geoclue"), reason)
+        XCTAssertEqual(try fixture.records().count, 0)
+    }
+
+    /// GeoClue stopped and started again (a package upgrade): the outage is in the status,
+    /// and fixes come again without a restart of the stream.
+    func testGeoClueGoingAwayAndComingBackIsTakenUpAgain() throws {
+        let rig = try GeoClueRig()
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) { $0.source = .geoclue }
+        fixture.stream.start()
+        _ = try waitForRecords(fixture, atLeast: 1, rig: rig)
+        rig.stopGeoClue()
+        try waitUntil("the stream to notice GeoClue left", timeout: 10) {
+            if case .unreachable = fixture.stream.status().link { return true }
+            return false
+        }
+        let before = try fixture.records().count
+        try rig.startGeoClue()
+        rig.move(to: (52.6, 13.5))
+        try waitUntil("fixes again", timeout: 20) {
+            try fixture.records().contains { ($0["latitude"] as? Double).map { abs($0 - 52.6) < 1e-4 } ?? false }
+        }
+        XCTAssertGreaterThan(try fixture.records().count, before)
+        XCTAssertTrue(fixture.stream.status().connected)
+    }
+
+    /// Source `auto` on a laptop: gpsd answers with no receiver, so GeoClue; then a
+    /// receiver appears at gpsd and the stream takes it up.
+    func testAutoUsesGeoClueUntilGPSDHasAReceiver() throws {
+        let geoClue = try GeoClueRig(position: (48.1, 11.5))
+        let gpsd = try GPSDRig(startGPSD: false)
+        let fixture = try LocationFixture(port: gpsd.port, interval: 1, tuning: tuning(geoClue)) { $0.source = .auto }
+        fixture.stream.start()
+        _ = try waitForRecords(fixture, atLeast: 1, rig: geoClue)
+        XCTAssertEqual(fixture.stream.status().source, .geoclue)
+        XCTAssertEqual(fixture.stream.status().choice, "gpsd at 127.0.0.1:\(gpsd.port) has no receiver")
+
+        try gpsd.startGPSD()
+        let feeder = NMEAFeeder(rig: gpsd, epochs: NMEADrive.synthetic(epochs: 40, start: Date().addingTimeInterval(-60)), period: 0.2)
+        feeder.start()
+        try waitUntil("a record from gpsd", timeout: 30) {
+            try fixture.records().contains { $0["location_source"] as? String == "gpsd" }
+        }
+        XCTAssertEqual(fixture.stream.status().source, .gpsd)
+        XCTAssertEqual(fixture.stream.status().choice, "a receiver appeared at gpsd 127.0.0.1:\(gpsd.port)")
+        let sources = try fixture.records().compactMap { $0["location_source"] as? String }
+        XCTAssertEqual(sources.firstIndex(of: "gpsd").map { Array(sources[$0...]) }?.contains("geoclue"), false,
+                       "no GeoClue record after the switch: \(sources)")
+        _ = feeder.waitUntilDone(timeout: 30)
+    }
+
+    /// As a user service the agent does not register as GeoClue's agent: without the
+    /// desktop's agent GeoClue gives nothing and the status says why; once the desktop's
+    /// agent (here the test's own, under gnome-shell's whitelisted id) is there, fixes come
+    /// without a restart.
+    func testAsAUserServiceTheDesktopsAgentIsNeeded() throws {
+        let rig = try GeoClueRig()
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig), serviceMode: .user) { $0.source = .geoclue }
+        fixture.stream.start()
+        try waitUntil("the stream to report that no desktop agent runs", timeout: 20) {
+            if case .unreachable = fixture.stream.status().link { return true }
+            return false
+        }
+        guard case .unhealthy(let reason, _) = fixture.stream.liveness() else { return XCTFail("healthy without an agent") }
+        XCTAssertTrue(reason.contains("desktop's location agent"), reason)
+        XCTAssertEqual(try fixture.records().count, 0)
+
+        let desktop = try DBusConnection(.address(rig.bus.address))
+        let agent = try desktop.export(path: "/org/freedesktop/GeoClue2/Agent") { call in
+            switch call.member {
+            case "GetAll": return .values([.dictionary(["MaxAccuracyLevel": .uint32(8)])])
+            case "Get": return .values([.variant(.uint32(8))])
+            case "AuthorizeApp": return .values([.bool(true), call.arguments.count == 2 ? call.arguments[1] : .uint32(8)])
+            default: return .unknown
+            }
+        }
+        _ = try desktop.call(DBusMethodCall(destination: "org.freedesktop.GeoClue2", path: "/org/freedesktop/GeoClue2/Manager",
+                                            interface: "org.freedesktop.GeoClue2.Manager", member: "AddAgent",
+                                            arguments: [.string("gnome-shell")]))
+        let records = try waitForRecords(fixture, atLeast: 1, rig: rig)
+        XCTAssertEqual(records.first?["location_source"] as? String, "geoclue")
+        XCTAssertEqual(fixture.log.count(.notice, containing: "GeoClue answers again"), 1)
+        agent.cancel()
+    }
+}
