@@ -48,17 +48,19 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - tls: the receiver serves HTTPS with this certificate, which the agent trusts as
     ///     its `ca_file` (the receiver's control API is then out of reach: see `ReceiverRig`).
     ///   - caFile: the agent's `ca_file` instead (a bundle that holds the certificate).
+    ///   - gpsdRunning: false for a laptop without a receiver: the pty is there, gpsd is not.
+    ///   - locationConfig: more `[location]` keys (source, accuracy_level).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
                 microphoneDevice: String = DaemonRig.feedDevice,
                 driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
-                caFile: String? = nil) throws {
+                caFile: String? = nil, gpsdRunning: Bool = true, locationConfig: String = "") throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
         try receiver.start()
-        gps = try GPSDRig()
+        gps = try GPSDRig(startGPSD: gpsdRunning)
         self.driveSeconds = driveSeconds
         self.drivePeriod = drivePeriod
         feeder = NMEAFeeder(rig: gps, epochs: NMEADrive.synthetic(epochs: driveSeconds, start: Date()), period: drivePeriod)
@@ -105,6 +107,7 @@ public final class DaemonRig: @unchecked Sendable {
             gpsd_host = "127.0.0.1"
             gpsd_port = \(gps.port)
             interval = \(locationInterval)
+            \(locationConfig)
             [microphone]
             device = "\(microphoneDevice)"
             chunk_seconds = \(chunkSeconds)

@@ -21,6 +21,9 @@ public enum StreamCounter {
     public static let deviceInUse = "device_in_use"
     public static let deviceReason = "device_reason"
     public static let deviceSince = "device_since"
+    /// The location stream's source in use (`gpsd`, `geoclue`) and, for `source = "auto"`, why.
+    public static let locationSource = "location_source"
+    public static let locationSourceReason = "location_source_reason"
 
     /// `component` is the stream's name (`StreamName.rawValue`, the supervisor's component name).
     public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }

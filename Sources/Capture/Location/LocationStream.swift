@@ -214,6 +214,16 @@ public final class LocationStream: CaptureStream {
         writePendingFix()
     }
 
+    /// The source in use and why, for `status`.
+    public func details() -> [String: String] {
+        shared.withLock { s in
+            guard let source = s.source else { return [:] }
+            var details = [StreamCounter.locationSource: source.rawValue]
+            if let choice = s.choice { details[StreamCounter.locationSourceReason] = choice }
+            return details
+        }
+    }
+
     private func received(_ report: GPSDReport) {
         guard case .position(let fix?) = report else { return }
         let now = clock.now()

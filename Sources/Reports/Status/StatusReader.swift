@@ -107,6 +107,10 @@ public struct StatusReader: Sendable {
                 if name == .location {
                     s.privacySkipped = try counter(StreamCounter.privacySkipped)
                     s.privacyCoarsened = try counter(StreamCounter.privacyCoarsened)
+                    if report.daemon.running && s.enabled && !s.paused {
+                        s.source = try detail(StreamCounter.locationSource)
+                        s.sourceReason = try detail(StreamCounter.locationSourceReason)
+                    }
                 }
                 if let h = health[name.rawValue] {
                     s.health = h.state

@@ -151,6 +151,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var serverSkippedSamples: Int? = nil
         /// Microphone only, while the daemon runs: the capture device in use and why.
         public var device: CaptureDevice? = nil
+        /// Location only, while the daemon runs: where fixes come from (`gpsd`, `geoclue`)
+        /// and, with `source = "auto"`, why that one.
+        public var source: String? = nil
+        public var sourceReason: String? = nil
     }
 
     /// The microphone's device in use: the chosen one, or the fallback while the chosen

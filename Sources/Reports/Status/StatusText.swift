@@ -71,6 +71,10 @@ public struct StatusText: Sendable {
             guard let device = s.device, let inUse = device.inUse else { continue }
             out.append("  \(s.name): capturing from '\(inUse)'" + (device.onFallback ? " (\(device.reason))" : ""))
         }
+        for s in r.streams where !s.paused && s.health != "disabled" {
+            guard let source = s.source else { continue }
+            out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : "gpsd")" + (s.sourceReason.map { " (\($0))" } ?? ""))
+        }
         for s in r.streams where (s.silentChunksDropped ?? 0) > 0 {
             out.append("  \(s.name): \(s.silentChunksDropped ?? 0) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)")
         }

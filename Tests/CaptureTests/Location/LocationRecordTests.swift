@@ -19,7 +19,9 @@ final class LocationRecordTests: XCTestCase {
         XCTAssertEqual(record.capturedAt, fix.time.date)
         let json = try object(record)
         XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "altitude", "speed", "course",
-                                        "horizontal_accuracy", "vertical_accuracy", "fix_mode", "satellites_used"])
+                                        "horizontal_accuracy", "vertical_accuracy", "fix_mode", "satellites_used",
+                                        "location_source"])
+        XCTAssertEqual(json["location_source"] as? String, "gpsd")
         XCTAssertEqual(json["id"] as? String, id.uuidString.lowercased())
         XCTAssertEqual(json["timestamp"] as? String, "2026-09-21T14:13:10.250Z")
         XCTAssertEqual(json["latitude"] as? Double, 52.520008)
@@ -36,8 +38,20 @@ final class LocationRecordTests: XCTestCase {
     func testFieldsGpsdDidNotKnowAreAbsentNotZero() throws {
         let fix = GPSFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2)
         let json = try object(LocationRecord.make(from: fix, now: now))
-        XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "fix_mode"])
+        XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "fix_mode", "location_source"])
         XCTAssertEqual(json["fix_mode"] as? Int, 2)
+    }
+
+    /// GeoClue says nothing of 2D or 3D, and its time is the system clock's: the plain
+    /// time rule, even while the clock is not trusted.
+    func testAGeoClueFixHasItsSourceAndNoFixMode() throws {
+        let fix = GPSFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2,
+                         horizontalAccuracy: 40, source: .geoclue)
+        let json = try object(LocationRecord.make(from: fix, now: now))
+        XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "horizontal_accuracy", "location_source"])
+        XCTAssertEqual(json["location_source"] as? String, "geoclue")
+        let in1970 = GPSFix(mode: 2, time: FixTime(seconds: 60, nanoseconds: 0), latitude: 1, longitude: 2, source: .geoclue)
+        XCTAssertThrowsError(try LocationRecord.make(from: in1970, now: Date(timeIntervalSince1970: 60), clockTrusted: false))
     }
 
     func testTimesTheServerWouldRejectAreRefused() {

@@ -147,21 +147,29 @@ final class LocationStreamGeoClueTests: XCTestCase {
         XCTAssertTrue(reason.contains("desktop's location agent"), reason)
         XCTAssertEqual(try fixture.records().count, 0)
 
-        let desktop = try DBusConnection(.address(rig.bus.address))
-        let agent = try desktop.export(path: "/org/freedesktop/GeoClue2/Agent") { call in
-            switch call.member {
-            case "GetAll": return .values([.dictionary(["MaxAccuracyLevel": .uint32(8)])])
-            case "Get": return .values([.variant(.uint32(8))])
-            case "AuthorizeApp": return .values([.bool(true), call.arguments.count == 2 ? call.arguments[1] : .uint32(8)])
-            default: return .unknown
-            }
-        }
-        _ = try desktop.call(DBusMethodCall(destination: "org.freedesktop.GeoClue2", path: "/org/freedesktop/GeoClue2/Manager",
-                                            interface: "org.freedesktop.GeoClue2.Manager", member: "AddAgent",
-                                            arguments: [.string("gnome-shell")]))
+        let desktop = try DesktopGeoClueAgent(bus: rig.bus.address)
         let records = try waitForRecords(fixture, atLeast: 1, rig: rig)
         XCTAssertEqual(records.first?["location_source"] as? String, "geoclue")
         XCTAssertEqual(fixture.log.count(.notice, containing: "GeoClue answers again"), 1)
-        agent.cancel()
+        _ = desktop
+    }
+}
+
+extension LocationStreamGeoClueTests {
+    /// Privacy zones apply to GeoClue's fixes as to gpsd's.
+    func testAPrivacyZoneKeepsGeoClueFixesOut() throws {
+        let rig = try GeoClueRig(position: (52.5, 13.4))
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) {
+            $0.source = .geoclue
+            $0.exclude = [PrivacyZone(latitude: 52.5, longitude: 13.4, radius: 500)]
+        }
+        fixture.stream.start()
+        try waitUntil("fixes inside the zone to be counted", timeout: 20) {
+            (fixture.stream.counters()[StreamCounter.privacySkipped] ?? 0) >= 2
+        }
+        XCTAssertEqual(try fixture.records().count, 0, "no fix inside the zone is written")
+        rig.move(to: (52.6, 13.4))
+        let records = try waitForRecords(fixture, atLeast: 1, rig: rig)
+        XCTAssertEqual(try XCTUnwrap(records.first?["latitude"] as? Double), 52.6, accuracy: 1e-4)
     }
 }
