@@ -84,7 +84,7 @@ let package = Package(
         ]),
         // What `onboard` and `doctor` do: verify the server, check devices, write the config.
         .target(name: "Setup", dependencies: [
-            "AgentCore", "Platform", "Reports", "Upload", "Capture", "CQREncode",
+            "AgentCore", "Platform", "Reports", "Upload", "Capture", "DBus", "CQREncode",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "ariata-agent", dependencies: [

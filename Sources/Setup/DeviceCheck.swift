@@ -30,16 +30,23 @@ public struct DeviceCheck: Sendable, Equatable {
 public struct DeviceChecks: Sendable {
     public var serviceUser: String
     public var gpsdTimeout: TimeInterval
+    /// Which service the agent runs as: the system service must be its own GeoClue agent.
+    public var serviceMode: ServiceMode
+    public var geoClueWhitelist: GeoClueAgentWhitelist
 
-    public init(serviceUser: String = "ariata", gpsdTimeout: TimeInterval = 3) {
+    public init(serviceUser: String = "ariata", gpsdTimeout: TimeInterval = 3, serviceMode: ServiceMode = .system,
+                geoClueWhitelist: GeoClueAgentWhitelist = .fromEnvironment()) {
         self.serviceUser = serviceUser
         self.gpsdTimeout = gpsdTimeout
+        self.serviceMode = serviceMode
+        self.geoClueWhitelist = geoClueWhitelist
     }
 
     public func run(_ config: AgentConfig) -> [DeviceCheck] {
         var checks: [DeviceCheck] = []
         if config.location.enabled {
-            checks.append(GPSDProbe(host: config.location.gpsdHost, port: config.location.gpsdPort, timeout: gpsdTimeout).check())
+            checks.append(LocationProbe(config: config.location, gpsdTimeout: gpsdTimeout, mode: serviceMode,
+                                        whitelist: geoClueWhitelist).check())
         }
         if config.microphone.enabled {
             checks.append(ALSAProbe(device: config.microphone.device).check())

@@ -38,6 +38,7 @@ public final class Onboarding {
             request = ServiceModeStep.userRequest(request, paths: userPaths)
             checks.serviceUser = request.serviceUser
         }
+        checks.serviceMode = mode
         var config = try loadExisting()
         if mode == .user { ServiceModeStep.userConfig(&config, paths: userPaths) }
         let path = request.configPath
@@ -62,6 +63,7 @@ public final class Onboarding {
         try MicrophoneStep(requested: request.microphoneDevice, prompter: prompter, console: console, printer: printer)
             .run(&config.microphone)
         ChunkLengthStep(identity: identity, console: console).run(&config.microphone)
+        if mode != .user { GeoClueAgentStep(whitelist: checks.geoClueWhitelist, console: console).run(config.location) }
         try checkDevices(&config)
 
         console.line("")

@@ -2,15 +2,6 @@ import AgentCore
 import Capture
 import Foundation
 
-/// How the agent runs: the system service (user `ariata`, `/etc/ariata/agent.toml`; a
-/// headless board) or the user service of the person logged in (`systemctl --user`,
-/// `~/.config/ariata/agent.toml`; a laptop or desktop, where the sound server serves only
-/// that person's session). docs/install.md, "Laptop or board".
-public enum ServiceMode: String, Sendable, Equatable {
-    case system
-    case user
-}
-
 /// Where a user service keeps its files: what the user unit reads
 /// (`systemd/user/ariata-agent.service`: `%E/ariata/agent.toml`).
 public struct UserServicePaths: Sendable, Equatable {

@@ -38,7 +38,7 @@ struct DoctorCommand: ParsableCommand {
     var serviceUser: String = "ariata"
 
     func run() throws {
-        let report = Doctor(checks: DeviceChecks(serviceUser: serviceUser), timeout: timeout).run(configPath: options.config)
+        let report = Doctor(checks: DeviceChecks(serviceUser: serviceUser, serviceMode: .current()), timeout: timeout).run(configPath: options.config)
         if json {
             FileHandle.standardOutput.write(try report.json())
             FileHandle.standardOutput.write(Data("\n".utf8))

@@ -1,9 +1,12 @@
 import Foundation
 
-/// Whether the agent runs as the system service (its own user `ariata`, no desktop) or as
-/// a person's user service (inside their session, with its desktop's services). The units
-/// say it (`Environment=ARIATA_SERVICE_MODE=`); run by hand, root and the `ariata` user
-/// count as the system service and anyone else as a user service (docs/laptop.md).
+/// How the agent runs: the system service (user `ariata`, `/etc/ariata/agent.toml`; a
+/// headless board) or the user service of the person logged in (`systemctl --user`,
+/// `~/.config/ariata/agent.toml`; a laptop or desktop, where the sound server, GeoClue's
+/// agent and the notices serve only that person's session). docs/install.md, "Laptop or
+/// board". Onboarding asks; the running daemon reads it from its unit
+/// (`Environment=ARIATA_SERVICE_MODE=`); run by hand, root and the `ariata` user count as
+/// the system service and anyone else as a user service (docs/laptop.md).
 public enum ServiceMode: String, Sendable, Equatable {
     case system
     case user

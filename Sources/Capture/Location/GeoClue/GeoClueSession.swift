@@ -99,9 +99,9 @@ struct GeoClueFix: Sendable, Equatable {
 /// A GeoClue client on its own bus connection: registers as GeoClue's agent when it must,
 /// asks for a client with the settings, follows `LocationUpdated` and reads each new
 /// Location. GeoClue pushes fixes; nothing here wakes between them.
-final class GeoClueSession: Sendable {
-    static let service = "org.freedesktop.GeoClue2"
-    static let managerPath = "/org/freedesktop/GeoClue2/Manager"
+public final class GeoClueSession: Sendable {
+    public static let service = "org.freedesktop.GeoClue2"
+    public static let managerPath = "/org/freedesktop/GeoClue2/Manager"
     static let agentPath = "/org/freedesktop/GeoClue2/Agent"
 
     private let connection: DBusConnection
