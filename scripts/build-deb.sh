@@ -239,11 +239,13 @@ Rules-Requires-Root: no
 Package: $PACKAGE
 Architecture: any
 Depends: \${shlibs:Depends}
+Recommends: geoclue-2.0
 Suggests: gpsd, alsa-utils
 Description: sensor collection daemon for the Ariata personal data platform
- ariata-agent captures location (from gpsd), microphone audio (ALSA, encoded
- to Opus) and health samples (from files or serial devices), writes every
- capture to a local SQLite queue first, and uploads the queue to your own
+ ariata-agent captures location (from gpsd, or GeoClue on a laptop without a
+ GPS receiver), microphone audio (ALSA, encoded to Opus) and health samples
+ (from files or serial devices), writes every capture to a local SQLite
+ queue first, and uploads the queue to your own
  Ariata server, so nothing is lost while the network or the server is away.
  .
  After installing, run "sudo ariata-agent onboard" to set the server and the
