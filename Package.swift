@@ -77,7 +77,7 @@ let package = Package(
         ]),
         // Wiring, the supervisor, sd_notify, service lifecycle.
         .target(name: "Daemon", dependencies: [
-            "AgentCore", "Platform", "Reports", "Capture", "Upload", "CNetlink",
+            "AgentCore", "Platform", "Reports", "Capture", "Upload", "DBus", "CNetlink",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

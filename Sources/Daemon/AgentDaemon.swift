@@ -9,7 +9,7 @@ import Upload
 /// them going, and starts and stops them in order. Each job is a part of its own:
 /// `StreamControl` (which streams capture: pauses, the server's switches, power),
 /// `MaintenanceRound` (the liveness check's round on its timer), `CommitSyncDeadline`,
-/// the storage guard and its kick, the network watch. Data moves one way: streams write to
+/// the storage guard and its kick, the network watch, the sleep watch. Data moves one way: streams write to
 /// the queue, the uploader reads from it; they never meet (docs/architecture.md).
 public final class AgentDaemon: Sendable {
     public let database: AgentDatabase
@@ -30,6 +30,7 @@ public final class AgentDaemon: Sendable {
         var supervisors: [StreamName: StreamSupervisor] = [:]
         var uploader: (any UploadComponent)?
         var network: NetworkWatcher?
+        var sleep: SleepWatch?
     }
 
     /// - Parameters:
@@ -96,10 +97,20 @@ public final class AgentDaemon: Sendable {
         control.attach(supervisors)
         let uploader = factory.makeUploader(config: config, database: database, logger: Logger(.upload))
         let watcher = NetworkWatcher(logger: Logger(.network)) { [weak uploader] what in uploader?.networkReturned(what) }
+        let database = self.database, streams = Array(supervisors.values)
+        let sleep = SleepWatch(logger: Logger(.sleep)) {
+            // Everything captured so far is in the queue and on disk before the lock goes.
+            for supervisor in streams { supervisor.sleep() }
+            database.syncWaitingCaptures()
+        } onWake: { [weak uploader] in
+            for supervisor in streams { supervisor.wake() }
+            uploader?.cycleNow("the machine woke from sleep")
+        }
         state.withLock { s in
             s.supervisors = supervisors
             s.uploader = uploader
             s.network = watcher
+            s.sleep = sleep
         }
         for stream in StreamName.allCases {
             supervisors[stream]?.start()
@@ -109,6 +120,7 @@ public final class AgentDaemon: Sendable {
         uploader.start()
         control.start()
         watcher.start()
+        sleep.start()
         supervisor.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
         commitSync.start()
         maintenance.use(config, uploader: uploader)
@@ -126,11 +138,15 @@ public final class AgentDaemon: Sendable {
         commitSync.stop()
         control.stop()
         storageKick.stop()
-        let (supervisors, uploader, network) = state.withLock { s in
-            defer { s.network = nil }
-            return (s.supervisors, s.uploader, s.network)
+        let (supervisors, uploader, network, sleep) = state.withLock { s in
+            defer {
+                s.network = nil
+                s.sleep = nil
+            }
+            return (s.supervisors, s.uploader, s.network, s.sleep)
         }
         network?.stop()
+        sleep?.stop()
         for supervisor in supervisors.values { supervisor.stop() }
         uploader?.stop()
         clockCorrection.pass(trustSystemClock: state.withLock { $0.config.daemon.trustSystemClock })

@@ -11,6 +11,8 @@ public protocol UploadComponent: AnyObject, Sendable {
     func updateServer(_ server: ServerConfig)
     /// The network came back after an outage: forget the backoff it caused, send now.
     func networkReturned(_ why: String)
+    /// A cycle now (the machine woke from sleep).
+    func cycleNow(_ why: String)
     /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
     func setPower(factor: Int, held: Bool)
     /// `handler` runs when an upload succeeds after an outage (the daemon asks the server

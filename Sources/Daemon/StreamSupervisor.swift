@@ -14,6 +14,8 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
     private struct State {
         var current: (any CaptureStream)?
         var paused: Bool
+        /// Stopped while the machine sleeps (`SleepWatch`): not started, not restarted.
+        var sleeping = false
         /// Counters of the streams this supervisor stopped: totals outlive a restart.
         var stoppedCounters: [String: Int] = [:]
     }
@@ -33,7 +35,7 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
 
     public func start() {
         let started: (any CaptureStream)? = state.withLock { s in
-            guard !s.paused, s.current == nil else { return nil }
+            guard !s.paused, !s.sleeping, s.current == nil else { return nil }
             s.current = make()
             return s.current
         }
@@ -83,14 +85,27 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         }
     }
 
+    /// The machine is about to sleep: capture stops (the chunk in progress is written) and
+    /// nothing starts it again until `wake()`.
+    public func sleep() {
+        state.withLock { $0.sleeping = true }
+        stop()
+    }
+
+    /// The machine woke: capture starts again (a new chunk), unless paused meanwhile.
+    public func wake() {
+        state.withLock { $0.sleeping = false }
+        start()
+    }
+
     public func liveness() -> Liveness {
-        let (current, paused) = state.withLock { ($0.current, $0.paused) }
-        if paused { return .disabled }
+        let (current, paused, sleeping) = state.withLock { ($0.current, $0.paused, $0.sleeping) }
+        if paused || sleeping { return .disabled }
         return current?.liveness() ?? .unhealthy(reason: "not running")
     }
 
     public func restart() {
-        guard !isPaused else { return }
+        guard !isPaused, !state.withLock({ $0.sleeping }) else { return }
         stop()
         start()
     }

@@ -210,6 +210,15 @@ public final class Uploader: Sendable {
         timer.withLock { $0 }?.fireNow()
     }
 
+    /// A scheduled cycle now rather than at its time (the machine woke from sleep): what
+    /// the network did before is forgotten as after a network return; a power hold or an
+    /// auth pause still applies.
+    public func cycleNow(_ why: String) {
+        state.with { s in s.forgetNetworkFailures(policy: policy) }
+        logger.notice("\(why): uploading now")
+        timer.withLock { $0 }?.fireNow()
+    }
+
     /// `handler` runs (on the cycle's thread) when the endpoint answers again after an
     /// outage: the daemon then asks the server for its stream switches.
     public func onRecovery(_ handler: @escaping @Sendable () -> Void) {

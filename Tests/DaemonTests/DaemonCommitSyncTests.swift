@@ -18,6 +18,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         func liveness() -> Liveness { .healthy }
         func updateServer(_ server: ServerConfig) {}
         func networkReturned(_ why: String) {}
+        func cycleNow(_ why: String) {}
         func setPower(factor: Int, held: Bool) {}
     }
 

@@ -15,6 +15,7 @@ public enum LoggerLabel: String, CaseIterable, Sendable {
     case power = "ariata.power"
     case metrics = "ariata.metrics"
     case network = "ariata.network"
+    case sleep = "ariata.sleep"
     case switches = "ariata.switches"
     case sync = "ariata.sync"
     case onboard = "ariata.onboard"
