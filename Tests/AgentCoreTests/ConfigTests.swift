@@ -17,6 +17,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(config.microphone.chunkSeconds, 30)
         XCTAssertEqual(config.microphone.overlapSeconds, 2)
         XCTAssertEqual(config.location.interval, 10)
+        XCTAssertEqual(config.location.source, .auto)
+        XCTAssertEqual(config.location.accuracyLevel, .exact)
         XCTAssertFalse(config.server.isOnboarded)
     }
 
@@ -74,7 +76,7 @@ final class ConfigTests: XCTestCase {
         let cases: [(toml: String, key: String?, fragment: String)] = [
             ("[location]\ninterval = \"ten\"", "location.interval", "expected a whole number from 1 to 3600 seconds"),
             ("[location]\ninterval = 0", "location.interval", "out of range: allowed 1 to 3600"),
-            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: enabled, exclude, gpsd_host, gpsd_port, interval"),
+            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: accuracy_level, distance_threshold, enabled, exclude, gpsd_host, gpsd_port, interval, source"),
             ("[locaton]\nenabled = true", "locaton", "unknown key"),
             ("[server]\nendpoint = \"ftp://x\"", "server.endpoint", "not an http:// or https:// URL"),
             ("[server]\ngzip = \"yes\"", "server.gzip", "expected true or false"),
@@ -86,6 +88,8 @@ final class ConfigTests: XCTestCase {
             ("[microphone]\nupload_silent = \"no\"", "microphone.upload_silent", "expected true or false"),
             ("[health]\nenabled = true", "health.source", "no [[health.source]] is configured"),
             ("[[health.source]]\nkind = \"usb\"\npath = \"/x\"", "health.source[1].kind", "use one of \"file\", \"serial\""),
+            ("[location]\nsource = \"wifi\"", "location.source", "use one of \"auto\", \"gpsd\", \"geoclue\""),
+            ("[location]\naccuracy_level = \"metre\"", "location.accuracy_level", "use one of \"city\", \"neighborhood\", \"street\", \"exact\""),
             ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),
             ("[log]\nlevel = \"loud\"", "log.level", "is not allowed"),
             ("location = 5", "location", "expected a table"),
