@@ -31,6 +31,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.upload.interval = 60
         c.upload.batchMaxRecords = 50
         c.upload.batchMaxBytes = 20_000
+        c.upload.onMetered = .all
         c.location.enabled = false
         c.location.gpsdHost = "gps.lan"
         c.location.gpsdPort = 2948
@@ -54,6 +55,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.power.batteryUploadFactor = 3
         c.power.lowBatteryPercent = 20
         c.power.queueNearLimitPercent = 90
+        c.notify.enabled = false
         c.logLevel = "debug"
         if arrays {
             c.location.exclude = [PrivacyZone(latitude: 52.52, longitude: 13.405, radius: 200, name: "home", action: .coarsen),

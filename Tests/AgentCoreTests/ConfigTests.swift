@@ -17,6 +17,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(config.microphone.chunkSeconds, 30)
         XCTAssertEqual(config.microphone.overlapSeconds, 2)
         XCTAssertEqual(config.location.interval, 10)
+        XCTAssertEqual(config.upload.onMetered, .small, "location and health go on a metered connection; audio waits")
+        XCTAssertNil(config.notify.enabled, "decided by the service: on for the user service")
         XCTAssertFalse(config.server.isOnboarded)
     }
 
@@ -35,6 +37,7 @@ final class ConfigTests: XCTestCase {
             min_free_mb = 5
             [upload]
             interval = 60
+            on_metered = "none"
             [location]
             enabled = false
             [microphone]
@@ -60,6 +63,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertTrue(config.server.gzip)
         XCTAssertEqual(config.storage.retention.minFreeBytes, 5 * 1_048_576)
         XCTAssertEqual(config.upload.interval, 60)
+        XCTAssertEqual(config.upload.onMetered, OnMetered.none)
         XCTAssertFalse(config.location.enabled)
         XCTAssertEqual(config.microphone.overlapSeconds, 3)
         XCTAssertEqual(config.health.sources.count, 2)
@@ -88,6 +92,8 @@ final class ConfigTests: XCTestCase {
             ("[[health.source]]\nkind = \"usb\"\npath = \"/x\"", "health.source[1].kind", "use one of \"file\", \"serial\""),
             ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),
             ("[log]\nlevel = \"loud\"", "log.level", "is not allowed"),
+            ("[upload]\non_metered = \"some\"", "upload.on_metered", "\"some\" is not allowed: use one of \"all\", \"small\", \"none\""),
+            ("[notify]\nenabled = 1", "notify.enabled", "expected true or false, got the number 1"),
             ("location = 5", "location", "expected a table"),
             ("[server\nendpoint = 1", nil, "line 1"),
             ("[server]\nconnect_timeout = 1.5", "server.connect_timeout", "got the number 1.5"),

@@ -19,6 +19,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         func updateServer(_ server: ServerConfig) {}
         func networkReturned(_ why: String) {}
         func setPower(factor: Int, held: Bool) {}
+        func setMetered(_ metered: Bool) {}
     }
 
     struct NoStreams: ComponentFactory {

@@ -16,6 +16,8 @@ public enum LoggerLabel: String, CaseIterable, Sendable {
     case metrics = "ariata.metrics"
     case network = "ariata.network"
     case switches = "ariata.switches"
+    /// Desktop notices (the user service's).
+    case notify = "ariata.notify"
     case sync = "ariata.sync"
     case onboard = "ariata.onboard"
     case bench = "ariata.bench"
