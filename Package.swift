@@ -75,7 +75,8 @@ let package = Package(
             "AgentCore", "Platform", "CCurl", "CZlib", "CCrypto",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Wiring, the supervisor, sd_notify, service lifecycle.
+        // Wiring, the supervisor, sd_notify, service lifecycle; NetworkManager's metering and
+        // desktop notices over D-Bus.
         .target(name: "Daemon", dependencies: [
             "AgentCore", "Platform", "Reports", "Capture", "Upload", "DBus", "CNetlink",
             .product(name: "Logging", package: "swift-log"),
@@ -128,7 +129,7 @@ let package = Package(
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "AgentCore", "Platform", "TestRigs"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "AgentCore", "Platform", "PlatformTestSupport", "TestRigs", "DBus", "CGPS", "CALSA", "COpus", "COgg"]),
         .testTarget(name: "UploadTests", dependencies: ["Upload", "AgentCore", "Platform", "Reports", "TestRigs", "CCurl", "CZlib", "CCrypto"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "TestRigs"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "AgentCore", "Platform", "Reports", "Upload", "DBus", "TestRigs"]),
         // The `ariata-agent` commands, run as a user would: the built binary as a child
         // process; and its command-line value parsers, in process.
         .testTarget(name: "CLITests", dependencies: ["ariata-agent", "AgentCore", "Platform", "Reports", "Setup", "TestRigs"]),

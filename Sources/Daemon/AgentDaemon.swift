@@ -9,7 +9,8 @@ import Upload
 /// them going, and starts and stops them in order. Each job is a part of its own:
 /// `StreamControl` (which streams capture: pauses, the server's switches, power),
 /// `MaintenanceRound` (the liveness check's round on its timer), `CommitSyncDeadline`,
-/// the storage guard and its kick, the network watch, the sleep watch. Data moves one way: streams write to
+/// the storage guard and its kick, the network watch, the sleep watch, the metered watch
+/// (`MeteredUploads`) and the desktop notices. Data moves one way: streams write to
 /// the queue, the uploader reads from it; they never meet (docs/architecture.md).
 public final class AgentDaemon: Sendable {
     public let database: AgentDatabase
@@ -23,6 +24,7 @@ public final class AgentDaemon: Sendable {
     private let control: StreamControl
     private let commitSync: CommitSyncDeadline
     private let maintenance: MaintenanceRound
+    private let metered: MeteredUploads
     private let state: Mutex<State>
 
     private struct State {
@@ -58,9 +60,11 @@ public final class AgentDaemon: Sendable {
         control = StreamControl(config: config, database: database, clock: clock, scheduler: scheduler,
                                 power: PowerGovernor(database: database, logger: Logger(.power)), logger: logger)
         commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, checkInterval: tickInterval)
+        metered = MeteredUploads(database: database, clock: clock, logger: Logger(.network))
+        let notices = DesktopNotices(sink: factory.makeNoticeSink(logger: Logger(.notify)), logger: Logger(.notify))
         maintenance = MaintenanceRound(.init(database: database, supervisor: supervisor, storageGuard: storageGuard,
                                              commitSync: commitSync, control: control, clockCorrection: clockCorrection,
-                                             metrics: MetricsTextfile(logger: Logger(.metrics))),
+                                             metrics: MetricsTextfile(logger: Logger(.metrics)), notices: notices),
                                        config: config, clock: clock, scheduler: scheduler, interval: tickInterval, logger: logger)
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next round; the pass is coalesced and runs off the capture thread.
@@ -117,13 +121,15 @@ public final class AgentDaemon: Sendable {
             logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : held[stream] ?? "started")")
         }
         control.attach(uploader)
+        // Before the first cycle, which goes at once: it must know what the network costs.
+        metered.start(factory.makeMeteredWatch(logger: Logger(.network)), config: config, uploader: uploader)
         uploader.start()
         control.start()
         watcher.start()
         sleep.start()
         supervisor.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
         commitSync.start()
-        maintenance.use(config, uploader: uploader)
+        maintenance.use(config, uploader: uploader, streams: supervisors)
         maintenance.start()
         notifier.ready(status: "capturing " + (supervisors.keys.sorted().map(\.rawValue).joined(separator: ", ")))
     }
@@ -147,6 +153,7 @@ public final class AgentDaemon: Sendable {
         }
         network?.stop()
         sleep?.stop()
+        metered.stop()
         for supervisor in supervisors.values { supervisor.stop() }
         uploader?.stop()
         clockCorrection.pass(trustSystemClock: state.withLock { $0.config.daemon.trustSystemClock })

@@ -15,6 +15,9 @@ public protocol UploadComponent: AnyObject, Sendable {
     func cycleNow(_ why: String)
     /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
     func setPower(factor: Int, held: Bool)
+    /// The connection is metered (or no longer): scheduled uploads hold back what
+    /// `[upload] on_metered` says; back on an unmetered one they send it at once.
+    func setMetered(_ metered: Bool)
     /// `handler` runs when an upload succeeds after an outage (the daemon asks the server
     /// for its stream switches then).
     func onRecovery(_ handler: @escaping @Sendable () -> Void)
@@ -30,6 +33,16 @@ public protocol ComponentFactory: Sendable {
     /// A new capture stream for `stream` (the daemon asks only for enabled streams).
     func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream
     func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent
+    /// What tells whether the connection is metered; nil: nothing does (uploads then treat
+    /// every network alike, as without NetworkManager).
+    func makeMeteredWatch(logger: Logger) -> (any MeteredNetworkWatch)?
+    /// Where desktop notices go; nil: nowhere.
+    func makeNoticeSink(logger: Logger) -> (any NoticeSink)?
+}
+
+extension ComponentFactory {
+    public func makeMeteredWatch(logger: Logger) -> (any MeteredNetworkWatch)? { nil }
+    public func makeNoticeSink(logger: Logger) -> (any NoticeSink)? { nil }
 }
 
 /// The uploader as the supervisor sees it: its health is stored for `status`, but it is

@@ -5,7 +5,7 @@ import Logging
 import Upload
 
 /// The real wiring: gpsd, ALSA and health sources into the queue; the libcurl uploader
-/// out of it.
+/// out of it; NetworkManager on the system bus for metering, the session bus for notices.
 public struct LiveComponents: ComponentFactory {
     public init() {}
 
@@ -26,6 +26,14 @@ public struct LiveComponents: ComponentFactory {
     public func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
         Uploader(server: config.server, upload: config.upload, store: database.recordQueue, logger: logger,
                  uploadLock: FileLock.upload(databasePath: database.path))
+    }
+
+    public func makeMeteredWatch(logger: Logger) -> (any MeteredNetworkWatch)? {
+        NetworkManagerMeteredWatch(bus: .system, logger: logger)
+    }
+
+    public func makeNoticeSink(logger: Logger) -> (any NoticeSink)? {
+        DesktopNotifier(bus: .session, logger: logger)
     }
 }
 

@@ -6,8 +6,8 @@ import Synchronization
 
 /// The liveness check's round, every `[daemon] check_interval` on its own timer: the
 /// storage guard, the commit-sync deadline, the stream policies, the clock's correction,
-/// the supervisor (health, restarts, the watchdog), the metrics file, retention once an
-/// hour, and memory handed back (docs/operations.md, "Run").
+/// the supervisor (health, restarts, the watchdog), the desktop notices, the metrics file,
+/// retention once an hour, and memory handed back (docs/operations.md, "Run").
 final class MaintenanceRound: Sendable {
     struct Parts: Sendable {
         let database: AgentDatabase
@@ -17,6 +17,7 @@ final class MaintenanceRound: Sendable {
         let control: StreamControl
         let clockCorrection: ClockCorrection
         let metrics: MetricsTextfile
+        let notices: DesktopNotices
     }
 
     private let parts: Parts
@@ -30,6 +31,7 @@ final class MaintenanceRound: Sendable {
     private struct State {
         var config: AgentConfig
         var uploader: (any UploadComponent)?
+        var streams: [StreamName: StreamSupervisor] = [:]
         var lastRetention: Date?
         /// Rounds run since the daemon started.
         var rounds = 0
@@ -45,11 +47,12 @@ final class MaintenanceRound: Sendable {
         state = Mutex(State(config: config))
     }
 
-    /// The configuration and uploader the rounds work with (a reload's too).
-    func use(_ config: AgentConfig, uploader: (any UploadComponent)?) {
+    /// The configuration, uploader and streams the rounds work with (a reload's too).
+    func use(_ config: AgentConfig, uploader: (any UploadComponent)?, streams: [StreamName: StreamSupervisor] = [:]) {
         state.withLock { s in
             s.config = config
             s.uploader = uploader
+            s.streams = streams
         }
     }
 
@@ -72,14 +75,35 @@ final class MaintenanceRound: Sendable {
         trimMemory(round: state.withLock { $0.rounds += 1; return $0.rounds })
         parts.commitSync.arm()
         parts.storageGuard.pass()
-        let (config, uploader) = state.withLock { ($0.config, $0.uploader) }
+        let (config, uploader, streams) = state.withLock { ($0.config, $0.uploader, $0.streams) }
         parts.control.check(uploader: uploader)
         parts.clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
         let results = parts.supervisor.tick()
+        parts.notices.check(noticeObservation(config: config, results: results, streams: streams), config: config.notify)
         // After the supervisor, so the file carries this round's health.
         parts.metrics.write(config: config)
         applyRetentionHourly(config.storage.retention)
         return results
+    }
+
+    /// What this round saw that a desktop notice may be about.
+    private func noticeObservation(config: AgentConfig, results: [String: Liveness],
+                                   streams: [StreamName: StreamSupervisor]) -> NoticeObservation {
+        let switches = parts.control.serverSwitches
+        var off: [StreamName: String] = [:]
+        for stream in StreamName.allCases where config.isEnabled(stream) {
+            off[stream] = switches?.offReason(stream)
+        }
+        var microphone: (health: Liveness, deviceInUse: String?)?
+        if let supervisor = streams[.microphone], !supervisor.isPaused, let health = results[StreamName.microphone.rawValue] {
+            microphone = (health, supervisor.details()[StreamCounter.deviceInUse])
+        }
+        return NoticeObservation(freeDiskBytes: DiskSpace.availableBytes(at: parts.database.path),
+                                 belowFloor: parts.storageGuard.isBelowFloor, floorMB: config.storage.minFreeMB,
+                                 queueDirectory: (parts.database.path as NSString).deletingLastPathComponent,
+                                 uploader: results["uploader"], microphone: microphone,
+                                 microphoneFallback: config.microphone.fallback, switchedOff: off,
+                                 configurationComplete: switches?.isConfigurationComplete ?? true)
     }
 
     private func applyRetentionHourly(_ retention: RetentionPolicy) {

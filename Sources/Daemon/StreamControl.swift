@@ -43,6 +43,9 @@ final class StreamControl: Sendable {
 
     private var switchKeeper: ServerSwitchKeeper? { keeper.withLock { $0 } }
 
+    /// The server's switches in force (its last answer), nil before any.
+    var serverSwitches: ServerSwitches? { switchKeeper?.current }
+
     /// A reload's configuration: in force from the next `prepare`.
     func use(_ config: AgentConfig) {
         state.withLock { $0.config = config }

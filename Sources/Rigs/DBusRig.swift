@@ -42,9 +42,10 @@ public final class DBusRig: @unchecked Sendable {
         try config.write(toFile: directory.file("bus.conf"), atomically: true, encoding: .utf8)
         daemon = try ChildProcess("dbus-daemon", ["--config-file=\(directory.file("bus.conf"))", "--nofork", "--nopidfile"],
                                   logDirectory: directory.path)
-        try waitUntil("dbus-daemon to listen on \(socket)", timeout: 15) {
+        // The socket file appears before the daemon accepts on it: ready once it answers.
+        try waitUntil("dbus-daemon to answer on \(socket)", timeout: 15) {
             guard daemon.isRunning else { throw RigFailure("dbus-daemon exited: \(daemon.stderr())") }
-            return FileManager.default.fileExists(atPath: socket)
+            return FileManager.default.fileExists(atPath: socket) && ((try? hasOwner("org.freedesktop.DBus")) ?? false)
         }
     }
 

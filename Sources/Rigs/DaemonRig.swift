@@ -135,9 +135,13 @@ public final class DaemonRig: @unchecked Sendable {
         receiver.stop()
     }
 
-    /// The `Environment=` assignments of the system unit (systemd/ariata-agent.service):
-    /// the rig runs the daemon in the environment the unit gives it.
-    public static func unitEnvironment(unit: String = "systemd/ariata-agent.service") throws -> [String: String] {
+    /// The system unit and the user unit (a laptop's), in the repository.
+    public static let systemUnit = "systemd/ariata-agent.service"
+    public static let userUnit = "systemd/user/ariata-agent.service"
+
+    /// The `Environment=` assignments of a unit (the system unit's by default): the rig
+    /// runs the daemon in the environment the unit gives it.
+    public static func unitEnvironment(unit: String = systemUnit) throws -> [String: String] {
         var environment: [String: String] = [:]
         for line in try UnitFile(contentsOf: Repository.path(unit)).values("Service", "Environment") {
             for assignment in line.split(separator: " ") {
@@ -148,13 +152,18 @@ public final class DaemonRig: @unchecked Sendable {
         return environment
     }
 
-    /// Starts `ariata-agent run` with the unit's environment and the rig's ALSA config,
-    /// notify socket and clock state file; `environment` adds to that (LD_PRELOAD for libfaketime, say), and
+    /// Starts `ariata-agent run` with the unit's environment (`unit`: the system unit's, or
+    /// `userUnit`) and the rig's ALSA config, notify socket and clock state file;
+    /// `environment` adds to that (LD_PRELOAD for libfaketime, a `DBusRig`'s bus, say), and
     /// `launcher` is a program and arguments that exec the agent (its path and arguments follow).
-    public func startAgent(environment: [String: String] = [:], launcher: [String] = []) throws {
+    /// The system and session buses are a socket that does not exist unless `environment`
+    /// names a rig's: the daemon never talks to this machine's NetworkManager or desktop.
+    public func startAgent(environment: [String: String] = [:], launcher: [String] = [], unit: String = systemUnit) throws {
         let binary = try BuildProducts.executable("ariata-agent")
-        let base = try Self.unitEnvironment().merging(
-            ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile]) { $1 }
+        let noBus = "unix:path=\(directory.file("no-bus"))"
+        let base = try Self.unitEnvironment(unit: unit).merging(
+            ["ALSA_CONFIG_PATH": alsaConfig, "NOTIFY_SOCKET": notifySocket.path, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile,
+             "DBUS_SYSTEM_BUS_ADDRESS": noBus, "DBUS_SESSION_BUS_ADDRESS": noBus]) { $1 }
         let command = launcher + [binary, "run", "--config", configPath]
         agent = try ChildProcess(command[0], Array(command.dropFirst()), name: "agent", logDirectory: directory.path,
                                  environment: base.merging(environment) { $1 })

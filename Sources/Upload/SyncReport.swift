@@ -34,6 +34,9 @@ public struct SyncReport: Sendable, Equatable {
         case drained
         /// Not tried: its retry time has not come.
         case waiting(until: Date)
+        /// Not tried: the connection is metered and `[upload] on_metered` holds the
+        /// stream back until an unmetered one.
+        case heldOnMeteredNetwork
         /// Tried and failed for a reason outside the records; retried at `at`.
         case retryLater(reason: String, code: AgentErrorCode?, at: Date)
         /// The token was refused.

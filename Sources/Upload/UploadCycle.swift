@@ -16,6 +16,8 @@ struct UploadContext: Sendable {
     let isStopping: @Sendable () -> Bool
     /// Called when the endpoint answers again after an outage.
     let recovered: @Sendable () -> Void
+    /// Whether the connection is metered now (`Uploader.setMetered`).
+    let metered: @Sendable () -> Bool
 }
 
 /// One pass over the queue: for each stream with pending records, batches bounded by
@@ -149,6 +151,11 @@ struct UploadCycle {
     /// Sends `stream`'s pending records batch by batch. Returns true when the whole
     /// cycle must end (the endpoint is failing, the token was refused, stopping).
     private mutating func runStream(_ stream: StreamName, into result: inout SyncReport.StreamResult) -> Bool {
+        if !MeteredUploadRule.mayGo(stream, onMetered: context.upload.onMetered, metered: context.metered(), forced: forced) {
+            // It waits in the queue; the switch to an unmetered connection runs a cycle at once.
+            result.outcome = .heldOnMeteredNetwork
+            return false
+        }
         if !forced, let wait = state.with({ $0.streamWait(stream, at: clock.now()) }) {
             result.outcome = .waiting(until: wait)
             return false

@@ -28,6 +28,9 @@ public final class Uploader: Sendable {
     /// The power policy's say ([power]): the interval multiplied on battery, scheduled
     /// cycles held on a low battery. `sync` (the user asking) is never held.
     private let power = Mutex((factor: 1, held: false))
+    /// Whether the connection is metered (NetworkManager, through the daemon): scheduled
+    /// cycles then hold back what `[upload] on_metered` says (docs/laptop.md#metered-networks).
+    private let metered = MeteredFlag()
     private let suspend: Mutex<SuspendDetector>
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
     /// daemon never upload at the same time.
@@ -39,6 +42,14 @@ public final class Uploader: Sendable {
     final class RecoveryHandler: Sendable {
         let handler = Mutex<(@Sendable () -> Void)?>(nil)
         func call() { handler.withLock { $0 }?() }
+    }
+
+    /// Set by `setMetered`, read by cycles.
+    final class MeteredFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .relaxed) }
+        /// Sets it; returns what it was.
+        func exchange(_ metered: Bool) -> Bool { value.exchange(metered, ordering: .sequentiallyConsistent) }
     }
 
     /// Set by `stop()`, read by cycles and the transport's abort check.
@@ -100,9 +111,10 @@ public final class Uploader: Sendable {
         let stopping = StopFlag()
         self.stopping = stopping
         let recovery = self.recovery
+        let metered = self.metered
         context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
                                 makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
-                                recovered: { recovery.call() })
+                                recovered: { recovery.call() }, metered: { metered.isSet })
     }
 
     deinit {
@@ -141,6 +153,22 @@ public final class Uploader: Sendable {
             timer.start(interval: interval, firstAfter: 0)
         } else if old.factor != factor {
             timer.start(interval: interval, firstAfter: interval)
+        }
+    }
+
+    /// The connection became metered, or unmetered. Back on an unmetered one, what
+    /// `[upload] on_metered` held back goes at once rather than at the next interval, like
+    /// the network's return. Works before `start()` too (the daemon says it first).
+    public func setMetered(_ metered: Bool) {
+        let was = self.metered.exchange(metered)
+        guard was != metered else { return }
+        let held = MeteredUploadRule.held(onMetered: upload.onMetered, metered: true).map(\.rawValue).sorted()
+        guard !held.isEmpty else { return }
+        if metered {
+            logger.notice("the connection is metered: \(held.joined(separator: ", ")) uploads wait for an unmetered one ([upload] on_metered = \"\(upload.onMetered.rawValue)\"); nothing is dropped")
+        } else if let timer = timer.withLock({ $0 }) {
+            logger.notice("the connection is no longer metered: uploading what waited now")
+            timer.fireNow()
         }
     }
 

@@ -24,6 +24,13 @@ struct RunCommand: AsyncParsableCommand {
             Under systemd (Type=notify) it reports READY=1 when started, a STATUS= line and \
             WATCHDOG=1 every 30 s.
 
+            On a connection NetworkManager calls metered (read over the system bus) the \
+            scheduled uploads hold back what [upload] on_metered says (by default audio; \
+            location and health go) until an unmetered one; 'ariata-agent sync' sends \
+            everything. As the user service (the user unit sets ARIATA_SERVICE_MODE=user) it \
+            shows desktop notices for what only you can fix: a full disk, a refused token, \
+            a lost microphone, a stream the server switched off ([notify] enabled).
+
             It refuses to start until 'ariata-agent onboard' has set an endpoint and a token.
 
             Exit status: 0 after a clean stop; 78 when the configuration is missing, broken \

@@ -15,7 +15,7 @@ struct AriataBench: ParsableCommand {
         discussion: "Build as the package is built: scripts/static-build.sh ariata-agent ariata-bench.",
         subcommands: [QueueCommand.self, UploadCommand.self, LocationCommand.self, AudioCommand.self, SilenceCommand.self,
                       JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
-                      PowerCommand.self, FootprintCommand.self])
+                      PowerCommand.self, FootprintCommand.self, SleepCommand.self])
 }
 
 struct QueueCommand: ParsableCommand {
@@ -222,6 +222,28 @@ struct PowerCommand: ParsableCommand {
 
     func validate() throws { try requirePositive(reads, "--reads") }
     func run() throws { try PowerBench.run(reads: reads, sysfs: sysfs) }
+}
+
+struct SleepCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sleep",
+        abstract: "How soon the daemon releases logind's sleep delay lock: a chunk nearly full, on a slow disk.",
+        discussion: """
+            Runs `ariata-agent run` with all three streams against the real rigs and python-dbusmock's logind \
+            on a private bus, sends PrepareForSleep(true) 2 s before a chunk is full and times the release \
+            of the lock, with every fsync held --fsync-ms by strace (0: the disk as it is).
+            """)
+
+    @Option(help: "The audio chunk length, in seconds (300: Virtues' length).")
+    var chunkSeconds = 300
+    @Option(help: "Milliseconds every fsync and fdatasync is held (a slow SD card); 0 for none.")
+    var fsyncMs = 500
+
+    func validate() throws {
+        try requirePositive(chunkSeconds, "--chunk-seconds")
+        if fsyncMs < 0 { throw ValidationError("--fsync-ms must be 0 or more") }
+    }
+    func run() throws { try SleepBench.run(chunkSeconds: chunkSeconds, fsyncMilliseconds: fsyncMs) }
 }
 
 struct FootprintCommand: ParsableCommand {

@@ -31,10 +31,14 @@ final class ConfigRoundTripTests: XCTestCase {
         c.upload.interval = 60
         c.upload.batchMaxRecords = 50
         c.upload.batchMaxBytes = 20_000
+        c.upload.onMetered = .all
         c.location.enabled = false
         c.location.gpsdHost = "gps.lan"
         c.location.gpsdPort = 2948
         c.location.interval = 5
+        c.location.source = .geoclue
+        c.location.accuracyLevel = .street
+        c.location.distanceThreshold = 100
         c.microphone.enabled = false
         c.microphone.device = "plughw:CARD=Mic,DEV=0"
         c.microphone.fallbackDevice = "none"
@@ -54,6 +58,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.power.batteryUploadFactor = 3
         c.power.lowBatteryPercent = 20
         c.power.queueNearLimitPercent = 90
+        c.notify.enabled = false
         c.logLevel = "debug"
         if arrays {
             c.location.exclude = [PrivacyZone(latitude: 52.52, longitude: 13.405, radius: 200, name: "home", action: .coarsen),

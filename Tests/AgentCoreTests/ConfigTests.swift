@@ -19,6 +19,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(config.location.interval, 10)
         XCTAssertEqual(config.location.source, .auto)
         XCTAssertEqual(config.location.accuracyLevel, .exact)
+        XCTAssertEqual(config.upload.onMetered, .small, "location and health go on a metered connection; audio waits")
+        XCTAssertNil(config.notify.enabled, "decided by the service: on for the user service")
         XCTAssertFalse(config.server.isOnboarded)
     }
 
@@ -37,6 +39,7 @@ final class ConfigTests: XCTestCase {
             min_free_mb = 5
             [upload]
             interval = 60
+            on_metered = "none"
             [location]
             enabled = false
             [microphone]
@@ -62,6 +65,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertTrue(config.server.gzip)
         XCTAssertEqual(config.storage.retention.minFreeBytes, 5 * 1_048_576)
         XCTAssertEqual(config.upload.interval, 60)
+        XCTAssertEqual(config.upload.onMetered, OnMetered.none)
         XCTAssertFalse(config.location.enabled)
         XCTAssertEqual(config.microphone.overlapSeconds, 3)
         XCTAssertEqual(config.health.sources.count, 2)
@@ -92,6 +96,8 @@ final class ConfigTests: XCTestCase {
             ("[location]\naccuracy_level = \"metre\"", "location.accuracy_level", "use one of \"city\", \"neighborhood\", \"street\", \"exact\""),
             ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),
             ("[log]\nlevel = \"loud\"", "log.level", "is not allowed"),
+            ("[upload]\non_metered = \"some\"", "upload.on_metered", "\"some\" is not allowed: use one of \"all\", \"small\", \"none\""),
+            ("[notify]\nenabled = 1", "notify.enabled", "expected true or false, got the number 1"),
             ("location = 5", "location", "expected a table"),
             ("[server\nendpoint = 1", nil, "line 1"),
             ("[server]\nconnect_timeout = 1.5", "server.connect_timeout", "got the number 1.5"),

@@ -11,6 +11,7 @@ final class DoctorCommandTests: XCTestCase {
         let port = try FreePort.find()
         let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
             [location]
+            source = "gpsd"
             gpsd_host = "127.0.0.1"
             gpsd_port = \(port)
             [microphone]
@@ -76,6 +77,7 @@ final class DoctorCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("doctor-gpsd")
         let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
             [location]
+            source = "gpsd"
             gpsd_host = "127.0.0.1"
             gpsd_port = \(gpsd.port)
             [microphone]

@@ -14,6 +14,7 @@ final class OnboardInteractiveTests: XCTestCase {
         let gpsdPort = try FreePort.find()
         let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
             [location]
+            source = "gpsd"
             gpsd_host = "127.0.0.1"
             gpsd_port = \(gpsdPort)
             [microphone]

@@ -14,6 +14,7 @@ final class OnboardNonInteractiveTests: XCTestCase {
     func seedConfig(_ dir: TemporaryDirectory) throws -> AgentCLI {
         try AgentCLI.writeConfig(in: dir.path, extra: """
             [location]
+            source = "gpsd"
             gpsd_host = "127.0.0.1"
             gpsd_port = \(try FreePort.find())
             [microphone]

@@ -20,6 +20,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         func networkReturned(_ why: String) {}
         func cycleNow(_ why: String) {}
         func setPower(factor: Int, held: Bool) {}
+        func setMetered(_ metered: Bool) {}
     }
 
     struct NoStreams: ComponentFactory {

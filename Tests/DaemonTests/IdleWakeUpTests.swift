@@ -11,9 +11,13 @@ final class IdleWakeUpTests: XCTestCase {
     func testAnIdleDaemonDoesNotWakeEverySecond() throws {
         // Only the health stream, reading a file nobody writes to; uploads and health
         // checks far apart (the check's 30 s tick may land in the window once).
+        // NetworkManager on the system bus: the daemon's connection to it is open and
+        // idle, and must not wake it either.
+        let bus = try DBusRig(.system)
+        let networkManager = try DBusMockRig.networkManager(on: bus, metered: 2)
         let rig = try DaemonRig(uploadInterval: 300, checkInterval: 30, locationEnabled: false,
                                 microphoneConfig: "enabled = false")
-        try rig.startAgent()
+        try rig.startAgent(environment: bus.environment)
         let pid = try XCTUnwrap(rig.agent?.pid)
         // Up (READY=1), then a sample read and committed. The queue is not opened from here
         // until the windows are over, so that only the daemon's own work is counted.
@@ -48,6 +52,8 @@ final class IdleWakeUpTests: XCTestCase {
         let database = try rig.openDatabase()
         XCTAssertEqual(try database.recordQueue.records(stream: .health).count, 1, "the daemon read and committed the sample")
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        XCTAssertTrue(rig.agentLog.contains("NetworkManager: metered no"), "the watch was connected: \(rig.agentLog)")
+        withExtendedLifetime(networkManager) {}
     }
 
     /// Counts the daemon's voluntary context switches over 15 s: fewer than 8 (the health

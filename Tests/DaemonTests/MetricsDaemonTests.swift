@@ -84,11 +84,18 @@ final class MetricsDaemonTests: XCTestCase {
         XCTAssertEqual(file["ariata_agent_daemon_running"], 1, "written by the running daemon")
         XCTAssertEqual(file["ariata_agent_info{version=\"\(report.agentVersion)\"}"], 1)
 
+        // Metering is the running daemon's to say (no NetworkManager in this rig: nothing held).
+        XCTAssertEqual(file["ariata_agent_upload_held_on_metered{stream=\"microphone\"}"], 0)
+        XCTAssertNil(file["ariata_agent_network_metered"], "not known without NetworkManager")
+
         // status --prometheus prints the same metrics, and they pass promtool too.
         let printed = try cli.run(["status", "--prometheus"])
         let again = try parse(printed.stdout, in: rig.directory)
-        XCTAssertEqual(Set(again.keys.filter { !$0.contains("age_seconds") && !$0.contains("disk_free") && !$0.contains("queue_size") && !$0.contains("warnings") }),
-                       Set(file.keys.filter { !$0.contains("age_seconds") && !$0.contains("disk_free") && !$0.contains("queue_size") && !$0.contains("warnings") }))
+        func compared(_ key: String) -> Bool {
+            !["age_seconds", "disk_free", "queue_size", "warnings", "metered"].contains { key.contains($0) }
+        }
+        XCTAssertEqual(Set(again.keys.filter(compared)), Set(file.keys.filter(compared)))
+        XCTAssertFalse(again.keys.contains { $0.contains("metered") }, "a stopped daemon says nothing of the network")
         XCTAssertEqual(again["ariata_agent_daemon_running"], 0)
         XCTAssertEqual(again["ariata_agent_pending_records{stream=\"location\"}"], file["ariata_agent_pending_records{stream=\"location\"}"])
         try printed.stdout.write(toFile: rig.directory.file("printed.prom"), atomically: true, encoding: .utf8)

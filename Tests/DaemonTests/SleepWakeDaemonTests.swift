@@ -25,10 +25,11 @@ final class SleepWakeDaemonTests: XCTestCase {
     }
 
     private func check(mode: ServiceMode) throws {
-        let logind = try LogindMock()
+        let bus = try DBusRig(.system)
+        let logind = try DBusMockRig.logind(on: bus)
         // A long upload interval: a request soon after the wake is the wake's own cycle.
         let rig = try DaemonRig(chunkSeconds: 8, uploadInterval: 600)
-        try rig.startAgent(environment: logind.bus.environment.merging([ServiceMode.environmentVariable: mode.rawValue]) { $1 })
+        try rig.startAgent(environment: bus.environment.merging([ServiceMode.environmentVariable: mode.rawValue]) { $1 })
         try waitUntil("the agent to hold logind's sleep delay lock", timeout: 30) { try logind.holdsSleepDelay() }
         try waitUntil("the first full chunk", timeout: 40) { try chunks(rig).count >= 1 }
         // Some seconds into the next chunk.
@@ -80,37 +81,3 @@ final class SleepWakeDaemonTests: XCTestCase {
     }
 }
 
-extension SleepWakeDaemonTests {
-    /// The worst case logind's 5 s must cover: a chunk nearly full when sleep comes, on a
-    /// slow disk (every fsync and fdatasync held `ARIATA_SLEEP_FSYNC_MS`, 500 ms by default,
-    /// by strace's fault injection: an SD card's fsync). `ARIATA_SLEEP_CHUNK_SECONDS` (20 by
-    /// default; 300 for the figure in docs/performance.md) sets the chunk; sleep comes 2 s
-    /// before its end.
-    func testTheLockIsReleasedInTimeWithAFullChunkOnASlowDisk() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let chunkSeconds = environment["ARIATA_SLEEP_CHUNK_SECONDS"].flatMap(Int.init) ?? 20
-        let fsyncMilliseconds = environment["ARIATA_SLEEP_FSYNC_MS"].flatMap(Int.init) ?? 500
-        let logind = try LogindMock()
-        let rig = try DaemonRig(chunkSeconds: chunkSeconds, uploadInterval: 600)
-        let delay = "delay_exit=\(fsyncMilliseconds * 1000)"
-        try rig.startAgent(environment: logind.bus.environment,
-                           launcher: ["strace", "-f", "-qq", "--kill-on-exit", "-o", "/dev/null", "-e", "trace=fsync,fdatasync",
-                                      "-e", "inject=fsync:\(delay)", "-e", "inject=fdatasync:\(delay)"])
-        try waitUntil("the agent to hold logind's sleep delay lock", timeout: 60) { try logind.holdsSleepDelay() }
-        // The first chunk is written when it is full; sleep comes 2 s before the second is.
-        try waitUntil("the first full chunk", timeout: Double(chunkSeconds) + 60) { try chunks(rig).count >= 1 }
-        Thread.sleep(forTimeInterval: Double(max(chunkSeconds - 2, 1)))
-        let before = try chunks(rig).count
-
-        let sleepAt = Date()
-        try logind.prepareForSleep(true)
-        try waitUntil("the lock to be released", timeout: 30, interval: 0.01) { try !logind.holdsSleepDelay() }
-        let released = Date().timeIntervalSince(sleepAt)
-        let partial = try XCTUnwrap(try chunks(rig).last)
-        print("sleep with a \(chunkSeconds) s chunk \(String(format: "%.1f", partial.end.timeIntervalSince(partial.start))) s full, fsync held \(fsyncMilliseconds) ms: lock released \(String(format: "%.2f", released)) s after PrepareForSleep(true)")
-        XCTAssertEqual(try chunks(rig).count, before + 1, "the chunk in progress is in the queue")
-        XCTAssertLessThan(released, 5, "within logind's InhibitDelayMaxSec")
-        try logind.prepareForSleep(false)
-        XCTAssertEqual(rig.stopAgent(), 0)
-    }
-}

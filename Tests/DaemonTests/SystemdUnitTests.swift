@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 import TestRigs
 import XCTest
@@ -35,10 +36,13 @@ final class SystemdUnitTests: XCTestCase {
     }
 
     /// Both units give the daemon the same environment, which the test rigs and the
-    /// benchmarks run it with too (DaemonRig.unitEnvironment).
+    /// benchmarks run it with too (DaemonRig.unitEnvironment), but for the one variable
+    /// that says which service it is (GeoClue's agent, desktop notices: docs/laptop.md).
     func testBothUnitsGiveTheDaemonTheSameEnvironment() throws {
-        let system = try DaemonRig.unitEnvironment()
-        let user = try DaemonRig.unitEnvironment(unit: "systemd/user/ariata-agent.service")
+        var system = try DaemonRig.unitEnvironment()
+        var user = try DaemonRig.unitEnvironment(unit: DaemonRig.userUnit)
+        XCTAssertEqual(user.removeValue(forKey: ServiceMode.environmentVariable), "user")
+        XCTAssertEqual(system.removeValue(forKey: ServiceMode.environmentVariable), "system")
         XCTAssertEqual(system, user)
         XCTAssertEqual(system["GNUTLS_NO_IMPLICIT_INIT"], "1")
     }

@@ -16,6 +16,7 @@ public struct AgentConfig: Sendable, Equatable {
     public var daemon = DaemonConfig()
     public var metrics = MetricsConfig()
     public var power = PowerConfig()
+    public var notify = NotifyConfig()
     public var log = LogConfig()
 
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
@@ -105,6 +106,7 @@ extension AgentConfig: ConfigTable {
          .section("metrics", \.metrics),
          // A file that never mentioned [power] keeps not mentioning it.
          .section("power", \.power, omittedAtDefaults: true),
+         .section("notify", \.notify),
          .section("log", \.log)]
     }
 }

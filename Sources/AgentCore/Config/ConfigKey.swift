@@ -44,6 +44,13 @@ extension ConfigKey {
              write: { $0[keyPath: field] })
     }
 
+    /// A switch whose default depends on something outside the file: unset reads as nil
+    /// and is not written.
+    static func optionalBool(_ name: String, _ field: WritableKeyPath<Table, Bool?>) -> Self {
+        Self(name, read: { s, t in t[keyPath: field] = s.contains(name) ? try s.bool(name, default: false) : nil },
+             write: { $0[keyPath: field] })
+    }
+
     static func int(_ name: String, _ field: WritableKeyPath<Table, Int>, range: ClosedRange<Int>, unit: String = "") -> Self {
         Self(name, read: { s, t in t[keyPath: field] = try s.int(name, default: t[keyPath: field], range: range, unit: unit) },
              write: { $0[keyPath: field] })

@@ -17,6 +17,8 @@ public enum LoggerLabel: String, CaseIterable, Sendable {
     case network = "ariata.network"
     case sleep = "ariata.sleep"
     case switches = "ariata.switches"
+    /// Desktop notices (the user service's).
+    case notify = "ariata.notify"
     case sync = "ariata.sync"
     case onboard = "ariata.onboard"
     case bench = "ariata.bench"

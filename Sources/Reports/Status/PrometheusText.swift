@@ -42,6 +42,10 @@ public enum PrometheusText {
         out.counter("ariata_agent_microphone_silent_chunks_dropped_total",
                     "Audio chunks dropped at capture as silent ([microphone] upload_silent = false), since the daemon started.",
                     r.streams.compactMap { s in s.silentChunksDropped.map { (["stream": s.name], Double($0)) } })
+        out.gauge("ariata_agent_network_metered", "1 while the connection is metered (NetworkManager), 0 while it is not; absent while not known.",
+                  r.network?.metered.map { [([:], $0 ? 1 : 0)] } ?? [])
+        out.gauge("ariata_agent_upload_held_on_metered", "1 while the stream's scheduled uploads wait for an unmetered connection ([upload] on_metered).",
+                  r.network.map { network in r.streams.map { (["stream": $0.name], network.heldStreams.contains($0.name) ? 1 : 0) } } ?? [])
         out.gauge("ariata_agent_queue_size_bytes", "Bytes of the queue database on disk (with its WAL).", [([:], Double(r.database.sizeBytes))])
         out.gauge("ariata_agent_disk_free_bytes", "Free bytes on the file system of the queue.",
                   r.database.freeDiskBytes.map { [([:], Double($0))] } ?? [])

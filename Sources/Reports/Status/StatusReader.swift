@@ -169,6 +169,12 @@ public struct StatusReader: Sendable {
                     report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
                 }
             }
+            // The daemon's view of the connection, while it runs.
+            if report.daemon.running, let metered = StoredMeteredState.load(from: database) {
+                report.network = .init(onMetered: config.upload.onMetered.rawValue, watchedBy: metered.watchedBy,
+                                       metered: metered.metered, meteredValue: metered.value, since: metered.since,
+                                       heldStreams: metered.heldStreams, problem: metered.problem)
+            }
             if let purge = try database.housekeeping.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)
             }

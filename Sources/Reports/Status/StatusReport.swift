@@ -33,6 +33,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var clock: Clock? = nil
     /// What the running daemon's power policy ([power]) saw and changed.
     public var power: Power? = nil
+    /// What the running daemon knows of the connection's metering, and what waits for an
+    /// unmetered one (`[upload] on_metered`, docs/laptop.md#metered-networks).
+    public var network: Network? = nil
     /// The server's stream switches as last fetched (absent before the daemon first asked).
     public var serverSwitches: ServerSwitchesStatus? = nil
     /// Which server this is (generation, version, build), as the daemon last read it from
@@ -72,6 +75,23 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var batteryStatus: String?
         /// What the power state changes now (empty on mains).
         public var effects: [String]
+    }
+
+    public struct Network: Codable, Sendable, Equatable {
+        /// `[upload] on_metered`: `all`, `small` or `none`.
+        public var onMetered: String
+        /// Who says whether the connection is metered ("NetworkManager"); nil while nobody does.
+        public var watchedBy: String?
+        /// Whether it is metered; nil while not known (uploads then go as on any network).
+        public var metered: Bool?
+        /// NetworkManager's word: `yes`, `guess-yes`, `no`, `guess-no`, `unknown`.
+        public var meteredValue: String?
+        /// Since when this has been so.
+        public var since: Date?
+        /// The streams the scheduled uploads hold back now (`sync` sends them all the same).
+        public var heldStreams: [String]
+        /// Why metering is not known.
+        public var problem: String?
     }
 
     public struct Daemon: Codable, Sendable, Equatable {

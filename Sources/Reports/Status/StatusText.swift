@@ -112,6 +112,9 @@ public struct StatusText: Sendable {
             let level = power.batteryPercent.map { ", battery \($0) %" + (power.batteryStatus.map { " (\($0))" } ?? "") } ?? ""
             out.append("power      on \(power.source)\(level)" + (power.effects.isEmpty ? "" : ": " + power.effects.joined(separator: "; ")))
         }
+        if let network = r.network {
+            out.append("network    \(Self.describe(network, now: now, age: age))")
+        }
         if let purge = r.database.lastPurge {
             out.append("purged     \(age(now.timeIntervalSince(purge.at))) ago: \(purge.message)")
         }
@@ -126,6 +129,25 @@ public struct StatusText: Sendable {
             for w in r.warnings { out.append(paint("warning: ", .yellow) + w) }
         }
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// "metered (NetworkManager: guess-yes, 5m): microphone waits for an unmetered connection (...)".
+    static func describe(_ network: StatusReport.Network, now: Date, age: (Double) -> String) -> String {
+        let setting = "[upload] on_metered = \"\(network.onMetered)\""
+        guard let by = network.watchedBy else {
+            return "metering unknown: \(network.problem ?? "nothing watches it"); uploads go as on any network"
+        }
+        let word = "\(by): \(network.meteredValue ?? "unknown")" + (network.since.map { ", for \(age(now.timeIntervalSince($0)))" } ?? "")
+        switch network.metered {
+        case true?:
+            let held = network.heldStreams.isEmpty ? "everything goes (\(setting))"
+                : "\(network.heldStreams.joined(separator: ", ")) \(network.heldStreams.count == 1 ? "waits" : "wait") for an unmetered connection (\(setting)); 'ariata-agent sync' sends it now"
+            return "metered (\(word)): \(held)"
+        case false?:
+            return "not metered (\(word))"
+        case nil:
+            return "metering unknown (\(word)): uploads go as on any network"
+        }
     }
 
     enum Colour: String {

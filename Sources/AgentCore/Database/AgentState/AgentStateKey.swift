@@ -35,6 +35,10 @@ public enum AgentStateKey {
     /// JSON of the daemon's latest power decision (`StoredPowerState`), absent without one.
     public static let powerState = "power.state"
 
+    /// JSON of what the daemon knows of the connection's metering (`StoredMeteredState`),
+    /// absent while no daemon has looked.
+    public static let networkMetered = "network.metered"
+
     /// Failed upload attempts that ended with `code`, a running total (a whole number as text).
     public static func uploadErrors(_ code: AgentErrorCode) -> String { "upload.errors.\(code.rawValue)" }
 }

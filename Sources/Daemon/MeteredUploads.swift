@@ -1,0 +1,93 @@
+import AgentCore
+import Foundation
+import Logging
+import Platform
+import Synchronization
+import Upload
+
+/// Hands what the metered watch hears to the uploader and keeps it for `status` and the
+/// metrics (docs/laptop.md#metered-networks). It outlives reloads, so a state that lasts
+/// (NetworkManager not running, say) is said once in the log, not at every reload.
+final class MeteredUploads: Sendable {
+    private let database: AgentDatabase
+    private let clock: any WallClock
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    private struct State {
+        var watch: (any MeteredNetworkWatch)?
+        var uploader: (any UploadComponent)?
+        var onMetered = OnMetered.small
+        /// The last state heard (kept across reloads) and since when.
+        var last: MeteredNetworkState?
+        var since: Date?
+    }
+
+    init(database: AgentDatabase, clock: any WallClock, logger: Logger) {
+        self.database = database
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Starts `watch` for `uploader`, before the uploader's first cycle. With
+    /// `on_metered = "all"` there is nothing to hold back and nothing is watched.
+    func start(_ watch: (any MeteredNetworkWatch)?, config: AgentConfig, uploader: any UploadComponent) {
+        state.withLock { s in
+            s.uploader = uploader
+            s.onMetered = config.upload.onMetered
+        }
+        guard let watch else { return }
+        guard config.upload.onMetered != .all else {
+            apply(.unwatched(reason: "[upload] on_metered = \"all\": every stream goes on any network, so metering is not watched"))
+            return
+        }
+        state.withLock { $0.watch = watch }
+        watch.start { [weak self] in self?.apply($0) }
+    }
+
+    func stop() {
+        let watch = state.withLock { s -> (any MeteredNetworkWatch)? in
+            defer {
+                s.watch = nil
+                s.uploader = nil
+            }
+            return s.watch
+        }
+        watch?.stop()
+    }
+
+    private func apply(_ heard: MeteredNetworkState) {
+        let now = clock.now()
+        let (uploader, onMetered, previous, since) = state.withLock { s in
+            let previous = s.last
+            if previous != heard {
+                s.last = heard
+                s.since = now
+            }
+            return (s.uploader, s.onMetered, previous, s.since ?? now)
+        }
+        uploader?.setMetered(heard.isMetered)
+        if previous != heard {
+            switch heard {
+            case .watched(let by, let metering):
+                logger.info("\(by): metered \(metering.word)")
+            case .unwatched(let reason):
+                logger.notice("metering unknown: \(reason); uploads go as on any network")
+            }
+        }
+        let held = MeteredUploadRule.held(onMetered: onMetered, metered: heard.isMetered).map(\.rawValue).sorted()
+        let stored: StoredMeteredState
+        switch heard {
+        case .watched(let by, let metering):
+            stored = StoredMeteredState(watchedBy: by, metered: metering == .unknown ? nil : metering.isMetered,
+                                        value: metering.word, problem: nil, since: since, heldStreams: held)
+        case .unwatched(let reason):
+            stored = StoredMeteredState(watchedBy: nil, metered: nil, value: nil, problem: reason, since: since, heldStreams: [])
+        }
+        do {
+            try StoredMeteredState.store(stored, in: database)
+        } catch {
+            logger.warning("cannot store the metered state for status: \(error)")
+        }
+    }
+}
