@@ -11,10 +11,12 @@ final class IdleWakeUpTests: XCTestCase {
     func testAnIdleDaemonDoesNotWakeEverySecond() throws {
         // Only the health stream, reading a file nobody writes to; uploads and health
         // checks far apart (the check's 30 s tick may land in the window once).
-        // NetworkManager on the system bus: the daemon's connection to it is open and
-        // idle, and must not wake it either.
+        // NetworkManager and logind on the system bus: the daemon's connections to them
+        // (the metered watch, the sleep watch holding its lock) are open and idle, and must
+        // not wake it either.
         let bus = try DBusRig(.system)
         let networkManager = try DBusMockRig.networkManager(on: bus, metered: 2)
+        let logind = try DBusMockRig.logind(on: bus)
         let rig = try DaemonRig(uploadInterval: 300, checkInterval: 30, locationEnabled: false,
                                 microphoneConfig: "enabled = false")
         try rig.startAgent(environment: bus.environment)
@@ -29,6 +31,7 @@ final class IdleWakeUpTests: XCTestCase {
         try rig.appendHeartRates([70])
         Thread.sleep(forTimeInterval: 5)
 
+        XCTAssertTrue(try logind.holdsSleepDelay(), "the sleep watch is connected and holds its lock")
         try assertSleeps(pid: pid, rig: rig, "an idle daemon")
 
         // The daemon reads and writes its queue through one connection: a pool's readers
@@ -53,6 +56,7 @@ final class IdleWakeUpTests: XCTestCase {
         XCTAssertEqual(try database.recordQueue.records(stream: .health).count, 1, "the daemon read and committed the sample")
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         XCTAssertTrue(rig.agentLog.contains("NetworkManager: metered no"), "the watch was connected: \(rig.agentLog)")
+        XCTAssertFalse(try logind.holdsSleepDelay(), "the lock went with the daemon")
         withExtendedLifetime(networkManager) {}
     }
 
