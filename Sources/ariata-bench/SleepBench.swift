@@ -20,7 +20,12 @@ enum SleepBench {
                "-e", "inject=fsync:\(delay)", "-e", "inject=fdatasync:\(delay)"]
             : []
         try rig.startAgent(environment: bus.environment, launcher: launcher)
-        defer { _ = rig.stopAgent() }
+        defer {
+            // Under strace the agent is strace's child: it is stopped itself, or it would
+            // outlive strace (which detaches on SIGTERM).
+            if let tracer = rig.agent?.pid { stopChildren(of: tracer) }
+            _ = rig.stopAgent()
+        }
         try waitUntil("the agent to hold logind's sleep delay lock", timeout: 60) { try logind.holdsSleepDelay() }
         try waitUntil("the first full chunk", timeout: Double(chunkSeconds) + 60) { try chunkCount(rig) >= 1 }
         // Sleep comes 2 s before the second chunk would be full.
@@ -35,6 +40,15 @@ enum SleepBench {
                      + "every fsync held %d ms; %d chunk written before the release (logind's limit: 5 s)",
                      released, chunkSeconds, max(chunkSeconds - 2, 1), fsyncMilliseconds, written))
         try logind.prepareForSleep(false)
+    }
+
+    private static func stopChildren(of pid: Int32) {
+        let list = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        let children = list.split(separator: " ").compactMap { Int32($0) }
+        for child in children { kill(child, SIGTERM) }
+        for child in children {
+            for _ in 0..<300 where kill(child, 0) == 0 { Thread.sleep(forTimeInterval: 0.1) }
+        }
     }
 
     private static func chunkCount(_ rig: DaemonRig) throws -> Int {
