@@ -23,16 +23,18 @@ public final class HealthStream: CaptureStream, Sendable {
     /// - Parameter clockTrust: whether the wall clock can be believed; samples dated from
     ///   a clock that cannot are written held, with their place on the boot clock.
     public init(config: HealthConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), bleTuning: BLETuning = BLETuning(), logger: Logger) {
         self.config = config
         self.logger = logger
         sources = config.sources.map { source in
             var source = source
             source.serverMetrics = config.serverMetrics
+            source.heartRateSeconds = config.bleHeartRateSeconds
+            source.hrvWindowSeconds = config.hrvWindowSeconds
             return source
         }.map {
             HealthSourceFactory.make($0, queue: queue, commitInterval: TimeInterval(config.commitInterval),
-                                     clock: clock, clockTrust: clockTrust, logger: logger)
+                                     clock: clock, clockTrust: clockTrust, bleTuning: bleTuning, logger: logger)
         }
     }
 
