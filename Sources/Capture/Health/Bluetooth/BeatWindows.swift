@@ -27,8 +27,10 @@ enum BeatWindowResult: Sendable, Equatable {
 }
 
 /// Turns a sensor's notifications into the samples the server takes: one heart rate per
-/// `heartRateSeconds`, one variability figure per `hrvSeconds`. A window begins with the
-/// first notification that has skin contact (or cannot tell) and closes `seconds` later;
+/// `heartRateSeconds`, one variability figure per `hrvSeconds`. Windows lie on a grid of
+/// the monotonic clock (one every `seconds`, like a clock's :00, :05, …, so samples do not
+/// drift against the sensor's own rhythm); a window opens with the first notification in
+/// it that has skin contact (or cannot tell) and closes at the grid's next line;
 /// notifications reporting no contact, or a heart rate of 0, are left out of both
 /// windows, and the RR interval after them does not follow the one before. A window cut
 /// short (`closeAll`, at a stop) is judged by the same rules against its full length
@@ -51,8 +53,13 @@ struct BeatWindows {
 
     /// Monotonic time at which the next window closes; nil while none is open.
     var deadline: TimeInterval? {
-        [heartRate.map { $0.start.monotonic + heartRateSeconds }, hrv.map { $0.start.monotonic + hrvSeconds }]
+        [heartRate.map { Self.end(of: $0.start, seconds: heartRateSeconds) }, hrv.map { Self.end(of: $0.start, seconds: hrvSeconds) }]
             .compactMap { $0 }.min()
+    }
+
+    /// The grid line after `start`: where its window closes.
+    static func end(of start: BeatReceipt, seconds: Double) -> TimeInterval {
+        ((start.monotonic / seconds).rounded(.down) + 1) * seconds
     }
 
     var isEmpty: Bool { heartRate == nil && hrv == nil }
@@ -89,11 +96,11 @@ struct BeatWindows {
     /// The windows whose time is up at `now` (monotonic).
     mutating func close(at now: TimeInterval) -> [BeatWindowResult] {
         var out: [BeatWindowResult] = []
-        if let window = heartRate, now >= window.start.monotonic + heartRateSeconds {
+        if let window = heartRate, now >= Self.end(of: window.start, seconds: heartRateSeconds) {
             out.append(closeHeartRate(window))
             heartRate = nil
         }
-        if let window = hrv, now >= window.start.monotonic + hrvSeconds {
+        if let window = hrv, now >= Self.end(of: window.start, seconds: hrvSeconds) {
             out.append(closeHRV(window))
             hrv = nil
         }

@@ -1,6 +1,7 @@
 import AgentCore
 @testable import Capture
 import DBus
+import Platform
 import Foundation
 import TestRigs
 import XCTest
@@ -26,6 +27,14 @@ final class HealthBLESourceTests: XCTestCase {
                             logger: HealthTestBed.logger)
     }
 
+    /// Makes sure the next `room` seconds lie inside one window of the `seconds` grid (on
+    /// the monotonic clock), sleeping past the next line if they would not, so the
+    /// notifications sent now fall into one window.
+    static func alignToGrid(_ seconds: Double, room: Double) {
+        let left = seconds - Monotonic.now.truncatingRemainder(dividingBy: seconds)
+        if left < room { Thread.sleep(forTimeInterval: left + 0.05) }
+    }
+
     func records(_ bed: HealthTestBed, _ metric: String) throws -> [[String: Any]] {
         try bed.payloads().filter { $0["metric_type"] as? String == metric }
     }
@@ -42,6 +51,7 @@ final class HealthBLESourceTests: XCTestCase {
 
         // One window: an 8-bit rate, a 16-bit one with energy, one with RR intervals and
         // contact: (60 + 62 + 65) / 3 = 62.3 → 62.
+        Self.alignToGrid(1, room: 0.6)
         try sensor.notify(HeartRateMeasurement(heartRate: 60).bytes())
         try sensor.notify(HeartRateMeasurement(heartRate: 62, energyExpended: 310).bytes(wide: true))
         try sensor.notify(HeartRateMeasurement(heartRate: 65, contact: .detected, energyExpended: 311, rrIntervals: [940, 950]).bytes())
@@ -77,6 +87,7 @@ final class HealthBLESourceTests: XCTestCase {
         // sensor sends what beat since its last one), faster than real time: the figures
         // depend on the intervals, not on when they came.
         let recorded = HRVStatisticsTests.recorded
+        Self.alignToGrid(3, room: 1.5)
         for start in stride(from: 0, to: recorded.count, by: 2) {
             try sensor.notify(HeartRateMeasurement(heartRate: 60, contact: .detected,
                                                    rrIntervals: Array(recorded[start..<min(recorded.count, start + 2)])).bytes())
@@ -163,6 +174,7 @@ final class HealthBLESourceTests: XCTestCase {
         let stream = stream(bed, bus: bus, heartRateSeconds: 60, hrvSeconds: 60)
         stream.start()
         try waitUntil("notifications on") { try sensor.isNotifying() }
+        Self.alignToGrid(60, room: 3)
         for bpm in [70, 72] {
             try sensor.notify(HeartRateMeasurement(heartRate: bpm, contact: .detected, rrIntervals: [860, 850]).bytes())
         }
