@@ -1,6 +1,7 @@
 import AgentCore
 import Foundation
 import Platform
+import Reports
 import TestRigs
 import XCTest
 
@@ -81,6 +82,25 @@ final class BLEHeartRateDaemonTests: XCTestCase {
             XCTAssertEqual(health?.received, records.count, generation)
         }
         XCTAssertEqual(try rig.receiver.stats().duplicates, 0)
+
+        // The battery (12 %, below 15) in status, --json and the metrics, with a warning.
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        try waitUntil("status to show the sensor", timeout: 10) {
+            let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
+            return report.streams.first { $0.name == "health" }?.sensors?.first?.battery == 12
+        }
+        let json = try cli.run(["status", "--json"]).stdout
+        try StatusSchema.assertMatches(Data(json.utf8))
+        let report = try StatusReport.decode(Data(json.utf8))
+        let shown = try XCTUnwrap(report.streams.first { $0.name == "health" }?.sensors?.first)
+        XCTAssertEqual(shown.name, "polar-h10")
+        XCTAssertTrue(shown.connected)
+        XCTAssertTrue(report.warnings.contains { $0.contains("polar-h10: battery at 12 %") }, "\(report.warnings)")
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"]).stdout
+        XCTAssertTrue(text.contains("sensor polar-h10: connected, battery 12 % (low)"), text)
+        let metrics = try cli.run(["status", "--prometheus"]).stdout
+        XCTAssertTrue(metrics.contains(#"ariata_agent_health_sensor_battery_percent{source="polar-h10",stream="health"} 12"#)
+                      || metrics.contains(#"ariata_agent_health_sensor_battery_percent{stream="health",source="polar-h10"} 12"#), metrics)
         XCTAssertEqual(rig.stopAgent(), 0)
         XCTAssertFalse(try sensor.isNotifying(), "notifications stopped at the stop")
         XCTAssertTrue(rig.agentLog.contains("battery is at 12 %"), rig.agentLog)

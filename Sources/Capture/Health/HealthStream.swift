@@ -87,6 +87,16 @@ public final class HealthStream: CaptureStream, Sendable {
     /// Each source's health and counters (for `status` and the backfill progress).
     public func statuses() -> [HealthSourceStatus] { sources.map { $0.status() } }
 
+    /// The Bluetooth LE sensors' battery and connection, for `status` (nothing without one).
+    public func details() -> [String: String] {
+        let sensors = statuses().filter { $0.kind == .ble }.map { s in
+            SensorStatus(name: s.name, connected: s.health.isHealthy, battery: s.battery, disconnectedSince: s.disconnectedSince,
+                         lastGapFrom: s.lastGap?.from, lastGapSeconds: s.lastGap.map { ($0.seconds * 10).rounded() / 10 },
+                         hrvWindowsDropped: s.hrvWindowsDropped, noContactReadings: s.noContactReadings)
+        }
+        return sensors.isEmpty ? [:] : [StreamCounter.bleSensors: SensorStatus.encode(sensors)]
+    }
+
     public func counters() -> [String: Int] {
         let all = statuses()
         return [StreamCounter.malformedLines: all.reduce(0) { $0 + $1.malformedLines },

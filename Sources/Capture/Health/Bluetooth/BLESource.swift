@@ -35,7 +35,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     private var log: RateLimitedLog
     private let normaliser = HealthNormaliser()
     /// Below this the battery is warned about in status and the log.
-    public static let lowBattery = 15
+    public static let lowBattery = SensorStatus.lowBattery
     private static let maxHeld = 50_000
 
     public init(config: HealthSourceConfig, queue: any RecordSink, commitInterval: TimeInterval = 300,
