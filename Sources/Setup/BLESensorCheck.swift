@@ -23,7 +23,7 @@ struct BLESensorCheck {
             return DeviceCheck(name: name, stream: .health, outcome: .ok, detail: detail)
         case .failure(let failure):
             return DeviceCheck(name: name, stream: .health, outcome: .warning, detail: failure.description,
-                               fix: "wear the sensor and run the check again; ariata-agent onboard finds and sets up a sensor")
+                               fix: "wear the sensor (moisten a strap's electrodes) and run the check again")
         }
     }
 }

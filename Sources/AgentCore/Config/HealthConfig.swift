@@ -101,7 +101,7 @@ extension HealthSourceConfig: ConfigTable {
          ConfigKey("address", read: { s, t in
              guard let text = try s.optionalString("address") else { return }
              guard let address = HealthSourceConfig.bluetoothAddress(text) else {
-                 throw s.error("address", "\"\(text)\" is not a Bluetooth address: give six hex pairs such as \"A0:9E:1A:12:34:56\" (ariata-agent onboard lists the sensors nearby)")
+                 throw s.error("address", "\"\(text)\" is not a Bluetooth address: give six hex pairs such as \"A0:9E:1A:12:34:56\" (bluetoothctl --timeout 10 scan on lists the sensors nearby)")
              }
              t.address = address
          }, write: { $0.address })]
@@ -117,7 +117,7 @@ extension HealthSourceConfig: ConfigTable {
         case .ble:
             if !path.isEmpty { throw s.error("path", "a kind = \"ble\" source has no path: give address = \"A0:9E:1A:12:34:56\" (or name)") }
             if address == nil && name.isEmpty {
-                throw s.error("address", "missing: give the sensor's address = \"A0:9E:1A:12:34:56\" or its advertised name = \"Polar H10 12345678\" (ariata-agent onboard lists the sensors nearby)")
+                throw s.error("address", "missing: give the sensor's address = \"A0:9E:1A:12:34:56\" or its advertised name = \"Polar H10 12345678\" (bluetoothctl --timeout 10 scan on lists the sensors nearby)")
             }
             if name.isEmpty, let address { name = "ble:\(address)" }
         }

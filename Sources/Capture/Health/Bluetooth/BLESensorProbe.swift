@@ -4,8 +4,8 @@ import Foundation
 import Platform
 import Synchronization
 
-/// Connects to a configured sensor once and waits for a notification: what `doctor` and
-/// `onboard` check, through the same session the source uses, so the check cannot pass
+/// Connects to a configured sensor once and waits for a notification: what `doctor`
+/// checks, through the same session the source uses, so the check cannot pass
 /// where the source would fail. The sensor is let go again afterwards.
 public struct BLESensorProbe: Sendable {
     public struct Reading: Sendable, Equatable {

@@ -30,9 +30,9 @@ enum BlueZProblem: Error, Equatable, Sendable, CustomStringConvertible {
         case .connectFailed(let target, let detail):
             return "cannot connect to heart-rate sensor \(target) (\(detail)): out of range, not worn, or its battery flat?; retrying"
         case .noHeartRateService(let target):
-            return "\(target) has no Heart Rate Service (0x180D): is it a heart-rate sensor? run ariata-agent onboard to choose one"
+            return "\(target) has no Heart Rate Service (0x180D): is it a heart-rate sensor? correct [[health.source]] address (bluetoothctl --timeout 10 scan on lists the devices nearby)"
         case .needsPairing(let target, let detail):
-            return "heart-rate sensor \(target) asks to be paired (\(detail)): run ariata-agent onboard, or bluetoothctl pair \(target)"
+            return "heart-rate sensor \(target) asks to be paired (\(detail)): pair it once with bluetoothctl pair \(target), then it is taken up by itself"
         case .disconnected(let target):
             return "heart-rate sensor \(target) disconnected (out of range, taken off, or its battery flat?); reconnecting"
         case .failed(let detail):

@@ -69,8 +69,7 @@ public struct HeartRateMeasurement: Sendable, Equatable {
         rrIntervals = intervals
     }
 
-    /// The notification's bytes (the inverse of `init(bytes:)`, for the tests' mock sensor
-    /// and the onboarding check). An 8-bit heart rate unless it does not fit or `wide`.
+    /// The notification's bytes (the inverse of `init(bytes:)`, for the tests' mock sensor). An 8-bit heart rate unless it does not fit or `wide`.
     public func bytes(wide: Bool = false) -> [UInt8] {
         let sixteen = wide || heartRate > 255
         var flags: UInt8 = sixteen ? 0x01 : 0
