@@ -239,7 +239,7 @@ Rules-Requires-Root: no
 Package: $PACKAGE
 Architecture: any
 Depends: \${shlibs:Depends}
-Recommends: geoclue-2.0
+Recommends: geoclue-2.0, bluez
 Suggests: gpsd, alsa-utils
 Description: sensor collection daemon for the Ariata personal data platform
  ariata-agent captures location (from gpsd, or GeoClue on a laptop without a

@@ -40,7 +40,7 @@ done
 alone='MemoryFootprintTests|IdleWakeUpTests'
 # The long whole-daemon tests the everyday tier leaves out (each runs the real binary for
 # half a minute or more; the whole suite and CI run them).
-long='KillStormTests|ServerReadEndToEndTests|PurgeDaemonTests|MicrophoneFallbackTests|PipeWireCaptureTests/testTheSourceGoingAndComingBack|PrivacyZoneDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests|ServerSwitchWholeDaemonTests|LongChunkKillTests|SleepWakeDaemonTests|GeoClueDaemonTests|MeteredUploadDaemonTests|DesktopNoticesDaemonTests'
+long='KillStormTests|ServerReadEndToEndTests|PurgeDaemonTests|MicrophoneFallbackTests|PipeWireCaptureTests/testTheSourceGoingAndComingBack|PrivacyZoneDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests|ServerSwitchWholeDaemonTests|LongChunkKillTests|SleepWakeDaemonTests|GeoClueDaemonTests|MeteredUploadDaemonTests|DesktopNoticesDaemonTests|BLEHeartRateDaemonTests'
 
 case "$tier" in
   soak) export KILL_STORM_KILLS=${KILL_STORM_KILLS:-25} ;;

@@ -4,3 +4,6 @@
 #include <pthread.h>
 
 extern int pthread_setname_np(pthread_t thread, const char *name);
+
+// eventfd(2), which Swift's Glibc module does not bring in: a `Doorbell`'s descriptor.
+#include <sys/eventfd.h>

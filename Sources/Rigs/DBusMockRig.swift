@@ -62,9 +62,10 @@ public final class DBusMockRig: @unchecked Sendable {
     }
 
     /// The arguments of every recorded call of `method`, oldest first, each as its value
-    /// (busctl's JSON: strings, numbers, arrays, dictionaries).
-    public func calls(of method: String) throws -> [[Any]] {
-        let answer = try call("GetMethodCalls", "s", [method])
+    /// (busctl's JSON: strings, numbers, arrays, dictionaries). Each object keeps its own
+    /// log: `object` (the main one by default) is the one called.
+    public func calls(of method: String, object: String? = nil) throws -> [[Any]] {
+        let answer = try call("GetMethodCalls", "s", [method], object: object)
         guard let list = answer.first as? [[Any]] else { throw RigFailure("GetMethodCalls answered \(answer)") }
         return list.map { call in
             let arguments = call.count > 1 ? (call[1] as? [[String: Any]] ?? []) : []

@@ -50,13 +50,15 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - caFile: the agent's `ca_file` instead (a bundle that holds the certificate).
     ///   - gpsdRunning: false for a laptop without a receiver: the pty is there, gpsd is not.
     ///   - locationConfig: more `[location]` keys (source, accuracy_level).
+    ///   - healthConfig: more `[health]` keys (hrv_window_seconds), before its sources.
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
                 locationInterval: Int = 2, healthCommitInterval: Int = 1, microphoneConfig: String = "",
                 microphoneDevice: String = DaemonRig.feedDevice,
                 driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
-                caFile: String? = nil, gpsdRunning: Bool = true, locationConfig: String = "") throws {
+                caFile: String? = nil, gpsdRunning: Bool = true, locationConfig: String = "",
+                healthConfig: String = "") throws {
         directory = try TemporaryDirectory("ariata-daemon")
         receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
         try receiver.start()
@@ -116,6 +118,7 @@ public final class DaemonRig: @unchecked Sendable {
             [health]
             enabled = true
             commit_interval = \(healthCommitInterval)
+            \(healthConfig)
             [[health.source]]
             kind = "file"
             path = "\(healthPath)"

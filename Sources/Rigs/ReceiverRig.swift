@@ -335,6 +335,13 @@ public final class ReceiverRig: @unchecked Sendable {
         return try JSONDecoder().decode(IDs.self, from: get("/_control/records?stream=\(stream.wireName)")).ids
     }
 
+    /// The records stored for `stream`, in the order stored, as JSON objects.
+    public func payloads(_ stream: StreamName) throws -> [[String: Any]] {
+        let answer = try JSONSerialization.jsonObject(with: get("/_control/payloads?stream=\(stream.wireName)")) as? [String: Any]
+        guard let records = answer?["records"] as? [[String: Any]] else { throw RigFailure("/_control/payloads answered \(String(describing: answer))") }
+        return records
+    }
+
     /// How often each id of `stream` was stored, for the ids stored more than once.
     public func storedCopies(_ stream: StreamName) throws -> [String: Int] {
         struct Copies: Decodable { var copies: [String: Int] }

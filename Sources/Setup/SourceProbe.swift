@@ -1,5 +1,6 @@
 import AgentCore
 import Capture
+import DBus
 import Foundation
 
 /// Can a health source be read? A file must be readable (or its directory exist, for a
@@ -9,10 +10,14 @@ import Foundation
 struct SourceProbe {
     let source: HealthSourceConfig
     let serviceUser: String
+    /// Where BlueZ is (the system bus; a test's private one).
+    var bus: DBusBus = .system
 
     func check() -> DeviceCheck {
-        let name = "health \(source.kind.rawValue) \(source.path)"
+        let name = "health \(source.kind.rawValue) \(source.kind == .ble ? source.address ?? source.name : source.path)"
         switch source.kind {
+        case .ble:
+            return BLESensorCheck(source: source, bus: bus).check(name: name)
         case .file:
             if FileManager.default.fileExists(atPath: source.path) {
                 if access(source.path, R_OK) == 0 {

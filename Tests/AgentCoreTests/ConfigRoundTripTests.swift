@@ -59,6 +59,8 @@ final class ConfigRoundTripTests: XCTestCase {
         c.power.lowBatteryPercent = 20
         c.power.queueNearLimitPercent = 90
         c.notify.enabled = false
+        c.health.bleHeartRateSeconds = 10
+        c.health.hrvWindowSeconds = 120
         c.logLevel = "debug"
         if arrays {
             c.location.exclude = [PrivacyZone(latitude: 52.52, longitude: 13.405, radius: 200, name: "home", action: .coarsen),
@@ -68,7 +70,9 @@ final class ConfigRoundTripTests: XCTestCase {
             serial.baud = 115_200
             var file = HealthSourceConfig(kind: .file, path: "/var/log/hr.csv", format: .csv)
             file.backfillDays = 0
-            c.health.sources = [serial, file]
+            var ble = HealthSourceConfig.ble(address: "A0:9E:1A:12:34:56", name: "strap")
+            ble.backfillDays = 1
+            c.health.sources = [serial, file, ble]
         }
         return c
     }

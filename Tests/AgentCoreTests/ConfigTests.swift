@@ -95,6 +95,13 @@ final class ConfigTests: XCTestCase {
             ("[location]\nsource = \"wifi\"", "location.source", "use one of \"auto\", \"gpsd\", \"geoclue\""),
             ("[location]\naccuracy_level = \"metre\"", "location.accuracy_level", "use one of \"city\", \"neighborhood\", \"street\", \"exact\""),
             ("[[health.source]]\nformat = \"csv\"", "health.source[1].path", "missing"),
+            ("[[health.source]]\nkind = \"ble\"", "health.source[1].address", "give the sensor's address"),
+            ("[[health.source]]\nkind = \"ble\"\naddress = \"A0:9E:1A:12:34\"", "health.source[1].address", "is not a Bluetooth address"),
+            ("[[health.source]]\nkind = \"ble\"\naddress = \"A0:9E:1A:12:34:5G\"", "health.source[1].address", "six hex pairs"),
+            ("[[health.source]]\nkind = \"ble\"\npath = \"/dev/rfcomm0\"\nname = \"x\"", "health.source[1].path", "has no path"),
+            ("[[health.source]]\npath = \"/x\"\naddress = \"A0:9E:1A:12:34:56\"", "health.source[1].address", "only a kind = \"ble\" source"),
+            ("[health]\nhrv_window_seconds = 5", "health.hrv_window_seconds", "5 is out of range: allowed 10 to 3600"),
+            ("[health]\nble_heart_rate_seconds = 0", "health.ble_heart_rate_seconds", "0 is out of range"),
             ("[log]\nlevel = \"loud\"", "log.level", "is not allowed"),
             ("[upload]\non_metered = \"some\"", "upload.on_metered", "\"some\" is not allowed: use one of \"all\", \"small\", \"none\""),
             ("[notify]\nenabled = 1", "notify.enabled", "expected true or false, got the number 1"),
@@ -115,6 +122,28 @@ final class ConfigTests: XCTestCase {
                 XCTAssertTrue(e.description.hasPrefix("/etc/ariata/agent.toml: "), e.description)
             }
         }
+    }
+
+    /// A Bluetooth LE source: by address (upper-cased, named after it when no name is
+    /// given) or by the name it advertises.
+    func testBluetoothSources() throws {
+        let config = try AgentConfig(toml: """
+            [health]
+            enabled = true
+            ble_heart_rate_seconds = 10
+            [[health.source]]
+            kind = "ble"
+            address = "a0:9e:1a:12:34:56"
+            [[health.source]]
+            kind = "ble"
+            name = "Polar H10 12345678"
+            """, file: "a.toml")
+        XCTAssertEqual(config.health.bleHeartRateSeconds, 10)
+        XCTAssertEqual(config.health.hrvWindowSeconds, 300)
+        XCTAssertEqual(config.health.sources[0].address, "A0:9E:1A:12:34:56")
+        XCTAssertEqual(config.health.sources[0].name, "ble:A0:9E:1A:12:34:56")
+        XCTAssertNil(config.health.sources[1].address)
+        XCTAssertEqual(config.health.sources[1].name, "Polar H10 12345678")
     }
 
     /// `[daemon] health_interval`, the name of `check_interval` before the liveness checks

@@ -87,6 +87,7 @@ small control API under /_control/ on the same port:
                                       rejected counts)
   GET    /_control/records?stream=S   ids stored for stream S, in the order stored
                                       (with "copies": how often each id was stored)
+  GET    /_control/payloads?stream=S  the records stored for stream S, in the order stored
   POST   /_control/faults             {"faults": ["status=503,times=2", ...]} appends faults
   DELETE /_control/faults             clears the faults
   POST   /_control/config             {"token": "...", "reject_status": 422, "max_body_bytes": N,
@@ -585,6 +586,12 @@ class Receiver:
             rows = self.db.execute("SELECT id, copies FROM records WHERE stream = ? ORDER BY rowid", (stream,)).fetchall()
             return [row[0] for row in rows], {row[0]: row[1] for row in rows if row[1] != 1}
 
+    def stored_payloads(self, stream):
+        """The records stored for `stream` in order, as JSON objects (none without payloads)."""
+        with self.lock:
+            rows = self.db.execute("SELECT record FROM records WHERE stream = ? ORDER BY rowid", (stream,)).fetchall()
+        return [json.loads(row[0]) for row in rows if row[0]]
+
     def readable(self):
         """`readable_report` of every stored record (null without payloads)."""
         if not self.keep_payloads:
@@ -876,6 +883,9 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/_control/pairings":
             with r.lock:
                 self.answer(200, {"paired": list(r.paired)})
+        elif url.path == "/_control/payloads":
+            stream = parse_qs(url.query).get("stream", [""])[0]
+            self.answer(200, {"stream": stream, "records": r.stored_payloads(stream)})
         elif url.path == "/_control/records":
             stream = parse_qs(url.query).get("stream", [""])[0]
             ids, copies = r.stored_ids(stream)

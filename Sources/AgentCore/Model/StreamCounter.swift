@@ -24,6 +24,8 @@ public enum StreamCounter {
     /// The location stream's source in use (`gpsd`, `geoclue`) and, for `source = "auto"`, why.
     public static let locationSource = "location_source"
     public static let locationSourceReason = "location_source_reason"
+    /// The health stream's Bluetooth LE sensors (`SensorStatus.encode`).
+    public static let bleSensors = "ble_sensors"
 
     /// `component` is the stream's name (`StreamName.rawValue`, the supervisor's component name).
     public static func key(_ component: String, _ name: String) -> String { "counters.\(component).\(name)" }

@@ -23,16 +23,18 @@ public final class HealthStream: CaptureStream, Sendable {
     /// - Parameter clockTrust: whether the wall clock can be believed; samples dated from
     ///   a clock that cannot are written held, with their place on the boot clock.
     public init(config: HealthConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), bleTuning: BLETuning = BLETuning(), logger: Logger) {
         self.config = config
         self.logger = logger
         sources = config.sources.map { source in
             var source = source
             source.serverMetrics = config.serverMetrics
+            source.heartRateSeconds = config.bleHeartRateSeconds
+            source.hrvWindowSeconds = config.hrvWindowSeconds
             return source
         }.map {
             HealthSourceFactory.make($0, queue: queue, commitInterval: TimeInterval(config.commitInterval),
-                                     clock: clock, clockTrust: clockTrust, logger: logger)
+                                     clock: clock, clockTrust: clockTrust, bleTuning: bleTuning, logger: logger)
         }
     }
 
@@ -84,6 +86,16 @@ public final class HealthStream: CaptureStream, Sendable {
 
     /// Each source's health and counters (for `status` and the backfill progress).
     public func statuses() -> [HealthSourceStatus] { sources.map { $0.status() } }
+
+    /// The Bluetooth LE sensors' battery and connection, for `status` (nothing without one).
+    public func details() -> [String: String] {
+        let sensors = statuses().filter { $0.kind == .ble }.map { s in
+            SensorStatus(name: s.name, connected: s.health.isHealthy, battery: s.battery, disconnectedSince: s.disconnectedSince,
+                         lastGapFrom: s.lastGap?.from, lastGapSeconds: s.lastGap.map { ($0.seconds * 10).rounded() / 10 },
+                         hrvWindowsDropped: s.hrvWindowsDropped, noContactReadings: s.noContactReadings)
+        }
+        return sensors.isEmpty ? [:] : [StreamCounter.bleSensors: SensorStatus.encode(sensors)]
+    }
 
     public func counters() -> [String: Int] {
         let all = statuses()

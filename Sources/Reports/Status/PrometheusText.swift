@@ -42,6 +42,11 @@ public enum PrometheusText {
         out.counter("ariata_agent_microphone_silent_chunks_dropped_total",
                     "Audio chunks dropped at capture as silent ([microphone] upload_silent = false), since the daemon started.",
                     r.streams.compactMap { s in s.silentChunksDropped.map { (["stream": s.name], Double($0)) } })
+        let sensors = r.streams.flatMap { s in (s.sensors ?? []).map { (s.name, $0) } }
+        out.gauge("ariata_agent_health_sensor_battery_percent", "A Bluetooth LE heart-rate sensor's battery (warned below 15 %).",
+                  sensors.compactMap { stream, sensor in sensor.battery.map { (["stream": stream, "source": sensor.name], Double($0)) } })
+        out.gauge("ariata_agent_health_sensor_connected", "1 while a Bluetooth LE heart-rate sensor is connected and notifying.",
+                  sensors.map { stream, sensor in (["stream": stream, "source": sensor.name], sensor.connected ? 1 : 0) })
         out.gauge("ariata_agent_network_metered", "1 while the connection is metered (NetworkManager), 0 while it is not; absent while not known.",
                   r.network?.metered.map { [([:], $0 ? 1 : 0)] } ?? [])
         out.gauge("ariata_agent_upload_held_on_metered", "1 while the stream's scheduled uploads wait for an unmetered connection ([upload] on_metered).",

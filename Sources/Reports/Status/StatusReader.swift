@@ -94,6 +94,9 @@ public struct StatusReader: Sendable {
                     s.malformedLines = try counter(StreamCounter.malformedLines)
                     s.refusedSamples = try counter(StreamCounter.refusedSamples)
                     s.serverSkippedSamples = try counter(StreamCounter.serverSkippedSamples)
+                    if report.daemon.running && s.enabled && !s.paused {
+                        s.sensors = try detail(StreamCounter.bleSensors).flatMap(SensorStatus.decode)
+                    }
                 }
                 if name == .microphone {
                     s.silentChunksDropped = try counter(StreamCounter.silentChunksDropped)
@@ -212,6 +215,11 @@ public struct StatusReader: Sendable {
             warnings.append("not set up: run 'ariata-agent onboard'")
         }
         if let error = report.database.error { warnings.append("database: \(error)") }
+        for stream in report.streams {
+            for sensor in stream.sensors ?? [] where sensor.batteryLow {
+                warnings.append("heart-rate sensor \(sensor.name): battery at \(sensor.battery ?? 0) %: charge or replace it soon")
+            }
+        }
         let pending = report.streams.reduce(0) { $0 + $1.pending }
         let lastSuccess = report.uploader.lastSuccessAt
         if pending > 0, report.configured, lastSuccess.map({ now.timeIntervalSince($0) > 3_600 }) ?? true,

@@ -175,6 +175,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// and, with `source = "auto"`, why that one.
         public var source: String? = nil
         public var sourceReason: String? = nil
+        /// Health only, while the daemon runs: its Bluetooth LE sensors (battery, connection, gaps).
+        public var sensors: [SensorStatus]? = nil
     }
 
     /// The microphone's device in use: the chosen one, or the fallback while the chosen

@@ -75,6 +75,9 @@ public struct StatusText: Sendable {
             guard let source = s.source else { continue }
             out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : "gpsd")" + (s.sourceReason.map { " (\($0))" } ?? ""))
         }
+        for s in r.streams {
+            for sensor in s.sensors ?? [] { out.append("  \(s.name): \(Self.sensorLine(sensor))") }
+        }
         for s in r.streams where (s.silentChunksDropped ?? 0) > 0 {
             out.append("  \(s.name): \(s.silentChunksDropped ?? 0) silent chunks dropped at capture since the daemon started ([microphone] upload_silent = false)")
         }
@@ -129,6 +132,22 @@ public struct StatusText: Sendable {
             for w in r.warnings { out.append(paint("warning: ", .yellow) + w) }
         }
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// "sensor polar-h10: connected, battery 84 %; last out of reach 2026-…Z for 121 s".
+    static func sensorLine(_ sensor: SensorStatus) -> String {
+        var line = "sensor \(sensor.name): "
+        if let since = sensor.disconnectedSince {
+            line += "out of reach since \(RFC3339.string(from: since))"
+        } else {
+            line += sensor.connected ? "connected" : "not connected"
+        }
+        if let battery = sensor.battery { line += ", battery \(battery) %\(sensor.batteryLow ? " (low)" : "")" }
+        if let from = sensor.lastGapFrom, let seconds = sensor.lastGapSeconds {
+            line += "; last out of reach \(RFC3339.string(from: from)) for \(Int(seconds.rounded())) s"
+        }
+        if sensor.hrvWindowsDropped > 0 { line += "; \(sensor.hrvWindowsDropped) HRV windows without enough clean beats" }
+        return line
     }
 
     /// "metered (NetworkManager: guess-yes, 5m): microphone waits for an unmetered connection (...)".

@@ -45,6 +45,26 @@ public struct HealthSourceStatus: Sendable, Equatable {
     /// A file source has read its file to the end at least once since it started.
     public var caughtUp = false
 
+    // Bluetooth LE sources (docs/streams/health.md#bluetooth-le-sensors).
+    /// The sensor's battery in percent, as BlueZ last reported it.
+    public var battery: Int?
+    /// Since when the sensor has been out of reach (nil while connected).
+    public var disconnectedSince: Date?
+    /// The last time the sensor was out of reach and came back.
+    public var lastGap: Gap?
+    /// Connections made since the agent started (1 + reconnections).
+    public var connections = 0
+    /// Variability windows without enough clean beats: nothing was sent for them.
+    public var hrvWindowsDropped = 0
+    /// Notifications the sensor sent while reporting no skin contact (left out).
+    public var noContactReadings = 0
+
+    public struct Gap: Sendable, Equatable {
+        public var from: Date
+        public var to: Date
+        public var seconds: Double { to.timeIntervalSince(from) }
+    }
+
     public init(name: String, kind: HealthSourceConfig.Kind) {
         self.name = name
         self.kind = kind

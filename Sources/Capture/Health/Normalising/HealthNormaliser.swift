@@ -12,6 +12,9 @@ public struct HealthSample: Sendable, Equatable {
     public var sleepDuration: Double?
     /// A workout sample's type, duration and measures.
     public var workout: Workout?
+    /// More figures for `metadata` (a Bluetooth sensor's window: `rmssd_ms`, `beats`, …),
+    /// archived by the servers and read by neither.
+    public var details: [String: Double] = [:]
 
     /// A workout as the servers read it; the measures are already in the contract's units
     /// and precision (kcal, m, bpm), each nil when the input did not have it.
@@ -241,6 +244,7 @@ public struct HealthNormaliser: Sendable {
             fields["sleep_duration"] = minutes
             metadata["duration_minutes"] = minutes
         }
+        for (key, value) in sample.details { metadata[key] = value }
         fields["metadata"] = metadata
         return fields
     }

@@ -33,13 +33,19 @@ enum HealthRecordEncoder {
         out += "\"id\":\""
         out += id.uuidString.lowercased()
         out += "\",\"metadata\":{"
-        if let distance = limits.metadataDistance { out += "\"distance\":" + RecordJSON.number(distance) + "," }
-        if let minutes {
-            out += "\"duration_minutes\":\(minutes),"
-        }
-        if let heartRate = limits.metadataHeartRate { out += "\"heart_rate\":" + RecordJSON.number(heartRate) + "," }
-        out += "\"source\":"
-        RecordJSON.appendString(source, to: &out)
+        // Keys in sorted order, as `RecordJSON` writes them.
+        var metadata: [(key: String, json: String)] = sample.details.map { ($0.key, RecordJSON.number($0.value)) }
+        if let distance = limits.metadataDistance { metadata.append(("distance", RecordJSON.number(distance))) }
+        if let minutes { metadata.append(("duration_minutes", "\(minutes)")) }
+        if let heartRate = limits.metadataHeartRate { metadata.append(("heart_rate", RecordJSON.number(heartRate))) }
+        var sourceJSON = ""
+        RecordJSON.appendString(source, to: &sourceJSON)
+        metadata.append(("source", sourceJSON))
+        out += metadata.sorted { $0.key < $1.key }.map { entry -> String in
+            var key = ""
+            RecordJSON.appendString(entry.key, to: &key)
+            return key + ":" + entry.json
+        }.joined(separator: ",")
         out += "},\"metric_type\":\"\(sample.metric.rawValue)\","
         if let minutes {
             out += "\"sleep_duration\":\(minutes),"

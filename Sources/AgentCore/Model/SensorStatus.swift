@@ -1,0 +1,62 @@
+import Foundation
+
+/// A Bluetooth LE health source's sensor as `status` shows it (its battery, whether it is
+/// connected, its last gap), handed from the health stream to `status` as one detail
+/// (`StreamCounter.bleSensors`) in JSON (docs/streams/health.md#bluetooth-le-sensors).
+public struct SensorStatus: Codable, Sendable, Equatable {
+    /// The source's name (`metadata.source`).
+    public var name: String
+    public var connected: Bool
+    /// Percent, as BlueZ last reported it; nil when the sensor has no Battery Service.
+    public var battery: Int?
+    /// Since when the sensor has been out of reach, while it is.
+    public var disconnectedSince: Date?
+    /// The last time it was out of reach and came back: when it went and for how long.
+    public var lastGapFrom: Date?
+    public var lastGapSeconds: Double?
+    /// Variability windows without enough clean beats (nothing sent), since the daemon started.
+    public var hrvWindowsDropped: Int
+    /// Readings the sensor sent while reporting no skin contact (left out), since the daemon started.
+    public var noContactReadings: Int
+
+    /// Below this percentage the battery is warned about.
+    public static let lowBattery = 15
+
+    public var batteryLow: Bool { battery.map { $0 < Self.lowBattery } ?? false }
+
+    public init(name: String, connected: Bool, battery: Int?, disconnectedSince: Date?, lastGapFrom: Date?,
+                lastGapSeconds: Double?, hrvWindowsDropped: Int, noContactReadings: Int) {
+        self.name = name
+        self.connected = connected
+        self.battery = battery
+        self.disconnectedSince = disconnectedSince
+        self.lastGapFrom = lastGapFrom
+        self.lastGapSeconds = lastGapSeconds
+        self.hrvWindowsDropped = hrvWindowsDropped
+        self.noContactReadings = noContactReadings
+    }
+
+    /// The detail's text.
+    public static func encode(_ sensors: [SensorStatus]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.string(from: date))
+        }
+        return (try? encoder.encode(sensors)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+
+    /// nil when the text is not one (a detail written by another version).
+    public static func decode(_ text: String) -> [SensorStatus]? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = RFC3339.date(from: text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not RFC 3339: \(text)"))
+            }
+            return date
+        }
+        return try? decoder.decode([SensorStatus].self, from: Data(text.utf8))
+    }
+}

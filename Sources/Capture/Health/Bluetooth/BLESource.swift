@@ -1,0 +1,240 @@
+import AgentCore
+import DBus
+import Foundation
+import Logging
+import Platform
+import Synchronization
+
+/// Heart rate and heart-rate variability from a Bluetooth LE sensor (a chest strap, an
+/// arm band, a watch broadcasting heart rate) through BlueZ. Its thread opens a
+/// `BlueZSensorSession`, sleeps until notifications are handed over from the bus thread,
+/// turns them into windows (`BeatWindows`) and commits each window's sample when the
+/// window closes; when the sensor goes away it opens a session again with backoff.
+///
+/// Exactly once: a sample is made only when its window closes and is committed once;
+/// nothing is carried across a restart. At a stop the open windows are closed by the
+/// same rules (a heart-rate window with any reading is sent, a variability window only
+/// with enough clean beats), so a window is sent at most once. A crash loses the open
+/// windows and at most `commitDelay` of closed ones (docs/streams/health.md#bluetooth-le-sensors).
+public final class BLESource: HealthSource, @unchecked Sendable {
+    // @unchecked: `counters`, `inbox` and `battery` are shared with other threads behind
+    // locks; every var is touched only by the thread inside run().
+    public let name: String
+    let config: HealthSourceConfig
+    let target: BLESensorTarget
+    let tuning: BLETuning
+    let clock: any WallClock
+    let clockTrust: ClockTrust
+    let logger: Logger
+
+    private let counters: HealthSourceCounters
+    private let inbox = NotificationInbox()
+    private let doorbell: Doorbell?
+    private var committer: HealthCommitter
+    private var windows: BeatWindows
+    private var log: RateLimitedLog
+    private let normaliser = HealthNormaliser()
+    /// Below this the battery is warned about in status and the log.
+    public static let lowBattery = SensorStatus.lowBattery
+    private static let maxHeld = 50_000
+
+    public init(config: HealthSourceConfig, queue: any RecordSink, commitInterval: TimeInterval = 300,
+                tuning: BLETuning = BLETuning(), clock: any WallClock = SystemClock(),
+                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
+        name = config.name
+        self.config = config
+        target = BLESensorTarget(config)
+        self.tuning = tuning
+        self.clock = clock
+        self.clockTrust = clockTrust
+        self.logger = logger
+        let counters = HealthSourceCounters(name: config.name, kind: .ble)
+        self.counters = counters
+        doorbell = try? Doorbell()
+        committer = HealthCommitter(queue: queue, interval: min(commitInterval, tuning.commitDelay), batchSize: 500,
+                                    holdAtMost: Self.maxHeld, path: "Bluetooth sensor \(target)", sourceName: config.name,
+                                    counters: counters, logger: logger)
+        windows = BeatWindows(heartRateSeconds: TimeInterval(config.heartRateSeconds), hrvSeconds: TimeInterval(config.hrvWindowSeconds))
+        log = RateLimitedLog(logger: logger)
+    }
+
+    public func status() -> HealthSourceStatus { counters.snapshot() }
+
+    public func run(until stop: Waker) {
+        guard let doorbell else {
+            counters.update { $0.health = .unhealthy(reason: "cannot make the Bluetooth source's wake-up descriptor") }
+            return
+        }
+        var session: BlueZSensorSession?
+        var failures = 0
+        var retryAt: TimeInterval = 0
+        var lastProblem: BlueZProblem?
+        defer { session?.close(disconnect: true) }
+        while !stop.isWoken {
+            if session == nil, Monotonic.now >= retryAt {
+                do {
+                    session = try open(stop: stop, doorbell: doorbell)
+                    failures = 0
+                    lastProblem = nil
+                } catch {
+                    if stop.isWoken { break }
+                    failures += 1
+                    retryAt = Monotonic.now + tuning.reconnect.delay(afterFailures: failures)
+                    report(error, previous: lastProblem)
+                    lastProblem = error
+                }
+            }
+            var timeout: TimeInterval? = session == nil ? max(0, retryAt - Monotonic.now) : nil
+            for due in [windows.deadline, committer.dueAt].compactMap({ $0 }) {
+                timeout = min(timeout ?? .infinity, max(0, due - Monotonic.now))
+            }
+            var fds = [stop.fd, doorbell.fd]
+            if let session { fds.append(session.ended.fd) }
+            _ = Poll.wait(fds, timeout: timeout)
+            counters.update { $0.wakeups += 1 }
+            doorbell.clear()
+            take(windows.close(at: Monotonic.now))
+            for (bytes, receipt) in inbox.takeAll() {
+                measured(bytes, receipt)
+            }
+            if let current = session, current.ended.isWoken {
+                let problem = current.endedBy ?? .disconnected(target)
+                current.close(disconnect: false)
+                session = nil
+                windows.gap()
+                failures = 1
+                retryAt = Monotonic.now + tuning.reconnect.delay(afterFailures: failures)
+                counters.update { $0.disconnectedSince = clock.now() }
+                report(problem, previous: nil)
+                lastProblem = problem
+            }
+            if committer.isDue || committer.isFull(backlog: false) { _ = committer.commit { nil } }
+        }
+        for (bytes, receipt) in inbox.takeAll() {
+            measured(bytes, receipt)
+        }
+        take(windows.closeAll())
+        _ = committer.commit { nil }
+    }
+
+    private func open(stop: Waker, doorbell: Doorbell) throws(BlueZProblem) -> BlueZSensorSession {
+        let inbox = self.inbox
+        let counters = self.counters
+        let clock = self.clock
+        let logger = self.logger
+        let name = self.name
+        let clockTrust = self.clockTrust
+        let session = try BlueZSensorSession(target: target, tuning: tuning, stop: stop, handlers: .init(onValue: { bytes in
+            // On the bus thread: note when it came, hand it to the source's thread.
+            let wall = clock.now()
+            let receipt = BeatReceipt.now(wall: wall, clockTrusted: !CaptureTimeRule.clockLooksUnset(wall) && clockTrust.isTrusted(now: wall))
+            inbox.append(bytes, receipt)
+            doorbell.ring()
+        }, onBattery: { percentage in
+            let previous = counters.snapshot().battery
+            counters.update { $0.battery = percentage }
+            if percentage < Self.lowBattery, previous.map({ $0 >= Self.lowBattery }) ?? true {
+                logger.warning("health source \(name): the sensor's battery is at \(percentage) %: charge or replace it soon")
+            }
+        }))
+        let now = clock.now()
+        let gap = counters.snapshot().disconnectedSince
+        counters.update {
+            $0.health = .healthy
+            if let gap {
+                $0.lastGap = HealthSourceStatus.Gap(from: gap, to: now)
+                $0.disconnectedSince = nil
+            }
+            $0.connections += 1
+        }
+        if let gap {
+            logger.notice("health source \(name): heart-rate sensor \(target) is back after \(Int(now.timeIntervalSince(gap).rounded())) s")
+        } else {
+            logger.info("health source \(name): receiving from heart-rate sensor \(target)")
+        }
+        return session
+    }
+
+    private func report(_ problem: BlueZProblem, previous: BlueZProblem?) {
+        let code: AgentErrorCode? = if case .accessDenied = problem { .permissionDenied } else { nil }
+        counters.update {
+            $0.health = .unhealthy(reason: problem.description, code: code)
+            if $0.disconnectedSince == nil { $0.disconnectedSince = clock.now() }
+        }
+        // Once per kind of outage, not once per attempt.
+        guard problem != previous else { return }
+        if let code {
+            logger.error("\(code.rawValue) health source \(name): \(problem.description)")
+        } else {
+            logger.warning("health source \(name): \(problem.description)")
+        }
+    }
+
+    private func measured(_ bytes: [UInt8], _ receipt: BeatReceipt) {
+        counters.update { $0.linesRead += 1 }
+        let measurement: HeartRateMeasurement
+        do {
+            measurement = try HeartRateMeasurement(bytes: bytes)
+        } catch {
+            counters.update { $0.malformedLines += 1 }
+            log.warning("skipping a notification of \(target): \(error.description)")
+            return
+        }
+        if measurement.contact == .notDetected { counters.update { $0.noContactReadings += 1 } }
+        take(windows.add(measurement, at: receipt))
+    }
+
+    /// Closed windows into records, pending in the committer.
+    private func take(_ results: [BeatWindowResult]) {
+        for result in results {
+            var sample: HealthSample
+            let start: BeatReceipt
+            switch result {
+            case .heartRate(let bpm, let readings, let begin, let seconds):
+                guard bpm > 0, bpm <= 300 else { continue }
+                sample = HealthSample(metric: .heartRate, value: Double(bpm), timestamp: begin.wall)
+                sample.details = ["readings": Double(readings), "window_seconds": seconds]
+                start = begin
+            case .hrv(let statistics, let begin, let seconds):
+                sample = HealthSample(metric: .heartRateVariability, value: HealthNormaliser.round(statistics.sdnn, decimals: 1),
+                                      timestamp: begin.wall)
+                guard sample.value > 0 else { continue }
+                sample.details = ["rmssd_ms": HealthNormaliser.round(statistics.rmssd, decimals: 1),
+                                  "beats": Double(statistics.cleanIntervals),
+                                  "rejected_beats": Double(statistics.rejectedIntervals),
+                                  "window_seconds": seconds]
+                start = begin
+            case .hrvInsufficient(let why, _):
+                counters.update { $0.hrvWindowsDropped += 1 }
+                log.logger.info("health source \(name): no HRV sample for this window: \(why.description)")
+                continue
+            }
+            do {
+                var record = try normaliser.record(sample, source: name)
+                if !start.clockTrusted {
+                    // Dated from a clock that cannot be believed: held until corrected (docs/time.md).
+                    record.provisional = ProvisionalTime(capturedAt: start.wall, now: start.wall, boot: start.boot)
+                }
+                committer.pending.append(record)
+                committer.lineRead(movesAnchor: false)
+            } catch {
+                counters.update { $0.rejectedSamples += 1 }
+                log.warning("skipping a sample of \(target): cannot encode it: \(error)")
+            }
+        }
+    }
+}
+
+/// Notifications handed from the bus thread to the source's thread, oldest first.
+final class NotificationInbox: Sendable {
+    private let items = Mutex<[(bytes: [UInt8], receipt: BeatReceipt)]>([])
+
+    func append(_ bytes: [UInt8], _ receipt: BeatReceipt) { items.withLock { $0.append((bytes, receipt)) } }
+
+    func takeAll() -> [(bytes: [UInt8], receipt: BeatReceipt)] {
+        items.withLock { items in
+            defer { items = [] }
+            return items
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import AgentCore
+import DBus
+
+/// BlueZ's names (its doc/org.bluez.*.rst) and the GATT numbers of the Heart Rate Service.
+enum BlueZ {
+    static let service = "org.bluez"
+    static let adapter = "org.bluez.Adapter1"
+    static let device = "org.bluez.Device1"
+    static let battery = "org.bluez.Battery1"
+    static let gattService = "org.bluez.GattService1"
+    static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+    static let objectManager = "org.freedesktop.DBus.ObjectManager"
+
+    /// Heart Rate Service (0x180D) and its Heart Rate Measurement characteristic (0x2A37),
+    /// as 128-bit UUIDs on the Bluetooth base.
+    static let heartRateService = "0000180d-0000-1000-8000-00805f9b34fb"
+    static let heartRateMeasurement = "00002a37-0000-1000-8000-00805f9b34fb"
+}
+
+/// Which sensor a source wants: its address, or else the name it advertises.
+public struct BLESensorTarget: Sendable, Equatable, CustomStringConvertible {
+    public var address: String?
+    public var name: String?
+
+    public init(address: String?, name: String?) {
+        self.address = address
+        self.name = name
+    }
+
+    init(_ config: HealthSourceConfig) {
+        address = config.address
+        name = config.address == nil ? config.name : nil
+    }
+
+    public var description: String { address ?? "\"\(name ?? "")\"" }
+
+    func matches(_ device: [String: DBusValue]) -> Bool {
+        if let address { return device["Address"]?.string?.uppercased() == address }
+        guard let name else { return false }
+        return device["Name"]?.string == name || device["Alias"]?.string == name
+    }
+}
+
+/// BlueZ's object tree, as `GetManagedObjects` answers: path → interface → properties.
+struct BlueZObjects {
+    var objects: [String: [String: [String: DBusValue]]]
+
+    init(_ answer: [DBusValue]) throws(DBusError) {
+        guard let tree = answer.first?.dictionary else { throw .malformed("GetManagedObjects without a dictionary") }
+        var objects: [String: [String: [String: DBusValue]]] = [:]
+        for (path, interfaces) in tree {
+            var byInterface: [String: [String: DBusValue]] = [:]
+            for (name, properties) in interfaces.dictionary ?? [:] { byInterface[name] = properties.dictionary ?? [:] }
+            objects[path] = byInterface
+        }
+        self.objects = objects
+    }
+
+    /// Adapters by path, sorted (hci0 first).
+    var adapters: [(path: String, properties: [String: DBusValue])] {
+        objects.compactMap { path, interfaces in interfaces[BlueZ.adapter].map { (path, $0) } }.sorted { $0.path < $1.path }
+    }
+
+    /// The device the target names, if BlueZ knows it.
+    func device(_ target: BLESensorTarget) -> (path: String, properties: [String: DBusValue])? {
+        objects.compactMap { path, interfaces -> (String, [String: DBusValue])? in
+            guard let device = interfaces[BlueZ.device], target.matches(device) else { return nil }
+            return (path, device)
+        }.sorted { $0.0 < $1.0 }.first
+    }
+
+    /// Every device that offers the Heart Rate Service (in its advertised UUIDs).
+    var heartRateDevices: [(path: String, properties: [String: DBusValue])] {
+        objects.compactMap { path, interfaces -> (String, [String: DBusValue])? in
+            guard let device = interfaces[BlueZ.device],
+                  (device["UUIDs"]?.items ?? []).contains(where: { $0.string?.lowercased() == BlueZ.heartRateService })
+            else { return nil }
+            return (path, device)
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    /// The Heart Rate Measurement characteristic of the device at `devicePath`.
+    func heartRateMeasurement(of devicePath: String) -> String? {
+        let services = objects.compactMap { path, interfaces -> String? in
+            guard let service = interfaces[BlueZ.gattService], service["Device"]?.string == devicePath,
+                  service["UUID"]?.string?.lowercased() == BlueZ.heartRateService else { return nil }
+            return path
+        }
+        return objects.compactMap { path, interfaces -> String? in
+            guard let characteristic = interfaces[BlueZ.gattCharacteristic],
+                  let service = characteristic["Service"]?.string, services.contains(service),
+                  characteristic["UUID"]?.string?.lowercased() == BlueZ.heartRateMeasurement else { return nil }
+            return path
+        }.sorted().first
+    }
+}

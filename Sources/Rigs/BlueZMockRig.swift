@@ -1,0 +1,127 @@
+import Foundation
+
+/// bluetoothd as python-dbusmock's bluez5 template on a `DBusRig`'s system bus, with a
+/// heart-rate sensor the test drives: an adapter (hci0), the sensor as a device that
+/// advertises the Heart Rate Service, its GATT service (0x180D) and Heart Rate Measurement
+/// characteristic (0x2A37) added with the mock's AddObject, and Battery1. The template's
+/// Connect only flips a flag, so the device's Connect and Disconnect are replaced by ones
+/// that set `Connected` and `ServicesResolved` as BlueZ does, and fail while the sensor is
+/// "out of range". `notify` sets the characteristic's `Value`, which emits the
+/// PropertiesChanged (typed `ay`) BlueZ sends for a notification.
+public final class BlueZMockRig: @unchecked Sendable {
+    // Touched from the test's thread only.
+    public let mock: DBusMockRig
+    public let sensorAddress: String
+    public let sensorName: String
+    public static let adapter = "hci0"
+    public static let heartRateService = "0000180d-0000-1000-8000-00805f9b34fb"
+    public static let heartRateMeasurement = "00002a37-0000-1000-8000-00805f9b34fb"
+    private let battery: Int?
+    private let knownToBlueZ: Bool
+
+    public var adapterPath: String { "/org/bluez/\(Self.adapter)" }
+    public var devicePath: String { "\(adapterPath)/dev_\(sensorAddress.replacingOccurrences(of: ":", with: "_"))" }
+    public var servicePath: String { "\(devicePath)/service000c" }
+    public var characteristicPath: String { "\(servicePath)/char000d" }
+
+    /// - Parameters:
+    ///   - knownToBlueZ: false: the sensor is not there until the test calls `addSensor()`.
+    public init(on bus: DBusRig, sensorAddress: String = "A0:9E:1A:12:34:56", sensorName: String = "Polar H10 12345678",
+                battery: Int? = 84, knownToBlueZ: Bool = true) throws {
+        mock = try DBusMockRig(template: "bluez5", name: "org.bluez", path: "/", on: bus)
+        self.sensorAddress = sensorAddress
+        self.sensorName = sensorName
+        self.battery = battery
+        self.knownToBlueZ = knownToBlueZ
+        try setUp()
+    }
+
+    /// bluetoothd restarting: the service leaves the bus and comes back with its objects.
+    public func restart() throws {
+        mock.stop()
+        try mock.start()
+        try setUp()
+    }
+
+    /// bluetoothd stopped (the service leaves the bus).
+    public func stop() { mock.stop() }
+
+    private func setUp() throws {
+        try mock.call("AddAdapter", "ss", [Self.adapter, "ariata-test"], interface: "org.bluez.Mock")
+        // A sensor never seen is added by the test (`addSensor`) while a discovery runs,
+        // as BlueZ adds a device when it first hears its advertisement.
+        if knownToBlueZ { try addSensor() }
+    }
+
+    /// The sensor's objects, as BlueZ has them for a device it has seen.
+    public func addSensor() throws {
+        try mock.call("AddDevice", "sss", [Self.adapter, sensorAddress, sensorName], interface: "org.bluez.Mock")
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Device1", "2", "UUIDs", "as", "1", Self.heartRateService,
+                                                     "RSSI", "n", "-58"], object: devicePath)
+        try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Connect", "", "", """
+            if not getattr(self, 'in_range', True): raise dbus.exceptions.DBusException('le-connection-abort-by-local', name='org.bluez.Error.Failed')
+            self.UpdateProperties('org.bluez.Device1', {'Connected': dbus.Boolean(True, variant_level=1), 'ServicesResolved': dbus.Boolean(True, variant_level=1)})
+            """], object: devicePath)
+        try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Disconnect", "", "", """
+            self.UpdateProperties('org.bluez.Device1', {'ServicesResolved': dbus.Boolean(False, variant_level=1), 'Connected': dbus.Boolean(False, variant_level=1)})
+            """], object: devicePath)
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "SetInRange", "b", "", "self.in_range = bool(args[0])"], object: devicePath)
+        if let battery {
+            try mock.call("AddProperty", "ssv", ["org.bluez.Battery1", "Percentage", "y", String(battery)], object: devicePath)
+        }
+        try mock.call("AddObject", "ssa{sv}a(ssss)", [servicePath, "org.bluez.GattService1",
+                                                     "3", "UUID", "s", Self.heartRateService, "Primary", "b", "true",
+                                                     "Device", "o", devicePath, "0"])
+        try mock.call("AddObject", "ssa{sv}a(ssss)", [characteristicPath, "org.bluez.GattCharacteristic1",
+                                                     "5", "UUID", "s", Self.heartRateMeasurement, "Service", "o", servicePath,
+                                                     "Value", "ay", "0", "Notifying", "b", "false", "Flags", "as", "1", "notify",
+                                                     "2",
+                                                     "StartNotify", "", "", "self.UpdateProperties('org.bluez.GattCharacteristic1', {'Notifying': dbus.Boolean(True, variant_level=1)})",
+                                                     "StopNotify", "", "", "self.UpdateProperties('org.bluez.GattCharacteristic1', {'Notifying': dbus.Boolean(False, variant_level=1)})"])
+    }
+
+    /// One notification of the Heart Rate Measurement: its bytes as the sensor sends them.
+    public func notify(_ bytes: [UInt8]) throws {
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.GattCharacteristic1", "1", "Value", "ay", String(bytes.count)]
+                      + bytes.map { String($0) }, object: characteristicPath)
+    }
+
+    /// Whether notifications are on (a client called StartNotify and not StopNotify).
+    public func isNotifying() throws -> Bool {
+        let answer = try mock.call("Get", "ss", ["org.bluez.GattCharacteristic1", "Notifying"],
+                                   interface: "org.freedesktop.DBus.Properties", object: characteristicPath)
+        return ((answer.first as? [String: Any])?["data"] as? Bool) ?? false
+    }
+
+    /// Whether the sensor is connected (as `Connected` says).
+    public func isConnected() throws -> Bool {
+        let answer = try mock.call("Get", "ss", ["org.bluez.Device1", "Connected"],
+                                   interface: "org.freedesktop.DBus.Properties", object: devicePath)
+        return ((answer.first as? [String: Any])?["data"] as? Bool) ?? false
+    }
+
+    /// The sensor goes out of range (or is taken off, or its battery dies): the link drops
+    /// and connecting fails until `comeBack()`.
+    public func goAway() throws {
+        try mock.call("SetInRange", "b", ["false"], interface: "org.ariata.Test", object: devicePath)
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Device1", "2", "ServicesResolved", "b", "false",
+                                                     "Connected", "b", "false"], object: devicePath)
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.GattCharacteristic1", "1", "Notifying", "b", "false"],
+                      object: characteristicPath)
+    }
+
+    /// The sensor is back in range: the next Connect succeeds.
+    public func comeBack() throws {
+        try mock.call("SetInRange", "b", ["true"], interface: "org.ariata.Test", object: devicePath)
+    }
+
+    public func setBattery(_ percentage: Int) throws {
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Battery1", "1", "Percentage", "y", String(percentage)], object: devicePath)
+    }
+
+    /// How often a client called Device1.Connect.
+    public func connectCalls() throws -> Int { try mock.calls(of: "Connect", object: devicePath).count }
+
+    /// The adapter's calls of `method` (StartDiscovery, SetDiscoveryFilter, …), oldest first.
+    public func adapterCalls(of method: String) throws -> [[Any]] { try mock.calls(of: method, object: adapterPath) }
+}
