@@ -280,11 +280,19 @@ public final class DBusConnection: Sendable {
         }
         if let error = outcome.withLock({ $0 }) { throw error }
         return DBusRegistration { [weak self] in
-            guard let slot = slotBox.withLock({ $0.take() }) else { return }
-            if let self, self.thread.withLock({ $0 != nil }) {
-                self.perform { sd_bus_slot_unref(slot.slot) }
-            }
             // A closed connection freed its slots with the bus.
+            guard let slot = slotBox.withLock({ $0.take() }), let self, self.thread.withLock({ $0 != nil }) else { return }
+            if self.isBusThread {
+                sd_bus_slot_unref(slot.slot)
+                return
+            }
+            // Ended when cancel() returns: no call or signal reaches the handler after it.
+            let done = DispatchSemaphore(value: 0)
+            self.perform(orFail: { _ in done.signal() }) { _ in
+                sd_bus_slot_unref(slot.slot)
+                done.signal()
+            }
+            _ = done.wait(timeout: .now() + 5)
         }
     }
 
