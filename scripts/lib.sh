@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # The helpers the scripts share, defined once. Sourced, never run:
-#   SCRIPT_NAME=test-deb . "$(dirname "$0")/lib.sh"
+#   SCRIPT_NAME=test-deb
+#   . "$(dirname "$0")/lib.sh"
+# (set on a line of its own: bash keeps `NAME=value . file` only while the file is read)
 # SCRIPT_NAME is the name messages carry (default: the script's file name without .sh);
 # a test sets DIE_PREFIX="FAIL: " so its failures read as such.
 

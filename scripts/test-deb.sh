@@ -39,7 +39,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-SCRIPT_NAME=test-deb DIE_PREFIX="FAIL: " . scripts/lib.sh
+SCRIPT_NAME=test-deb
+DIE_PREFIX="FAIL: "
+. scripts/lib.sh
 
 SUITE=bookworm
 ARCH=$(dpkg --print-architecture)
@@ -284,7 +286,9 @@ snapshot "$WORK/files-before"
 
 say "apt-get install ./$(basename "$DEB_N") in the root"
 T=$(date +%s.%N)
-inroot "$R" apt-get install -y -q "/tmp/$(basename "$DEB_N")" 2>&1 | tee "$WORK/install-n.log"
+# Without the Recommends (GeoClue, BlueZ and what they bring): what is installed besides
+# the package would be a Depends that apt-get satisfy did not see.
+inroot "$R" apt-get install -y -q --no-install-recommends "/tmp/$(basename "$DEB_N")" 2>&1 | tee "$WORK/install-n.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "apt-get install failed (above)"
 INSTALL_SECONDS=$(since "$T")
 grep -q '^1 upgraded\|^0 upgraded, 1 newly installed' "$WORK/install-n.log" ||
@@ -471,7 +475,7 @@ STAT_BEFORE=$(inroot "$R" stat -c '%a %U:%G' /etc/ariata/agent.toml)
 
 say "apt-get install ./$(basename "$DEB_N1") over $VERSION_N (no --force-conf* option, stdin closed)"
 : > "$R/run/fake-systemd/calls"
-inroot "$R" apt-get install -y -q "${APT_PATH[@]}" "/tmp/$(basename "$DEB_N1")" < /dev/null 2>&1 | tee "$WORK/install-n1.log"
+inroot "$R" apt-get install -y -q --no-install-recommends "${APT_PATH[@]}" "/tmp/$(basename "$DEB_N1")" < /dev/null 2>&1 | tee "$WORK/install-n1.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the upgrade failed (above)"
 [ "$(inroot "$R" dpkg-query -W -f='${Version}' ariata-agent)" = "$VERSION_N1" ] || die "version $VERSION_N1 is not the installed one"
 if grep -Ei "configuration file|conffile|\*\*\* agent.toml" "$WORK/install-n1.log"; then

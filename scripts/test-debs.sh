@@ -17,7 +17,9 @@
 # roots are kept as tar files in DEB_TEST_CACHE (default /var/cache/ariata-build/test-roots).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SCRIPT_NAME=test-debs DIE_PREFIX="FAIL: " . scripts/lib.sh
+SCRIPT_NAME=test-debs
+DIE_PREFIX="FAIL: "
+. scripts/lib.sh
 DIR=$(pwd)
 ONLY=()
 while [ $# -gt 0 ]; do
