@@ -94,6 +94,8 @@ final class OnboardBLESensorTests: XCTestCase {
         XCTAssertEqual(written.health.sources.first?.path, heartFile)
         XCTAssertEqual(written.health.sources.last?.address, Self.tickr)
         XCTAssertEqual(written.health.sources.last?.name, Self.tickrName)
+        let text = try String(contentsOfFile: cli.configPath, encoding: .utf8)
+        XCTAssertTrue(text.contains("path = \"\(heartFile)\""), "the file's own lines stay as they were: the sensor is appended\n\(text)")
     }
 
     /// Scripted: --ble-sensor ADDRESS --yes connects without a scan, needs no pairing for a
