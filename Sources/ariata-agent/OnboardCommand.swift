@@ -69,7 +69,8 @@ struct OnboardCommand: ParsableCommand {
             sensor heard means the strap sleeps: wet its electrodes and put it on.
 
             3. The configuration file: only the keys onboarding sets are changed (server \
-            endpoint, token, device id and name, CA file, the chunk length, a stream switched off); every other \
+            endpoint, token, device id and name, CA file, the chunk length, a stream switched off, a \
+            Bluetooth sensor's [[health.source]], which is appended); every other \
             line, the comments of the installed example and your own, stays as it was. \
             Written atomically, mode 0600, owned by the service user when run as root. The \
             device id already in the file is kept (a new one is made the first time), so the \
