@@ -20,9 +20,13 @@ public final class BlueZMockRig: @unchecked Sendable {
     private let knownToBlueZ: Bool
 
     public var adapterPath: String { "/org/bluez/\(Self.adapter)" }
-    public var devicePath: String { "\(adapterPath)/dev_\(sensorAddress.replacingOccurrences(of: ":", with: "_"))" }
-    public var servicePath: String { "\(devicePath)/service000c" }
-    public var characteristicPath: String { "\(servicePath)/char000d" }
+    public var devicePath: String { devicePath(sensorAddress) }
+    public var servicePath: String { servicePath(sensorAddress) }
+    public var characteristicPath: String { characteristicPath(sensorAddress) }
+
+    public func devicePath(_ address: String) -> String { "\(adapterPath)/dev_\(address.replacingOccurrences(of: ":", with: "_"))" }
+    public func servicePath(_ address: String) -> String { "\(devicePath(address))/service000c" }
+    public func characteristicPath(_ address: String) -> String { "\(servicePath(address))/char000d" }
 
     /// - Parameters:
     ///   - knownToBlueZ: false: the sensor is not there until the test calls `addSensor()`.
@@ -55,15 +59,30 @@ public final class BlueZMockRig: @unchecked Sendable {
 
     /// The sensor's objects, as BlueZ has them for a device it has seen.
     public func addSensor() throws {
-        try mock.call("AddDevice", "sss", [Self.adapter, sensorAddress, sensorName], interface: "org.bluez.Mock")
+        try addSensor(address: sensorAddress, name: sensorName, battery: battery)
+    }
+
+    /// Another heart-rate sensor (a second strap nearby), as BlueZ has it once it heard its
+    /// advertisement at `rssi` dBm. With `requiresPairing` it refuses notifications
+    /// (org.bluez.Error.NotPermitted, as BlueZ answers an ATT "insufficient
+    /// authentication") until `Device1.Pair` has bonded it; that Pair sets `Paired` alone
+    /// (the template's would replace the device's UUIDs with a phone's).
+    public func addSensor(address: String, name: String, rssi: Int = -58, battery: Int? = nil,
+                          requiresPairing: Bool = false) throws {
+        let devicePath = devicePath(address), servicePath = servicePath(address)
+        try mock.call("AddDevice", "sss", [Self.adapter, address, name], interface: "org.bluez.Mock")
         try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Device1", "2", "UUIDs", "as", "1", Self.heartRateService,
-                                                     "RSSI", "n", "-58"], object: devicePath)
+                                                     "RSSI", "n", String(rssi)], object: devicePath)
         try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Connect", "", "", """
             if not getattr(self, 'in_range', True): raise dbus.exceptions.DBusException('le-connection-abort-by-local', name='org.bluez.Error.Failed')
             self.UpdateProperties('org.bluez.Device1', {'Connected': dbus.Boolean(True, variant_level=1), 'ServicesResolved': dbus.Boolean(True, variant_level=1)})
             """], object: devicePath)
         try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Disconnect", "", "", """
             self.UpdateProperties('org.bluez.Device1', {'ServicesResolved': dbus.Boolean(False, variant_level=1), 'Connected': dbus.Boolean(False, variant_level=1)})
+            """], object: devicePath)
+        try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Pair", "", "", """
+            if self.props['org.bluez.Device1']['Paired']: raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
+            self.UpdateProperties('org.bluez.Device1', {'Paired': dbus.Boolean(True, variant_level=1)})
             """], object: devicePath)
         try mock.call("AddMethod", "sssss", ["org.ariata.Test", "SetInRange", "b", "", "self.in_range = bool(args[0])"], object: devicePath)
         if let battery {
@@ -72,12 +91,49 @@ public final class BlueZMockRig: @unchecked Sendable {
         try mock.call("AddObject", "ssa{sv}a(ssss)", [servicePath, "org.bluez.GattService1",
                                                      "3", "UUID", "s", Self.heartRateService, "Primary", "b", "true",
                                                      "Device", "o", devicePath, "0"])
-        try mock.call("AddObject", "ssa{sv}a(ssss)", [characteristicPath, "org.bluez.GattCharacteristic1",
+        // StartNotify also starts a beat: while notifications are on and the strap is worn
+        // (`wear`), a measurement every 300 ms, as a strap on a chest sends one a second.
+        let startNotify = """
+            if \(requiresPairing ? "True" : "False") and not objects['\(devicePath)'].props['org.bluez.Device1']['Paired']: raise dbus.exceptions.DBusException('Insufficient Authentication', name='org.bluez.Error.NotPermitted')
+            self.UpdateProperties('org.bluez.GattCharacteristic1', {'Notifying': dbus.Boolean(True, variant_level=1)})
+            from gi.repository import GLib
+            def beat(c=self):
+                if not c.props['org.bluez.GattCharacteristic1']['Notifying']: return False
+                if getattr(c, 'worn', False): c.UpdateProperties('org.bluez.GattCharacteristic1', {'Value': dbus.Array([16, 72, 64, 3], signature='y', variant_level=1)})
+                return True
+            GLib.timeout_add(300, beat)
+            """
+        try mock.call("AddObject", "ssa{sv}a(ssss)", [characteristicPath(address), "org.bluez.GattCharacteristic1",
                                                      "5", "UUID", "s", Self.heartRateMeasurement, "Service", "o", servicePath,
                                                      "Value", "ay", "0", "Notifying", "b", "false", "Flags", "as", "1", "notify",
                                                      "2",
-                                                     "StartNotify", "", "", "self.UpdateProperties('org.bluez.GattCharacteristic1', {'Notifying': dbus.Boolean(True, variant_level=1)})",
+                                                     "StartNotify", "", "", startNotify,
                                                      "StopNotify", "", "", "self.UpdateProperties('org.bluez.GattCharacteristic1', {'Notifying': dbus.Boolean(False, variant_level=1)})"])
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "SetWorn", "b", "", "self.worn = bool(args[0])"],
+                      object: characteristicPath(address))
+    }
+
+    /// The strap is worn (or taken off): while worn and notifying, it sends a heart rate
+    /// of 72 bpm with one beat interval every 300 ms by itself.
+    public func wear(_ address: String, _ worn: Bool = true) throws {
+        try mock.call("SetWorn", "b", [worn ? "true" : "false"], interface: "org.ariata.Test",
+                      object: characteristicPath(address))
+    }
+
+    /// Whether the sensor at `address` is paired (`Paired`).
+    public func isPaired(_ address: String) throws -> Bool {
+        let answer = try mock.call("Get", "ss", ["org.bluez.Device1", "Paired"],
+                                   interface: "org.freedesktop.DBus.Properties", object: devicePath(address))
+        return ((answer.first as? [String: Any])?["data"] as? Bool) ?? false
+    }
+
+    /// How often a client called Device1.Pair on the sensor at `address`.
+    public func pairCalls(_ address: String) throws -> Int { try mock.calls(of: "Pair", object: devicePath(address)).count }
+
+    /// The adapter switched off (or on) as `bluetoothctl power off` does.
+    public func setPowered(_ powered: Bool) throws {
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Adapter1", "1", "Powered", "b", powered ? "true" : "false"],
+                      object: adapterPath)
     }
 
     /// One notification of the Heart Rate Measurement: its bytes as the sensor sends them.

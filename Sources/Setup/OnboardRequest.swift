@@ -34,6 +34,15 @@ public struct OnboardRequest: Sendable {
     public var serviceMode: ServiceMode?
     /// `--microphone-device`: the ALSA capture device to write as `[microphone] device`.
     public var microphoneDevice: String?
+    /// `--ble-sensor`: the Bluetooth LE heart-rate sensor to set up, by address (upper case).
+    public var bleSensor: String?
+    /// `--ble-scan`: scan for heart-rate sensors without asking (also with `--yes`).
+    public var bleScan: Bool
+    /// `--ble-scan-seconds`: how long the scan listens.
+    public var bleScanSeconds: TimeInterval
+
+    /// Long enough to hear a strap that advertises every second or two, short enough to wait for.
+    public static let defaultBLEScanSeconds: TimeInterval = 8
 
     /// A pending pairing on the servers lives 10 minutes: `--link` waits as long by default.
     public static let defaultLinkTimeout: TimeInterval = 600
@@ -43,7 +52,11 @@ public struct OnboardRequest: Sendable {
                 acceptDefaults: Bool = false, timeout: Int? = nil, serviceUser: String = "ariata",
                 pairingCode: String? = nil, disableFailing: Bool = false, link: Bool = false,
                 linkTimeout: TimeInterval = OnboardRequest.defaultLinkTimeout, sourceID: String? = nil,
-                serviceMode: ServiceMode? = nil, microphoneDevice: String? = nil) {
+                serviceMode: ServiceMode? = nil, microphoneDevice: String? = nil, bleSensor: String? = nil,
+                bleScan: Bool = false, bleScanSeconds: TimeInterval = OnboardRequest.defaultBLEScanSeconds) {
+        self.bleSensor = bleSensor
+        self.bleScan = bleScan
+        self.bleScanSeconds = bleScanSeconds
         self.serviceMode = serviceMode
         self.microphoneDevice = microphoneDevice
         self.pairingCode = pairingCode

@@ -65,6 +65,10 @@ public final class Onboarding {
         ChunkLengthStep(identity: identity, console: console).run(&config.microphone)
         if mode != .user { GeoClueAgentStep(whitelist: checks.geoClueWhitelist, console: console).run(config.location) }
         try checkDevices(&config)
+        // After the checks of the configured sources, so the sensor set up now is checked once.
+        try BLESensorStep(requested: request.bleSensor, scanRequested: request.bleScan, scanSeconds: request.bleScanSeconds,
+                          prompter: prompter, console: console, printer: printer)
+            .run(&config.health)
 
         console.line("")
         console.line("3/5 Configuration")

@@ -55,8 +55,22 @@ struct OnboardCommand: ParsableCommand {
             'status' shows the stream unhealthy meanwhile); on a terminal you may switch it \
             off there and then, and with --yes --disable-failing such streams are switched off.
 
+            Last in step 2, a Bluetooth LE heart-rate sensor (a chest strap): on a terminal \
+            with health on, onboard asks whether to scan for one (Enter: no); --ble-scan \
+            scans without asking, also when health is off. The scan listens --ble-scan-seconds \
+            (8) for LE devices that advertise the Heart Rate Service, and lists them, \
+            strongest signal first, with name, address and signal strength (dBm); you pick \
+            one by number (or none; with --yes a sensor is taken only when exactly one is \
+            heard). --ble-sensor ADDRESS names the sensor without a scan. onboard connects, \
+            pairs the sensor when it refuses notifications unpaired (most straps need no \
+            pairing), waits a few seconds for a heart rate, and writes it as a \
+            [[health.source]] kind = "ble" with its address and name, switching health on. \
+            A powered-off adapter is not switched on for you (bluetoothctl power on); no \
+            sensor heard means the strap sleeps: wet its electrodes and put it on.
+
             3. The configuration file: only the keys onboarding sets are changed (server \
-            endpoint, token, device id and name, CA file, the chunk length, a stream switched off); every other \
+            endpoint, token, device id and name, CA file, the chunk length, a stream switched off, a \
+            Bluetooth sensor's [[health.source]], which is appended); every other \
             line, the comments of the installed example and your own, stays as it was. \
             Written atomically, mode 0600, owned by the service user when run as root. The \
             device id already in the file is kept (a new one is made the first time), so the \
@@ -150,6 +164,16 @@ struct OnboardCommand: ParsableCommand {
                                valueName: "name"))
     var microphoneDevice: String?
 
+    @Option(help: ArgumentHelp("Set up this Bluetooth LE heart-rate sensor, by address (e.g. A0:9E:1A:12:34:56, as 'bluetoothctl devices' shows it): onboard connects, pairs it if it asks to be, checks that it sends a heart rate, and writes it as a [[health.source]] kind = \"ble\" (health is switched on).",
+                               valueName: "address"))
+    var bleSensor: String?
+
+    @Flag(help: ArgumentHelp("Scan for Bluetooth LE heart-rate sensors without asking (also with --yes, which then takes the sensor only when exactly one is heard), list them with name, address and signal strength, and set up the one chosen."))
+    var bleScan = false
+
+    @Option(help: ArgumentHelp("How long the Bluetooth scan listens, in seconds (default: 8).", valueName: "seconds"))
+    var bleScanSeconds: Int?
+
     @Option(help: ArgumentHelp("Seconds to wait for the server while verifying (default: [server] request_timeout, 30). Not saved.",
                                valueName: "seconds"))
     var timeout: Int?
@@ -188,6 +212,14 @@ struct OnboardCommand: ParsableCommand {
         if let microphoneDevice, microphoneDevice.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ValidationError("--microphone-device: give an ALSA capture device name (see 'arecord -L'), e.g. default")
         }
+        if let bleSensor, HealthSourceConfig.bluetoothAddress(bleSensor) == nil {
+            throw ValidationError("--ble-sensor: \(bleSensor) is not a Bluetooth address: give six hex pairs such as A0:9E:1A:12:34:56 (onboard --ble-scan lists the sensors nearby)")
+        }
+        if bleSensor != nil && bleScan { throw ValidationError("give one of --ble-sensor and --ble-scan") }
+        if let bleScanSeconds {
+            guard bleSensor == nil else { throw ValidationError("--ble-scan-seconds goes with a scan, not with --ble-sensor") }
+            guard (1...60).contains(bleScanSeconds) else { throw ValidationError("--ble-scan-seconds: give 1 to 60 seconds") }
+        }
         if let timeout, !(1...600).contains(timeout) { throw ValidationError("--timeout: give 1 to 600 seconds") }
         if userService && systemService { throw ValidationError("give one of --user-service and --system-service") }
     }
@@ -216,7 +248,9 @@ struct OnboardCommand: ParsableCommand {
                 pairingCode: code?.trimmingCharacters(in: .whitespaces), disableFailing: disableFailing,
                 link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
                 sourceID: pendingSource?.sourceID,
-                serviceMode: userService ? .user : systemService ? .system : nil, microphoneDevice: microphoneDevice)
+                serviceMode: userService ? .user : systemService ? .system : nil, microphoneDevice: microphoneDevice,
+                bleSensor: bleSensor.flatMap(HealthSourceConfig.bluetoothAddress), bleScan: bleScan,
+                bleScanSeconds: bleScanSeconds.map(TimeInterval.init) ?? OnboardRequest.defaultBLEScanSeconds)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(.onboard))
             try onboarding.run()

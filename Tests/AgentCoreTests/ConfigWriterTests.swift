@@ -73,6 +73,36 @@ final class ConfigWriterTests: XCTestCase {
         XCTAssertEqual(ConfigEditor.apply([], to: text + "\n"), text + "\n")
     }
 
+    /// A health source added (onboard's Bluetooth sensor) is appended as a
+    /// `[[health.source]]` table, health switched on in place: every comment stays.
+    func testAnAddedHealthSourceIsAppendedAndTheCommentsStay() throws {
+        let dir = try TemporaryDirectory("config-append")
+        let path = dir.file("agent.toml")
+        let text = """
+            # my setup
+            [storage]
+            # kept
+            database = "\(dir.file("q.sqlite"))"
+            """
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        var config = try AgentConfig.load(path: path, environment: [:])
+        config.health.enabled = true
+        config.health.sources.append(.ble(address: "A0:9E:1A:12:34:56", name: "Polar H10 12345678"))
+        try ConfigWriter.write(config, to: path)
+        let written = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertTrue(written.hasPrefix(text + "\n"), written)
+        XCTAssertTrue(written.contains("[health]\nenabled = true\n"), written)
+        XCTAssertTrue(written.contains("\n[[health.source]]\n"), written)
+        let back = try AgentConfig.load(path: path, environment: [:])
+        XCTAssertEqual(back.health.sources.first?.address, "A0:9E:1A:12:34:56")
+        XCTAssertEqual(back.health.sources.first?.name, "Polar H10 12345678")
+
+        // A source replaced (not appended) renders the file anew: still the same configuration.
+        config.health.sources[0].name = "strap"
+        try ConfigWriter.write(config, to: path)
+        XCTAssertEqual(try AgentConfig.load(path: path, environment: [:]).health.sources.first?.name, "strap")
+    }
+
     /// Writing over an existing file edits it: an unchanged configuration leaves it byte
     /// for byte; a changed key changes its line only.
     func testWritingOverAFileEditsItInPlace() throws {

@@ -105,6 +105,35 @@ final class DoctorCommandTests: XCTestCase {
         XCTAssertFalse(result.stderr.contains("ALSA lib"), result.stderr)
     }
 
+    /// A Bluetooth LE source is checked as the source connects (python-dbusmock's bluez5 on
+    /// a private system bus): a worn strap passes with its heart rate and battery; a strap
+    /// BlueZ cannot find fails with what to do.
+    func testABLESensorIsCheckedByConnectingToIt() throws {
+        let dir = try TemporaryDirectory("doctor-ble")
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus)
+        try sensor.wear(sensor.sensorAddress)
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: AgentCLI.healthOnly(source: """
+            kind = "ble"
+            address = "\(sensor.sensorAddress)"
+            """))
+        let worn = try cli.run(["doctor"], environment: bus.environment)
+        XCTAssertEqual(worn.status, 0, worn.stdout + worn.stderr)
+        XCTAssertTrue(worn.stdout.contains("ok    health ble \(sensor.sensorAddress): notifies: 72 bpm, with beat intervals (HRV), battery 84 %"),
+                      worn.stdout)
+        XCTAssertFalse(try sensor.isConnected(), "doctor lets the sensor go again")
+
+        let away = "C0:FF:EE:00:00:01"
+        let absent = try AgentCLI.writeConfig(in: dir.path, extra: AgentCLI.healthOnly(source: """
+            kind = "ble"
+            address = "\(away)"
+            """))
+        let result = try absent.run(["doctor"], environment: bus.environment)
+        XCTAssertEqual(result.status, 1, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("FAIL  health ble \(away): heart-rate sensor \(away) not found nearby"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("fix: wear the sensor (wet a strap's electrodes, put it on)"), result.stdout)
+    }
+
     func testABrokenConfigFailsAndSaysWhichKey() throws {
         let dir = try TemporaryDirectory("doctor-broken")
         let cli = try AgentCLI.writeConfig(in: dir.path, extra: "[location]\ninterval = \"ten\"")

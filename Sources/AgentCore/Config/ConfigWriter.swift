@@ -22,11 +22,28 @@ public enum ConfigWriter {
     /// notes); a new rendering when there is no file, or when it cannot be read as a
     /// configuration, or when what changes is beyond single keys (health sources).
     public static func text(for config: AgentConfig, editing existing: String?, path: String) -> String {
-        guard let existing, let original = try? AgentConfig(toml: existing, file: path),
-              let edits = edits(from: original, to: config) else {
-            return render(config)
+        guard let existing, let original = try? AgentConfig(toml: existing, file: path) else { return render(config) }
+        if let edits = edits(from: original, to: config) {
+            return ConfigEditor.apply(edits, to: existing, formerNames: AgentConfig.formerNames(prefix: ""))
         }
-        return ConfigEditor.apply(edits, to: existing, formerNames: AgentConfig.formerNames(prefix: ""))
+        return appendingSources(config, to: existing, original: original) ?? render(config)
+    }
+
+    /// Health sources added after the file's own (onboard's new Bluetooth sensor): the
+    /// other keys edited in place and the new `[[health.source]]` tables appended, so the
+    /// file's comments survive; nil when the sources changed otherwise.
+    static func appendingSources(_ config: AgentConfig, to existing: String, original: AgentConfig) -> String? {
+        let old = original.health.sources, new = config.health.sources
+        guard new.count > old.count, Array(new.prefix(old.count)) == old else { return nil }
+        var others = config
+        others.health.sources = old
+        guard let edits = edits(from: original, to: others) else { return nil }
+        var text = ConfigEditor.apply(edits, to: existing, formerNames: AgentConfig.formerNames(prefix: ""))
+        if !text.hasSuffix("\n") { text += "\n" }
+        for source in new.dropFirst(old.count) {
+            text += "\n[[health.source]]\n" + source.tomlTable.convert() + "\n"
+        }
+        return text
     }
 
     /// The single-key edits that turn a file reading as `original` into one reading as

@@ -13,6 +13,8 @@ public struct BLESensorProbe: Sendable {
         public var contact: HeartRateMeasurement.Contact
         public var hasRRIntervals: Bool
         public var battery: Int?
+        /// The name the sensor advertises, when BlueZ has one.
+        public var name: String?
     }
 
     public let target: BLESensorTarget
@@ -46,7 +48,7 @@ public struct BLESensorProbe: Sendable {
                 arrived.ring()
             }, onBattery: { percentage in readings.withLock { $0.battery = percentage } }))
         } catch {
-            return .failure(ProbeFailure(description: error.description))
+            return .failure(ProbeFailure(description: error.description, needsPairing: error.asksForPairing))
         }
         defer { session.close(disconnect: true) }
         let deadline = Monotonic.now + notificationTimeout
@@ -65,7 +67,8 @@ public struct BLESensorProbe: Sendable {
         do {
             let measurement = try HeartRateMeasurement(bytes: bytes)
             return .success(Reading(heartRate: measurement.heartRate, contact: measurement.contact,
-                                    hasRRIntervals: !measurement.rrIntervals.isEmpty, battery: battery))
+                                    hasRRIntervals: !measurement.rrIntervals.isEmpty, battery: battery,
+                                    name: session.deviceName))
         } catch {
             return .failure(ProbeFailure(description: "\(target) sent a notification that is not a heart rate measurement: \(error.description)"))
         }
@@ -73,5 +76,13 @@ public struct BLESensorProbe: Sendable {
 
     public struct ProbeFailure: Error, Equatable, CustomStringConvertible {
         public var description: String
+        /// The sensor refused notifications until it is paired (bonded): onboarding pairs
+        /// it and checks again.
+        public var needsPairing = false
+
+        public init(description: String, needsPairing: Bool = false) {
+            self.description = description
+            self.needsPairing = needsPairing
+        }
     }
 }

@@ -56,6 +56,17 @@ struct BlueZObjects {
         self.objects = objects
     }
 
+    /// BlueZ's objects now (`GetManagedObjects`).
+    static func fetch(_ connection: DBusConnection) throws(BlueZProblem) -> BlueZObjects {
+        do {
+            return try BlueZObjects(connection.call(DBusMethodCall(destination: BlueZ.service, path: "/",
+                                                                   interface: BlueZ.objectManager, member: "GetManagedObjects"),
+                                                    timeout: 10))
+        } catch {
+            throw BlueZSensorSession.problem(error, connecting: nil)
+        }
+    }
+
     /// Adapters by path, sorted (hci0 first).
     var adapters: [(path: String, properties: [String: DBusValue])] {
         objects.compactMap { path, interfaces in interfaces[BlueZ.adapter].map { (path, $0) } }.sorted { $0.path < $1.path }

@@ -40,3 +40,10 @@ enum BlueZProblem: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension BlueZProblem {
+    var asksForPairing: Bool {
+        if case .needsPairing = self { return true }
+        return false
+    }
+}

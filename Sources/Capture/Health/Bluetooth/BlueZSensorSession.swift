@@ -23,6 +23,7 @@ final class BlueZSensorSession: Sendable {
 
     private struct State {
         var devicePath: String?
+        var deviceName: String?
         var characteristicPath: String?
         var servicesResolved = false
         var endedBy: BlueZProblem?
@@ -31,6 +32,8 @@ final class BlueZSensorSession: Sendable {
     /// Why the session ended, once it has.
     var endedBy: BlueZProblem? { state.withLock { $0.endedBy } }
     var devicePath: String? { state.withLock { $0.devicePath } }
+    /// The name the sensor advertises (BlueZ's `Name`, else its `Alias`), once found.
+    var deviceName: String? { state.withLock { $0.deviceName } }
 
     struct Handlers: Sendable {
         var onValue: @Sendable ([UInt8]) -> Void
@@ -116,6 +119,7 @@ final class BlueZSensorSession: Sendable {
         }
         state.withLock {
             $0.devicePath = devicePath
+            $0.deviceName = device["Name"]?.string ?? device["Alias"]?.string
             $0.servicesResolved = device["ServicesResolved"]?.bool == true
         }
         if let battery = objects.objects[devicePath]?[BlueZ.battery]?["Percentage"]?.int { handlers.onBattery(battery) }
@@ -204,13 +208,7 @@ final class BlueZSensorSession: Sendable {
     }
 
     private func managedObjects() throws(BlueZProblem) -> BlueZObjects {
-        do {
-            return try BlueZObjects(connection.call(DBusMethodCall(destination: BlueZ.service, path: "/",
-                                                                   interface: BlueZ.objectManager, member: "GetManagedObjects"),
-                                                    timeout: 10))
-        } catch {
-            throw Self.problem(error, connecting: nil)
-        }
+        try BlueZObjects.fetch(connection)
     }
 
     private func keep(_ make: @autoclosure () throws(DBusError) -> DBusRegistration) throws(BlueZProblem) {

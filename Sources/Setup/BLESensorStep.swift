@@ -1,0 +1,145 @@
+import AgentCore
+import Capture
+import DBus
+import Foundation
+
+/// Onboarding's set-up of a Bluetooth LE heart-rate sensor (docs/streams/health.md,
+/// "Setting a sensor up with onboard"): a short discovery filtered on the Heart Rate
+/// Service, the sensors heard listed with name, address and signal strength, the one
+/// chosen checked with the source's own probe (paired first when it refuses
+/// notifications unpaired), and one `[[health.source]] kind = "ble"` added or updated.
+/// `--ble-sensor` names the sensor without a scan; on a terminal the scan is offered
+/// when health is on; `--ble-scan` scans without asking; `--yes` alone never scans.
+struct BLESensorStep {
+    /// `--ble-sensor`, as BlueZ writes an address.
+    var requested: String?
+    /// `--ble-scan`.
+    var scanRequested: Bool
+    var scanSeconds: TimeInterval
+    var prompter: any Prompter
+    var console: Console
+    var printer: CheckPrinter
+    /// Where BlueZ is (the system bus; a test's private one through DBUS_SYSTEM_BUS_ADDRESS).
+    var bus: DBusBus = .system
+
+    func run(_ health: inout HealthConfig) throws {
+        let sensor: BLESensorSighting
+        if let requested {
+            console.line("  heart-rate sensor \(requested) (--ble-sensor)")
+            let known = health.sources.first { $0.kind == .ble && $0.address == requested }
+            sensor = BLESensorSighting(address: requested, name: known?.name ?? "", rssi: nil, paired: false)
+        } else {
+            guard scanRequested || (health.enabled && prompter.isInteractive) else { return }
+            if !scanRequested, try !prompter.confirm("  Scan for a Bluetooth heart-rate sensor?", default: false) { return }
+            guard let chosen = try scanAndChoose() else { return }
+            sensor = chosen
+        }
+        guard let name = try setUp(sensor) else { return }
+        add(address: sensor.address, name: name, to: &health)
+    }
+
+    // MARK: Scan and choice
+
+    private func scanAndChoose() throws -> BLESensorSighting? {
+        console.line("  Scanning for Bluetooth LE heart-rate sensors for \(Int(scanSeconds)) s (wear yours: a strap wakes when its electrodes touch wet skin)…")
+        let sensors: [BLESensorSighting]
+        switch BLESensorScan(bus: bus, seconds: scanSeconds).run() {
+        case .success(let found): sensors = found
+        case .failure(let failure):
+            console.line("  cannot scan: \(failure)")
+            return nil
+        }
+        guard !sensors.isEmpty else {
+            console.line("  no heart-rate sensor heard in \(Int(scanSeconds)) s: wake the strap (wet its electrodes and put it on), disconnect it from a phone or watch it is connected to, and run onboard again with --ble-scan (or name it with --ble-sensor ADDRESS)")
+            return nil
+        }
+        list(sensors)
+        // One sensor heard is the default (and what --yes --ble-scan takes); of several,
+        // none is chosen without a person: it may be a neighbour's.
+        let fallback = sensors.count == 1 ? "1" : "none"
+        while true {
+            let answer = try prompter.ask("  Heart-rate sensor (a number from the list, or none)", default: fallback)
+            if ["none", "no", "n", "0"].contains(answer.lowercased()) {
+                console.line("  no sensor set up (onboard --ble-scan offers it again)")
+                return nil
+            }
+            if let number = Int(answer), sensors.indices.contains(number - 1) { return sensors[number - 1] }
+            if let address = HealthSourceConfig.bluetoothAddress(answer), let sensor = sensors.first(where: { $0.address == address }) {
+                return sensor
+            }
+            guard prompter.isInteractive else { return nil }
+            console.line("  there is no sensor \(answer): give a number from 1 to \(sensors.count), or none")
+        }
+    }
+
+    private func list(_ sensors: [BLESensorSighting]) {
+        console.line("  Heart-rate sensors heard:")
+        let numberWidth = String(sensors.count).count
+        let nameWidth = sensors.map(\.name.count).max() ?? 0
+        for (number, sensor) in zip(1..., sensors) {
+            let signal = sensor.rssi.map { "\($0) dBm" } ?? "not heard now"
+            console.line("    \(pad(String(number), numberWidth))  \(pad(sensor.name, nameWidth))  \(sensor.address)  \(signal)\(sensor.paired ? "  (paired)" : "")")
+        }
+    }
+
+    private func pad(_ text: String, _ width: Int) -> String {
+        text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0)
+    }
+
+    // MARK: Pairing and the check
+
+    /// Checks that the sensor notifies, pairing it first when it asks to be; the name to
+    /// write, or nil when it is not to be written.
+    private func setUp(_ sensor: BLESensorSighting) throws -> String? {
+        let label = sensor.name.isEmpty ? sensor.address : "\(sensor.name) (\(sensor.address))"
+        console.line("  connecting to \(label) and waiting for a heart rate…")
+        let probe = BLESensorProbe(target: BLESensorTarget(address: sensor.address, name: nil), bus: bus)
+        var result = probe.run()
+        if case .failure(let failure) = result, failure.needsPairing, !sensor.paired {
+            console.line("  \(sensor.address) refuses notifications until it is paired: pairing…")
+            switch BLESensorPairing(bus: bus).pair(address: sensor.address) {
+            case .success:
+                console.line("  paired with \(sensor.address)")
+                result = probe.run()
+            case .failure(let pairing):
+                result = .failure(BLESensorProbe.ProbeFailure(description: pairing.description))
+            }
+        }
+        let check = BLESensorCheck.check(result, name: "heart-rate sensor \(label)")
+        console.write(printer.render(check))
+        let advertised = (try? result.get())?.name ?? sensor.name
+        if check.outcome == .failed {
+            // Named on the command line: written anyway (the agent connects once it
+            // notifies); a sensor picked from a scan is written only when a person says so.
+            let keep = try prompter.confirm("  Write it to the configuration anyway? The agent keeps connecting to it until it notifies",
+                                            default: requested != nil)
+            guard keep else {
+                console.line("  \(sensor.address) not set up")
+                return nil
+            }
+        }
+        return advertised
+    }
+
+    // MARK: The source
+
+    /// Adds the sensor as a source, or updates the one with its address; health is
+    /// switched on with it.
+    private func add(address: String, name: String, to health: inout HealthConfig) {
+        let source = HealthSourceConfig.ble(address: address, name: name.isEmpty ? nil : name)
+        if let index = health.sources.firstIndex(where: { $0.kind == .ble && $0.address == address }) {
+            health.sources[index] = source
+        } else {
+            health.sources.append(source)
+        }
+        console.line("  health source: kind = \"ble\", address = \"\(address)\", name = \"\(source.name)\"")
+        let others = health.sources.filter { $0.kind == .ble && $0.address != address }
+        if !others.isEmpty {
+            console.line("  also configured: \(others.map { $0.address ?? $0.name }.joined(separator: ", ")) (remove its [[health.source]] if it is gone)")
+        }
+        if !health.enabled {
+            health.enabled = true
+            console.line("  health switched on ([health] enabled = true)")
+        }
+    }
+}
