@@ -21,8 +21,11 @@ final class PurgeDaemonTests: XCTestCase {
         XCTAssertTrue(refused.stderr.contains("add --yes"), refused.stderr)
         XCTAssertFalse(try database.recordQueue.records(stream: .microphone).isEmpty)
 
-        // Everything captured up to a moment ago, while the daemon goes on capturing and uploading.
-        let cut = Date().addingTimeInterval(-1)
+        // Everything captured up to a moment ago, while the daemon goes on capturing and
+        // uploading. The moment lies further back than a chunk and a fix can wait to be
+        // written (a 5 s chunk and its 2 s read, a 2 s sampling interval), so every record
+        // captured before it is in the queue already when the test counts them.
+        let cut = Date().addingTimeInterval(-8)
         let cutText = RFC3339.string(from: cut)
         let expected = try database.recordQueue.records(stream: .microphone).filter { $0.capturedAt < cut }.count
         let expectedFixes = try database.recordQueue.records(stream: .location).filter { $0.capturedAt < cut }.count
