@@ -89,7 +89,7 @@ at_exit unmount_roots
 # same list as scripts/install-deps.sh), for both architectures; arm64 also needs the C
 # library, the GCC runtime and libstdc++ (TOMLKit's C++) to link against.
 DEV_PACKAGES=(libcurl4-openssl-dev zlib1g-dev libssl-dev libgps-dev libasound2-dev libopus-dev
-              libopusenc-dev libogg-dev libqrencode-dev libsqlite3-dev libstdc++-14-dev)
+              libopusenc-dev libogg-dev libqrencode-dev libsqlite3-dev libsystemd-dev libstdc++-14-dev)
 ARM64_PACKAGES=("${DEV_PACKAGES[@]/%/:arm64}" libc6-dev:arm64 libgcc-14-dev:arm64)
 
 make_root() {
