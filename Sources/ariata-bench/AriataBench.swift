@@ -79,41 +79,65 @@ struct AudioCommand: ParsableCommand {
     var seconds = 3_600
     @Option(help: "The Opus encoder's complexity, 0 to 10.")
     var complexity = 10
+    @Option(help: "[microphone] quiet_bitrate; 16000 (= bitrate) turns the adaptive rate off. Default: the config's default.")
+    var quietBitrate: Int?
     @OptionGroup var work: WorkDirectoryOption
 
     func validate() throws {
         try requirePositive(seconds, "--seconds")
         try requireWithin(complexity, 0...10, "--complexity")
+        if let quietBitrate { try requireWithin(quietBitrate, 2_000...16_000, "--quiet-bitrate") }
     }
 
-    func run() throws { try AudioBench.run(seconds: seconds, complexity: complexity, work: work) }
+    func run() throws { try AudioBench.run(seconds: seconds, complexity: complexity, quietBitrate: quietBitrate, work: work) }
 }
 
 struct SilenceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "silence",
-        abstract: "Each chunk's level for speech, quiet speech, room noise and digital silence, what the default silence threshold marks silent, and the audio bytes upload_silent = false saves in an hour that is mostly quiet.",
+        abstract: "Each chunk's level for speech, quiet speech, room noise and digital silence, what the default silence threshold marks silent, and the Opus and wire bytes a day that is mostly quiet costs with one rate, the adaptive rate, and the adaptive rate with upload_silent = false.",
         discussion: """
             Every input goes through the ALSA file plugin and the real microphone stream with the default \
             configuration (30 s chunks, 2 s overlap, silence_threshold_db = -50). The speech is \
             tools/demo/speech.opus decoded with opusdec (opus-tools) and sox; the quiet speech is the same \
-            30 dB lower; the room noise is white noise at -45 and -60 dBFS. The hour is twelve five-minute \
-            spells, each --quiet-percent of room noise at -60 dBFS and then speech, captured once with \
-            upload_silent = true and once with false.
+            30 dB lower; the room noise is white noise at -45, -58 and -60 dBFS. The hour is twelve five-minute \
+            spells, each --quiet-percent of room noise at --room-db and then speech, captured once per \
+            --settings: today (quiet_bitrate = bitrate: one rate), adaptive (the defaults), adaptive-drop \
+            (the defaults with upload_silent = false). Bytes per day are 24 such hours; wire bytes are the \
+            records' JSON with the Ogg as base64, each chunk's 2 s overlap included.
             """)
 
     @Option(help: "Seconds of each input (the file plugin reads faster than real time).")
     var seconds = 300
     @Option(help: "How much of the hour is quiet, in percent.")
     var quietPercent = 80
+    @Option(help: "The room noise's level in the hour, dBFS.")
+    var roomDb: Double = -58
+    @Option(help: "Comma-separated: today, adaptive, adaptive-drop.")
+    var settings = "today,adaptive,adaptive-drop"
+    @Flag(help: "Only the hour, not each input's levels.")
+    var dayOnly = false
     @OptionGroup var work: WorkDirectoryOption
 
     func validate() throws {
         try requirePositive(seconds, "--seconds")
         try requireWithin(quietPercent, 0...100, "--quiet-percent")
+        _ = try parsedSettings()
     }
 
-    func run() throws { try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, work: work) }
+    func parsedSettings() throws -> [SilenceBench.Setting] {
+        try settings.split(separator: ",").map {
+            guard let setting = SilenceBench.Setting(rawValue: $0.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--settings: '\($0)' is none of today, adaptive, adaptive-drop")
+            }
+            return setting
+        }
+    }
+
+    func run() throws {
+        try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, roomDB: roomDb, settings: try parsedSettings(),
+                             dayOnly: dayOnly, work: work)
+    }
 }
 
 struct JournalCommand: ParsableCommand {

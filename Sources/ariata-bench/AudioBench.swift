@@ -12,7 +12,7 @@ import Rigs
 ///
 /// The file plugin reads as fast as the reader asks, so an hour takes well under an hour.
 enum AudioBench {
-    static func run(seconds: Int, complexity: Int, work directory: WorkDirectoryOption) throws {
+    static func run(seconds: Int, complexity: Int, quietBitrate: Int? = nil, work directory: WorkDirectoryOption) throws {
         let work = try directory.workDirectory("audio")
         defer { try? FileManager.default.removeItem(atPath: work) }
 
@@ -26,7 +26,7 @@ enum AudioBench {
 
         // The stream first, so the process's peak RSS is the stream's, not the tools'.
         let rssBefore = peakRSSKiB()
-        let stream = try streamRun(seconds: seconds, device: device, complexity: complexity, in: work)
+        let stream = try streamRun(seconds: seconds, device: device, complexity: complexity, quietBitrate: quietBitrate, in: work)
         let reference = try opusencRun(pcm: pcm, in: work)
 
         print(String(format: "stream:  %.2f s CPU (%.2f user + %.2f sys), %.1f s wall, %d chunks, %.0f bytes/chunk avg, %d overruns",
@@ -64,12 +64,13 @@ enum AudioBench {
         close(fd)
     }
 
-    static func streamRun(seconds: Int, device: String, complexity: Int, in work: String)
+    static func streamRun(seconds: Int, device: String, complexity: Int, quietBitrate: Int? = nil, in work: String)
         throws -> (cpu: CPU, wall: Double, chunks: Int, averageBytes: Double, overruns: Int, peakRSSKiB: Int) {
         let database = try AgentDatabase(path: "\(work)/queue.sqlite")
         var config = MicrophoneConfig()
         config.device = device
         config.complexity = complexity
+        if let quietBitrate { config.quietBitrate = quietBitrate }
         let cpuStart = cpu(RUSAGE_SELF.rawValue)
         let wallStart = Date()
         let stream = runStream(config: config, database: database, frames: seconds * 16_000)

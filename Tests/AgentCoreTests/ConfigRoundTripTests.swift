@@ -43,6 +43,8 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.device = "plughw:CARD=Mic,DEV=0"
         c.microphone.fallbackDevice = "none"
         c.microphone.bitrate = 24_000
+        c.microphone.quietBitrate = 8_000
+        c.microphone.soundThresholdDB = -48
         c.microphone.chunkSeconds = 20
         c.microphone.overlapSeconds = 3
         c.microphone.complexity = 3

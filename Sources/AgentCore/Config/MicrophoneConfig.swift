@@ -8,8 +8,16 @@ public struct MicrophoneConfig: Sendable, Equatable {
     /// Captured from while `device` is missing (unplugged); `""` or `"none"` turns the
     /// fallback off (docs/streams/microphone.md, "Choosing the device, and falling back").
     public var fallbackDevice: String = "default"
-    /// Opus bit rate in bits per second.
+    /// Opus bit rate in bits per second: the rate for sound.
     public var bitrate: Int = 16_000
+    /// The Opus bit rate while the room is quiet (every 20 ms frame under
+    /// `soundThresholdDB` for 2 s); equal to `bitrate`, the rate never changes
+    /// (docs/streams/microphone.md, "Adaptive bit rate").
+    public var quietBitrate: Int = 6_000
+    /// A 20 ms frame at or above this level (dBFS) is sound and encoded at `bitrate`. -55
+    /// keeps speech far from the microphone (about -51 dBFS) at the full rate while room
+    /// noise (-58 to -60 dBFS) costs the quiet rate.
+    public var soundThresholdDB: Int = -55
     /// Seconds of audio per chunk. Setting it (in the file or in code) makes it explicit.
     public var chunkSeconds: Int = 30 { didSet { chunkSecondsIsExplicit = true } }
     /// Whether the file sets `chunk_seconds`: only then does onboarding keep it instead of
@@ -47,6 +55,8 @@ extension MicrophoneConfig: ConfigTable {
          .string("device", \.device),
          .string("fallback_device", \.fallbackDevice),
          .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
+         .int("quiet_bitrate", \.quietBitrate, range: 2_000...128_000, unit: "bits per second"),
+         .int("sound_threshold_db", \.soundThresholdDB, range: -100...0, unit: "dBFS (0 is full scale, -55 quiet speech far away)"),
          // Read and written only when given, so that a default leaves room for onboarding's
          // proposal (and stays the default after a rewrite).
          ConfigKey("chunk_seconds", read: { s, t in
@@ -61,6 +71,9 @@ extension MicrophoneConfig: ConfigTable {
     }
 
     func validate(_ s: ConfigSection) throws {
+        guard quietBitrate <= bitrate else {
+            throw s.error("quiet_bitrate", "\(quietBitrate) must not be above bitrate (\(bitrate)); equal turns the adaptive rate off")
+        }
         guard overlapSeconds < chunkSeconds else {
             throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
         }

@@ -19,9 +19,13 @@ public struct AudioChunk: Sendable, Equatable {
     /// as they were captured; nil for a chunk recovered from the audio journal, whose
     /// samples are gone.
     public var level: AudioLevel?
+    /// The mean bit rate the chunk was encoded at (`ChunkEncoder.meanBitrate`); nil when
+    /// not known (a chunk recovered from the audio journal).
+    public var bitrate: Int?
 
     public init(id: UUID = RecordID.make(), start: Date, frames: Int, overlapFrames: Int, sampleRate: Int, data: Data,
-                level: AudioLevel? = nil) {
+                level: AudioLevel? = nil, bitrate: Int? = nil) {
+        self.bitrate = bitrate
         self.id = id
         self.start = start
         self.frames = frames

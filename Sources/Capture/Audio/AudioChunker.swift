@@ -122,9 +122,10 @@ public struct AudioChunker<Encoder: ChunkEncoder> {
 
     private func close(_ chunk: OpenChunk) throws -> AudioChunk {
         var encoder = chunk.encoder
+        let data = try encoder.finish()
         return AudioChunk(id: chunk.beginning.id, start: chunk.beginning.start, frames: chunk.frames,
                           overlapFrames: chunk.beginning.overlapFrames, sampleRate: sampleRate,
-                          data: try encoder.finish(), level: chunk.level)
+                          data: data, level: chunk.level, bitrate: encoder.meanBitrate)
     }
 
     private func time(ofFrame frame: Int64, origin: (time: Date, frame: Int64)) -> Date {

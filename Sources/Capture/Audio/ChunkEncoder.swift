@@ -8,6 +8,13 @@ public protocol ChunkEncoder {
     mutating func append(_ samples: UnsafeBufferPointer<Int16>) throws
     /// Ends the chunk and returns the complete file. Called once.
     mutating func finish() throws -> Data
+    /// The mean bit rate the chunk's samples were encoded at (an adaptive rate changes
+    /// within a chunk); nil when the encoder does not say.
+    var meanBitrate: Int? { get }
+}
+
+extension ChunkEncoder {
+    public var meanBitrate: Int? { nil }
 }
 
 /// What is known about a chunk when it begins: enough for the audio journal to turn a

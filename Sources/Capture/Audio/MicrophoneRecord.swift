@@ -14,7 +14,13 @@ public enum MicrophoneRecord {
     /// A chunk whose level is known carries `average_db_level` and `is_silent` (below
     /// `silenceThresholdDB`), as the successor iOS collector sends them; one recovered from
     /// the journal has neither (its samples are gone).
-    public static func make(_ chunk: AudioChunk, bitrate: Int, silenceThresholdDB: Int = MicrophoneConfig().silenceThresholdDB,
+    ///
+    /// `bitrate` is the configured rate for sound; the record says the chunk's mean rate
+    /// when the chunk knows it (an adaptive rate changes within a chunk), and with
+    /// `adaptive` the settings behind it in `metadata` (docs/streams/microphone.md,
+    /// "Adaptive bit rate").
+    public static func make(_ chunk: AudioChunk, bitrate: Int, adaptive: AdaptiveRate? = nil,
+                            silenceThresholdDB: Int = MicrophoneConfig().silenceThresholdDB,
                             journalFile: String? = nil) throws -> NewRecord {
         var fields: [String: any Sendable] = [
             "timestamp_start": RFC3339.string(from: chunk.start),
@@ -27,8 +33,15 @@ public enum MicrophoneRecord {
             "sample_rate": chunk.sampleRate,
             "channels": 1,
             "codec": "opus",
-            "bitrate": bitrate,
+            "bitrate": chunk.bitrate ?? bitrate,
         ]
+        if let adaptive {
+            fields["metadata"] = [
+                "bitrate": bitrate,
+                "quiet_bitrate": adaptive.quietBitrate,
+                "sound_threshold_db": adaptive.soundThresholdDB,
+            ] as [String: any Sendable]
+        }
         if let level = chunk.level {
             fields["average_db_level"] = level.reported
             fields["is_silent"] = level.isSilent(thresholdDB: silenceThresholdDB)
@@ -36,6 +49,17 @@ public enum MicrophoneRecord {
         var record = try NewRecord(id: chunk.id, stream: .microphone, capturedAt: chunk.start, fields: fields)
         record.attachment = RecordAttachment(field: audioField, data: chunk.data, fileExtension: "ogg", existingFile: journalFile)
         return record
+    }
+
+    /// The settings of the level-adaptive rate a chunk was encoded with.
+    public struct AdaptiveRate: Sendable, Equatable {
+        public var quietBitrate: Int
+        public var soundThresholdDB: Int
+
+        public init(quietBitrate: Int, soundThresholdDB: Int) {
+            self.quietBitrate = quietBitrate
+            self.soundThresholdDB = soundThresholdDB
+        }
     }
 
     /// The contract's field for a chunk's Ogg Opus bytes (base64).

@@ -110,7 +110,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
         self.chosenRetry = chosenRetry
         self.monotonicClock = monotonicClock
         self.maxClockSkew = maxClockSkew
-        self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity)
+        self.encoderSettings = .init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity,
+                                     adaptive: .init(quietBitrate: config.quietBitrate, soundThresholdDB: Double(config.soundThresholdDB)))
         let audioJournal = journal.map {
             AudioJournal(directory: $0.directory, logger: logger, syncInterval: .seconds(config.journalSyncSeconds))
         }
@@ -346,7 +347,9 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
                 continue
             }
             do {
-                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate, silenceThresholdDB: config.silenceThresholdDB,
+                var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate,
+                                                       adaptive: .init(quietBitrate: config.quietBitrate, soundThresholdDB: config.soundThresholdDB),
+                                                       silenceThresholdDB: config.silenceThresholdDB,
                                                        journalFile: journal?.oggPath(chunk.id))
                 // Timed from a clock that cannot be believed (1970, or not yet NTP): the
                 // queue holds it until the daemon corrects its time (ClockCorrection).

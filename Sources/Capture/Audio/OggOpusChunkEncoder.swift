@@ -15,7 +15,9 @@ import Foundation
 /// (a full disk), when the chunk is most at risk.
 ///
 /// Opus settings: application VOIP and signal voice (speech is what we keep), 20 ms
-/// frames, VBR at the configured bit rate.
+/// frames, VBR at the configured bit rate; with `adaptive`, the rate follows the level of
+/// each 20 ms frame (`BitratePlan`), set between two frames with `OPUS_SET_BITRATE`
+/// (docs/streams/microphone.md, "Adaptive bit rate").
 public final class OggOpusChunkEncoder: ChunkEncoder {
     public struct Settings: Sendable, Equatable {
         public var sampleRate: Int
@@ -33,9 +35,28 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         /// With a journal: end the page after every block of samples handed over (about
         /// every 2 s, what one capture wake brings), so what was encoded is in the journal at once.
         public var pageEveryBlock: Bool
+        /// The quiet rate and the level that is sound; nil (or a quiet rate equal to
+        /// `bitrate`) encodes everything at `bitrate`.
+        public var adaptive: Adaptive?
+
+        public struct Adaptive: Sendable, Equatable {
+            public var quietBitrate: Int
+            public var soundThresholdDB: Double
+            public var lookAheadFrames: Int
+            public var holdFrames: Int
+
+            public init(quietBitrate: Int, soundThresholdDB: Double, lookAheadFrames: Int = BitratePlan.defaultLookAheadFrames,
+                        holdFrames: Int = BitratePlan.defaultHoldFrames) {
+                self.quietBitrate = quietBitrate
+                self.soundThresholdDB = soundThresholdDB
+                self.lookAheadFrames = lookAheadFrames
+                self.holdFrames = holdFrames
+            }
+        }
 
         public init(sampleRate: Int = 16_000, bitrate: Int = 16_000, complexity: Int = 10,
-                    decisionDelay: Int = 0, muxingDelay: Int = 48_000, pageEveryBlock: Bool = true) {
+                    decisionDelay: Int = 0, muxingDelay: Int = 48_000, pageEveryBlock: Bool = true, adaptive: Adaptive? = nil) {
+            self.adaptive = adaptive
             self.sampleRate = sampleRate
             self.bitrate = bitrate
             self.complexity = complexity
@@ -50,6 +71,16 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     private let pageEveryBlock: Bool
     private var encoder: OpaquePointer?
     private var samplesWritten = 0
+    /// Set only when the quiet rate is below the sound rate.
+    private var plan: BitratePlan?
+    /// Samples per 20 ms frame at the input rate: where the plan's frames begin.
+    private let frameSamples: Int
+    private var currentBitrate: Int
+    /// Sum over the samples written of the rate each was encoded at: the chunk's mean rate.
+    private var bitrateSampleSum = 0
+    /// Where the rate changed: the sample (counted from the chunk's first) from which on
+    /// it applies, and the rate. The first entry is the rate the chunk began at.
+    public private(set) var rateChanges: [(sample: Int, bitrate: Int)] = []
 
     /// - Parameter journal: where the chunk's pages also go as they are produced; nil for
     ///   none. The encoder closes it when the chunk is finished and removes it when the
@@ -57,6 +88,14 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     public init(_ settings: Settings, journal: JournalFile? = nil) throws {
         self.journal = journal
         pageEveryBlock = journal != nil && settings.pageEveryBlock
+        frameSamples = max(1, settings.sampleRate / 50)
+        currentBitrate = settings.bitrate
+        if let adaptive = settings.adaptive {
+            let planSettings = BitratePlan.Settings(soundBitrate: settings.bitrate, quietBitrate: adaptive.quietBitrate,
+                                                    thresholdDB: adaptive.soundThresholdDB,
+                                                    lookAheadFrames: adaptive.lookAheadFrames, holdFrames: adaptive.holdFrames)
+            if planSettings.isAdaptive { plan = BitratePlan(planSettings) }
+        }
         guard let comments = ope_comments_create() else { throw OpusEncodingError(call: "ope_comments_create", code: OPE_ALLOC_FAIL) }
         defer { ope_comments_destroy(comments) }
         var error: Int32 = 0
@@ -86,11 +125,64 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     public func append(_ samples: UnsafeBufferPointer<Int16>) throws {
         guard let encoder else { throw OpusEncodingError(call: "ope_encoder_write after finish", code: OPE_TOO_LATE) }
         guard let base = samples.baseAddress, !samples.isEmpty else { return }
-        try check(ope_encoder_write(encoder, base, Int32(samples.count)), "ope_encoder_write")
-        samplesWritten += samples.count
+        if plan != nil {
+            try appendPlanned(samples, to: encoder)
+        } else {
+            try check(ope_encoder_write(encoder, base, Int32(samples.count)), "ope_encoder_write")
+            noteRate(currentBitrate, samples: samples.count)
+        }
         // With a journal, the frames just encoded end their page now: a kill then loses
         // only the samples of the frame not yet complete. Without one, pages fill as usual.
         collectPages(encoder, flush: pageEveryBlock)
+    }
+
+    /// The mean of the rates the chunk's samples were encoded at (what its record's
+    /// `bitrate` says); the configured rate before any sample.
+    public var meanBitrate: Int? {
+        guard samplesWritten > 0 else { return currentBitrate }
+        return Int((Double(bitrateSampleSum) / Double(samplesWritten)).rounded())
+    }
+
+    /// The samples cut into the encoder's 20 ms frames (counted from the chunk's first
+    /// sample, so a block that ends inside a frame continues it in the next), each frame's
+    /// level taken, the plan's rate set before the frames it is for are encoded, and the
+    /// frames of one rate written together (one `ope_encoder_write` per run, not per frame).
+    private func appendPlanned(_ samples: UnsafeBufferPointer<Int16>, to encoder: OpaquePointer) throws {
+        var bounds: [Range<Int>] = []
+        var levels: [Double] = []
+        var start = 0
+        while start < samples.count {
+            let intoFrame = (samplesWritten + start) % frameSamples
+            let end = min(samples.count, start + frameSamples - intoFrame)
+            var level = AudioLevel()
+            level.add(UnsafeBufferPointer(rebasing: samples[start ..< end]))
+            bounds.append(start ..< end)
+            levels.append(level.dbfs)
+            start = end
+        }
+        guard let rates = plan?.rates(forLevels: levels) else { return }
+        var runStart = 0
+        while runStart < bounds.count {
+            var runEnd = runStart + 1
+            while runEnd < bounds.count, rates[runEnd] == rates[runStart] { runEnd += 1 }
+            let range = bounds[runStart].lowerBound ..< bounds[runEnd - 1].upperBound
+            if rates[runStart] != currentBitrate {
+                try check(ariata_ope_set_bitrate(encoder, opus_int32(rates[runStart])), "OPUS_SET_BITRATE")
+                currentBitrate = rates[runStart]
+            }
+            let run = UnsafeBufferPointer(rebasing: samples[range])
+            // A run is never empty: each frame piece holds at least one sample.
+            guard let base = run.baseAddress else { break }
+            try check(ope_encoder_write(encoder, base, Int32(run.count)), "ope_encoder_write")
+            noteRate(currentBitrate, samples: run.count)
+            runStart = runEnd
+        }
+    }
+
+    private func noteRate(_ bitrate: Int, samples count: Int) {
+        if rateChanges.last?.bitrate != bitrate { rateChanges.append((samplesWritten, bitrate)) }
+        bitrateSampleSum += bitrate * count
+        samplesWritten += count
     }
 
     public func finish() throws -> Data {

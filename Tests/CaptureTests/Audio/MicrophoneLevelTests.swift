@@ -99,6 +99,37 @@ final class MicrophoneLevelTests: XCTestCase {
         XCTAssertEqual(silent(stricter), [true, true], "the threshold decides: -45 is below -40")
     }
 
+    /// The adaptive bit rate through the stream (docs/streams/microphone.md, "Adaptive bit
+    /// rate"): a quiet room, a tone, then the room again, in 10 s chunks; each record says its
+    /// mean rate, the settings are in its metadata, and every chunk plays to its duration.
+    func testEachRecordSaysItsMeanBitRateAndTheSettings() throws {
+        let samples = TestSignal.noise(seconds: 12, dbfs: -60) + TestSignal.tone(seconds: 6, dbfs: -20)
+            + TestSignal.noise(seconds: 14, dbfs: -60, seed: 3)
+        let run = try capture(samples)
+        XCTAssertEqual(run.records.count, 4, "chunks at 0, 8, 16 and 24 s")
+        let rates = run.records.map { $0["bitrate"] as? Int ?? 0 }
+        print("measured: records' bitrate \(rates)")
+        XCTAssertEqual(rates[0], 6_000, "0–10 s: the room only")
+        // 8–18 s: 3.8 s of room at the quiet rate (4 s before the tone less the 200 ms
+        // look-ahead, when the tone starts mid-block), 6.2 s at the full rate.
+        XCTAssertEqual(Double(rates[1]), (3.8 * 6_000 + 6.2 * 16_000) / 10, accuracy: 410, "a 2 s block boundary moves the look-ahead")
+        // 16–26 s: the tone to 18 s, held to 20 s, then quiet.
+        XCTAssertEqual(Double(rates[2]), (4 * 16_000 + 6 * 6_000) / 10, accuracy: 50)
+        XCTAssertEqual(rates[3], 6_000, "24–32 s: the room only")
+        for record in run.records {
+            let metadata = try XCTUnwrap(record["metadata"] as? [String: Any])
+            XCTAssertEqual(metadata["bitrate"] as? Int, 16_000)
+            XCTAssertEqual(metadata["quiet_bitrate"] as? Int, 6_000)
+            XCTAssertEqual(metadata["sound_threshold_db"] as? Int, -55)
+        }
+        let directory = try TemporaryDirectory()
+        for record in run.records {
+            let data = try XCTUnwrap(Data(base64Encoded: record["audio_data"] as? String ?? ""))
+            let decoded = try OpusTools.decode(data, in: directory)
+            XCTAssertEqual(Double(decoded.count), try XCTUnwrap(record["duration_seconds"] as? Double) * Double(rate), accuracy: 1)
+        }
+    }
+
     /// Tone, 32 s of silence, tone, 32 s of silence, tone: chunks at 0, 8, …, 80 s; those at
     /// 16, 24, 56 and 64 s hold nothing but silence.
     var twoQuietSpells: [Int16] {

@@ -1,0 +1,183 @@
+@testable import Capture
+import Foundation
+import Logging
+import TestRigs
+import XCTest
+
+/// The level-adaptive bit rate (docs/streams/microphone.md, "Adaptive bit rate"): the plan
+/// on synthetic level sequences, then the real libopusenc encoder judged by opusdec and by
+/// the sizes of the Opus packets it wrote.
+final class AdaptiveBitrateTests: XCTestCase {
+    let quiet = -60.0, loud = -20.0
+
+    func plan(lookAhead: Int = 3, hold: Int = 5) -> BitratePlan {
+        BitratePlan(.init(soundBitrate: 16_000, quietBitrate: 6_000, thresholdDB: -55, lookAheadFrames: lookAhead, holdFrames: hold))
+    }
+
+    /// "H" for a frame at the full rate, "q" for the quiet rate.
+    func marks(_ rates: [Int]) -> String { String(rates.map { $0 == 16_000 ? "H" : "q" }) }
+
+    func testQuietFramesGetTheQuietRateAndSoundTheFullRate() {
+        var plan = plan()
+        XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: quiet, count: 8))), "qqqqqqqq")
+        XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: loud, count: 4))), "HHHH")
+    }
+
+    func testTheFullRateStartsLookAheadFramesBeforeTheFirstSoundFrame() {
+        var plan = plan(lookAhead: 3)
+        let levels = Array(repeating: quiet, count: 10) + [loud, loud] + Array(repeating: quiet, count: 10)
+        XCTAssertEqual(marks(plan.rates(forLevels: levels)), "qqqqqqqHHHHHHHHHHqqqqq")
+    }
+
+    func testTheFullRateHoldsAfterTheLastSoundFrameAndAcrossBlocks() {
+        var plan = plan(lookAhead: 0, hold: 5)
+        XCTAssertEqual(marks(plan.rates(forLevels: [quiet, loud, quiet, quiet])), "qHHH")
+        // The hold began in the block before: 3 more frames at the full rate, then quiet.
+        XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: quiet, count: 6))), "HHHqqq")
+    }
+
+    func testPausesShorterThanTheHoldStayAtTheFullRate() {
+        var plan = plan(lookAhead: 2, hold: 5)
+        let words: [Double] = [loud, loud, quiet, quiet, quiet, quiet, loud, quiet, quiet, quiet, quiet, quiet, loud]
+        XCTAssertEqual(marks(plan.rates(forLevels: words)), "HHHHHHHHHHHHH")
+    }
+
+    func testTheLookAheadSeesOnlyTheFramesHandedOverTogether() {
+        var plan = plan(lookAhead: 3)
+        XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: quiet, count: 5))), "qqqqq",
+                       "the next block's sound is not known yet: nothing is held back for it")
+        XCTAssertEqual(marks(plan.rates(forLevels: [loud, quiet])), "HH")
+    }
+
+    func testTheThresholdItselfIsSound() {
+        var plan = plan(lookAhead: 0, hold: 0)
+        XCTAssertEqual(marks(plan.rates(forLevels: [-55.1, -55, -54.9, AudioLevel.floor])), "qHHq")
+    }
+
+    func testEqualRatesAreNotAdaptive() {
+        XCTAssertFalse(BitratePlan.Settings(soundBitrate: 16_000, quietBitrate: 16_000, thresholdDB: -55).isAdaptive)
+        XCTAssertTrue(BitratePlan.Settings(soundBitrate: 16_000, quietBitrate: 6_000, thresholdDB: -55).isAdaptive)
+    }
+
+    // MARK: Through the real encoder
+
+    let rate = 16_000
+    let adaptive = OggOpusChunkEncoder.Settings.Adaptive(quietBitrate: 6_000, soundThresholdDB: -55)
+
+    /// Encodes in 2 s blocks, as the capture thread hands them over.
+    func encode(_ samples: [Int16], adaptive: OggOpusChunkEncoder.Settings.Adaptive?, journal: JournalFile? = nil,
+                finish: Bool = true) throws -> (data: Data, encoder: OggOpusChunkEncoder) {
+        let encoder = try OggOpusChunkEncoder(.init(bitrate: 16_000, adaptive: adaptive), journal: journal)
+        for start in stride(from: 0, to: samples.count, by: 2 * rate) {
+            try samples[start ..< min(start + 2 * rate, samples.count)].withUnsafeBufferPointer { try encoder.append($0) }
+        }
+        return (finish ? try encoder.finish() : Data(), encoder)
+    }
+
+    /// The sizes of the Opus packets in an Ogg file, in order, the two header packets left out
+    /// (RFC 3533 lacing: a packet ends at the first lacing value under 255).
+    func packetSizes(_ data: Data) throws -> [Int] {
+        let bytes = [UInt8](data)
+        var sizes: [Int] = []
+        var partial = 0
+        var offset = 0
+        while offset + 27 <= bytes.count {
+            guard bytes[offset ..< offset + 4].elementsEqual("OggS".utf8) else { throw XCTSkip("not an Ogg page at \(offset)") }
+            let segments = Int(bytes[offset + 26])
+            let table = bytes[offset + 27 ..< offset + 27 + segments]
+            for lacing in table {
+                partial += Int(lacing)
+                if lacing < 255 {
+                    sizes.append(partial)
+                    partial = 0
+                }
+            }
+            offset += 27 + segments + table.reduce(0) { $0 + Int($1) }
+        }
+        XCTAssertEqual(offset, bytes.count, "the pages fill the file")
+        return Array(sizes.dropFirst(2))
+    }
+
+    func testAQuietChunkIsAThirdOfTheBytesAndDecodesToItsFullDuration() throws {
+        let directory = try TemporaryDirectory()
+        let room = TestSignal.noise(seconds: 30, dbfs: -60)
+        let flat = try encode(room, adaptive: nil)
+        let planned = try encode(room, adaptive: adaptive)
+        let ratio = Double(flat.data.count) / Double(planned.data.count)
+        print("measured: 30 s of room noise at -60 dBFS: \(flat.data.count) bytes at 16 kbit/s, \(planned.data.count) adaptive (\(String(format: "%.2f", ratio)) ×)")
+        XCTAssertGreaterThanOrEqual(ratio, 2.5, "a quiet chunk costs far less than at the full rate")
+        XCTAssertEqual(planned.encoder.meanBitrate, 6_000)
+        XCTAssertEqual(flat.encoder.meanBitrate, 16_000)
+        _ = try OpusTools.info(planned.data, in: directory)
+        let decoded = try OpusTools.decode(planned.data, in: directory)
+        XCTAssertEqual(decoded.count, room.count, "opusdec plays the whole chunk")
+        let flatLevel = TestSignal.dbfs(try OpusTools.decode(flat.data, in: directory)[16_000 ..< 464_000])
+        let quietLevel = TestSignal.dbfs(decoded[16_000 ..< 464_000])
+        print(String(format: "measured: decoded level of the room: %.1f dBFS at 16 kbit/s, %.1f at 6 kbit/s", flatLevel, quietLevel))
+        // Opus codes white noise about 3 dB low at either rate: the quiet rate hears the
+        // room as loud as the full rate does.
+        XCTAssertEqual(quietLevel, flatLevel, accuracy: 1, "the room is heard as at the full rate")
+        XCTAssertEqual(quietLevel, -60, accuracy: 4)
+    }
+
+    /// Speech after 3.5 s of room noise (inside the second 2 s block, so the look-ahead sees
+    /// it) and after 4 s (the first frame of a block: no look-ahead across blocks).
+    func testSpeechOnsetIsCodedAtTheFullRate() throws {
+        let directory = try TemporaryDirectory()
+        let speech = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 8, in: directory.path))
+        let firstSound = try XCTUnwrap(stride(from: 0, to: speech.count - 320, by: 320).first {
+            TestSignal.dbfs(speech[$0 ..< $0 + 320]) >= -55
+        }, "the speech has a frame above the threshold")
+        let words = Array(speech[firstSound...].prefix(6 * rate))
+        for onsetSeconds in [3.5, 4.0] {
+            let onset = Int(onsetSeconds * Double(rate))
+            let input = TestSignal.noise(seconds: onsetSeconds, dbfs: -60) + words
+            let flat = try encode(input, adaptive: nil)
+            let planned = try encode(input, adaptive: adaptive)
+            let changes = planned.encoder.rateChanges
+            XCTAssertEqual(changes.first?.bitrate, 6_000, "the chunk begins quiet")
+            let up = try XCTUnwrap(changes.first { $0.bitrate == 16_000 }, "the rate goes up for the speech")
+            let lookAhead = onsetSeconds == 3.5 ? BitratePlan.defaultLookAheadFrames * 320 : 0
+            XCTAssertLessThanOrEqual(up.sample, onset - lookAhead, "full rate from \(lookAhead / 320) frames before the onset at \(onsetSeconds) s")
+
+            // The packets of the first 200 ms of speech are as large as at the full rate
+            // throughout, and far larger than the quiet rate's.
+            let flatSizes = try packetSizes(flat.data), plannedSizes = try packetSizes(planned.data)
+            XCTAssertEqual(plannedSizes.count, flatSizes.count)
+            let frame = onset / 320
+            let onsetFlat = flatSizes[frame ..< frame + 10].reduce(0, +), onsetPlanned = plannedSizes[frame ..< frame + 10].reduce(0, +)
+            let quietPlanned = plannedSizes[20 ..< 30].reduce(0, +)
+            print("measured: onset at \(onsetSeconds) s: 10 packets from the onset \(onsetPlanned) bytes adaptive, \(onsetFlat) at 16 kbit/s throughout; 10 quiet packets \(quietPlanned) bytes")
+            XCTAssertGreaterThanOrEqual(Double(onsetPlanned), 0.85 * Double(onsetFlat), "the onset is coded at the full rate")
+            XCTAssertGreaterThan(Double(onsetPlanned), 1.8 * Double(quietPlanned))
+            let decoded = try OpusTools.decode(planned.data, in: directory)
+            XCTAssertEqual(decoded.count, input.count, "opusdec plays the whole chunk")
+            XCTAssertGreaterThan(OpusTools.correlation(decoded[onset + 1_600 ..< onset + 48_000], input[onset + 1_600 ..< onset + 48_000]), 0.5,
+                                 "the speech is there")
+        }
+    }
+
+    func testAKilledChunkWithRateChangesRecoversToItsDuration() throws {
+        let work = try TemporaryDirectory()
+        let journal = AudioJournal(directory: work.file("journal"), logger: Logger(label: "ariata.adaptive.test"))
+        try journal.prepare()
+        let beginning = ChunkBeginning(start: Date(timeIntervalSince1970: 1_800_000_000), overlapFrames: 0, sampleRate: rate)
+        let speech = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 4, in: work.path))
+        // quiet, speech, quiet, speech: the rate changes four times inside the chunk.
+        let input = TestSignal.noise(seconds: 5, dbfs: -60) + speech.prefix(3 * rate) + TestSignal.noise(seconds: 5, dbfs: -60, seed: 7)
+            + speech.prefix(3 * rate)
+        let killed = try encode(input, adaptive: adaptive, journal: try journal.begin(beginning, bitrate: 16_000), finish: false)
+        XCTAssertGreaterThanOrEqual(killed.encoder.rateChanges.count, 4, "\(killed.encoder.rateChanges)")
+        journal.waitForSyncs()
+        let pages = try Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(journal.oggPath(beginning.id))))
+        let repaired = try XCTUnwrap(OggOpusRepair.repair(pages))
+        // As without rate changes (AudioJournalTests): all but the audio libopusenc has not
+        // yet put in a page, under 0.1 s.
+        XCTAssertGreaterThan(repaired.duration, Double(input.count) / Double(rate) - 0.1)
+        XCTAssertLessThanOrEqual(repaired.duration, Double(input.count) / Double(rate))
+        _ = try OpusTools.info(repaired.data, in: work)
+        let decoded = try OpusTools.decode(repaired.data, in: work)
+        XCTAssertEqual(Double(decoded.count), Double(repaired.samples48k) / 3, accuracy: 1, "opusdec plays what the record states")
+        withExtendedLifetime(killed.encoder) {}
+    }
+}
