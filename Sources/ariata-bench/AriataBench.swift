@@ -115,6 +115,10 @@ struct SilenceCommand: ParsableCommand {
     var roomDb: Double = -58
     @Option(help: "Comma-separated: today, adaptive, adaptive-drop.")
     var settings = "today,adaptive,adaptive-drop"
+    @Option(help: "[microphone] quiet_bitrate of the adaptive settings. Default: the config's default.")
+    var quietBitrate = MicrophoneConfig().quietBitrate
+    @Option(help: "[microphone] sound_threshold_db of the adaptive settings. Default: the config's default.")
+    var soundThresholdDb = MicrophoneConfig().soundThresholdDB
     @Flag(help: "Only the hour, not each input's levels.")
     var dayOnly = false
     @OptionGroup var work: WorkDirectoryOption
@@ -122,6 +126,8 @@ struct SilenceCommand: ParsableCommand {
     func validate() throws {
         try requirePositive(seconds, "--seconds")
         try requireWithin(quietPercent, 0...100, "--quiet-percent")
+        try requireWithin(quietBitrate, 2_000...16_000, "--quiet-bitrate")
+        try requireWithin(soundThresholdDb, -100...0, "--sound-threshold-db")
         _ = try parsedSettings()
     }
 
@@ -136,7 +142,7 @@ struct SilenceCommand: ParsableCommand {
 
     func run() throws {
         try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, roomDB: roomDb, settings: try parsedSettings(),
-                             dayOnly: dayOnly, work: work)
+                             adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: soundThresholdDb), dayOnly: dayOnly, work: work)
     }
 }
 

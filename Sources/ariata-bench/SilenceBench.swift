@@ -34,33 +34,46 @@ enum SilenceBench {
     enum Setting: String, CaseIterable {
         case today, adaptive, adaptiveDrop = "adaptive-drop"
 
-        func apply(to config: inout MicrophoneConfig) {
+        /// `adaptive` is the adaptive settings (`quiet_bitrate`, `sound_threshold_db`) the
+        /// two adaptive settings use.
+        func apply(to config: inout MicrophoneConfig, adaptive: Adaptive) {
             switch self {
             case .today:
                 config.quietBitrate = config.bitrate
             case .adaptive:
-                break
+                adaptive.apply(to: &config)
             case .adaptiveDrop:
+                adaptive.apply(to: &config)
                 config.uploadSilent = false
             }
         }
 
-        var description: String {
+        func description(_ adaptive: Adaptive) -> String {
             switch self {
             case .today: "one rate (quiet_bitrate = bitrate = 16000)"
-            case .adaptive: "adaptive (quiet_bitrate = 6000, sound_threshold_db = -55)"
-            case .adaptiveDrop: "adaptive, upload_silent = false"
+            case .adaptive: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB))"
+            case .adaptiveDrop: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB)), upload_silent = false"
             }
         }
     }
 
-    static func run(seconds: Int, quietPercent: Int, roomDB: Double, settings: [Setting], dayOnly: Bool,
+    struct Adaptive {
+        var quietBitrate = MicrophoneConfig().quietBitrate
+        var soundThresholdDB = MicrophoneConfig().soundThresholdDB
+
+        func apply(to config: inout MicrophoneConfig) {
+            config.quietBitrate = quietBitrate
+            config.soundThresholdDB = soundThresholdDB
+        }
+    }
+
+    static func run(seconds: Int, quietPercent: Int, roomDB: Double, settings: [Setting], adaptive: Adaptive = Adaptive(), dayOnly: Bool,
                     work directory: WorkDirectoryOption) throws {
         let work = try directory.workDirectory("silence")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let speech = try decodeSpeech(in: work)
         if !dayOnly { try levels(seconds: seconds, speech: speech, in: work) }
-        try day(quietPercent: quietPercent, roomDB: roomDB, settings: settings, speech: speech, in: work)
+        try day(quietPercent: quietPercent, roomDB: roomDB, settings: settings, adaptive: adaptive, speech: speech, in: work)
     }
 
     static func levels(seconds: Int, speech: [Int16], in work: String) throws {
@@ -101,7 +114,7 @@ enum SilenceBench {
 
     /// An hour, P % quiet: twelve five-minute spells of room noise then speech, captured
     /// once per setting. A day is 24 such hours.
-    static func day(quietPercent: Int, roomDB: Double, settings: [Setting], speech: [Int16], in work: String) throws {
+    static func day(quietPercent: Int, roomDB: Double, settings: [Setting], adaptive: Adaptive, speech: [Int16], in work: String) throws {
         let spell = 300, quiet = spell * quietPercent / 100
         let hour = "\(work)/hour.raw"
         guard FileManager.default.createFile(atPath: hour, contents: nil) else { throw BenchFailure("cannot create \(hour)") }
@@ -117,11 +130,11 @@ enum SilenceBench {
         print("  wire bytes: each record's JSON as the request carries it, its Ogg as base64 (4 bytes per 3) and each chunk's 2 s overlap included; the batch envelope (about 200 bytes a request) is not")
         for setting in settings {
             let cpuStart = AudioBench.cpu(RUSAGE_SELF.rawValue)
-            let chunks = try capture(hour, seconds: 3_600, in: work) { setting.apply(to: &$0) }
+            let chunks = try capture(hour, seconds: 3_600, in: work) { setting.apply(to: &$0, adaptive: adaptive) }
             let cpu = AudioBench.cpu(RUSAGE_SELF.rawValue).total - cpuStart.total
             let rates = chunks.bitrates.sorted()
             print(String(format: "  %@: %d chunks kept, %d dropped, %.0f s of the hour's 3600 in kept chunks; Opus %d bytes/hour (%.2f kbit/s), wire %d bytes/hour; per day: Opus %.1f MB, wire %.1f MB; records' bitrate %d / %d / %d; %.1f s CPU",
-                         setting.description, chunks.levels.count, chunks.dropped, chunks.coveredSeconds, chunks.audioBytes,
+                         setting.description(adaptive), chunks.levels.count, chunks.dropped, chunks.coveredSeconds, chunks.audioBytes,
                          Double(chunks.audioBytes) * 8 / 3_600 / 1_000, chunks.wireBytes,
                          Double(chunks.audioBytes) * 24 / 1e6, Double(chunks.wireBytes) * 24 / 1e6,
                          rates.first ?? 0, rates.isEmpty ? 0 : rates[rates.count / 2], rates.last ?? 0, cpu))

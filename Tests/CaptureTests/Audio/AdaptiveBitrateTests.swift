@@ -1,3 +1,4 @@
+import AgentCore
 @testable import Capture
 import Foundation
 import Logging
@@ -62,7 +63,9 @@ final class AdaptiveBitrateTests: XCTestCase {
     // MARK: Through the real encoder
 
     let rate = 16_000
-    let adaptive = OggOpusChunkEncoder.Settings.Adaptive(quietBitrate: 6_000, soundThresholdDB: -55)
+    /// The defaults of `[microphone] quiet_bitrate` and `sound_threshold_db`.
+    let adaptive = OggOpusChunkEncoder.Settings.Adaptive(quietBitrate: MicrophoneConfig().quietBitrate,
+                                                         soundThresholdDB: Double(MicrophoneConfig().soundThresholdDB))
 
     /// Encodes in 2 s blocks, as the capture thread hands them over.
     func encode(_ samples: [Int16], adaptive: OggOpusChunkEncoder.Settings.Adaptive?, journal: JournalFile? = nil,
@@ -106,18 +109,18 @@ final class AdaptiveBitrateTests: XCTestCase {
         let ratio = Double(flat.data.count) / Double(planned.data.count)
         print("measured: 30 s of room noise at -60 dBFS: \(flat.data.count) bytes at 16 kbit/s, \(planned.data.count) adaptive (\(String(format: "%.2f", ratio)) ×)")
         XCTAssertGreaterThanOrEqual(ratio, 2.5, "a quiet chunk costs far less than at the full rate")
-        XCTAssertEqual(planned.encoder.meanBitrate, 6_000)
+        XCTAssertEqual(planned.encoder.meanBitrate, adaptive.quietBitrate)
         XCTAssertEqual(flat.encoder.meanBitrate, 16_000)
         _ = try OpusTools.info(planned.data, in: directory)
         let decoded = try OpusTools.decode(planned.data, in: directory)
         XCTAssertEqual(decoded.count, room.count, "opusdec plays the whole chunk")
         let flatLevel = TestSignal.dbfs(try OpusTools.decode(flat.data, in: directory)[16_000 ..< 464_000])
         let quietLevel = TestSignal.dbfs(decoded[16_000 ..< 464_000])
-        print(String(format: "measured: decoded level of the room: %.1f dBFS at 16 kbit/s, %.1f at 6 kbit/s", flatLevel, quietLevel))
-        // Opus codes white noise about 3 dB low at either rate: the quiet rate hears the
-        // room as loud as the full rate does.
-        XCTAssertEqual(quietLevel, flatLevel, accuracy: 1, "the room is heard as at the full rate")
-        XCTAssertEqual(quietLevel, -60, accuracy: 4)
+        print(String(format: "measured: decoded level of the room: %.1f dBFS at 16 kbit/s, %.1f at the quiet rate", flatLevel, quietLevel))
+        // Opus does not code white noise at exactly its level at either rate (measured: 3 dB
+        // under at 16 kbit/s, 3.4 dB over at 5 kbit/s); the room is still there, not silence.
+        XCTAssertEqual(flatLevel, -60, accuracy: 4)
+        XCTAssertEqual(quietLevel, -60, accuracy: 4, "the room is still heard near its level")
     }
 
     /// Speech after 3.5 s of room noise (inside the second 2 s block, so the look-ahead sees
@@ -135,7 +138,7 @@ final class AdaptiveBitrateTests: XCTestCase {
             let flat = try encode(input, adaptive: nil)
             let planned = try encode(input, adaptive: adaptive)
             let changes = planned.encoder.rateChanges
-            XCTAssertEqual(changes.first?.bitrate, 6_000, "the chunk begins quiet")
+            XCTAssertEqual(changes.first?.bitrate, adaptive.quietBitrate, "the chunk begins quiet")
             let up = try XCTUnwrap(changes.first { $0.bitrate == 16_000 }, "the rate goes up for the speech")
             let lookAhead = onsetSeconds == 3.5 ? BitratePlan.defaultLookAheadFrames * 320 : 0
             XCTAssertLessThanOrEqual(up.sample, onset - lookAhead, "full rate from \(lookAhead / 320) frames before the onset at \(onsetSeconds) s")
