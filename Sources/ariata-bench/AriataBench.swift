@@ -14,7 +14,7 @@ struct AriataBench: ParsableCommand {
         abstract: "Measure ariata-agent against real components (docs/performance.md).",
         discussion: "Build as the package is built: scripts/static-build.sh ariata-agent ariata-bench.",
         subcommands: [QueueCommand.self, UploadCommand.self, LocationCommand.self, AudioCommand.self, SilenceCommand.self,
-                      JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
+                      EncodeCommand.self, JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
                       PowerCommand.self, FootprintCommand.self, SleepCommand.self])
 }
 
@@ -143,6 +143,39 @@ struct SilenceCommand: ParsableCommand {
     func run() throws {
         try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, roomDB: roomDb, settings: try parsedSettings(),
                              adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: soundThresholdDb), dayOnly: dayOnly, work: work)
+    }
+}
+
+struct EncodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encode",
+        abstract: "A raw PCM file (16 kHz mono s16le) encoded to Ogg Opus by the agent's own encoder, in 2 s blocks.",
+        discussion: """
+            The microphone stream's encoder settings (complexity from the default config), one chunk \
+            for the whole file. With --quiet-bitrate below --bitrate, the level-adaptive rate; equal, \
+            one rate throughout. For the word-error-rate benchmark (tools/wer/wer.py).
+            """)
+
+    @Option(help: "Raw PCM: 16 kHz, mono, signed 16-bit little-endian.")
+    var input: String
+    @Option(help: "Where the Ogg Opus file goes.")
+    var output: String
+    @Option(help: "[microphone] bitrate.")
+    var bitrate = MicrophoneConfig().bitrate
+    @Option(help: "[microphone] quiet_bitrate; equal to --bitrate for one rate throughout. Default: the config's default.")
+    var quietBitrate = MicrophoneConfig().quietBitrate
+    @Option(help: "[microphone] sound_threshold_db. Default: the config's default.")
+    var soundThresholdDb = MicrophoneConfig().soundThresholdDB
+
+    func validate() throws {
+        try requireWithin(bitrate, 2_000...64_000, "--bitrate")
+        try requireWithin(quietBitrate, 2_000...64_000, "--quiet-bitrate")
+        try requireWithin(soundThresholdDb, -100...0, "--sound-threshold-db")
+    }
+
+    func run() throws {
+        try EncodeBench.run(input: input, output: output, bitrate: bitrate, quietBitrate: min(quietBitrate, bitrate),
+                            soundThresholdDB: soundThresholdDb)
     }
 }
 

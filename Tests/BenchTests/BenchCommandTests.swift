@@ -89,7 +89,7 @@ final class BenchCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("bench-help")
         let help = try ChildProcess(bench, ["--help"], name: "help", logDirectory: dir.path)
         XCTAssertEqual(help.wait(timeout: 30), 0)
-        for name in ["queue", "upload", "location", "audio", "silence", "journal", "health", "export", "metrics", "power", "footprint"] {
+        for name in ["queue", "upload", "location", "audio", "silence", "encode", "journal", "health", "export", "metrics", "power", "footprint"] {
             XCTAssertTrue(help.stdout().contains("  \(name) "), "\(name) in:\n\(help.stdout())")
         }
         let footprint = try ChildProcess(bench, ["footprint", "--help"], name: "footprint-help", logDirectory: dir.path)
