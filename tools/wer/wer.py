@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Word error rates of an offline recogniser (pocketsphinx, pocketsphinx-en-us) on the same
+speech encoded three ways: 16 kbit/s throughout, the agent's level-adaptive rate and
+6 kbit/s throughout. A benchmark tool, not part of the package.
+
+    python3 tools/wer/wer.py [--bench .build/debug/ariata-bench] [--levels -20,-40,-51]
+                             [--room-db -58] [--gap 4] [--work DIR] [--jobs 2]
+
+The sentences are tools/wer/sentences.txt (one a line), spoken by the espeak-ng voices in
+VOICES in turn (sentence i by VOICES[i % len(VOICES)]), each resampled by sox to 16 kHz mono
+and scaled so its RMS is the level. At each level the sentences follow each other with
+--gap seconds of quiet between them (and before the first), and white noise at --room-db
+dBFS (the room) runs under all of it, so the adaptive rate drops to the quiet rate between
+sentences. The same PCM is encoded by `ariata-bench encode` (the agent's encoder) at
+--bitrate 16000 --quiet-bitrate 16000, at the default adaptive settings and at 6000/6000,
+decoded by opusdec and recognised by pocketsphinx_continuous; the unencoded PCM is
+recognised too. WER is the word-level Levenshtein distance between the reference (all the
+sentences) and all the recogniser's utterances, lowercase, punctuation but in-word
+apostrophes stripped, over the reference's words.
+
+The demo recording (tools/demo/speech.opus) has no transcript in the repository; its row is
+the same distance against what the recogniser makes of the recording itself (decoded, not
+re-encoded, at -20 dBFS with no noise): how much each encoding changes the transcript, not
+an error rate against the truth.
+
+Needs: apt-get install pocketsphinx pocketsphinx-en-us espeak-ng sox opus-tools python3-numpy
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VOICES = ["en-us", "en-gb-x-rp", "en-us+f3", "en-gb-scotland"]
+MODEL = "/usr/share/pocketsphinx/model/en-us"
+RATE = 16000
+SEED = 1
+# Seconds of the gap kept either side of a sentence cut out for the recogniser.
+MARGIN = 0.3
+# (name, ariata-bench encode options)
+SETTINGS = [
+    ("16 kbit/s", ["--bitrate", "16000", "--quiet-bitrate", "16000"]),
+    ("adaptive", []),  # the config's defaults: bitrate 16000, quiet_bitrate, sound_threshold_db
+    ("6 kbit/s", ["--bitrate", "6000", "--quiet-bitrate", "6000"]),
+]
+
+
+def run(args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
+
+
+def words(text):
+    text = text.lower().replace("\u2019", "'")
+    return [w.strip("'") for w in re.findall(r"[a-z0-9']+", text) if w.strip("'")]
+
+
+def distance(ref, hyp):
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1]
+
+
+def read_raw(path):
+    return np.fromfile(path, dtype="<i2").astype(np.float64) / 32768
+
+
+def write_raw(samples, path):
+    np.clip(np.round(samples * 32768), -32768, 32767).astype("<i2").tofile(path)
+
+
+def rms_db(x):
+    return 20 * np.log10(max(np.sqrt(np.mean(x * x)), 1e-12))
+
+
+def synthesise(sentences, work):
+    clips = []
+    for i, text in enumerate(sentences):
+        voice = VOICES[i % len(VOICES)]
+        wav, raw = f"{work}/s{i:02d}.wav", f"{work}/s{i:02d}.raw"
+        run(["espeak-ng", "-v", voice, "-w", wav, text])
+        run(["sox", wav, "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw])
+        clips.append(read_raw(raw))
+    return clips
+
+
+def demo_speech(work):
+    run(["opusdec", "--quiet", "--rate", str(RATE), f"{ROOT}/tools/demo/speech.opus", f"{work}/demo.wav"])
+    run(["sox", f"{work}/demo.wav", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", f"{work}/demo.raw"])
+    return read_raw(f"{work}/demo.raw")
+
+
+def scene(clips, level, room_db, gap, seed):
+    """The clips at `level` dBFS RMS each, `gap` s apart, with white noise at `room_db` under them."""
+    parts, bounds, at = [np.zeros(int(gap * RATE))], [], int(gap * RATE)
+    for clip in clips:
+        parts += [clip * 10 ** ((level - rms_db(clip)) / 20), np.zeros(int(gap * RATE))]
+        bounds.append((at, at + len(clip)))
+        at += len(clip) + int(gap * RATE)
+    signal = np.concatenate(parts)
+    if room_db is not None:
+        noise = np.random.default_rng(seed).standard_normal(len(signal))
+        signal += noise * 10 ** (room_db / 20) / np.sqrt(np.mean(noise * noise))
+    return signal, bounds
+
+
+def recognise(wav):
+    out = run(["pocketsphinx_continuous", "-infile", wav, "-hmm", f"{MODEL}/en-us", "-lm", f"{MODEL}/en-us.lm.bin",
+               "-dict", f"{MODEL}/cmudict-en-us.dict", "-logfn", "/dev/null"])
+    return " ".join(line.strip() for line in out.stdout.splitlines() if line.strip())
+
+
+def recognise_sentences(raw, bounds, stem):
+    """Each sentence cut from `raw` at its known place (MARGIN s either side) and recognised
+    as one utterance by pocketsphinx_batch: the recogniser's own segmentation and its
+    cepstral mean carried across utterances and gaps left out."""
+    samples = np.fromfile(raw, dtype="<i2")
+    os.makedirs(stem, exist_ok=True)
+    margin = int(MARGIN * RATE)
+    with open(f"{stem}/ctl", "w") as ctl:
+        for i, (start, end) in enumerate(bounds):
+            samples[max(0, start - margin):end + margin].tofile(f"{stem}/u{i:02d}.raw")
+            ctl.write(f"u{i:02d}\n")
+    run(["pocketsphinx_batch", "-adcin", "yes", "-cepdir", stem, "-cepext", ".raw", "-ctl", f"{stem}/ctl",
+         "-hyp", f"{stem}/hyp", "-hmm", f"{MODEL}/en-us", "-lm", f"{MODEL}/en-us.lm.bin",
+         "-dict", f"{MODEL}/cmudict-en-us.dict", "-logfn", "/dev/null"])
+    hyps = {}
+    with open(f"{stem}/hyp") as f:
+        for line in f:
+            m = re.match(r"(.*)\((u\d+)[^)]*\)\s*$", line)
+            if m:
+                hyps[m.group(2)] = m.group(1).strip()
+    return " ".join(hyps.get(f"u{i:02d}", "") for i in range(len(bounds)))
+
+
+def to_wav(raw, wav):
+    run(["sox", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", raw, wav])
+
+
+def encode_and_recognise(bench, raw, name, options, stem, bounds=None):
+    """(transcript, the bench's line about the file). With `bounds`, sentence by sentence."""
+    if options is None:
+        wav, decoded, line = f"{stem}.wav", raw, "unencoded"
+        to_wav(raw, wav)
+    else:
+        opus, wav, decoded = f"{stem}.opus", f"{stem}.wav", f"{stem}.dec.raw"
+        line = run([bench, "encode", "--input", raw, "--output", opus] + options).stdout.strip()
+        run(["opusdec", "--quiet", "--rate", str(RATE), opus, wav])
+        run(["sox", wav, "-t", "raw", "-b", "16", "-e", "signed-integer", decoded])
+    if bounds is not None:
+        return recognise_sentences(decoded, bounds, f"{stem}-utts"), line
+    return recognise(wav), line
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench", default=f"{ROOT}/.build/debug/ariata-bench")
+    parser.add_argument("--levels", default="-20,-40,-51")
+    parser.add_argument("--room-db", type=float, default=-58)
+    parser.add_argument("--gap", type=float, default=4)
+    parser.add_argument("--work")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--no-demo", action="store_true", help="leave the demo recording out")
+    parser.add_argument("--continuous", action="store_true",
+                        help="recognise the sentences' whole file with pocketsphinx_continuous (its own segmentation) "
+                             "instead of each sentence cut at its known place")
+    args = parser.parse_args()
+    levels = [float(x) for x in args.levels.split(",")]
+    work = args.work or tempfile.mkdtemp(prefix="ariata-wer-")
+    os.makedirs(work, exist_ok=True)
+
+    with open(f"{HERE}/sentences.txt") as f:
+        sentences = [line.strip() for line in f if line.strip()]
+    reference = [w for s in sentences for w in words(s)]
+    clips = synthesise(sentences, work)
+    demo = None if args.no_demo else demo_speech(work)
+
+    settings = [("unencoded", None)] + SETTINGS
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        if demo is not None:
+            write_raw(demo * 10 ** ((-20 - rms_db(demo)) / 20), f"{work}/demo-clean.raw")
+            jobs[("demo", "reference")] = pool.submit(encode_and_recognise, args.bench, f"{work}/demo-clean.raw", "", None,
+                                                     f"{work}/demo-clean")
+        for level in levels:
+            tag = f"{level:g}"
+            signal, bounds = scene(clips, level, args.room_db, args.gap, SEED)
+            write_raw(signal, f"{work}/speech{tag}.raw")
+            if demo is not None:
+                write_raw(scene([demo], level, args.room_db, args.gap, SEED + 1)[0], f"{work}/demo{tag}.raw")
+            for name, options in settings:
+                slug = name.replace(" ", "").replace("/", "")
+                jobs[("sentences", level, name)] = pool.submit(encode_and_recognise, args.bench, f"{work}/speech{tag}.raw",
+                                                               name, options, f"{work}/speech{tag}-{slug}",
+                                                               None if args.continuous else bounds)
+                if demo is not None:
+                    jobs[("demo", level, name)] = pool.submit(encode_and_recognise, args.bench, f"{work}/demo{tag}.raw",
+                                                              name, options, f"{work}/demo{tag}-{slug}")
+        results = {key: job.result() for key, job in jobs.items()}
+
+    print(f"sentences: {len(sentences)} from tools/wer/sentences.txt, {len(reference)} words per level; "
+          f"voices in turn: {', '.join(VOICES)}; {args.gap:g} s gaps; room noise {args.room_db:g} dBFS (white); work {work}")
+    for key, (text, line) in sorted(results.items(), key=str):
+        with open(f"{work}/{'-'.join(str(k) for k in key).replace(' ', '').replace('/', '')}.txt", "w") as f:
+            f.write(text + "\n")
+        if line not in ("unencoded", ""):
+            print(f"  {key}: {line}")
+    header = "| level | " + " | ".join(name for name, _ in settings) + " | words |"
+    print("\nWER (%), espeak-ng sentences:")
+    print(header)
+    print("|" + "---|" * (len(settings) + 2))
+    for level in levels:
+        row = [f"{100 * distance(reference, words(results[('sentences', level, name)][0])) / len(reference):.1f}"
+               for name, _ in settings]
+        print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(reference)} |")
+    if demo is not None:
+        demo_ref = words(results[("demo", "reference")][0])
+        print(f"\ndemo recording: words differing (%) from the recogniser's transcript of the recording itself "
+              f"({len(demo_ref)} words), no reference transcript:")
+        print(header)
+        print("|" + "---|" * (len(settings) + 2))
+        for level in levels:
+            row = [f"{100 * distance(demo_ref, words(results[('demo', level, name)][0])) / max(1, len(demo_ref)):.1f}"
+                   for name, _ in settings]
+            print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(demo_ref)} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
