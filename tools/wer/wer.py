@@ -7,7 +7,7 @@ speech encoded three ways: 16 kbit/s throughout, the agent's level-adaptive rate
                              [--room-db -58] [--gap 4] [--work DIR] [--jobs 2]
 
 The sentences are tools/wer/sentences.txt (one a line), spoken by the espeak-ng voices in
-VOICES in turn (sentence i by VOICES[i % len(VOICES)]), each resampled by sox to 16 kHz mono
+VOICES in turn (sentence i by VOICES[i % len(VOICES)]), each resampled by sox to 16 kHz mono without dither (`sox -D`, so every run has the same PCM)
 and scaled so its RMS is the level. At each level the sentences follow each other with
 --gap seconds of quiet between them (and before the first), and white noise at --room-db
 dBFS (the room) runs under all of it, so the adaptive rate drops to the quiet rate between
@@ -88,14 +88,14 @@ def synthesise(sentences, work):
         voice = VOICES[i % len(VOICES)]
         wav, raw = f"{work}/s{i:02d}.wav", f"{work}/s{i:02d}.raw"
         run(["espeak-ng", "-v", voice, "-w", wav, text])
-        run(["sox", wav, "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw])
+        run(["sox", "-D", wav, "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw])
         clips.append(read_raw(raw))
     return clips
 
 
 def demo_speech(work):
     run(["opusdec", "--quiet", "--rate", str(RATE), f"{ROOT}/tools/demo/speech.opus", f"{work}/demo.wav"])
-    run(["sox", f"{work}/demo.wav", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", f"{work}/demo.raw"])
+    run(["sox", "-D", f"{work}/demo.wav", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", f"{work}/demo.raw"])
     return read_raw(f"{work}/demo.raw")
 
 
@@ -143,7 +143,7 @@ def recognise_sentences(raw, bounds, stem):
 
 
 def to_wav(raw, wav):
-    run(["sox", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", raw, wav])
+    run(["sox", "-D", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", raw, wav])
 
 
 def encode_and_recognise(bench, raw, name, options, stem, bounds=None):
@@ -155,7 +155,7 @@ def encode_and_recognise(bench, raw, name, options, stem, bounds=None):
         opus, wav, decoded = f"{stem}.opus", f"{stem}.wav", f"{stem}.dec.raw"
         line = run([bench, "encode", "--input", raw, "--output", opus] + options).stdout.strip()
         run(["opusdec", "--quiet", "--rate", str(RATE), opus, wav])
-        run(["sox", wav, "-t", "raw", "-b", "16", "-e", "signed-integer", decoded])
+        run(["sox", "-D", wav, "-t", "raw", "-b", "16", "-e", "signed-integer", decoded])
     if bounds is not None:
         return recognise_sentences(decoded, bounds, f"{stem}-utts"), line
     return recognise(wav), line
