@@ -98,7 +98,9 @@ let package = Package(
             // scripts/hot-code.sh): about 8 MB less of the program resident.
             .unsafeFlags(["-use-ld=lld",
                           "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/ariata-agent/hot-code.order",
-                          "-Xlinker", "--no-warn-symbol-ordering"], .when(platforms: [.linux], configuration: .release)),
+                          "-Xlinker", "--no-warn-symbol-ordering",
+                          "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                          "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux], configuration: .release)),
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,

@@ -100,6 +100,9 @@ public final class AgentDaemon: Sendable {
         }
         control.attach(supervisors)
         let uploader = factory.makeUploader(config: config, database: database, logger: Logger(.upload))
+        // A start-up stage ends (docs/decisions/0005-start-up-page-drop.md): the streams and
+        // the first upload cycle start on a resident set without the queue's opening in it.
+        MemoryFootprint.dropMappedFilePages()
         let watcher = NetworkWatcher(logger: Logger(.network)) { [weak uploader] what in uploader?.networkReturned(what) }
         let database = self.database, streams = Array(supervisors.values)
         let sleep = SleepWatch(logger: Logger(.sleep)) {
@@ -120,6 +123,8 @@ public final class AgentDaemon: Sendable {
             supervisors[stream]?.start()
             logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : held[stream] ?? "started")")
         }
+        // The streams' set-up leaves too, before the uploader's first cycle runs.
+        MemoryFootprint.dropMappedFilePages()
         control.attach(uploader)
         // Before the first cycle, which goes at once: it must know what the network costs.
         metered.start(factory.makeMeteredWatch(logger: Logger(.network)), config: config, uploader: uploader)

@@ -124,12 +124,13 @@ final class MaintenanceRound: Sendable {
     }
 
     /// Memory freed since the last round (an upload's bodies) goes back to the system. At
-    /// the second round (35 s in: the streams capturing, the first chunk written) the
-    /// program's and libraries' pages are dropped once more, as at the start: what only
-    /// the start ran (configuration, the queue's opening, the streams' set-up) leaves the
-    /// resident set, and what the daemon runs from then on comes back (docs/decisions/0005-start-up-page-drop.md).
+    /// the first round (5 s in: the streams started) and the second (35 s in: capturing,
+    /// the first chunk written) the program's and libraries' pages are dropped once more,
+    /// as before the start: what only the start ran (configuration, the queue's opening,
+    /// the streams' set-up) leaves the resident set, and what the daemon runs from then on
+    /// comes back (docs/decisions/0005-start-up-page-drop.md).
     private func trimMemory(round: Int) {
         MemoryFootprint.releaseFreedMemory()
-        if round == 2 { MemoryFootprint.dropMappedFilePages() }
+        if round <= 2 { MemoryFootprint.dropMappedFilePages() }
     }
 }

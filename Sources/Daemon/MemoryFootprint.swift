@@ -18,37 +18,96 @@ public enum MemoryFootprint {
     }
 
     /// Drops the pages that the process has mapped from the program's and its libraries'
-    /// files so far (docs/decisions/0005-start-up-page-drop.md): as the daemon starts, and again once its streams
-    /// run (`AgentDaemon`, the second maintenance round). They are read-only
-    /// (code, constants): clean page cache that the kernel reads again when it is next
-    /// used, so what stays resident is what the daemon runs, not what the loader and the
-    /// start-up touched. `MADV_PAGEOUT` (Linux 5.4) drops only the pages no other process
-    /// maps (glibc's stay). Constants (read-only, not code) are also marked `MADV_RANDOM`,
-    /// so a lookup in a table (ICU's, Swift's metadata) reads its page and not 128 KB
-    /// around it; code is left to the kernel's read-ahead (marking it too changed nothing:
-    /// 28.6 MB either way over 3 minutes, from a cold page cache). Returns the bytes of the
-    /// mappings dropped; a kernel that refuses the advice changes nothing.
+    /// files so far (docs/decisions/0005-start-up-page-drop.md): before `run` or `sync`
+    /// parses its arguments, and in the daemon at its first two maintenance rounds (the
+    /// streams starting, then running). What stays resident is what the daemon runs, not
+    /// what the loader and the start-up touched:
+    ///
+    /// - every mapping of a file is marked `MADV_RANDOM`, code included, so a later fault
+    ///   reads the one page it needs, not the 128 KiB around it;
+    /// - a read-only mapping's pages that are still the file's are unmapped
+    ///   (`MADV_DONTNEED`: the next access maps the file's page again). Not
+    ///   `MADV_PAGEOUT`, which the kernel ignores for a file the process may not write, as
+    ///   the service user may not write /usr/bin/ariata-agent. In a mapping that also holds
+    ///   copy-on-write copies (a position-independent program's relocated pointers), only
+    ///   the runs of the file's own pages, found in /proc/self/pagemap: `MADV_DONTNEED`
+    ///   would throw a copy away;
+    /// - a writable mapping's file pages are left to `MADV_PAGEOUT` (it never throws a
+    ///   copy away, even one another thread makes meanwhile), which works only where the
+    ///   process may write the file;
+    /// - the file's pages left in the page cache but mapped by nobody are handed back
+    ///   (`POSIX_FADV_DONTNEED`): the kernel's fault-around maps every cached page within
+    ///   64 KiB of a fault, so without this a page the daemon runs brought its cached
+    ///   neighbours back into the resident set.
+    ///
+    /// Returns the bytes of the mappings advised; a kernel that refuses the advice changes
+    /// nothing.
     @discardableResult
     public static func dropMappedFilePages() -> Int {
         var dropped = 0
-        for mapping in MapsLine.read("self", withAnonymousPages: true) ?? [] where isDroppable(mapping) {
+        var files = Set<String>()
+        for mapping in MapsLine.read("self", withAnonymousPages: true) ?? [] where isFileMapping(mapping) {
             guard let start = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
             let length = Int(mapping.end - mapping.start)
-            if !mapping.permissions.contains("x") { _ = madvise(start, length, MADV_RANDOM) }
-            if madvise(start, length, madvPageOut) == 0 { dropped += length }
+            _ = madvise(start, length, MADV_RANDOM)
+            if mapping.permissions.contains("w") {
+                dropped += dropFilePages(of: mapping, advice: madvPageOut)
+            } else if mapping.anonymousKiB == 0 {
+                if madvise(start, length, MADV_DONTNEED) == 0 { dropped += length }
+            } else {
+                dropped += dropFilePages(of: mapping, advice: MADV_DONTNEED)
+            }
+            files.insert(mapping.path)
+        }
+        for path in files {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            _ = posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
+            close(descriptor)
         }
         return dropped
     }
 
-    /// Read-only mappings of regular files whose pages are all the file's. A mapping that
-    /// holds anonymous pages (copy-on-write copies: a position-independent program's
-    /// relocated pointers, about 760 KB of ours, made read-only after the loader wrote
-    /// them) is left alone: `MADV_PAGEOUT` would write those pages to swap, on a board
-    /// whose swap is on its card, and read them back at their next use.
-    static func isDroppable(_ mapping: MapsLine) -> Bool {
-        mapping.inode != "0" && !mapping.permissions.contains("w") && mapping.path.hasPrefix("/")
-            && !mapping.path.hasPrefix("/dev/") && !mapping.path.hasSuffix("(deleted)")
-            && mapping.anonymousKiB == 0
+    /// A private mapping of a regular file (not a device, not a file since deleted, not a
+    /// shared mapping such as SQLite's -shm).
+    static func isFileMapping(_ mapping: MapsLine) -> Bool {
+        mapping.inode != "0" && mapping.path.hasPrefix("/") && !mapping.path.hasPrefix("/dev/")
+            && !mapping.path.hasSuffix("(deleted)") && mapping.permissions.hasSuffix("p")
+    }
+
+    /// Gives `advice` to the runs of pages in `mapping` that are present and still the
+    /// file's (/proc/self/pagemap: bit 63 present, bit 61 file page), not to its
+    /// copy-on-write copies. Returns the bytes advised.
+    static func dropFilePages(of mapping: MapsLine, advice: Int32) -> Int {
+        let pageSize = UInt(sysconf(Int32(_SC_PAGESIZE)))
+        guard pageSize > 0 else { return 0 }
+        let pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)
+        guard pagemap >= 0 else { return 0 }
+        defer { close(pagemap) }
+        let count = Int((mapping.end - mapping.start) / pageSize)
+        var entries = [UInt64](repeating: 0, count: count)
+        let bytes = entries.withUnsafeMutableBytes {
+            pread(pagemap, $0.baseAddress, $0.count, off_t(mapping.start / pageSize * 8))
+        }
+        guard bytes == count * 8 else { return 0 }
+        var dropped = 0
+        var runStart: Int?
+        func adviseRun(endingAt end: Int) {
+            guard let first = runStart else { return }
+            runStart = nil
+            let length = (end - first) * Int(pageSize)
+            guard let address = UnsafeMutableRawPointer(bitPattern: mapping.start + UInt(first) * pageSize) else { return }
+            if madvise(address, length, advice) == 0 { dropped += length }
+        }
+        for (index, entry) in entries.enumerated() {
+            if entry >> 63 == 1 && (entry >> 61) & 1 == 1 {
+                if runStart == nil { runStart = index }
+            } else {
+                adviseRun(endingAt: index)
+            }
+        }
+        adviseRun(endingAt: count)
+        return dropped
     }
 
     /// MADV_PAGEOUT in linux/mman.h (not in Swift's Glibc module on every distribution).

@@ -43,10 +43,6 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         // A peer that resets a socket (gpsd, the server) must be an error, not a signal.
         signal(SIGPIPE, SIG_IGN)
-        // Before any thread: one malloc arena (docs/architecture.md, Memory).
-        MemoryFootprint.limitMallocArenas()
-        // The program pages the loader and the start read so far leave the resident set.
-        MemoryFootprint.dropMappedFilePages()
         let config: AgentConfig
         do {
             config = try AgentConfig.load(path: options.config)
@@ -68,6 +64,9 @@ struct RunCommand: AsyncParsableCommand {
             logger.critical("\(error)")
             throw ExitCode(73)   // EX_CANTCREAT
         }
+        // The start-up runs in stages, each dropping what the one before touched, so that its
+        // resident set never holds all of the start at once (docs/decisions/0005-start-up-page-drop.md).
+        MemoryFootprint.dropMappedFilePages()
         logger.info("ariata-agent \(AgentVersion.string) starting", metadata: [
             "config": "\(config.file)", "database": "\(config.storage.database)",
             "endpoint": "\(config.server.ingestURL)", "device_id": "\(config.server.deviceID)",

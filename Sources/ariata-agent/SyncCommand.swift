@@ -34,9 +34,6 @@ struct SyncCommand: ParsableCommand {
     var wait: Int = 120
 
     func run() throws {
-        // A long drain keeps one malloc arena and only the program pages it runs (docs/architecture.md, Memory).
-        MemoryFootprint.limitMallocArenas()
-        MemoryFootprint.dropMappedFilePages()
         let config = try AgentConfig.load(path: options.config)
         guard config.server.isOnboarded else {
             throw CleanExit.message("this device is not set up yet: run 'ariata-agent onboard' first")

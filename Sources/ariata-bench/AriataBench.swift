@@ -314,7 +314,7 @@ struct FootprintCommand: ParsableCommand {
         commandName: "footprint",
         abstract: "The whole daemon's peak RSS, CPU, context switches and writes, all three streams live against the real rigs.",
         usage: """
-            ariata-bench footprint [--minutes <minutes>] [--warm-up <warm-up>] [--upload-interval <upload-interval>] [--complexity <complexity>] [--health-every <health-every>] [--sync-seconds <sync-seconds>] [--dir <directory>] [--shared-libraries] [--tls [--ca-bundle]]
+            ariata-bench footprint [--minutes <minutes>] [--warm-up <warm-up>] [--upload-interval <upload-interval>] [--complexity <complexity>] [--health-every <health-every>] [--sync-seconds <sync-seconds>] [--dir <directory>] [--user <name>] [--shared-libraries] [--tls [--ca-bundle]]
             ariata-bench footprint drain [--records <records>] [--audio-bytes <audio-bytes>] [--batch-max-bytes <batch-max-bytes>] [--shared-libraries]
             """,
         discussion: """
@@ -345,6 +345,11 @@ struct FootprintCommand: ParsableCommand {
     var tls = false
     @Flag(help: "With --tls: the agent's ca_file is one PEM bundle, not a directory by hash.")
     var caBundle = false
+    @Option(help: ArgumentHelp("The user the daemon runs as (default, as root: nobody, a user that may not write the program or its libraries, as the package's own 'ariata'; otherwise this process's user).", valueName: "name"))
+    var user: String?
+
+    /// The daemon's user: --user, or `nobody` when this runs as root.
+    var serviceUser: String? { user ?? (getuid() == 0 ? "nobody" : nil) }
 
     func validate() throws {
         try requirePositive(minutes, "--minutes")
