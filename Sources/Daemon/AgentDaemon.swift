@@ -123,12 +123,11 @@ public final class AgentDaemon: Sendable {
             supervisors[stream]?.start()
             logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : held[stream] ?? "started")")
         }
-        // The streams' set-up leaves too, before the uploader's first cycle runs.
+        // The streams' set-up leaves the resident set before the rest of the start.
         MemoryFootprint.dropMappedFilePages()
         control.attach(uploader)
         // Before the first cycle, which goes at once: it must know what the network costs.
         metered.start(factory.makeMeteredWatch(logger: Logger(.network)), config: config, uploader: uploader)
-        uploader.start()
         control.start()
         watcher.start()
         sleep.start()
@@ -136,6 +135,10 @@ public final class AgentDaemon: Sendable {
         commitSync.start()
         maintenance.use(config, uploader: uploader, streams: supervisors)
         maintenance.start()
+        // The last start-up stage ends: the first upload cycle (a TLS handshake, often) runs
+        // on a resident set without the start in it.
+        MemoryFootprint.dropMappedFilePages()
+        uploader.start()
         notifier.ready(status: "capturing " + (supervisors.keys.sorted().map(\.rawValue).joined(separator: ", ")))
     }
 

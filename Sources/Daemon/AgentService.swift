@@ -28,11 +28,7 @@ public struct AgentService: Service {
         defer { held.release() }
         try? daemon.database.agentState.set(AgentStateKey.daemonPID, String(getpid()))
 
-        await NamedThread.run(name: "ariata-start") {
-            daemon.start()
-            // The last start-up stage ends (docs/decisions/0005-start-up-page-drop.md).
-            MemoryFootprint.dropMappedFilePages()
-        }
+        await NamedThread.run(name: "ariata-start") { daemon.start() }
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
         await cancelWhenGracefulShutdown {
             for await signal in signals {

@@ -78,8 +78,9 @@ final class MemoryFootprintTests: XCTestCase {
     }
 
     /// The daemon drops its pages seven times: before it parses its arguments; as each stage
-    /// of its start ends (the queue opened, the uploader made, the streams set up, the
-    /// start done), so that its resident set never holds all of the start at once; and at
+    /// of its start ends (the queue opened, the uploader made, the streams set up, the rest
+    /// set up before the first upload cycle), so that its resident set never holds all of
+    /// the start at once; and at
     /// its first and second maintenance rounds as its streams run
     /// (docs/decisions/0005-start-up-page-drop.md). Seen with strace on the real daemon: the
     /// program's first mapping (read-only, no copies) is advised MADV_DONTNEED once per drop.
