@@ -7,6 +7,7 @@
 static inline int ariata_ope_set_bitrate(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_BITRATE(v)); }
 static inline int ariata_ope_set_frame_duration(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_EXPERT_FRAME_DURATION(v)); }
 static inline int ariata_ope_get_lookahead(OggOpusEnc *e, opus_int32 *v) { return ope_encoder_ctl(e, OPUS_GET_LOOKAHEAD(v)); }
+static inline int ariata_ope_set_bandwidth(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_BANDWIDTH(v)); }
 static inline int ariata_ope_set_signal_voice(OggOpusEnc *e) { return ope_encoder_ctl(e, OPUS_SET_SIGNAL(OPUS_SIGNAL_VOICE)); }
 static inline int ariata_ope_set_complexity(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_COMPLEXITY(v)); }
 static inline int ariata_ope_set_application(OggOpusEnc *e, opus_int32 v) { return ope_encoder_ctl(e, OPUS_SET_APPLICATION(v)); }

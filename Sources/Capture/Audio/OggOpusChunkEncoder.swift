@@ -16,7 +16,8 @@ import Foundation
 ///
 /// Opus settings: application VOIP and signal voice (speech is what we keep), 20 ms
 /// frames, VBR at the configured bit rate; with `adaptive`, the rate follows the level of
-/// each 20 ms frame (`BitratePlan`), set between two frames with `OPUS_SET_BITRATE`
+/// each 20 ms frame (`BitratePlan`), set between two frames with `OPUS_SET_BITRATE`,
+/// and each rise to the full rate starts SILK again at wideband (`writeRun`)
 /// (docs/streams/microphone.md, "Adaptive bit rate").
 public final class OggOpusChunkEncoder: ChunkEncoder {
     public struct Settings: Sendable, Equatable {
@@ -73,6 +74,10 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     private var samplesWritten = 0
     /// Set only when the quiet rate is below the sound rate.
     private var plan: BitratePlan?
+    /// Whether the full rate is pinned to wideband, with SILK restarted at each rise to it.
+    private let widebandRestart: Bool
+    /// Samples still to be written in 5 ms frames since the last rise to the full rate.
+    private var restartSamplesLeft = 0
     /// Samples per 20 ms frame at the input rate: where the plan's frames begin.
     private let frameSamples: Int
     private var currentBitrate: Int
@@ -96,6 +101,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
                                                     lookAheadFrames: adaptive.lookAheadFrames, holdFrames: adaptive.holdFrames)
             if planSettings.isAdaptive { plan = BitratePlan(planSettings) }
         }
+        widebandRestart = plan != nil && settings.sampleRate == 16_000 && settings.bitrate >= Self.widebandRestartMinimumBitrate
         guard let comments = ope_comments_create() else { throw OpusEncodingError(call: "ope_comments_create", code: OPE_ALLOC_FAIL) }
         defer { ope_comments_destroy(comments) }
         var error: Int32 = 0
@@ -120,7 +126,13 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         try check(ariata_ope_set_comment_padding(created, 0), "OPE_SET_COMMENT_PADDING")
         try check(ariata_ope_set_decision_delay(created, opus_int32(settings.decisionDelay)), "OPE_SET_DECISION_DELAY")
         try check(ariata_ope_set_muxing_delay(created, opus_int32(settings.muxingDelay)), "OPE_SET_MUXING_DELAY")
+        if widebandRestart { try check(ariata_ope_set_bandwidth(created, OPUS_BANDWIDTH_WIDEBAND), "OPUS_SET_BANDWIDTH") }
     }
+
+    /// The lowest full rate that is pinned to wideband with a restart at each rise. From
+    /// about 9 kbit/s libopus codes voice wideband by itself; below, both rates are
+    /// narrowband and no bandwidth changes.
+    public static let widebandRestartMinimumBitrate = 10_000
 
     public func append(_ samples: UnsafeBufferPointer<Int16>) throws {
         guard let encoder else { throw OpusEncodingError(call: "ope_encoder_write after finish", code: OPE_TOO_LATE) }
@@ -167,16 +179,44 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             while runEnd < bounds.count, rates[runEnd] == rates[runStart] { runEnd += 1 }
             let range = bounds[runStart].lowerBound ..< bounds[runEnd - 1].upperBound
             if rates[runStart] != currentBitrate {
+                let rising = rates[runStart] > currentBitrate
                 try check(ariata_ope_set_bitrate(encoder, opus_int32(rates[runStart])), "OPUS_SET_BITRATE")
+                if widebandRestart {
+                    // The quiet rate is left to libopus's own choice (narrowband at 5 kbit/s).
+                    try check(ariata_ope_set_bandwidth(encoder, rising ? OPUS_BANDWIDTH_WIDEBAND : OPUS_AUTO), "OPUS_SET_BANDWIDTH")
+                    restartSamplesLeft = rising ? frameSamples / 4 : 0
+                }
                 currentBitrate = rates[runStart]
             }
             let run = UnsafeBufferPointer(rebasing: samples[range])
-            // A run is never empty: each frame piece holds at least one sample.
-            guard let base = run.baseAddress else { break }
-            try check(ope_encoder_write(encoder, base, Int32(run.count)), "ope_encoder_write")
+            try writeRun(run, to: encoder)
             noteRate(currentBitrate, samples: run.count)
             runStart = runEnd
         }
+    }
+
+    /// Writes a run of frames; after a rise, its first 5 ms in 5 ms frames. SILK has no
+    /// 5 ms frames, so libopus codes them (and what it holds from before) with CELT, and
+    /// after a CELT frame it starts SILK afresh at the bandwidth set: wideband at once.
+    /// Left to itself, SILK climbs from narrowband a step at a time behind a low-pass
+    /// filter that opens over about 5 s, and codes the first seconds of speech narrower
+    /// (docs/streams/microphone.md, "Adaptive bit rate").
+    private func writeRun(_ run: UnsafeBufferPointer<Int16>, to encoder: OpaquePointer) throws {
+        var rest = run
+        if restartSamplesLeft > 0 {
+            let head = UnsafeBufferPointer(rebasing: run.prefix(restartSamplesLeft))
+            try check(ariata_ope_set_frame_duration(encoder, OPUS_FRAMESIZE_5_MS), "OPUS_SET_EXPERT_FRAME_DURATION")
+            try write(head, to: encoder)
+            try check(ariata_ope_set_frame_duration(encoder, OPUS_FRAMESIZE_20_MS), "OPUS_SET_EXPERT_FRAME_DURATION")
+            restartSamplesLeft -= head.count
+            rest = UnsafeBufferPointer(rebasing: run[head.count...])
+        }
+        try write(rest, to: encoder)
+    }
+
+    private func write(_ samples: UnsafeBufferPointer<Int16>, to encoder: OpaquePointer) throws {
+        guard let base = samples.baseAddress, !samples.isEmpty else { return }
+        try check(ope_encoder_write(encoder, base, Int32(samples.count)), "ope_encoder_write")
     }
 
     private func noteRate(_ bitrate: Int, samples count: Int) {

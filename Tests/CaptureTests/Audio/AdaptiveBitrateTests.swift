@@ -77,28 +77,63 @@ final class AdaptiveBitrateTests: XCTestCase {
         return (finish ? try encoder.finish() : Data(), encoder)
     }
 
-    /// The sizes of the Opus packets in an Ogg file, in order, the two header packets left out
-    /// (RFC 3533 lacing: a packet ends at the first lacing value under 255).
-    func packetSizes(_ data: Data) throws -> [Int] {
+    /// An Opus packet of a chunk: its size, where its audio starts and how long it is (in
+    /// 16 kHz samples of the decoded chunk, the pre-skip taken off), and its mode and
+    /// bandwidth from the TOC byte (RFC 6716, 3.1).
+    struct Packet {
+        var bytes: Int
+        var start: Int
+        var samples: Int
+        var mode: String
+        var bandwidth: String
+    }
+
+    /// The Opus packets of an Ogg file, in order, the two header packets left out (RFC 3533
+    /// lacing: a packet ends at the first lacing value under 255).
+    func packets(_ data: Data) throws -> [Packet] {
         let bytes = [UInt8](data)
-        var sizes: [Int] = []
-        var partial = 0
+        var contents: [[UInt8]] = []
+        var partial: [UInt8] = []
         var offset = 0
         while offset + 27 <= bytes.count {
             guard bytes[offset ..< offset + 4].elementsEqual("OggS".utf8) else { throw XCTSkip("not an Ogg page at \(offset)") }
             let segments = Int(bytes[offset + 26])
-            let table = bytes[offset + 27 ..< offset + 27 + segments]
-            for lacing in table {
-                partial += Int(lacing)
+            var body = offset + 27 + segments
+            for lacing in bytes[offset + 27 ..< offset + 27 + segments] {
+                partial += bytes[body ..< body + Int(lacing)]
+                body += Int(lacing)
                 if lacing < 255 {
-                    sizes.append(partial)
-                    partial = 0
+                    contents.append(partial)
+                    partial = []
                 }
             }
-            offset += 27 + segments + table.reduce(0) { $0 + Int($1) }
+            offset = body
         }
         XCTAssertEqual(offset, bytes.count, "the pages fill the file")
-        return Array(sizes.dropFirst(2))
+        let head = try XCTUnwrap(contents.first)
+        let preSkip = (Int(head[10]) | Int(head[11]) << 8) / 3
+        var at = -preSkip
+        return try contents.dropFirst(2).map { packet in
+            let config = Int(try XCTUnwrap(packet.first) >> 3)
+            // Frame length in 16 kHz samples (10, 20, 40, 60 ms for SILK; 10, 20 hybrid; 2.5 to 20 CELT).
+            let (mode, bandwidth, frame): (String, String, Int) = switch config {
+            case 0 ..< 12: ("SILK", ["NB", "MB", "WB"][config / 4], [160, 320, 640, 960][config % 4])
+            case 12 ..< 16: ("hybrid", ["SWB", "FB"][(config - 12) / 2], [160, 320][config % 2])
+            default: ("CELT", ["NB", "WB", "SWB", "FB"][(config - 16) / 4], [40, 80, 160, 320][config % 4])
+            }
+            let frames = switch packet[0] & 3 {
+            case 0: 1
+            case 1, 2: 2
+            default: Int(packet[1] & 0x3F)
+            }
+            defer { at += frames * frame }
+            return Packet(bytes: packet.count, start: at, samples: frames * frame, mode: mode, bandwidth: bandwidth)
+        }
+    }
+
+    /// The bytes of the packets whose audio starts in `range` (16 kHz samples).
+    func bytes(_ packets: [Packet], in range: Range<Int>) -> Int {
+        packets.filter { range.contains($0.start) }.reduce(0) { $0 + $1.bytes }
     }
 
     func testAQuietChunkIsAThirdOfTheBytesAndDecodesToItsFullDuration() throws {
@@ -145,12 +180,11 @@ final class AdaptiveBitrateTests: XCTestCase {
 
             // The packets of the first 200 ms of speech are as large as at the full rate
             // throughout, and far larger than the quiet rate's.
-            let flatSizes = try packetSizes(flat.data), plannedSizes = try packetSizes(planned.data)
-            XCTAssertEqual(plannedSizes.count, flatSizes.count)
-            let frame = onset / 320
-            let onsetFlat = flatSizes[frame ..< frame + 10].reduce(0, +), onsetPlanned = plannedSizes[frame ..< frame + 10].reduce(0, +)
-            let quietPlanned = plannedSizes[20 ..< 30].reduce(0, +)
-            print("measured: onset at \(onsetSeconds) s: 10 packets from the onset \(onsetPlanned) bytes adaptive, \(onsetFlat) at 16 kbit/s throughout; 10 quiet packets \(quietPlanned) bytes")
+            let flatPackets = try packets(flat.data), plannedPackets = try packets(planned.data)
+            XCTAssertEqual(plannedPackets.reduce(0) { $0 + $1.samples }, flatPackets.reduce(0) { $0 + $1.samples })
+            let onsetFlat = bytes(flatPackets, in: onset ..< onset + 3_200), onsetPlanned = bytes(plannedPackets, in: onset ..< onset + 3_200)
+            let quietPlanned = bytes(plannedPackets, in: 6_400 ..< 9_600)
+            print("measured: onset at \(onsetSeconds) s: the packets of its first 200 ms \(onsetPlanned) bytes adaptive, \(onsetFlat) at 16 kbit/s throughout; 200 ms quiet \(quietPlanned) bytes")
             XCTAssertGreaterThanOrEqual(Double(onsetPlanned), 0.85 * Double(onsetFlat), "the onset is coded at the full rate")
             XCTAssertGreaterThan(Double(onsetPlanned), 1.8 * Double(quietPlanned))
             let decoded = try OpusTools.decode(planned.data, in: directory)
@@ -158,6 +192,60 @@ final class AdaptiveBitrateTests: XCTestCase {
             XCTAssertGreaterThan(OpusTools.correlation(decoded[onset + 1_600 ..< onset + 48_000], input[onset + 1_600 ..< onset + 48_000]), 0.5,
                                  "the speech is there")
         }
+    }
+
+    /// Speech after 6 s of room noise at the start of a chunk (libopus begins it
+    /// narrowband, at the quiet rate) and again after a 4 s pause (2 s of it at the quiet
+    /// rate, long enough for SILK to begin narrowing): from each rise to the full rate on,
+    /// every packet is wideband, and the speech's band above 4.5 kHz decodes as loud as at
+    /// 16 kbit/s throughout. Left to libopus, SILK climbed back over seconds (measured: both
+    /// times the 3 s of speech all mediumband, the band above 4.5 kHz 20 and 14 dB down in
+    /// their first second).
+    func testSpeechAfterQuietIsCodedWidebandFromTheRise() throws {
+        let directory = try TemporaryDirectory()
+        let speech = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 8, in: directory.path))
+        let firstSound = try XCTUnwrap(stride(from: 0, to: speech.count - 320, by: 320).first {
+            TestSignal.dbfs(speech[$0 ..< $0 + 320]) >= -55
+        }, "the speech has a frame above the threshold")
+        let words = Array(speech[firstSound...].prefix(3 * rate))
+        let input = TestSignal.noise(seconds: 6, dbfs: -60) + words + TestSignal.noise(seconds: 4, dbfs: -60, seed: 7) + words
+        let flat = try encode(input, adaptive: nil)
+        let planned = try encode(input, adaptive: adaptive)
+        let rises = planned.encoder.rateChanges.filter { $0.bitrate == 16_000 }
+        XCTAssertEqual(rises.count, 2, "\(planned.encoder.rateChanges)")
+        let plannedPackets = try packets(planned.data)
+        let flatDecoded = try OpusTools.decode(flat.data, in: directory), plannedDecoded = try OpusTools.decode(planned.data, in: directory)
+        XCTAssertEqual(plannedDecoded.count, input.count, "opusdec plays the whole chunk")
+        for (rise, onset) in zip(rises, [6 * rate, 10 * rate + words.count]) {
+            let narrower = plannedPackets.filter { (rise.sample ..< onset + words.count).contains($0.start) && $0.bandwidth != "WB" }
+            XCTAssertEqual(narrower.count, 0, "packets narrower than wideband from the rise at sample \(rise.sample): \(narrower.prefix(3))")
+            let second = onset ..< onset + rate
+            let flatHigh = highBandDB(flatDecoded[second]), plannedHigh = highBandDB(plannedDecoded[second])
+            print(String(format: "measured: speech at %.1f s, its first second above 4.5 kHz: %.1f dB adaptive, %.1f at 16 kbit/s throughout",
+                         Double(onset) / Double(rate), plannedHigh, flatHigh))
+            XCTAssertEqual(plannedHigh, flatHigh, accuracy: 1.5, "the first second of speech keeps its band above 4.5 kHz")
+        }
+        let restart = plannedPackets.filter { $0.mode == "CELT" }
+        XCTAssertFalse(restart.isEmpty, "the restarts' 5 ms frames are CELT")
+        XCTAssertTrue(restart.allSatisfy { $0.samples == 80 && $0.bandwidth == "WB" }, "\(restart)")
+    }
+
+    /// The level (dB) of the band above about 4.5 kHz: a 31-tap windowed-sinc high-pass.
+    func highBandDB(_ samples: ArraySlice<Int16>) -> Double {
+        let taps = 31, middle = 15, cutoff = 4_500.0 / 16_000
+        let lowPass = (0 ..< taps).map { n -> Double in
+            let k = Double(n - middle)
+            let sinc = k == 0 ? 2 * cutoff : sin(2 * .pi * cutoff * k) / (.pi * k)
+            return sinc * (0.54 - 0.46 * cos(2 * .pi * Double(n) / Double(taps - 1)))
+        }
+        let x = samples.map(Double.init)
+        var energy = 0.0
+        for i in taps ..< x.count {
+            var y = x[i - middle]
+            for n in 0 ..< taps { y -= lowPass[n] * x[i - n] }
+            energy += y * y
+        }
+        return 10 * log10(energy / Double(max(1, x.count - taps)) + 1e-9)
     }
 
     func testAKilledChunkWithRateChangesRecoversToItsDuration() throws {
