@@ -255,6 +255,15 @@ CONTROL
   cd "$WORK/src"
   # dpkg-architecture: for a cross build, the libraries and Architecture of $ARCH.
   dpkg-architecture -a"$ARCH" -c dpkg-shlibdeps -Tdebian/substvars "$BIN"
+  # The release link packs relative relocations (Package.swift): the program then needs
+  # glibc 2.36's loader (the version GLIBC_ABI_DT_RELR), which names no symbol, so
+  # dpkg-shlibdeps does not count it.
+  if "${BINUTILS_PREFIX}readelf" -V "$BIN" | grep GLIBC_ABI_DT_RELR >/dev/null; then
+    LIBC_MIN=$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' debian/substvars)
+    if [ -n "$LIBC_MIN" ] && dpkg --compare-versions "$LIBC_MIN" lt 2.36; then
+      sed -i "s/libc6 (>= $LIBC_MIN)/libc6 (>= 2.36)/" debian/substvars
+    fi
+  fi
   dpkg-architecture -a"$ARCH" -c dpkg-gencontrol -p"$PACKAGE" -P"$PKG" -Tdebian/substvars -v"$VERSION"
 )
 grep -q '^Depends: .*libc6' "$PKG/DEBIAN/control" ||
