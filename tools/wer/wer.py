@@ -214,24 +214,22 @@ def main():
             f.write(text + "\n")
         if line not in ("unencoded", ""):
             print(f"  {key}: {line}")
-    header = "| level | " + " | ".join(name for name, _ in settings) + " | words |"
+    def table(kind, truth):
+        """One row a level: each encoding's word-level distance from `truth`, in %."""
+        print("| level | " + " | ".join(name for name, _ in settings) + " | words |")
+        print("|" + "---|" * (len(settings) + 2))
+        for level in levels:
+            row = [f"{100 * distance(truth, words(results[(kind, level, name)][0])) / max(1, len(truth)):.1f}"
+                   for name, _ in settings]
+            print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(truth)} |")
+
     print("\nWER (%), espeak-ng sentences:")
-    print(header)
-    print("|" + "---|" * (len(settings) + 2))
-    for level in levels:
-        row = [f"{100 * distance(reference, words(results[('sentences', level, name)][0])) / len(reference):.1f}"
-               for name, _ in settings]
-        print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(reference)} |")
+    table("sentences", reference)
     if demo is not None:
         demo_ref = words(results[("demo", "reference")][0])
         print(f"\ndemo recording: words differing (%) from the recogniser's transcript of the recording itself "
               f"({len(demo_ref)} words), no reference transcript:")
-        print(header)
-        print("|" + "---|" * (len(settings) + 2))
-        for level in levels:
-            row = [f"{100 * distance(demo_ref, words(results[('demo', level, name)][0])) / max(1, len(demo_ref)):.1f}"
-                   for name, _ in settings]
-            print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(demo_ref)} |")
+        table("demo", demo_ref)
 
 
 if __name__ == "__main__":

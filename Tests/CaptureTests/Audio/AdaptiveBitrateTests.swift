@@ -158,15 +158,20 @@ final class AdaptiveBitrateTests: XCTestCase {
         XCTAssertEqual(quietLevel, -60, accuracy: 4, "the room is still heard near its level")
     }
 
-    /// Speech after 3.5 s of room noise (inside the second 2 s block, so the look-ahead sees
-    /// it) and after 4 s (the first frame of a block: no look-ahead across blocks).
-    func testSpeechOnsetIsCodedAtTheFullRate() throws {
-        let directory = try TemporaryDirectory()
+    /// `seconds` of the rig's speech from its first 20 ms frame at or above the threshold.
+    func speechFromItsFirstSound(seconds: Int, in directory: TemporaryDirectory) throws -> [Int16] {
         let speech = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 8, in: directory.path))
         let firstSound = try XCTUnwrap(stride(from: 0, to: speech.count - 320, by: 320).first {
             TestSignal.dbfs(speech[$0 ..< $0 + 320]) >= -55
         }, "the speech has a frame above the threshold")
-        let words = Array(speech[firstSound...].prefix(6 * rate))
+        return Array(speech[firstSound...].prefix(seconds * rate))
+    }
+
+    /// Speech after 3.5 s of room noise (inside the second 2 s block, so the look-ahead sees
+    /// it) and after 4 s (the first frame of a block: no look-ahead across blocks).
+    func testSpeechOnsetIsCodedAtTheFullRate() throws {
+        let directory = try TemporaryDirectory()
+        let words = try speechFromItsFirstSound(seconds: 6, in: directory)
         for onsetSeconds in [3.5, 4.0] {
             let onset = Int(onsetSeconds * Double(rate))
             let input = TestSignal.noise(seconds: onsetSeconds, dbfs: -60) + words
@@ -203,11 +208,7 @@ final class AdaptiveBitrateTests: XCTestCase {
     /// their first second).
     func testSpeechAfterQuietIsCodedWidebandFromTheRise() throws {
         let directory = try TemporaryDirectory()
-        let speech = try SpeechInput.samples(ofRawFile: try SpeechInput.make(seconds: 8, in: directory.path))
-        let firstSound = try XCTUnwrap(stride(from: 0, to: speech.count - 320, by: 320).first {
-            TestSignal.dbfs(speech[$0 ..< $0 + 320]) >= -55
-        }, "the speech has a frame above the threshold")
-        let words = Array(speech[firstSound...].prefix(3 * rate))
+        let words = try speechFromItsFirstSound(seconds: 3, in: directory)
         let input = TestSignal.noise(seconds: 6, dbfs: -60) + words + TestSignal.noise(seconds: 4, dbfs: -60, seed: 7) + words
         let flat = try encode(input, adaptive: nil)
         let planned = try encode(input, adaptive: adaptive)

@@ -17,9 +17,9 @@ public struct BLESensorPairing: Sendable {
     public func pair(address: String) -> Result<Void, BLESetupFailure> {
         let connection: DBusConnection
         do {
-            connection = try DBusConnection(bus, threadName: "ariata-bluez")
+            connection = try BlueZ.connect(bus)
         } catch {
-            return .failure(BLESetupFailure(.noBus(error.description)))
+            return .failure(BLESetupFailure(error))
         }
         defer { connection.close() }
         let target = BLESensorTarget(address: address, name: nil)

@@ -34,14 +34,9 @@ public struct BLESensorScan: Sendable {
     }
 
     public func run() -> Result<[BLESensorSighting], BLESetupFailure> {
-        let connection: DBusConnection
-        do {
-            connection = try DBusConnection(bus, threadName: "ariata-bluez")
-        } catch {
-            return .failure(BLESetupFailure(.noBus(error.description)))
-        }
-        defer { connection.close() }
-        do {
+        do throws(BlueZProblem) {
+            let connection = try BlueZ.connect(bus)
+            defer { connection.close() }
             return .success(try scan(connection))
         } catch {
             return .failure(BLESetupFailure(error))

@@ -15,6 +15,15 @@ enum BlueZ {
     /// as 128-bit UUIDs on the Bluetooth base.
     static let heartRateService = "0000180d-0000-1000-8000-00805f9b34fb"
     static let heartRateMeasurement = "00002a37-0000-1000-8000-00805f9b34fb"
+
+    /// A connection to the bus BlueZ is on, on a thread of its own; no bus is `.noBus`.
+    static func connect(_ bus: DBusBus) throws(BlueZProblem) -> DBusConnection {
+        do {
+            return try DBusConnection(bus, threadName: "ariata-bluez")
+        } catch {
+            throw .noBus(error.description)
+        }
+    }
 }
 
 /// Which sensor a source wants: its address, or else the name it advertises.

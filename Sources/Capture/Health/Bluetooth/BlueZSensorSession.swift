@@ -44,13 +44,12 @@ final class BlueZSensorSession: Sendable {
     /// times) unless `stop` is woken.
     init(target: BLESensorTarget, tuning: BLETuning, stop: Waker, handlers: Handlers) throws(BlueZProblem) {
         self.target = target
+        connection = try BlueZ.connect(tuning.bus)
         do {
-            connection = try DBusConnection(tuning.bus, threadName: "ariata-bluez")
             ended = try Waker()
             changed = try Doorbell()
-        } catch let error as DBusError {
-            throw .noBus(error.description)
         } catch {
+            connection.close()
             throw .noBus("\(error)")
         }
         do {
