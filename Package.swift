@@ -92,15 +92,17 @@ let package = Package(
             "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Setup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], exclude: ["hot-code.order"], linkerSettings: [
+        ], exclude: ["hot-code.order", "readonly-data.ld"], linkerSettings: [
             // Release builds (the .deb, the demo, the benchmarks) link with lld and place the
             // functions the daemon runs first in the code (hot-code.order, made by
-            // scripts/hot-code.sh): about 8 MB less of the program resident.
+            // scripts/hot-code.sh): about 8 MB less of the program resident; and keep the
+            // read-only constants out of the writable segment (readonly-data.ld).
             .unsafeFlags(["-use-ld=lld",
                           "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/ariata-agent/hot-code.order",
                           "-Xlinker", "--no-warn-symbol-ordering",
                           "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                          "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux], configuration: .release)),
+                          "-Xlinker", "--no-export-dynamic",
+                          "-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Sources/ariata-agent/readonly-data.ld"], .when(platforms: [.linux], configuration: .release)),
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,

@@ -2,8 +2,10 @@
 # Checks Sources/ariata-agent/hot-code.order (made by scripts/hot-code.sh) against a built
 # ariata-agent: fails when fewer than 90 % of its names are functions of the program (the
 # list has gone stale: regenerate it) and, for a release build, when the listed functions
-# reach past 60 % of the code (the release link did not use the ordering). See
-# docs/development.md, "The hot-code order".
+# reach past 60 % of the code (the release link did not use the ordering), or when ICU's
+# data (the largest of the toolchain's constants) lies in a writable section (the release
+# link did not use readonly-data.ld, and the service user could not drop its pages). See
+# docs/development.md, "The hot-code order", and docs/decisions/0005-start-up-page-drop.md.
 #
 #   scripts/check-hot-code.sh [--order FILE] PROGRAM                 (a release build: the package's)
 #   scripts/check-hot-code.sh [--order FILE] --min-found 75 PROGRAM  (built by another Swift)
@@ -77,3 +79,16 @@ fi
 [ "$SPAN" -le $(( TEXT_BYTES * 6 / 10 )) ] ||
   die "the functions of $ORDER reach $SPAN bytes into the program's $TEXT_BYTES bytes of code: the release link did not use the ordering (lld and --symbol-ordering-file in Package.swift)"
 echo "ok: $FOUND of $LISTED listed functions lie in the first $SPAN of $TEXT_BYTES bytes of code"
+
+# ICU's data: its section's flags (readelf's 8th column), found by the symbol's address.
+ICU=$("${NM:-nm}" --defined-only "$PROGRAM" | awk '$3 ~ /^icudt[0-9]+_dat$/ && !at { at = $1 } END { print at }')
+[ -n "$ICU" ] || die "no ICU data (icudt*_dat) in $PROGRAM: is it the static build?"
+FLAGS=$(readelf -SW "$PROGRAM" | sed -n 's/^ *\[ *[0-9]*\] *//p' | awk -v at="$ICU" '
+  function hex(s,   i, n) { n = 0; s = tolower(s); for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return n }
+  $2 == "PROGBITS" && !found && hex($3) <= hex(at) && hex(at) < hex($3) + hex($5) { found = $1 " " $7 }
+  END { print found }')
+[ -n "$FLAGS" ] || die "ICU's data at 0x$ICU is in no section of $PROGRAM"
+case "${FLAGS#* }" in
+  *W*) die "ICU's data lies in the writable section ${FLAGS%% *}: the release link did not use Sources/ariata-agent/readonly-data.ld (Package.swift)" ;;
+esac
+echo "ok: ICU's data lies in the read-only section ${FLAGS%% *}"

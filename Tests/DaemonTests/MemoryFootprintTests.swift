@@ -77,6 +77,46 @@ final class MemoryFootprintTests: XCTestCase {
         }
     }
 
+    /// The drop tells a mapping's pages apart through /proc/self/pagemap, a few pages of
+    /// entries at a time: a page read is a run of the file's own, a page written is a copy
+    /// and in no run, and a mapping only read holds no copies. More pages than one read of
+    /// entries holds, so that the reads' seams are crossed.
+    func testThePageMapTellsTheFilesPagesFromCopies() throws {
+        let directory = try TemporaryDirectory("ariata-page-map")
+        let path = directory.file("mapped")
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pages = 3_000
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: pageSize * pages)))
+        let descriptor = open(path, O_RDONLY)
+        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        defer { close(descriptor) }
+        let raw = mmap(nil, pageSize * pages, PROT_READ | PROT_WRITE, MAP_PRIVATE, descriptor, 0)
+        guard let raw, raw != MAP_FAILED else { throw XCTSkip("mmap failed") }
+        defer { munmap(raw, pageSize * pages) }
+        let bytes = raw.assumingMemoryBound(to: UInt8.self)
+        let start = UInt(bitPattern: raw), end = start + UInt(pageSize * pages)
+        let read = [0, 1, 1_023, 1_024, 1_025, 2_999], written = [1_500, 2_048]
+        for page in read { XCTAssertEqual(bytes[page * pageSize], 0x61) }
+        let map = try XCTUnwrap(PageMap())
+
+        let onlyRead = map.filePageRuns(from: start, to: end)
+        XCTAssertFalse(onlyRead.holdsCopies, "nothing was written")
+        func inRuns(_ page: Int, _ runs: [PageMap.Run]) -> Bool {
+            let number = start / UInt(pageSize) + UInt(page)
+            return runs.contains { $0.start <= number && number < $0.end }
+        }
+        for page in read { XCTAssertTrue(inRuns(page, onlyRead.runs), "page \(page), read, is the file's") }
+        XCTAssertTrue(zip(onlyRead.runs, onlyRead.runs.dropFirst()).allSatisfy { $0.end < $1.start }, "runs in order, apart")
+
+        for page in written { bytes[page * pageSize] = 0x7a }
+        // A copy made in a large folio may unmap its neighbours (Linux 6.18): read again.
+        for page in read { XCTAssertEqual(bytes[page * pageSize], 0x61) }
+        let copied = map.filePageRuns(from: start, to: end)
+        XCTAssertTrue(copied.holdsCopies, "two pages were written")
+        for page in written { XCTAssertFalse(inRuns(page, copied.runs), "page \(page), written, is a copy") }
+        for page in read { XCTAssertTrue(inRuns(page, copied.runs), "page \(page) is still the file's") }
+    }
+
     /// The daemon drops its pages seven times: before it parses its arguments; as each stage
     /// of its start ends (the queue opened, the uploader made, the streams set up, the rest
     /// set up before the first upload cycle), so that its resident set never holds all of
