@@ -88,6 +88,11 @@ public final class AgentDaemon: Sendable {
         // checks a time against it.
         clockCorrection.loadEvidence()
         let config = state.withLock { $0.config }
+        // The server's switches before any capture; then a start-up stage ends, and the
+        // first TLS handshake's pages leave before the streams start
+        // (docs/decisions/0005-start-up-page-drop.md).
+        control.askServerBeforeCapture()
+        MemoryFootprint.dropMappedFilePages()
         let held = control.prepare()
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {

@@ -5,8 +5,8 @@ import Logging
 import Synchronization
 import Upload
 
-/// Keeps the server's stream switches: asks `POST /api/devices/verify` when started (the
-/// daemon's start and every reload), every hour (every minute while the person has not
+/// Keeps the server's stream switches: asks `POST /api/devices/verify` before the streams
+/// start (the daemon's start and every reload), every hour (every minute while the person has not
 /// switched any stream on yet), and when asked (the first upload that succeeds after an
 /// outage); keeps the last answer in the database, so a restart without
 /// network starts from it; and tells the daemon when it changed
@@ -17,6 +17,9 @@ final class ServerSwitchKeeper: Sendable {
     /// How often while the server has no stream switched on for this device yet (right
     /// after pairing): capture starts within a minute of the person switching one on.
     static let waitingInterval: TimeInterval = 60
+    /// How long the start waits for the first answer before its streams start on the
+    /// switches kept from the last one (a server that does not answer, no network).
+    static let startWait: TimeInterval = 2
 
     private let database: AgentDatabase
     private let clock: any WallClock
@@ -34,6 +37,8 @@ final class ServerSwitchKeeper: Sendable {
         var timer: (any ScheduledTimer)?
         /// What the last ask came to, so a problem that lasts is logged once.
         var lastOutcome: String?
+        /// The start asked already (`askBeforeCapture`): `start` waits an interval.
+        var askedBeforeStart = false
     }
 
     init(server: ServerConfig, database: AgentDatabase, clock: any WallClock, scheduler: any TimerScheduling, logger: Logger,
@@ -63,21 +68,42 @@ final class ServerSwitchKeeper: Sendable {
         }
     }
 
-    /// Asks now (without waiting for the answer), then every hour.
+    /// Before the streams start: asks, and waits for the answer at most `within` seconds,
+    /// so that a stream switched off while the daemon was down does not start at all. An
+    /// answer that comes later applies when it comes. Returns whether it came in time.
+    @discardableResult
+    func askBeforeCapture(server: ServerConfig, within wait: TimeInterval = ServerSwitchKeeper.startWait) -> Bool {
+        use(server)
+        cancelled.store(false, ordering: .sequentiallyConsistent)
+        guard server.isOnboarded else { return false }
+        state.withLock { $0.askedBeforeStart = true }
+        let answered = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [self] in
+            ask()
+            answered.signal()
+        }
+        return answered.wait(timeout: .now() + wait) == .success
+    }
+
+    /// Asks now (without waiting for the answer) unless the start asked already, then
+    /// every hour.
     func start(server: ServerConfig) {
         use(server)
         cancelled.store(false, ordering: .sequentiallyConsistent)
         let timer = scheduler.makeTimer(label: "ariata.server-switches") { [weak self] in self?.ask() }
-        let old = state.withLock { s -> (any ScheduledTimer)? in
-            defer { s.timer = timer }
-            return s.timer
+        let (old, askedBeforeStart, current) = state.withLock { s in
+            defer { s.timer = timer; s.askedBeforeStart = false }
+            return (s.timer, s.askedBeforeStart, s.current)
         }
         old?.stop()
         guard server.isOnboarded else {
             logger.info("not asking the server for its stream switches: no endpoint or token configured")
             return
         }
-        timer.start(interval: Self.interval, firstAfter: 0)
+        // An answer still on its way when the start stopped waiting reschedules the timer
+        // itself when it says nothing is switched on yet (`handle`).
+        let waiting = current.map { $0.decides && !$0.isConfigurationComplete } ?? false
+        timer.start(interval: Self.interval, firstAfter: askedBeforeStart ? (waiting ? Self.waitingInterval : Self.interval) : 0)
     }
 
     /// Aborts a request in flight and stops asking.

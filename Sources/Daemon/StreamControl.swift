@@ -58,6 +58,13 @@ final class StreamControl: Sendable {
         return switchKeeper?.current?.applied(to: config) ?? config
     }
 
+    /// First of all at a start: the server's switches, asked and waited for a moment
+    /// (docs/upload.md#the-servers-stream-switches), so that `prepare` holds a stream
+    /// switched off while the daemon was down before it captures anything.
+    func askServerBeforeCapture() {
+        switchKeeper?.askBeforeCapture(server: state.withLock { $0.config.server })
+    }
+
     /// Before the streams start: the switches kept for this configuration's server apply
     /// from the first moment (a restart without network keeps the last answer), ended
     /// pauses are cleared, the power supply is read. Returns the streams that start held,
@@ -103,6 +110,9 @@ final class StreamControl: Sendable {
             return current
         }?.stop()
         switchKeeper?.stop()
+        // Stopped streams are nobody's to pause: an answer that comes before the next
+        // start's streams are attached applies to those (a reload asks first).
+        state.withLock { $0.supervisors = [:] }
     }
 
     /// The liveness check's part: the power supply read again (the uploader told of a

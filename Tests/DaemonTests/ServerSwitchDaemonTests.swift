@@ -1,5 +1,5 @@
 import AgentCore
-import Daemon
+@testable import Daemon
 import Foundation
 import Platform
 import Reports
@@ -209,7 +209,65 @@ final class ServerSwitchDaemonTests: XCTestCase {
         daemon = self.daemon(rig, made: made)
         daemon.start()
         XCTAssertTrue(rig.counts.running(.microphone), "another server's switches do not apply")
-        XCTAssertNil(status(rig).serverSwitches)
+        // The start asked the new server (nobody there): no answer, nothing switched off.
+        let moved = try XCTUnwrap(status(rig).serverSwitches)
+        XCTAssertNil(moved.fetchedAt, "the new server never answered")
+        XCTAssertEqual(moved.switchedOff, [])
+        daemon.stop()
+    }
+
+    /// A stream switched off in the web UI while the daemon was down never starts: the
+    /// start asks before its streams start and waits for the answer, and the next ask is
+    /// an hour later, not at once again.
+    func testAStreamSwitchedOffWhileDownNeverStarts() throws {
+        var rig = try Rig("switches-before-capture", streams: [.location, .microphone])
+        let receiver = try ReceiverRig(logDirectory: rig.directory.path, arguments: ["--verify", "microphone=off"])
+        connect(&rig, to: receiver)
+        let daemon = daemon(rig, made: Made())
+        daemon.start()
+        XCTAssertEqual(try receiver.verifyCalls(), [200], "asked before the streams started")
+        XCTAssertEqual(rig.counts.starts(.microphone), 0, "held from the first moment by the answer")
+        XCTAssertTrue(rig.counts.running(.location))
+        rig.scheduler.advance(by: 3_599)
+        XCTAssertEqual(try receiver.verifyCalls().count, 1, "the start's ask counts as the hour's")
+        rig.scheduler.advance(by: 1)
+        XCTAssertEqual(try receiver.verifyCalls().count, 2)
+        XCTAssertEqual(rig.counts.starts(.microphone), 0)
+        daemon.stop()
+    }
+
+    /// A server that takes the request and never answers holds the start for
+    /// `ServerSwitchKeeper.startWait` at most: the streams then start on the switches kept
+    /// from the last answer (none here), and the ask goes on until its own timeout.
+    func testAServerThatDoesNotAnswerDelaysTheStartBriefly() throws {
+        var rig = try Rig("switches-stalled", streams: [.location])
+        // Listens and never accepts: the connection is made, the request never answered.
+        let stalled = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(stalled, 0)
+        defer { close(stalled) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stalled, $0, length) == 0 && listen(stalled, 8) == 0
+                && getsockname(stalled, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound, "a listening socket on loopback")
+        rig.config.server.endpoint = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        rig.config.server.token = Secret("test-token")
+        rig.config.server.deviceID = "test-device"
+        rig.config.server.connectTimeout = 5
+        rig.config.server.requestTimeout = 30
+        let daemon = daemon(rig, made: Made())
+        let began = Date()
+        daemon.start()
+        let took = Date().timeIntervalSince(began)
+        XCTAssertTrue(rig.counts.running(.location), "the streams started without the answer")
+        // Well under the request's own timeout (the configuration's, tens of seconds).
+        XCTAssertGreaterThanOrEqual(took, ServerSwitchKeeper.startWait, "the start waited for the answer")
+        XCTAssertLessThan(took, ServerSwitchKeeper.startWait + 5, "the start did not wait for the request's timeout")
+        print("measured: a start against a server that does not answer took \(String(format: "%.2f", took)) s")
         daemon.stop()
     }
 
