@@ -76,12 +76,19 @@ final class ServerSwitchKeeper: Sendable {
         use(server)
         cancelled.store(false, ordering: .sequentiallyConsistent)
         guard server.isOnboarded else { return false }
-        state.withLock { $0.askedBeforeStart = true }
         let answered = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { [self] in
-            ask()
-            answered.signal()
+        // A thread of its own, not a Dispatch queue: the global queues' worker pool would
+        // wake the daemon every second from then on (docs/decisions/0006-main-thread-executor.md).
+        do {
+            _ = try NamedThread(name: "ariata-switches") { [self] _ in
+                ask()
+                answered.signal()
+            }
+        } catch {
+            logger.warning("cannot ask the server for its stream switches before the streams start (no thread: \(error)); asking as they start")
+            return false
         }
+        state.withLock { $0.askedBeforeStart = true }
         return answered.wait(timeout: .now() + wait) == .success
     }
 
