@@ -33,8 +33,6 @@ final class MaintenanceRound: Sendable {
         var uploader: (any UploadComponent)?
         var streams: [StreamName: StreamSupervisor] = [:]
         var lastRetention: Date?
-        /// Rounds run since the daemon started.
-        var rounds = 0
     }
 
     init(_ parts: Parts, config: AgentConfig, clock: any WallClock, scheduler: any TimerScheduling, interval: TimeInterval,
@@ -72,7 +70,7 @@ final class MaintenanceRound: Sendable {
     /// failing disk cannot stop the round.
     @discardableResult
     func run() -> [String: Liveness] {
-        trimMemory(round: state.withLock { $0.rounds += 1; return $0.rounds })
+        trimMemory()
         parts.commitSync.arm()
         parts.storageGuard.pass()
         let (config, uploader, streams) = state.withLock { ($0.config, $0.uploader, $0.streams) }
@@ -123,14 +121,14 @@ final class MaintenanceRound: Sendable {
         }
     }
 
-    /// Memory freed since the last round (an upload's bodies) goes back to the system. At
-    /// the first round (5 s in: the streams started) and the second (35 s in: capturing,
-    /// the first chunk written) the program's and libraries' pages are dropped once more,
-    /// as before the start: what only the start ran (configuration, the queue's opening,
-    /// the streams' set-up) leaves the resident set, and what the daemon runs from then on
-    /// comes back (docs/decisions/0005-start-up-page-drop.md).
-    private func trimMemory(round: Int) {
+    /// Memory freed since the last round (an upload's bodies) goes back to the system, and
+    /// the program's and libraries' pages are dropped once more, as before the start: what
+    /// only the start ran (the first round is 5 s in), an upload cycle's TLS handshake or
+    /// another round's work leaves the resident set, and what the streams run comes back.
+    /// So an upload cycle runs beside the streams' pages and at most one round's, not
+    /// beside all the daemon ran since it started (docs/decisions/0005-start-up-page-drop.md).
+    private func trimMemory() {
         MemoryFootprint.releaseFreedMemory()
-        if round <= 2 { MemoryFootprint.dropMappedFilePages() }
+        MemoryFootprint.dropMappedFilePages()
     }
 }
