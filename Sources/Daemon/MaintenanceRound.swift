@@ -33,6 +33,8 @@ final class MaintenanceRound: Sendable {
         var uploader: (any UploadComponent)?
         var streams: [StreamName: StreamSupervisor] = [:]
         var lastRetention: Date?
+        /// Rounds run since the daemon started.
+        var rounds = 0
     }
 
     init(_ parts: Parts, config: AgentConfig, clock: any WallClock, scheduler: any TimerScheduling, interval: TimeInterval,
@@ -70,7 +72,7 @@ final class MaintenanceRound: Sendable {
     /// failing disk cannot stop the round.
     @discardableResult
     func run() -> [String: Liveness] {
-        trimMemory()
+        trimMemory(round: state.withLock { $0.rounds += 1; return $0.rounds })
         parts.commitSync.arm()
         parts.storageGuard.pass()
         let (config, uploader, streams) = state.withLock { ($0.config, $0.uploader, $0.streams) }
@@ -125,10 +127,12 @@ final class MaintenanceRound: Sendable {
     /// the program's and libraries' pages are dropped once more, as before the start: what
     /// only the start ran (the first round is 5 s in), an upload cycle's TLS handshake or
     /// another round's work leaves the resident set, and what the streams run comes back.
+    /// The first two rounds also hand the start's pages back to the page cache; the later
+    /// ones keep them cached, so that what comes back is not read from the card.
     /// So an upload cycle runs beside the streams' pages and at most one round's, not
     /// beside all the daemon ran since it started (docs/decisions/0005-start-up-page-drop.md).
-    private func trimMemory() {
+    private func trimMemory(round: Int) {
         MemoryFootprint.releaseFreedMemory()
-        MemoryFootprint.dropMappedFilePages()
+        MemoryFootprint.dropMappedFilePages(handingBackCache: round <= 2)
     }
 }

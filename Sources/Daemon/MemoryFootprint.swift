@@ -19,9 +19,9 @@ public enum MemoryFootprint {
 
     /// Drops the pages that the process has mapped from the program's and its libraries'
     /// files so far (docs/decisions/0005-start-up-page-drop.md): before `run` or `sync`
-    /// parses its arguments, and in the daemon at its first two maintenance rounds (the
-    /// streams starting, then running). What stays resident is what the daemon runs, not
-    /// what the loader and the start-up touched:
+    /// parses its arguments, as each stage of the daemon's start ends, and at every
+    /// maintenance round. What stays resident is what the daemon runs, not what the
+    /// loader, the start-up or the last upload cycle touched:
     ///
     /// - every mapping of a file is marked `MADV_RANDOM`, code included, so a later fault
     ///   reads the one page it needs, not the 128 KiB around it;
@@ -35,15 +35,18 @@ public enum MemoryFootprint {
     /// - a writable mapping's file pages are left to `MADV_PAGEOUT` (it never throws a
     ///   copy away, even one another thread makes meanwhile), which works only where the
     ///   process may write the file;
-    /// - the file's pages left in the page cache but mapped by nobody are handed back
-    ///   (`POSIX_FADV_DONTNEED`): the kernel's fault-around maps every cached page within
-    ///   64 KiB of a fault, so without this a page the daemon runs brought its cached
-    ///   neighbours back into the resident set.
+    /// - with `handingBackCache`, the file's pages left in the page cache but mapped by
+    ///   nobody are handed back (`POSIX_FADV_DONTNEED`): the kernel's fault-around maps
+    ///   every cached page within 64 KiB of a fault, so without this a page the daemon
+    ///   runs brought its cached neighbours back into the resident set. But what is handed
+    ///   back and run again is read from the disk: the start and the first two rounds hand
+    ///   back, and the later rounds do not, or every round would read about a hundred
+    ///   pages from the card and wait for each.
     ///
     /// Returns the bytes of the mappings advised; a kernel that refuses the advice changes
     /// nothing.
     @discardableResult
-    public static func dropMappedFilePages() -> Int {
+    public static func dropMappedFilePages(handingBackCache: Bool = true) -> Int {
         // /proc/self/maps, not smaps: a drop runs when the most is resident, and reading
         // smaps (a kilobyte of text per mapping, parsed into strings) added 0.5-0.7 MB to
         // that moment; pagemap, read a few pages at a time, tells the copies apart instead.
@@ -64,7 +67,7 @@ public enum MemoryFootprint {
             }
             files.insert(mapping.path)
         }
-        for path in files {
+        for path in files where handingBackCache {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             _ = posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
