@@ -128,12 +128,11 @@ final class MaintenanceRound: Sendable {
     /// only the start ran (the first round is 5 s in), an upload cycle's TLS handshake or
     /// another round's work leaves the resident set, and what the streams run comes back.
     /// The first two rounds also hand the start's pages back to the page cache; the later
-    /// ones only what no round since the one before ran, so that what the streams run
-    /// stays cached and is not read from the card again.
+    /// ones keep them cached, so that what comes back is not read from the card.
     /// So an upload cycle runs beside the streams' pages and at most one round's, not
     /// beside all the daemon ran since it started (docs/decisions/0005-start-up-page-drop.md).
     private func trimMemory(round: Int) {
         MemoryFootprint.releaseFreedMemory()
-        MemoryFootprint.dropMappedFilePages(handingBack: round <= 2 ? .everythingUnmapped : .unusedSinceLastDrop)
+        MemoryFootprint.dropMappedFilePages(handingBackCache: round <= 2)
     }
 }

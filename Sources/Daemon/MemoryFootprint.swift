@@ -35,30 +35,25 @@ public enum MemoryFootprint {
     /// - a writable mapping's file pages are left to `MADV_PAGEOUT` (it never throws a
     ///   copy away, even one another thread makes meanwhile), which works only where the
     ///   process may write the file;
-    /// - the file's pages in the page cache but mapped by nobody are handed back
-    ///   (`POSIX_FADV_DONTNEED`, `handingBack`): the kernel's fault-around maps every cached
-    ///   page within 64 KiB of a fault, so without this a page the daemon runs brought its
-    ///   cached neighbours back into the resident set. What is handed back and run again
-    ///   is read from the disk, so the start hands back everything it unmapped, and a
-    ///   round only what the daemon did not map since the round before: handed back after
-    ///   the unmapping, at every round, the streams' own pages were read from the card
-    ///   again each time.
+    /// - with `handingBackCache`, the file's pages left in the page cache but mapped by
+    ///   nobody are handed back (`POSIX_FADV_DONTNEED`): the kernel's fault-around maps
+    ///   every cached page within 64 KiB of a fault, so without this a page the daemon
+    ///   runs brought its cached neighbours back into the resident set. But what is handed
+    ///   back and run again is read from the disk: the start and the first two rounds hand
+    ///   back, and the later rounds do not, or every round would read about a hundred
+    ///   pages from the card and wait for each.
     ///
     /// Returns the bytes of the mappings advised; a kernel that refuses the advice changes
     /// nothing.
     @discardableResult
-    public static func dropMappedFilePages(handingBack: CacheHandBack = .everythingUnmapped) -> Int {
+    public static func dropMappedFilePages(handingBackCache: Bool = true) -> Int {
         // /proc/self/maps, not smaps: a drop runs when the most is resident, and reading
         // smaps (a kilobyte of text per mapping, parsed into strings) added 0.5-0.7 MB to
         // that moment; pagemap, read a few pages at a time, tells the copies apart instead.
         guard let pagemap = PageMap() else { return 0 }
         var dropped = 0
-        let mappings = (MapsLine.read("self") ?? []).filter(isFileMapping)
-        let files = Set(mappings.map(\.path))
-        // Before the unmapping, the kernel keeps every page still mapped: what goes is what
-        // the daemon has not run since the last drop.
-        if handingBack == .unusedSinceLastDrop { handBack(files) }
-        for mapping in mappings {
+        var files = Set<String>()
+        for mapping in MapsLine.read("self") ?? [] where isFileMapping(mapping) {
             guard let start = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
             let length = Int(mapping.end - mapping.start)
             _ = madvise(start, length, MADV_RANDOM)
@@ -70,26 +65,15 @@ public enum MemoryFootprint {
             } else {
                 dropped += advise(pages.runs, advice: MADV_DONTNEED, pageSize: pagemap.pageSize)
             }
+            files.insert(mapping.path)
         }
-        if handingBack == .everythingUnmapped { handBack(files) }
-        return dropped
-    }
-
-    /// What a drop hands back to the page cache (`POSIX_FADV_DONTNEED`).
-    public enum CacheHandBack: Sendable {
-        /// Every page it unmapped that no other process maps: the start's stages.
-        case everythingUnmapped
-        /// Only what the daemon had not mapped again since the drop before: a round.
-        case unusedSinceLastDrop
-    }
-
-    private static func handBack(_ files: Set<String>) {
-        for path in files {
+        for path in files where handingBackCache {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             _ = posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
             close(descriptor)
         }
+        return dropped
     }
 
     /// A private mapping of a regular file (not a device, not a file since deleted, not a
