@@ -1,6 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The release link's script that keeps the toolchain's read-only constants out of the
+/// writable segment (Sources/ariata-agent/readonly-data.ld). The lld of Swift 6.0 (Debian
+/// 13's) crashes on it, so older toolchains link without it (docs/releasing.md).
+#if compiler(>=6.3)
+let readOnlyConstants = ["-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Sources/ariata-agent/readonly-data.ld"]
+#else
+let readOnlyConstants: [String] = []
+#endif
+
 let package = Package(
     name: "ariata-agent",
     platforms: [.macOS(.v15)],
@@ -101,8 +110,7 @@ let package = Package(
                           "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/ariata-agent/hot-code.order",
                           "-Xlinker", "--no-warn-symbol-ordering",
                           "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                          "-Xlinker", "--no-export-dynamic",
-                          "-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Sources/ariata-agent/readonly-data.ld"], .when(platforms: [.linux], configuration: .release)),
+                          "-Xlinker", "--no-export-dynamic"] + readOnlyConstants, .when(platforms: [.linux], configuration: .release)),
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,

@@ -25,6 +25,8 @@
 #   DEB_JOBS             compiler jobs at once (default: one per core); 1 on a 1 GB board
 #   SOURCE_DATE_EPOCH    the date of the changelog, the man page and the files (default:
 #                        the last commit's date), so that the same tree gives the same package
+#   DEB_READONLY_CONSTANTS  no: the program was linked without readonly-data.ld (a Swift
+#                        older than 6.3, see Package.swift), so its constants are not checked
 #   DEB_HOT_CODE_MIN_FOUND  the share (%) of hot-code.order that must be in the program
 #                        (default 90; scripts/check-hot-code.sh --min-found): lower for a
 #                        Swift other than the one the list was made with
@@ -113,7 +115,8 @@ say "checking that the functions the daemon runs lie together at the start of it
 # (about the first half of the code; without the list they spread over all of it, and
 # ~8 MB more of the program stays resident).
 # The same check the test suite runs on its debug build (--unoptimized): scripts/check-hot-code.sh.
-NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_CODE_MIN_FOUND:-90}" "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
+NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_CODE_MIN_FOUND:-90}" \
+  $( [ "${DEB_READONLY_CONSTANTS:-yes}" = no ] && echo --writable-constants ) "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
 at_exit 'rm -rf "$WORK"'
