@@ -25,7 +25,7 @@ final class BenchCommandTests: XCTestCase {
             commands += Self.benchCommands(in: text)
         }
         XCTAssertGreaterThan(commands.count, 10, "the scan found too few commands to be reading the pages")
-        XCTAssertTrue(commands.contains(["footprint", "--warm-up", "14", "--minutes", "8", "--dir", "/mnt/sd"]), "\(commands)")
+        XCTAssertTrue(commands.contains(["footprint", "--warm-up", "14", "--minutes", "8", "--dir", "/mnt/sd", "--tls"]), "\(commands)")
         for arguments in commands {
             XCTAssertNoThrow(try AriataBench.parseAsRoot(arguments), "ariata-bench \(arguments.joined(separator: " "))")
         }
