@@ -126,11 +126,11 @@ final class MaintenanceRound: Sendable {
     /// Memory freed since the last round (an upload's bodies) goes back to the system, and
     /// the program's and libraries' pages are dropped once more, as before the start: what
     /// only the start ran (the first round is 5 s in), an upload cycle's TLS handshake or
-    /// another round's work leaves the resident set, and what the streams run comes back.
-    /// The first two rounds also hand the start's pages back to the page cache; the later
-    /// ones keep them cached, so that what comes back is not read from the card.
-    /// So an upload cycle runs beside the streams' pages and at most one round's, not
-    /// beside all the daemon ran since it started (docs/decisions/0005-start-up-page-drop.md).
+    /// another round's work leaves the resident set, and what the streams run comes back:
+    /// an upload cycle runs beside the streams' pages and at most one round's, not beside
+    /// all the daemon ran since it started. The first two rounds also hand the start's
+    /// pages back to the page cache; the later ones keep them cached, so that what comes
+    /// back is not read from the card (docs/decisions/0005-start-up-page-drop.md).
     private func trimMemory(round: Int) {
         MemoryFootprint.releaseFreedMemory()
         MemoryFootprint.dropMappedFilePages(handingBackCache: round <= 2)

@@ -27,9 +27,8 @@ final class PageMap {
     deinit { close(descriptor) }
 
     /// The runs of present pages in [start, end) that are the file's own, and whether any
-    /// present page there is a private copy. An unreadable range yields no runs and no
-    /// An unreadable range counts as holding copies, so that no mapping is unmapped whole
-    /// on a guess.
+    /// present page there is a private copy. An unreadable range counts as holding copies,
+    /// so that no mapping is unmapped whole on a guess.
     func filePageRuns(from start: UInt, to end: UInt) -> (runs: [Run], holdsCopies: Bool) {
         var runs: [Run] = []
         var holdsCopies = false

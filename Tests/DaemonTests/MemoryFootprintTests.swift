@@ -12,6 +12,24 @@ final class MemoryFootprintTests: XCTestCase {
         try XCTUnwrap(ProcStatus.own()?.residentFile, "RssFile in /proc/self/status").value
     }
 
+    let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// A file of `pages` pages of "a", open for reading.
+    func fileOf(pages: Int, in directory: TemporaryDirectory) throws -> Int32 {
+        let path = directory.file("mapped")
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: pageSize * pages)))
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ENOENT) }
+        return descriptor
+    }
+
+    /// A private, writable mapping of the file's first `pages` pages (writes make copies).
+    func mapPrivately(_ descriptor: Int32, pages: Int) throws -> UnsafeMutablePointer<UInt8> {
+        let raw = mmap(nil, pageSize * pages, PROT_READ | PROT_WRITE, MAP_PRIVATE, descriptor, 0)
+        guard let raw, raw != MAP_FAILED else { throw XCTSkip("mmap failed") }
+        return raw.assumingMemoryBound(to: UInt8.self)
+    }
+
     func testDroppingTheMappedFilePagesShrinksTheResidentSet() throws {
         let before = try residentFileKiB()
         let advised = MemoryFootprint.dropMappedFilePages()
@@ -46,17 +64,11 @@ final class MemoryFootprintTests: XCTestCase {
     /// the loader wrote them) and writable alike. Only the pages still the file's leave.
     func testCopyOnWriteCopiesSurviveTheDrop() throws {
         let directory = try TemporaryDirectory("ariata-memory-footprint")
-        let path = directory.file("mapped")
-        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         let pages = 64
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: pageSize * pages)))
-        let descriptor = open(path, O_RDONLY)
-        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        let descriptor = try fileOf(pages: pages, in: directory)
         defer { close(descriptor) }
         func map() throws -> UnsafeMutablePointer<UInt8> {
-            let raw = mmap(nil, pageSize * pages, PROT_READ | PROT_WRITE, MAP_PRIVATE, descriptor, 0)
-            guard let raw, raw != MAP_FAILED else { throw XCTSkip("mmap failed") }
-            let bytes = raw.assumingMemoryBound(to: UInt8.self)
+            let bytes = try mapPrivately(descriptor, pages: pages)
             for page in 0 ..< pages { XCTAssertEqual(bytes[page * pageSize], 0x61) }   // every page the file's
             for page in stride(from: 0, to: pages, by: 4) { bytes[page * pageSize] = 0x7a }   // a copy of every fourth
             return bytes
@@ -83,18 +95,12 @@ final class MemoryFootprintTests: XCTestCase {
     /// entries holds, so that the reads' seams are crossed.
     func testThePageMapTellsTheFilesPagesFromCopies() throws {
         let directory = try TemporaryDirectory("ariata-page-map")
-        let path = directory.file("mapped")
-        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         let pages = 3_000
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: pageSize * pages)))
-        let descriptor = open(path, O_RDONLY)
-        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        let descriptor = try fileOf(pages: pages, in: directory)
         defer { close(descriptor) }
-        let raw = mmap(nil, pageSize * pages, PROT_READ | PROT_WRITE, MAP_PRIVATE, descriptor, 0)
-        guard let raw, raw != MAP_FAILED else { throw XCTSkip("mmap failed") }
-        defer { munmap(raw, pageSize * pages) }
-        let bytes = raw.assumingMemoryBound(to: UInt8.self)
-        let start = UInt(bitPattern: raw), end = start + UInt(pageSize * pages)
+        let bytes = try mapPrivately(descriptor, pages: pages)
+        defer { munmap(bytes, pageSize * pages) }
+        let start = UInt(bitPattern: bytes), end = start + UInt(pageSize * pages)
         let read = [0, 1, 1_023, 1_024, 1_025, 2_999], written = [1_500, 2_048]
         for page in read { XCTAssertEqual(bytes[page * pageSize], 0x61) }
         let map = try XCTUnwrap(PageMap())

@@ -242,19 +242,9 @@ final class ServerSwitchDaemonTests: XCTestCase {
     func testAServerThatDoesNotAnswerDelaysTheStartBriefly() throws {
         var rig = try Rig("switches-stalled", streams: [.location])
         // Listens and never accepts: the connection is made, the request never answered.
-        let stalled = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(stalled, 0)
-        defer { close(stalled) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stalled, $0, length) == 0 && listen(stalled, 8) == 0
-                && getsockname(stalled, $0, &length) == 0 }
-        }
-        XCTAssertTrue(bound, "a listening socket on loopback")
-        rig.config.server.endpoint = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let stalled = try LoopbackSocket(listening: 8)
+        defer { withExtendedLifetime(stalled) {} }   // listening until the daemon has stopped
+        rig.config.server.endpoint = "http://127.0.0.1:\(stalled.port)"
         rig.config.server.token = Secret("test-token")
         rig.config.server.deviceID = "test-device"
         rig.config.server.connectTimeout = 5

@@ -47,20 +47,10 @@ final class GPSDGreetingTests: XCTestCase {
     /// A listener whose accept queue is full drops new SYNs, so a connect to it hangs as one
     /// to a remote host that does not answer would: the check gives up on time.
     func testAConnectThatDoesNotCompleteEndsWithTheTimeLimit() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        XCTAssertTrue(bound)
-        XCTAssertEqual(listen(listener, 0), 0)
+        let listener = try LoopbackSocket(listening: 0)
+        defer { withExtendedLifetime(listener) {} }   // listening until the check is over
+        var address = listener.address
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
         // Fill the accept queue (nobody accepts).
         var fillers: [Int32] = []
         defer { fillers.forEach { close($0) } }
@@ -72,7 +62,7 @@ final class GPSDGreetingTests: XCTestCase {
             }
         }
         usleep(200_000)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let port = listener.port
         let started = Monotonic.now
         XCTAssertThrowsError(try GPSDClient.greeting(host: "127.0.0.1", port: port, timeout: 1)) { error in
             XCTAssertEqual((error as? GPSDError)?.detail, "no connection within 1 s")
