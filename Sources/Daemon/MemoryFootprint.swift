@@ -40,16 +40,16 @@ public enum MemoryFootprint {
     ///   every cached page within 64 KiB of a fault, so without this a page the daemon
     ///   runs brought its cached neighbours back into the resident set. But what is handed
     ///   back and run again is read from the disk: the start and the first two rounds hand
-    ///   back, and the later rounds do not, or every round would read about a hundred
-    ///   pages from the card and wait for each.
+    ///   back, and the later rounds do not, or every round would read the streams' own
+    ///   pages from the card again and wait for each.
     ///
     /// Returns the bytes of the mappings advised; a kernel that refuses the advice changes
     /// nothing.
     @discardableResult
     public static func dropMappedFilePages(handingBackCache: Bool = true) -> Int {
-        // /proc/self/maps, not smaps: a drop runs when the most is resident, and reading
-        // smaps (a kilobyte of text per mapping, parsed into strings) added 0.5-0.7 MB to
-        // that moment; pagemap, read a few pages at a time, tells the copies apart instead.
+        // /proc/self/maps, not smaps: a drop runs when the most is resident, and smaps (a
+        // kilobyte of text per mapping, parsed into strings) would add its heap to that
+        // moment; pagemap, read a few pages at a time, tells the copies apart instead.
         guard let pagemap = PageMap() else { return 0 }
         var dropped = 0
         var files = Set<String>()
