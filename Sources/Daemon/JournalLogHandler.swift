@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Platform
 
 /// One line per event on stderr, in the form journald reads best: a `<N>` syslog
 /// priority prefix (journald turns it into the entry's priority and strips it), the
@@ -26,14 +27,20 @@ public struct JournalLogHandler: LogHandler {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let tail = merged.isEmpty ? "" : " " + merged.keys.sorted().map { "\($0)=\(merged[$0].map { "\($0)" } ?? "")" }.joined(separator: " ")
         // One event, one line: a multi-line message would split into several journal entries.
-        let message = "\(event.message)".replacingOccurrences(of: "\n", with: " ⏎ ")
-        let line: String
+        // The standard library's calls, not Foundation's (`replacingOccurrences`,
+        // `FileHandle`): each event would bring their code back into the daemon's resident
+        // set (docs/decisions/0005-start-up-page-drop.md).
+        var message = "\(event.message)"
+        if message.utf8.contains(UInt8(ascii: "\n")) {
+            message = message.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ⏎ ")
+        }
+        var line: String
         if terminal {
             line = "\(Self.timestamp()) \(event.level) \(label): \(message)\(tail)\n"
         } else {
             line = "<\(Self.syslogPriority(event.level))>\(label): \(message)\(tail)\n"
         }
-        FileHandle.standardError.write(Data(line.utf8))
+        line.withUTF8 { _ = FileWrites.writeAll(UnsafeRawBufferPointer($0), to: STDERR_FILENO) }
     }
 
     public static func syslogPriority(_ level: Logger.Level) -> Int {

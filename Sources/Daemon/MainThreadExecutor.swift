@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// Runs Swift concurrency's jobs on the program's main thread instead of libdispatch's
 /// worker pool (docs/decisions/0006-main-thread-executor.md).
@@ -23,7 +24,7 @@ import Foundation
 public final class MainThreadExecutor: TaskExecutor, @unchecked Sendable {
     private static let shared = MainThreadExecutor()
 
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     // Guarded by `condition`.
     private var pending: [UnownedJob] = []
 

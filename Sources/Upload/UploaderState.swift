@@ -67,7 +67,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     /// The fingerprint of an endpoint and token: 8 bytes of SHA-1, enough to notice a change.
     static func fingerprint(_ settings: ServerSettings) -> String {
         let digest = BatchID.sha1(Array("\(settings.ingestURL)\u{0}\(settings.token.value)".utf8))
-        return digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+        return digest.prefix(8).lowercaseHex
     }
 
     func encoded() -> String? {

@@ -18,9 +18,37 @@ public enum RFC3339 {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+        // Written digit by digit as "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ": every record's time
+        // goes through here, and String(format:) runs Foundation's and CoreFoundation's
+        // formatting code, pages the daemon would otherwise not keep resident
+        // (docs/decisions/0005-start-up-page-drop.md).
+        var text = ""
+        text.reserveCapacity(24)
+        appendPadded(Int(parts.tm_year) + 1900, width: 4, to: &text)
+        text += "-"
+        appendPadded(Int(parts.tm_mon) + 1, width: 2, to: &text)
+        text += "-"
+        appendPadded(Int(parts.tm_mday), width: 2, to: &text)
+        text += "T"
+        appendPadded(Int(parts.tm_hour), width: 2, to: &text)
+        text += ":"
+        appendPadded(Int(parts.tm_min), width: 2, to: &text)
+        text += ":"
+        appendPadded(Int(parts.tm_sec), width: 2, to: &text)
+        text += "."
+        appendPadded(millis, width: 3, to: &text)
+        text += "Z"
+        return text
+    }
+
+    /// `value` as printf's `%0<width>d` writes it: zero-padded to `width` characters, a minus
+    /// sign counted in them.
+    static func appendPadded(_ value: Int, width: Int, to text: inout String) {
+        let digits = String(value.magnitude)
+        if value < 0 { text += "-" }
+        let padding = width - digits.utf8.count - (value < 0 ? 1 : 0)
+        if padding > 0 { text += String(repeating: "0", count: padding) }
+        text += digits
     }
 
     /// Whole milliseconds since 1970 of a time in exactly the form `string(from:)` writes

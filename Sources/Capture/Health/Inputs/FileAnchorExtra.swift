@@ -1,3 +1,4 @@
+import AgentCore
 import Foundation
 
 /// What a file source keeps in its anchor besides device, inode, offset and line.
@@ -17,7 +18,7 @@ struct FileAnchorExtra: Codable, Equatable {
     }
 
     init(fingerprint: [UInt8], parserState: String?, backfillEnd: Int64?, backfillCutoff: Double?) {
-        self.fingerprint = fingerprint.isEmpty ? nil : fingerprint.map { String(format: "%02x", $0) }.joined()
+        self.fingerprint = fingerprint.isEmpty ? nil : fingerprint.lowercaseHex
         self.parserState = parserState
         self.backfillEnd = backfillEnd
         self.backfillCutoff = backfillCutoff
