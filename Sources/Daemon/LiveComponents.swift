@@ -25,6 +25,7 @@ public struct LiveComponents: ComponentFactory {
 
     public func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
         Uploader(server: config.server, upload: config.upload, store: database.recordQueue, logger: logger,
+                 makeTransport: MemoryFootprint.droppingPagesFirst(CurlTransport.factory),
                  uploadLock: FileLock.upload(databasePath: database.path))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Platform
+import Upload
 
 /// The daemon's anonymous memory (docs/architecture.md, Memory): glibc keeps to one malloc
 /// arena instead of eight per core (the threads allocate little and seldom, so they share
@@ -58,7 +59,7 @@ public enum MemoryFootprint {
             let length = Int(mapping.end - mapping.start)
             _ = madvise(start, length, MADV_RANDOM)
             let pages = pagemap.filePageRuns(from: mapping.start, to: mapping.end)
-            if mapping.permissions.contains("w") {
+            if mapping.permissions.utf8.contains(UInt8(ascii: "w")) {
                 dropped += advise(pages.runs, advice: madvPageOut, pageSize: pagemap.pageSize)
             } else if !pages.holdsCopies {
                 if madvise(start, length, MADV_DONTNEED) == 0 { dropped += length }
@@ -74,6 +75,15 @@ public enum MemoryFootprint {
             close(descriptor)
         }
         return dropped
+    }
+
+    /// `factory`, dropping the mapped file pages first: a connection's TLS handshake then
+    /// runs beside the pages the streams run, not beside all they ran since the last round.
+    public static func droppingPagesFirst(_ factory: @escaping HTTPTransportFactory) -> HTTPTransportFactory {
+        { settings, isCancelled in
+            dropMappedFilePages(handingBackCache: false)
+            return try factory(settings, isCancelled)
+        }
     }
 
     /// A private mapping of a regular file (not a device, not a file since deleted, not a

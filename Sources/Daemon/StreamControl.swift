@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Platform
 import Synchronization
+import Upload
 
 /// Decides which of the enabled streams capture, and applies it to their supervisors: the
 /// pause switches (`ariata-agent pause`; a timed pause ends on time through its own timer),
@@ -35,7 +36,8 @@ final class StreamControl: Sendable {
         self.logger = logger
         state = Mutex(State(config: config))
         let keeper = ServerSwitchKeeper(server: config.server, database: database, clock: clock, scheduler: scheduler,
-                                        logger: Logger(.switches)) { [weak self] old, new in
+                                        logger: Logger(.switches),
+                                        makeTransport: MemoryFootprint.droppingPagesFirst(CurlTransport.factory)) { [weak self] old, new in
             self?.serverSwitchesChanged(from: old, to: new)
         }
         self.keeper.withLock { $0 = keeper }

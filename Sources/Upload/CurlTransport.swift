@@ -50,6 +50,9 @@ public final class CurlTransport: HTTPTransport {
         case .libraryDefaults:
             break
         }
+        if let sessions = CurlTLSSessions.shared {
+            _ = ariata_curl_setopt_ptr(handle, CURLOPT_SHARE, sessions.handle)
+        }
         setString(CURLOPT_USERAGENT, AgentVersion.userAgent)
         setString(CURLOPT_PROTOCOLS_STR, "http,https")
         setLong(CURLOPT_TCP_KEEPALIVE, 1)

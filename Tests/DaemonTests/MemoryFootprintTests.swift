@@ -126,8 +126,9 @@ final class MemoryFootprintTests: XCTestCase {
     /// The daemon drops its pages before it parses its arguments; as each stage of its
     /// start ends (the queue opened, the server's switches asked, the uploader made, the
     /// streams set up, the rest set up before the first upload cycle), so that its resident
-    /// set never holds all of the start at once; and at every maintenance round as its
-    /// streams run, so that an upload cycle's pages do not stay
+    /// set never holds all of the start at once; at every maintenance round as its streams
+    /// run, so that an upload cycle's pages do not stay; and before each connection, so that
+    /// a TLS handshake runs beside the streams' pages only
     /// (docs/decisions/0005-start-up-page-drop.md). Seen with strace on the real daemon: the
     /// program's first mapping (read-only, no copies) is advised MADV_DONTNEED once per drop.
     func testTheDaemonDropsItsPagesAgainOnceItsStreamsRun() throws {
@@ -150,8 +151,9 @@ final class MemoryFootprintTests: XCTestCase {
             }
             return drops
         }
-        // Rounds every 2 s, the first 2 s in: the fourth within about 8 s (strace slows it).
-        try waitUntil("the tenth drop", timeout: 60) { drops().count >= 10 }
+        // Rounds every 2 s, the first 2 s in (strace slows it). Besides the start's stages and
+        // the rounds, a drop goes before each connection (the switches' ask, each upload cycle).
+        try waitUntil("the twelfth drop", timeout: 60) { drops().count >= 12 }
         // strace is the rig's child and the daemon strace's: the daemon gets the SIGTERM,
         // and strace ends with it.
         let strace = try XCTUnwrap(rig.agent)
@@ -160,17 +162,15 @@ final class MemoryFootprintTests: XCTestCase {
         kill(daemon, SIGTERM)
         XCTAssertNotNil(strace.wait(timeout: 30), "the daemon did not stop")
         let seen = drops()
-        XCTAssertGreaterThanOrEqual(seen.count, 10, "one before the arguments, five in the start, one at each round")
-        // The start's six and the first two rounds hand the pages back to the page cache;
-        // later rounds keep them cached, or each would read them from the disk again.
-        for (index, drop) in seen.enumerated() {
-            XCTAssertGreaterThan(drop.dontneed, 0)
-            if index < 8 {
-                XCTAssertGreaterThan(drop.handedBack, 0, "drop \(index + 1) hands the pages back")
-            } else {
-                XCTAssertEqual(drop.handedBack, 0, "drop \(index + 1), a later round, keeps the pages cached")
-            }
-        }
+        XCTAssertGreaterThanOrEqual(seen.count, 12, "one before the arguments, five in the start, one at each round, one before each connection")
+        for (index, drop) in seen.enumerated() { XCTAssertGreaterThan(drop.dontneed, 0, "drop \(index + 1) unmaps") }
+        // The one before the arguments, the start's five and the first two rounds hand the
+        // pages back to the page cache; the drops before a connection and the later rounds
+        // keep them cached, or each would read them from the disk again.
+        XCTAssertEqual(seen.filter { $0.handedBack > 0 }.count, 8, "\(seen.map(\.handedBack))")
+        XCTAssertGreaterThan(seen[0].handedBack, 0, "the drop before the arguments hands back")
+        let lastHandingBack = try XCTUnwrap(seen.lastIndex { $0.handedBack > 0 })
+        XCTAssertGreaterThanOrEqual(seen.count - 1 - lastHandingBack, 2, "later rounds keep the pages cached: \(seen.map(\.handedBack))")
         print("measured: \(seen.count) drops; POSIX_FADV_DONTNEED calls in each: \(seen.map(\.handedBack))")
     }
 }
