@@ -8,29 +8,37 @@
 # with its neighbours (the kernel's fault-around maps 64 KiB around a fault), so scattered
 # hot code kept about 12 MB of the program resident; gathered, about 4 MB.
 #
-# How: `ariata-bench footprint` (all three streams live against the real rigs, uploads every
-# 60 s) and `ariata-bench footprint drain` (a backlog drained by `ariata-agent sync`), with
-# the agent run under valgrind's callgrind, which records every function that ran. The list
-# is the union of both, by the symbol names the linker sees, in three parts: the functions
-# the daemon runs once it runs (after its first STARTUP_SECONDS, default 60, when the
-# daemon's trace is dumped with callgrind_control), then those only its start ran, then
-# those only `sync` ran. The daemon drops its program's pages once its streams run
+# How: `ariata-bench footprint` (all three streams live against the real rigs; one upload
+# cycle, at the start) and `ariata-bench footprint drain` (a backlog drained by
+# `ariata-agent sync`), with the agent run under valgrind's callgrind, which records every
+# function that ran. The list is the union of both, by the symbol names the linker sees, in
+# three parts: the functions the daemon runs between upload cycles once it runs (after its
+# first STARTUP_SECONDS, default 60, when the daemon's trace is dumped with
+# callgrind_control: the streams and the maintenance rounds, each of which drops the
+# program's pages), then those an upload cycle adds (what `sync` ran), then those only the
+# start ran. The daemon drops its program's pages at every round
 # (docs/decisions/0005-start-up-page-drop.md), and the pages it maps again are those of
-# the first part: together, not interleaved with start-up code. Names that a later change
+# the first part: together, not interleaved with the start's code or the cycle's, which
+# comes back for the few seconds of each cycle only. Names that a later change
 # renames are ignored by the linker (--no-warn-symbol-ordering): a stale list costs memory,
 # never correctness. Regenerate it after changes to what the daemon runs at start or in
 # steady state, and quote the footprint before and after.
 #
-#   scripts/hot-code.sh [--minutes M]        (default 3; needs valgrind: apt-get install valgrind)
+#   scripts/hot-code.sh [--minutes M] [--keep-traces DIR]
+#       (default 3; needs valgrind: apt-get install valgrind). --keep-traces copies the
+#       callgrind traces to DIR (the daemon's start, its running, sync's): who calls what
+#       between cycles, e.g. to find code that should not run there (decision 0005).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 . scripts/lib.sh
 MINUTES=3
+KEEP_TRACES=
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) MINUTES=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --keep-traces) KEEP_TRACES=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "hot-code.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -60,10 +68,10 @@ chmod +x "$WORK/ariata-agent"
 
 # --shared-libraries: the benchmark would copy the libraries that `ldd` names for the
 # agent, and here the agent is a script; which functions run does not depend on it.
-echo "== the daemon under callgrind for $MINUTES min (all three streams, uploads every 60 s)"
+echo "== the daemon under callgrind for $MINUTES min (all three streams, one upload cycle at the start)"
 # As the user this script runs as (the benchmark's default as root is nobody): the traces go in $WORK.
 ME=$(id -un)
-"$WORK/ariata-bench" footprint --minutes "$MINUTES" --upload-interval 60 --shared-libraries --user "$ME" | grep -E "^(window|ariata-agent)" &
+"$WORK/ariata-bench" footprint --minutes "$MINUTES" --upload-interval 86400 --shared-libraries --user "$ME" | grep -E "^(window|ariata-agent)" &
 BENCH=$!
 # The daemon's trace up to STARTUP_SECONDS after it started is dumped apart (trace.PID.1).
 STARTUP_SECONDS=${STARTUP_SECONDS:-60}
@@ -97,12 +105,13 @@ OUT=Sources/ariata-agent/hot-code.order
   STARTUP=$(ls "$WORK"/trace."$RUN_PID".1 2>/dev/null || true)
   RUNNING=$(ls "$WORK"/trace."$RUN_PID"* | grep -vx "${STARTUP:-none}")
   functions $RUNNING > "$WORK/running"
-  functions ${STARTUP:-/dev/null} | LC_ALL=C comm -23 - "$WORK/running" > "$WORK/start-up"
   SYNC=$(ls "$WORK"/trace.* | grep -v "trace\.$RUN_PID" || true)
   [ -n "$SYNC" ] || { echo "hot-code.sh: ariata-agent sync left no trace" >&2; exit 1; }
-  functions $SYNC | LC_ALL=C comm -23 - "$WORK/running" | LC_ALL=C comm -23 - "$WORK/start-up" > "$WORK/sync"
-  cat "$WORK/running" "$WORK/start-up" "$WORK/sync"
+  functions $SYNC | LC_ALL=C comm -23 - "$WORK/running" > "$WORK/sync"
+  functions ${STARTUP:-/dev/null} | LC_ALL=C comm -23 - "$WORK/running" | LC_ALL=C comm -23 - "$WORK/sync" > "$WORK/start-up"
+  cat "$WORK/running" "$WORK/sync" "$WORK/start-up"
 } > "$OUT.new"
-echo "== running $(wc -l < "$WORK/running"), start-up only $(wc -l < "$WORK/start-up"), sync only $(wc -l < "$WORK/sync")"
+echo "== running $(wc -l < "$WORK/running"), upload cycle (sync) $(wc -l < "$WORK/sync"), start-up only $(wc -l < "$WORK/start-up")"
 mv "$OUT.new" "$OUT"
+if [ -n "$KEEP_TRACES" ]; then mkdir -p "$KEEP_TRACES" && cp "$WORK"/trace.* "$KEEP_TRACES"/; fi
 echo "== $OUT: $(grep -vc '^#' "$OUT") functions"
