@@ -71,9 +71,11 @@ public final class AgentDatabase: @unchecked Sendable {
                 try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
                 try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             }
-            // Memory (docs/architecture.md): the page cache is held to 1 MiB (SQLite's default
-            // is 2 MiB).
-            try db.execute(sql: "PRAGMA cache_size = -1024")
+            // Memory (docs/architecture.md#memory): the page cache is held to 256 KiB (SQLite's
+            // default is 2 MiB). A cache fills up to its cap and stays full: each liveness
+            // check sums the attachments table, every page of it, and three days of chunks
+            // (the default retention) make that table 0.5 MB.
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.pageCacheKiB)")
             // Durability (set again once WAL is on, see below):
             // synchronous=FULL makes a commit fsync the WAL before it returns. A record
             // whose enqueue returned survives the process being killed (that needs only
@@ -121,6 +123,8 @@ public final class AgentDatabase: @unchecked Sendable {
     static let pageSize = 1_024
     /// WAL bytes that wait for a checkpoint, at most.
     static let walCheckpointBytes = 1_048_576
+    /// The connection's page cache, at most (`PRAGMA cache_size`, in KiB).
+    public static let pageCacheKiB = 256
 
     /// Opens an existing queue read-only (for `status`): no migration, no writes, and it
     /// works beside a running daemon. Fails when the file does not exist.
