@@ -1,13 +1,17 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// The release link's script that keeps the toolchain's read-only constants out of the
-/// writable segment (Sources/ariata-agent/readonly-data.ld). The lld of Swift 6.0 (Debian
-/// 13's) crashes on it, so older toolchains link without it (docs/releasing.md).
+/// The release link's scripts that keep the toolchain's read-only constants out of the
+/// writable segment (Sources/ariata-agent/readonly-data.ld) and gather the compiler's
+/// private functions before the ordered code (private-code.ld). The lld of Swift 6.0
+/// (Debian 13's) crashes on the first, so older toolchains link without them
+/// (docs/releasing.md).
 #if compiler(>=6.3)
-let readOnlyConstants = ["-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Sources/ariata-agent/readonly-data.ld"]
+let layoutScripts = ["readonly-data.ld", "private-code.ld"].flatMap {
+    ["-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Sources/ariata-agent/\($0)"]
+}
 #else
-let readOnlyConstants: [String] = []
+let layoutScripts: [String] = []
 #endif
 
 let package = Package(
@@ -101,7 +105,7 @@ let package = Package(
             "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Setup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], exclude: ["hot-code.order", "readonly-data.ld"], linkerSettings: [
+        ], exclude: ["hot-code.order", "readonly-data.ld", "private-code.ld"], linkerSettings: [
             // Release builds (the .deb, the demo, the benchmarks) link with lld and place the
             // functions the daemon runs first in the code (hot-code.order, made by
             // scripts/hot-code.sh): about 8 MB less of the program resident; and keep the
@@ -110,7 +114,7 @@ let package = Package(
                           "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/ariata-agent/hot-code.order",
                           "-Xlinker", "--no-warn-symbol-ordering",
                           "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                          "-Xlinker", "--no-export-dynamic"] + readOnlyConstants, .when(platforms: [.linux], configuration: .release)),
+                          "-Xlinker", "--no-export-dynamic"] + layoutScripts, .when(platforms: [.linux], configuration: .release)),
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,

@@ -2,16 +2,19 @@
 # Checks Sources/ariata-agent/hot-code.order (made by scripts/hot-code.sh) against a built
 # ariata-agent: fails when fewer than 90 % of its names are functions of the program (the
 # list has gone stale: regenerate it) and, for a release build, when the listed functions
-# reach past 60 % of the code (the release link did not use the ordering), or when ICU's
+# reach past 60 % of the code (the release link did not use the ordering), when ICU's
 # data (the largest of the toolchain's constants) lies in a writable section (the release
-# link did not use readonly-data.ld, and the service user could not drop its pages). See
+# link did not use readonly-data.ld, and the service user could not drop its pages), or
+# when the compiler's private functions are not gathered before the ordered code (it did
+# not use private-code.ld). See
 # docs/development.md, "The hot-code order", and docs/decisions/0005-start-up-page-drop.md.
 #
 #   scripts/check-hot-code.sh [--order FILE] PROGRAM                 (a release build: the package's)
 #   scripts/check-hot-code.sh [--order FILE] --min-found 75 PROGRAM  (built by another Swift)
 #   scripts/check-hot-code.sh [--order FILE] --unoptimized PROGRAM   (a debug build: the test suite's)
 #   scripts/check-hot-code.sh [--order FILE] --writable-constants PROGRAM  (linked by a Swift
-#                                     older than 6.3, whose lld crashes on readonly-data.ld)
+#                                     older than 6.3, whose lld crashes on readonly-data.ld:
+#                                     without either layout script)
 #
 # A debug build holds neither the toolchain's code (Swift.o, Foundation: linked
 # dynamically) nor the functions only the optimiser makes (specialisations, merged and
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
     --unoptimized) UNOPTIMIZED=true; shift ;;
     --min-found) MIN_FOUND=$2; shift 2 ;;
     --writable-constants) WRITABLE_CONSTANTS=true; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-hot-code.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -85,7 +88,7 @@ fi
 echo "ok: $FOUND of $LISTED listed functions lie in the first $SPAN of $TEXT_BYTES bytes of code"
 
 if $WRITABLE_CONSTANTS; then
-  echo "ok: ICU's data not checked (--writable-constants: linked without readonly-data.ld)"
+  echo "ok: ICU's data and the private functions not checked (--writable-constants: linked without readonly-data.ld and private-code.ld)"
   exit 0
 fi
 # ICU's data: its section's flags (readelf's 8th column), found by the symbol's address.
@@ -100,3 +103,10 @@ case "${FLAGS#* }" in
   *W*) die "ICU's data lies in the writable section ${FLAGS%% *}: the release link did not use Sources/ariata-agent/readonly-data.ld (Package.swift)" ;;
 esac
 echo "ok: ICU's data lies in the read-only section ${FLAGS%% *}"
+# The compiler's private functions, which the list cannot name: gathered just before the
+# ordered code (private-code.ld), the section right before .text.
+PRIVATE=$(readelf -SW "$PROGRAM" | sed -n 's/^ *\[ *[0-9]*\] *//p' |
+  awk '$1 == ".text.private" { at = NR } $1 == ".text" && at && NR == at + 1 { print "ok" }')
+[ "$PRIVATE" = ok ] ||
+  die "no .text.private just before .text in $PROGRAM: the release link did not use Sources/ariata-agent/private-code.ld (Package.swift)"
+echo "ok: the compiler's private functions lie in .text.private, just before the ordered code"
