@@ -30,16 +30,26 @@ public enum CATrust: Equatable, Sendable {
         return .libraryDefaults
     }
 
+    // Both run for every upload cycle: stat(2) and readdir(3), not FileManager, whose
+    // corelibs code would come back into the daemon's resident set with each cycle
+    // (docs/decisions/0005-start-up-page-drop.md).
     static func isDirectory(_ path: String) -> Bool {
-        var directory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     /// True when `directory` holds at least one name OpenSSL's lookup by hash reads:
-    /// eight hexadecimal digits, a dot and a number (`002c0b4f.0`).
+    /// eight hexadecimal digits, a dot and a number (`002c0b4f.0`). Stops at the first.
     static func holdsHashedNames(_ directory: String) -> Bool {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
-        return names.contains(where: isHashedName)
+        guard let stream = opendir(directory) else { return false }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if isHashedName(name) { return true }
+        }
+        return false
     }
 
     public static func isHashedName(_ name: String) -> Bool {

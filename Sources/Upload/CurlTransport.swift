@@ -230,8 +230,17 @@ private final class CallbackContext {
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        // Trimmed with the standard library, not Foundation's CharacterSet: this runs in
+        // every upload cycle (docs/decisions/0005-start-up-page-drop.md).
+        let name = Self.trimmed(line[..<colon]).lowercased()
+        let value = String(Self.trimmed(line[line.index(after: colon)...]))
         headers[name] = value
+    }
+
+    /// `text` without its leading and trailing whitespace (spaces, tabs, CR and LF).
+    static func trimmed(_ text: Substring) -> Substring {
+        let start = text.drop(while: \.isWhitespace)
+        guard let last = start.lastIndex(where: { !$0.isWhitespace }) else { return start[start.startIndex..<start.startIndex] }
+        return start[...last]
     }
 }
