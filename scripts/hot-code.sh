@@ -8,15 +8,16 @@
 # with its neighbours (the kernel's fault-around maps 64 KiB around a fault), so scattered
 # hot code kept about 12 MB of the program resident; gathered, about 4 MB.
 #
-# How: `ariata-bench footprint` (all three streams live against the real rigs; one upload
-# cycle, at the start) and `ariata-bench footprint drain` (a backlog drained by
-# `ariata-agent sync`), with the agent run under valgrind's callgrind, which records every
-# function that ran. The list is the union of both, by the symbol names the linker sees, in
-# three parts: the functions the daemon runs between upload cycles once it runs (after its
-# first STARTUP_SECONDS, default 60, when the daemon's trace is dumped with
-# callgrind_control: the streams and the maintenance rounds, each of which drops the
-# program's pages), then those an upload cycle adds (what `sync` ran), then those only the
-# start ran. The daemon drops its program's pages at every round
+# How: `ariata-bench footprint` twice (all three streams live against the real rigs; one
+# upload cycle at the start, then again with a cycle every 60 s) and `ariata-bench
+# footprint drain` (a backlog drained by `ariata-agent sync`), with the agent run under
+# valgrind's callgrind, which records every function that ran. The list is their union,
+# by the symbol names the linker sees, in four parts: the functions the daemon runs
+# between upload cycles once it runs (after its first STARTUP_SECONDS, default 60, when the
+# daemon's trace is dumped with callgrind_control: the streams and the maintenance rounds,
+# each of which drops the program's pages), then those the daemon's upload cycles add (the
+# second run's less the first's), then those only `sync` ran, then those only the start
+# ran. The daemon drops its program's pages at every round
 # (docs/decisions/0005-start-up-page-drop.md), and the pages it maps again are those of
 # the first part: together, not interleaved with the start's code or the cycle's, which
 # comes back for the few seconds of each cycle only. Names that a later change
@@ -68,22 +69,30 @@ chmod +x "$WORK/ariata-agent"
 
 # --shared-libraries: the benchmark would copy the libraries that `ldd` names for the
 # agent, and here the agent is a script; which functions run does not depend on it.
-echo "== the daemon under callgrind for $MINUTES min (all three streams, one upload cycle at the start)"
 # As the user this script runs as (the benchmark's default as root is nobody): the traces go in $WORK.
 ME=$(id -un)
-"$WORK/ariata-bench" footprint --minutes "$MINUTES" --upload-interval 86400 --shared-libraries --user "$ME" | grep -E "^(window|ariata-agent)" &
-BENCH=$!
 # The daemon's trace up to STARTUP_SECONDS after it started is dumped apart (trace.PID.1).
 STARTUP_SECONDS=${STARTUP_SECONDS:-60}
-RUN_PID=
-for _ in $(seq 1 600); do
-  RUN_PID=$(pgrep -f "callgrind.*$WORK/agent run" | head -1) && break
-  sleep 0.1
-done
-[ -n "$RUN_PID" ] || { echo "hot-code.sh: the daemon did not start under callgrind" >&2; exit 1; }
-sleep "$STARTUP_SECONDS"
-callgrind_control --dump=start-up "$RUN_PID" >/dev/null
-wait "$BENCH" || true
+# trace_daemon UPLOAD_INTERVAL: the daemon under callgrind for $MINUTES min; sets TRACED_PID.
+trace_daemon() {
+  "$WORK/ariata-bench" footprint --minutes "$MINUTES" --upload-interval "$1" --shared-libraries --user "$ME" | grep -E "^(window|ariata-agent)" &
+  local bench=$! pid=
+  for _ in $(seq 1 600); do
+    pid=$(pgrep -f "callgrind.*$WORK/agent run" | head -1) && break
+    sleep 0.1
+  done
+  [ -n "$pid" ] || { echo "hot-code.sh: the daemon did not start under callgrind" >&2; exit 1; }
+  sleep "$STARTUP_SECONDS"
+  callgrind_control --dump=start-up "$pid" >/dev/null
+  wait "$bench" || true
+  TRACED_PID=$pid
+}
+echo "== the daemon under callgrind for $MINUTES min (all three streams, one upload cycle at the start)"
+trace_daemon 86400
+RUN_PID=$TRACED_PID
+echo "== the daemon under callgrind for $MINUTES min again, an upload cycle every 60 s"
+trace_daemon 60
+CYCLE_PID=$TRACED_PID
 echo "== a backlog drained by ariata-agent sync under callgrind"
 # `drain` takes no --shared-libraries of its own (the parent's takes it), so the rig is
 # given an empty directory of private copies instead: the agent here is a script, which
@@ -102,16 +111,22 @@ OUT=Sources/ariata-agent/hot-code.order
     awk -v agent="$WORK/agent" '/^ob=/ { ob = substr($0, 4) } /^fn=/ { if (ob == agent) print substr($0, 4) }' "$@" \
       | grep -v '^0x' | LC_ALL=C sort -u
   }
-  STARTUP=$(ls "$WORK"/trace."$RUN_PID".1 2>/dev/null || true)
-  RUNNING=$(ls "$WORK"/trace."$RUN_PID"* | grep -vx "${STARTUP:-none}")
-  functions $RUNNING > "$WORK/running"
-  SYNC=$(ls "$WORK"/trace.* | grep -v "trace\.$RUN_PID" || true)
+  # "$@" minus each of the lists named after it.
+  without() {
+    local list=$1; shift
+    for other in "$@"; do list=$(LC_ALL=C comm -23 <(echo "$list") "$other"); done
+    echo "$list" | sed '/^$/d'
+  }
+  STARTUPS=$(ls "$WORK"/trace."$RUN_PID".1 "$WORK"/trace."$CYCLE_PID".1 2>/dev/null || true)
+  functions $(ls "$WORK"/trace."$RUN_PID"* | grep -vx "$WORK/trace.$RUN_PID.1") > "$WORK/running"
+  without "$(functions $(ls "$WORK"/trace."$CYCLE_PID"* | grep -vx "$WORK/trace.$CYCLE_PID.1"))" "$WORK/running" > "$WORK/cycle"
+  SYNC=$(ls "$WORK"/trace.* | grep -v "trace\.$RUN_PID" | grep -v "trace\.$CYCLE_PID" || true)
   [ -n "$SYNC" ] || { echo "hot-code.sh: ariata-agent sync left no trace" >&2; exit 1; }
-  functions $SYNC | LC_ALL=C comm -23 - "$WORK/running" > "$WORK/sync"
-  functions ${STARTUP:-/dev/null} | LC_ALL=C comm -23 - "$WORK/running" | LC_ALL=C comm -23 - "$WORK/sync" > "$WORK/start-up"
-  cat "$WORK/running" "$WORK/sync" "$WORK/start-up"
+  without "$(functions $SYNC)" "$WORK/running" "$WORK/cycle" > "$WORK/sync"
+  without "$(functions ${STARTUPS:-/dev/null})" "$WORK/running" "$WORK/cycle" "$WORK/sync" > "$WORK/start-up"
+  cat "$WORK/running" "$WORK/cycle" "$WORK/sync" "$WORK/start-up"
 } > "$OUT.new"
-echo "== running $(wc -l < "$WORK/running"), upload cycle (sync) $(wc -l < "$WORK/sync"), start-up only $(wc -l < "$WORK/start-up")"
+echo "== running $(wc -l < "$WORK/running"), upload cycle $(wc -l < "$WORK/cycle"), sync only $(wc -l < "$WORK/sync"), start-up only $(wc -l < "$WORK/start-up")"
 mv "$OUT.new" "$OUT"
 if [ -n "$KEEP_TRACES" ]; then mkdir -p "$KEEP_TRACES" && cp "$WORK"/trace.* "$KEEP_TRACES"/; fi
 echo "== $OUT: $(grep -vc '^#' "$OUT") functions"
