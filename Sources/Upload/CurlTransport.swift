@@ -232,15 +232,8 @@ private final class CallbackContext {
         guard let colon = line.firstIndex(of: ":") else { return }
         // Trimmed with the standard library, not Foundation's CharacterSet: this runs in
         // every upload cycle (docs/decisions/0005-start-up-page-drop.md).
-        let name = Self.trimmed(line[..<colon]).lowercased()
-        let value = String(Self.trimmed(line[line.index(after: colon)...]))
+        let name = line[..<colon].trimmingWhitespace().lowercased()
+        let value = String(line[line.index(after: colon)...].trimmingWhitespace())
         headers[name] = value
-    }
-
-    /// `text` without its leading and trailing whitespace (spaces, tabs, CR and LF).
-    static func trimmed(_ text: Substring) -> Substring {
-        let start = text.drop(while: \.isWhitespace)
-        guard let last = start.lastIndex(where: { !$0.isWhitespace }) else { return start[start.startIndex..<start.startIndex] }
-        return start[...last]
     }
 }

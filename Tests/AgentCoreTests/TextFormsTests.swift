@@ -40,4 +40,15 @@ final class TextFormsTests: XCTestCase {
         let all = (0...255).map { UInt8($0) }
         XCTAssertEqual(all.lowercaseHex, all.map { String(format: "%02x", $0) }.joined())
     }
+
+    func testTrimmingWhitespaceTakesSpacesTabsAndLineEndsFromBothEnds() {
+        XCTAssertEqual(" \tRetry-After ".trimmingWhitespace(), "Retry-After")
+        XCTAssertEqual(" 120\r\n".trimmingWhitespace(), "120")
+        XCTAssertEqual("synchronised\n".trimmingWhitespace(), "synchronised")
+        XCTAssertEqual("a b".trimmingWhitespace(), "a b", "inner spaces stay")
+        XCTAssertEqual(" \r\n\t".trimmingWhitespace(), "")
+        XCTAssertEqual("".trimmingWhitespace(), "")
+        let line: Substring = "x-batch-id:  abc \r\n".dropFirst(11)
+        XCTAssertEqual(line.trimmingWhitespace(), "abc", "a substring's own bounds")
+    }
 }

@@ -83,9 +83,7 @@ public struct FileClockSync: ClockSyncSource {
         }
         // Trimmed with the standard library's calls: the daemon asks at every record, and
         // Foundation's string calls would keep their code resident for a test hook.
-        let text = String(decoding: data, as: UTF8.self).drop(while: \.isWhitespace)
-        let end = text.lastIndex { !$0.isWhitespace }.map { text.index(after: $0) } ?? text.startIndex
-        let word = text[..<end].lowercased()
+        let word = String(decoding: data, as: UTF8.self).trimmingWhitespace().lowercased()
         if word == "synchronised" || word == "synchronized" { return nil }
         return "clock state file \(path) (\(ClockSync.testFileVariable)) says \"\(word)\""
     }
