@@ -8,7 +8,7 @@ public protocol UploadComponent: AnyObject, Sendable {
     func start()
     func stop()
     func liveness() -> Liveness
-    func updateServer(_ server: ServerConfig)
+    func updateServer(_ server: ServerConfig, box: BoxConfig)
     /// The network came back after an outage: forget the backoff it caused, send now.
     func networkReturned(_ why: String)
     /// A cycle now (the machine woke from sleep).

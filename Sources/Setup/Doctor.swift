@@ -28,7 +28,12 @@ public struct Doctor: Sendable {
                                        fix: "correct the key it names (every key is explained in etc/agent.toml), or run onboard again"))
             return DoctorReport(configFile: configPath, checks: results)
         }
-        if config.server.isOnboarded {
+        if config.box.isPaired {
+            // A Virtues box: who it is (any answer names its build), then one request over iroh.
+            let (check, _) = ServerIdentityStep.check(config.server, timeout: timeout)
+            results.append(check)
+            results.append(BoxVerifier(server: config.server, box: config.box, timeout: timeout).verify().check)
+        } else if config.server.isOnboarded {
             let (check, identity) = ServerIdentityStep.check(config.server, timeout: timeout)
             results.append(check)
             let verification = ServerVerifier(server: config.server, timeout: timeout).verify()

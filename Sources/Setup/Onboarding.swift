@@ -55,7 +55,9 @@ public final class Onboarding {
         }
         let serverStep = ServerStep(request: request, prompter: prompter, console: console, printer: printer,
                                     deviceIDIsNew: deviceIDIsNew)
-        config.server = try serverStep.run(config.server)
+        config.server = try serverStep.run(config.server, box: config.box)
+        // Paired with a box, or with an older server by its token: never both.
+        config.box = serverStep.box ?? BoxConfig()
         identity = serverStep.identity
 
         console.line("")
@@ -82,7 +84,11 @@ public final class Onboarding {
         console.line("5/5 Service")
         try ServiceStep(configPath: path, prompter: prompter, console: console, mode: mode).run()
 
-        ServerSwitchesStep(server: config.server, timeout: request.timeout, console: console, printer: printer).run()
+        if config.box.isPaired {
+            console.line("  \(identity?.name ?? "The Virtues box") has no stream switches: this device's configuration alone decides what it captures")
+        } else {
+            ServerSwitchesStep(server: config.server, timeout: request.timeout, console: console, printer: printer).run()
+        }
 
         console.line("")
         console.line("Done. See how it is doing with: ariata-agent status\(path == AgentConfig.defaultPath ? "" : " --config \(path)")")

@@ -36,6 +36,7 @@ struct ServerIdentityStep {
         switch identity.generation {
         case .ariata: return "\(identity.name): pairs devices with the code its web UI shows (--code)"
         case .virtues: return "\(identity.name): links devices by their id (--link shows it with a QR code; --source-id completes a QR code's pairing)"
+        case .box: return "\(identity.name): pairs devices with the 6-digit code 'virtues pair' shows (--code), then takes their data over iroh"
         case nil: return "\(identity.name): neither Ariata nor Virtues by its answer; pairing by code or a token typed in"
         }
     }
@@ -43,6 +44,11 @@ struct ServerIdentityStep {
     /// `--link` and `--source-id` against an Ariata server, which has no linking route:
     /// refused at once with the flow it has, instead of waiting out the time limit.
     static func refuseLinking(_ identity: ServerIdentity?, endpoint: String) throws {
+        if let identity, identity.generation == .box {
+            throw OnboardFailure("this server is \(identity.name), which does not link devices by their id (--link and --source-id are the older Virtues'): "
+                                 + "nothing was written; pair with the 6-digit code 'virtues pair' shows on the box: ariata-agent onboard --endpoint \(endpoint) --code CODE",
+                                 exitCode: OnboardFailure.usage)
+        }
         guard let identity, identity.generation == .ariata else { return }
         throw OnboardFailure("this server is \(identity.name), which does not link devices by their id (--link and --source-id are Virtues'): "
                              + "nothing was written; pair with the code its web UI shows: ariata-agent onboard --endpoint \(endpoint) --code CODE",

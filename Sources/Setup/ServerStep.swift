@@ -16,6 +16,8 @@ final class ServerStep {
     private let deviceIDIsNew: Bool
     /// Which server this is, from its `GET /health` (nil: it did not say).
     private(set) var identity: ServerIdentity?
+    /// A Virtues box's pairing, when the server is one (`BoxPairingStep`); nil otherwise.
+    private(set) var box: BoxConfig?
 
     init(request: OnboardRequest, prompter: any Prompter, console: Console, printer: CheckPrinter, deviceIDIsNew: Bool) {
         self.request = request
@@ -28,7 +30,7 @@ final class ServerStep {
 
     /// Step 1: asks (or takes from the flags) the endpoint and token until the server
     /// verifies them. Non-interactive, the first failure ends onboarding.
-    func run(_ existing: ServerConfig) throws -> ServerConfig {
+    func run(_ existing: ServerConfig, box existingBox: BoxConfig = BoxConfig()) throws -> ServerConfig {
         var server = existing
         if let endpoint = request.endpoint { server.endpoint = endpoint }
         if let path = request.ingestPath { server.ingestPath = path }
@@ -40,6 +42,11 @@ final class ServerStep {
             server.tokenFile = nil
         }
         if request.link || request.sourceID != nil { return try serverByDeviceID(server, endpointAsked: false) }
+        // A Virtues box pairs by its own code and has no tokens: it is told apart first.
+        if request.endpoint != nil || !prompter.isInteractive, ServerVerifier.urlProblem(server.endpoint) == nil {
+            identify(server)
+            if identity?.generation == .box { return try pairWithBox(server, existing: existingBox) }
+        }
         if !prompter.isInteractive {
             if server.endpoint.isEmpty {
                 throw OnboardFailure("--endpoint is required: \(request.configPath) has no endpoint yet", exitCode: OnboardFailure.usage)
@@ -60,12 +67,13 @@ final class ServerStep {
         // What Enter means at the token question: keep the file's token, or the one just
         // given (when something else failed); a refused token is not offered again.
         var keepLabel = "Enter keeps the current one"
-        if !askEndpoint && ServerVerifier.urlProblem(server.endpoint) == nil { identify(server) }
+        if !askEndpoint && identity == nil && ServerVerifier.urlProblem(server.endpoint) == nil { identify(server) }
         while true {
             if askEndpoint {
                 server.endpoint = try askForEndpoint(default: server.endpoint)
                 identify(server)
             }
+            if identity?.generation == .box { return try pairWithBox(server, existing: existingBox) }
             // A Virtues server links devices by their id: offered instead of a code it refuses.
             if askCode, identity?.linksByDeviceID == true,
                try prompter.confirm("  This server links devices by their id. Link this device now (its id and a QR code are shown)?", default: true) {
@@ -139,6 +147,14 @@ final class ServerStep {
                 keepLabel = "Enter keeps the one just given"
             }
         }
+    }
+
+    /// A Virtues box: its code, the device's iroh identity, the reach ticket kept.
+    private func pairWithBox(_ server: ServerConfig, existing: BoxConfig) throws -> ServerConfig {
+        let (paired, box) = try BoxPairingStep(request: request, prompter: prompter, console: console, printer: printer,
+                                               identity: identity).run(server: server, existing: existing)
+        self.box = box
+        return paired
     }
 
     /// The endpoint and token verified with one empty batch (`ServerVerifier`), the result printed.

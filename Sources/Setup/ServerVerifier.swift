@@ -98,6 +98,8 @@ public struct ServerVerifier: Sendable {
         case .timedOut:
             return make(.timedOut, "\(AgentErrorCode.networkTimeout.rawValue) no answer within \(timeout) s (\(AgentErrorCode.networkTimeout.meaning))",
                         "check the network and that the endpoint answers (curl -v \(url)); for a slow server pass --timeout")
+        case .notAllowlisted:
+            return make(.tokenRefused, failure.description, BoxAnswer.pairAgain)
         case .cancelled, .other:
             return make(.localProblem, "the request could not be sent: \(failure.detail)", "check the endpoint URL")
         }

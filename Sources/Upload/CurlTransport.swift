@@ -13,9 +13,11 @@ public final class CurlTransport: HTTPTransport {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let context: CallbackContext
 
-    /// The standard factory for the uploader.
+    /// The standard factory for the uploader: libcurl to the server, or, for a Virtues
+    /// box, libcurl to the iroh bridge that carries each request to the box (`BoxTransport`).
     public static let factory: HTTPTransportFactory = { settings, isCancelled in
-        try CurlTransport(settings: settings, isCancelled: isCancelled)
+        if settings.box != nil && settings.unixSocket == nil { return try BoxTransport(settings: settings, isCancelled: isCancelled) }
+        return try CurlTransport(settings: settings, isCancelled: isCancelled)
     }
 
     /// - Parameter isCancelled: polled about once a second while a request runs;
@@ -56,6 +58,12 @@ public final class CurlTransport: HTTPTransport {
         setString(CURLOPT_USERAGENT, AgentVersion.userAgent)
         setString(CURLOPT_PROTOCOLS_STR, "http,https")
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
+        if let socket = settings.unixSocket {
+            // A Virtues box: every request is one connection to the bridge, which carries
+            // it as one iroh stream, and each stream is one HTTP exchange (docs/upload.md).
+            setString(CURLOPT_UNIX_SOCKET_PATH, socket)
+            setLong(CURLOPT_FORBID_REUSE, 1)
+        }
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer)
 
         let opaque = Unmanaged.passUnretained(context).toOpaque()

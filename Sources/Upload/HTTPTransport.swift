@@ -92,6 +92,9 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case tls
         /// `stop()` aborted the request.
         case cancelled
+        /// A Virtues box closed the connection before any HTTP: this device's key is not
+        /// (or no longer) on its allowlist.
+        case notAllowlisted
         /// A local problem (bad URL, out of memory, ...).
         case other
     }
@@ -116,6 +119,7 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case .connectionLost: return "connection lost: \(detail)"
         case .tls: return "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA certificate (a PEM file, or a directory indexed by openssl rehash)"
         case .cancelled: return "cancelled: the uploader is stopping"
+        case .notAllowlisted: return "the box closed the connection: it does not know this device (\(detail))"
         case .other: return detail
         }
     }

@@ -14,10 +14,17 @@ public enum IngestBody {
     /// a 36-byte id, the timestamp and a device id of up to 256 bytes escaped).
     public static let envelopeAllowance = 1_024
 
+    /// The envelope's `source` for the older servers; a Virtues box takes only `"ios"`.
+    public static let source = "linux"
+
+    /// - Parameter box: a Virtues box's settings: the envelope says `"ios"` and a silent
+    ///   chunk goes as the box's own app sends it (`BoxRecordShape`).
     public static func build(stream: StreamName, deviceID: String, records: [QueuedRecord],
-                             batchID: UUID, timestamp: Date) -> RequestBody {
+                             batchID: UUID, timestamp: Date, box: BoxSettings? = nil) -> RequestBody {
         var body = RequestBody()
-        var text = #"{"source":"linux","stream":"#
+        var text = #"{"source":"#
+        RecordJSON.appendString(box == nil ? source : "ios", to: &text)
+        text += #","stream":"#
         RecordJSON.appendString(stream.wireName, to: &text)
         text += #","device_id":"#
         RecordJSON.appendString(deviceID, to: &text)
@@ -25,7 +32,7 @@ public enum IngestBody {
         for (index, record) in records.enumerated() {
             if index > 0 { text += "," }
             body.append(text)
-            body.append(record.payload)
+            body.append(box.map { BoxRecordShape.payload(of: record, silentAudio: $0.silentAudio) } ?? record.payload)
             text = ""
         }
         text += #"],"timestamp":"#
@@ -43,6 +50,11 @@ public enum IngestBody {
     /// The POST of a body with the contract's headers (gzip-compressed when configured).
     /// `User-Agent` is set by the transport.
     public static func request(settings: ServerSettings, body: RequestBody, batchID: UUID) throws -> HTTPRequest {
+        if settings.box != nil {
+            // The box: no token (the key the transport proves is the credential), never gzip.
+            return HTTPRequest(url: settings.ingestURL, headers: [("Content-Type", "application/json"),
+                                                                  ("X-Batch-Id", batchID.uuidString.lowercased())], body: body)
+        }
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"),
             ("X-Device-Token", settings.token.value),

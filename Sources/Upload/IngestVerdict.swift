@@ -22,6 +22,9 @@ public enum IngestVerdict: Sendable, Equatable {
     /// Any other answer: it blames the batch without saying which record. Costs one of
     /// each record's attempts, so such a batch is not retried forever.
     case blamed(reason: String)
+    /// A Virtues box's 404: no applet at the address the batch went to. The cycle asks the
+    /// box for this device's current applet once, then stops.
+    case appletUnknown(reason: String)
     /// The uploader is stopping.
     case cancelled
 
@@ -36,6 +39,8 @@ public enum IngestVerdict: Sendable, Equatable {
                 return .retryLater(reason: failure.description, code: .networkTimeout, retryAfter: nil)
             case .tls, .other:
                 return .retryLater(reason: failure.description, code: nil, retryAfter: nil)
+            case .notAllowlisted:
+                return .unauthorized(reason: "\(failure.description): \(BoxAnswer.pairAgain)")
             }
         case .success(let response):
             return of(response, sent: sent, now: now)

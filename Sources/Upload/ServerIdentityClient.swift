@@ -38,6 +38,10 @@ public struct ServerIdentityClient: Sendable {
     }
 
     static func judge(_ response: HTTPResponse, now: Date) -> Outcome {
+        // Every answer of a box names its build, whatever the route says.
+        if let build = response.headers[ServerIdentity.boxBuildHeader], let box = ServerIdentity.box(buildHeader: build, at: now) {
+            return .identified(box)
+        }
         // Virtues answers 503 with the same report while its database is down: still itself.
         guard (200..<300).contains(response.status) || response.status == 503 else {
             return .failed(reason: "HTTP \(response.status) from \(path): not either server's health route")

@@ -12,8 +12,13 @@ public struct ServerSettings: Sendable, Equatable {
     public var requestTimeout: Int
     /// Why nothing can be uploaded with these settings, nil when something can.
     public var configurationProblem: String?
+    /// A Virtues box's reach ticket and applet: uploads go over iroh through the bridge
+    /// (`BoxTransport`), as the box's webhook wants them. Nil for the older servers.
+    public var box: BoxSettings?
+    /// The bridge's Unix socket that libcurl sends each request to (set by `BoxTransport`).
+    public var unixSocket: String?
 
-    public init(_ server: ServerConfig) {
+    public init(_ server: ServerConfig, box boxConfig: BoxConfig = BoxConfig()) {
         ingestURL = server.ingestURL
         token = server.token
         deviceID = server.deviceID
@@ -21,8 +26,19 @@ public struct ServerSettings: Sendable, Equatable {
         gzip = server.gzip
         connectTimeout = server.connectTimeout
         requestTimeout = server.requestTimeout
+        if boxConfig.isPaired {
+            let box = BoxSettings(boxConfig)
+            self.box = box
+            // The webhook's URL as libcurl sends it through the bridge: the host is never
+            // resolved (the bridge's socket is the connection), only named in the request.
+            ingestURL = BoxSettings.url(path: "/webhook/\(box.appletID)")
+            token = Secret("")
+            gzip = false
+        }
         if server.endpoint.isEmpty {
             configurationProblem = "no server endpoint configured: run 'ariata-agent onboard'"
+        } else if box != nil {
+            if deviceID.isEmpty { configurationProblem = "no device id configured: run 'ariata-agent onboard' or set [server] device_id" }
         } else if server.token.isEmpty {
             configurationProblem = "no device token configured: run 'ariata-agent onboard' or set [server] token or token_file"
         } else if server.deviceID.isEmpty {
@@ -31,4 +47,29 @@ public struct ServerSettings: Sendable, Equatable {
             configurationProblem = "no device id configured: run 'ariata-agent onboard' or set [server] device_id"
         }
     }
+}
+
+/// What the upload needs of `[box]`: where the box is, which applet takes the records, the
+/// device's key for the bridge, and what to send of a silent chunk.
+public struct BoxSettings: Sendable, Equatable {
+    public var appletID: String
+    public var nodeID: String
+    public var relayURL: String?
+    public var directAddresses: [String]
+    public var key: Secret
+    public var bridge: String?
+    public var silentAudio: SilentAudio
+
+    public init(_ box: BoxConfig) {
+        appletID = box.appletID
+        nodeID = box.nodeID
+        relayURL = box.relayURL
+        directAddresses = box.directAddresses
+        key = box.key
+        bridge = box.bridge
+        silentAudio = box.silentAudio
+    }
+
+    /// The URL of `path` on the box, as libcurl sends it through the bridge.
+    public static func url(path: String) -> String { "http://virtues-box" + (path.hasPrefix("/") ? path : "/" + path) }
 }

@@ -18,6 +18,8 @@ struct UploadContext: Sendable {
     let recovered: @Sendable () -> Void
     /// Whether the connection is metered now (`Uploader.setMetered`).
     let metered: @Sendable () -> Bool
+    /// `[server] endpoint`, which a kept server identity names.
+    let endpoint: String
 }
 
 /// One pass over the queue: for each stream with pending records, batches bounded by
@@ -80,6 +82,8 @@ struct UploadCycle {
                 self.init(kind: code == .rateLimited ? .rateLimited : .outage, reason: reason, code: code, retryAfter: retryAfter)
             case .unauthorized(let reason):
                 self.init(kind: .unauthorized, reason: reason, code: .invalidToken)
+            case .appletUnknown(let reason):
+                self.init(kind: .unauthorized, reason: "\(reason): \(BoxAnswer.pairAgain)", code: .invalidToken)
             case .blamed(let reason):
                 self.init(kind: .blamed, reason: reason)
             case .accepted, .rejected, .partlyAccepted, .cancelled:
@@ -214,7 +218,7 @@ struct UploadCycle {
         let batch = Array(records)
         let batchID = BatchID.make(stream: stream, recordIDs: batch.map(\.id))
         let body = IngestBody.build(stream: stream, deviceID: settings.deviceID, records: batch,
-                                    batchID: batchID, timestamp: clock.now())
+                                    batchID: batchID, timestamp: clock.now(), box: settings.box)
         let compressed: HTTPRequest
         do {
             compressed = try IngestBody.request(settings: settings, body: body, batchID: batchID)
@@ -243,7 +247,25 @@ struct UploadCycle {
         } else if settings.gzip, case .success(let response) = answer, (200..<300).contains(response.status) {
             gzipWasRead()
         }
-        let verdict = IngestVerdict.of(answer, sent: batch.count, now: clock.now())
+        var verdict = settings.box == nil ? IngestVerdict.of(answer, sent: batch.count, now: clock.now())
+            : BoxAnswer.verdict(answer, sent: batch.count, now: clock.now())
+        if settings.box != nil { boxAnswered(answer) }
+        if case .appletUnknown(let reason) = verdict {
+            // Once per batch: the box's current applet for this device, then the same batch again.
+            guard let applet = askCurrentApplet(after: reason) else {
+                return .failed(Failure(kind: .unauthorized, reason: "\(reason); the box names no other ingest applet for this device: \(BoxAnswer.pairAgain)",
+                                       code: .invalidToken))
+            }
+            request.url = settings.ingestURL
+            result.requests += 1
+            logger.notice("the box moved this device's ingest applet to \(applet): sending the batch there")
+            answer = transport.send(request)
+            boxAnswered(answer)
+            verdict = BoxAnswer.verdict(answer, sent: batch.count, now: clock.now())
+            if case .appletUnknown(let again) = verdict {
+                return .failed(Failure(kind: .unauthorized, reason: "\(again), also at the applet it named: \(BoxAnswer.pairAgain)", code: .invalidToken))
+            }
+        }
         logger.debug("batch \(batchID.uuidString.lowercased()) of \(batch.count) \(stream.rawValue) records (\(body.count) bytes): \(verdict)")
 
         switch verdict {
@@ -269,9 +291,42 @@ struct UploadCycle {
 
         case .cancelled:
             return .cancelled
-        case .retryLater, .unauthorized, .blamed:
+        case .retryLater, .unauthorized, .blamed, .appletUnknown:
             return .failed(Failure(verdict))
         }
+    }
+
+    /// A Virtues box answered (anything): its build (every answer names it) and the way
+    /// it was reached, for `status`.
+    private func boxAnswered(_ answer: Result<HTTPResponse, TransportFailure>) {
+        guard case .success(let response) = answer else { return }
+        let now = clock.now()
+        if let build = response.headers[ServerIdentity.boxBuildHeader], var identity = ServerIdentity.box(buildHeader: build, at: now) {
+            identity.endpoint = context.endpoint
+            try? store.setState(AgentStateKey.serverIdentity, try? AgentStateStore.jsonText(identity))
+        }
+        if let box = transport as? BoxTransport {
+            try? store.setState(AgentStateKey.boxReach, try? AgentStateStore.jsonText(BoxReach(path: box.bridge.path, answeredAt: now)))
+        }
+    }
+
+    /// After a 404 from the box: `GET /api/devices/applet-ids` for this device's current
+    /// ingest applet. A new one is used from now on (kept in the queue database for this
+    /// box, so a restart keeps it); nil when the box names none or the same one.
+    private mutating func askCurrentApplet(after reason: String) -> String? {
+        guard var box = settings.box, let transport else { return nil }
+        logger.warning("\(reason): asking the box for this device's current applet")
+        let answer = transport.send(.get(url: BoxSettings.url(path: BoxAnswer.appletIDsPath), headers: []))
+        boxAnswered(answer)
+        guard case .success(let response) = answer, (200..<300).contains(response.status),
+              let applet = BoxAnswer.ingestApplet(in: response.body), applet != box.appletID else { return nil }
+        box.appletID = applet
+        settings.box = box
+        settings.ingestURL = BoxSettings.url(path: "/webhook/\(applet)")
+        let kept = settings
+        state.with { $0.settings.box = kept.box; $0.settings.ingestURL = kept.ingestURL }
+        try? store.setState(AgentStateKey.boxApplet, "\(box.nodeID) \(applet)")
+        return applet
     }
 
     /// The same batch uncompressed, when a gzip body was answered 400 or 415: neither server

@@ -72,7 +72,7 @@ public final class Uploader: Sendable {
     ///   - scheduler: makes the cycle timer and gives the clocks a suspend is told by; a
     ///     test passes a `VirtualScheduler` (also as `clock`) to run intervals, backoff and
     ///     suspends without waiting.
-    public init(server: ServerConfig, upload: UploadConfig, store: any UploadStore,
+    public init(server: ServerConfig, box: BoxConfig = BoxConfig(), upload: UploadConfig, store: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(.upload),
                 policy: UploadPolicy = UploadPolicy(),
                 makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
@@ -86,7 +86,7 @@ public final class Uploader: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
-        let settings = ServerSettings(server)
+        let settings = Self.settings(server, box: box, store: store)
         let fingerprint = UploaderMemory.fingerprint(settings)
         let stored = try? store.state(AgentStateKey.uploadMemory)
         let restored = UploaderMemory.restore(from: stored, server: fingerprint, policy: policy, now: clock.now())
@@ -114,7 +114,18 @@ public final class Uploader: Sendable {
         let metered = self.metered
         context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
                                 makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
-                                recovered: { recovery.call() }, metered: { metered.isSet })
+                                recovered: { recovery.call() }, metered: { metered.isSet }, endpoint: server.endpoint)
+    }
+
+    /// The settings of `server` and `box`, with the ingest applet a box named after a 404
+    /// (kept in the queue database) in place of the configured one.
+    static func settings(_ server: ServerConfig, box: BoxConfig, store: any UploadStore) -> ServerSettings {
+        var box = box
+        if box.isPaired, let kept = try? store.state(AgentStateKey.boxApplet) {
+            let words = kept.split(separator: " ").map(String.init)
+            if words.count == 2, words[0] == box.nodeID { box.appletID = words[1] }
+        }
+        return ServerSettings(server, box: box)
     }
 
     deinit {
@@ -203,8 +214,8 @@ public final class Uploader: Sendable {
 
     /// New `[server]` settings (a new token after `onboard`, say): ends a token pause and
     /// forgets the failures of the old endpoint, then runs a cycle soon.
-    public func updateServer(_ server: ServerConfig) {
-        let settings = ServerSettings(server)
+    public func updateServer(_ server: ServerConfig, box: BoxConfig) {
+        let settings = Self.settings(server, box: box, store: store)
         let changed = state.with { s -> Bool in
             guard s.settings != settings else { return false }
             s.settings = settings

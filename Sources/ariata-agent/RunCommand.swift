@@ -53,7 +53,7 @@ struct RunCommand: AsyncParsableCommand {
         let level = Logger.Level(rawValue: config.logLevel) ?? .info
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, level: level) }
         let logger = Logger(.agent)
-        guard config.server.isOnboarded else {
+        guard config.isOnboarded else {
             logger.critical("\(DaemonError.notOnboarded(file: config.file))")
             throw ExitCode(78)
         }

@@ -35,7 +35,7 @@ struct SyncCommand: ParsableCommand {
 
     func run() throws {
         let config = try AgentConfig.load(path: options.config)
-        guard config.server.isOnboarded else {
+        guard config.isOnboarded else {
             throw CleanExit.message("this device is not set up yet: run 'ariata-agent onboard' first")
         }
         LoggingSystem.bootstrap { label in
@@ -63,7 +63,7 @@ struct SyncCommand: ParsableCommand {
             print("corrected the times of \(corrected.corrected) held records (true time from \(corrected.source ?? "?"))")
         }
 
-        let uploader = Uploader(server: config.server, upload: config.upload, store: database.recordQueue,
+        let uploader = Uploader(server: config.server, box: config.box, upload: config.upload, store: database.recordQueue,
                                 logger: Logger(.sync))
         var bars: [StreamName: ProgressBar] = [:]
         var last: [StreamName: SyncProgress] = [:]

@@ -16,7 +16,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         func start() {}
         func stop() {}
         func liveness() -> Liveness { .healthy }
-        func updateServer(_ server: ServerConfig) {}
+        func updateServer(_ server: ServerConfig, box: BoxConfig) {}
         func networkReturned(_ why: String) {}
         func cycleNow(_ why: String) {}
         func setPower(factor: Int, held: Bool) {}

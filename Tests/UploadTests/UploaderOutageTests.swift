@@ -166,7 +166,7 @@ final class UploaderOutageTests: XCTestCase {
 
         var fixed = f.server
         fixed.token = Secret("the-right-token")
-        uploader.updateServer(fixed)
+        uploader.updateServer(fixed, box: BoxConfig())
         XCTAssertNil(uploader.schedule().authPausedUntil)
         let report = uploader.runScheduledCycle()
         XCTAssertTrue(report.drainedAll, "\(report)")

@@ -8,6 +8,8 @@ public struct AgentConfig: Sendable, Equatable {
     /// The file this was read from, for messages.
     public var file: String = AgentConfig.defaultPath
     public var server = ServerConfig()
+    /// A Virtues box's pairing (empty for the older servers).
+    public var box = BoxConfig()
     public var storage = StorageConfig()
     public var upload = UploadConfig()
     public var location = LocationConfig()
@@ -68,6 +70,10 @@ public struct AgentConfig: Sendable, Equatable {
         return config
     }
 
+    /// True when there is something to upload to: a token for the older servers, or a
+    /// box's pairing.
+    public var isOnboarded: Bool { !server.endpoint.isEmpty && (!server.token.isEmpty || box.isPaired) }
+
     /// Whether the config turns `stream` on.
     public func isEnabled(_ stream: StreamName) -> Bool {
         switch stream {
@@ -97,6 +103,8 @@ extension AgentConfig: ConfigTable {
     static var defaults: Self { Self() }
     static var keys: [ConfigKey<Self>] {
         [.section("server", \.server),
+         // Only a device paired with a box has it.
+         .section("box", \.box, omittedAtDefaults: true),
          .section("storage", \.storage),
          .section("upload", \.upload),
          .section("location", \.location),

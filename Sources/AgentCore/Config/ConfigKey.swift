@@ -76,6 +76,21 @@ extension ConfigKey {
         }, write: { $0[keyPath: field] })
     }
 
+    /// An array of strings; an empty one is not written.
+    static func strings(_ name: String, _ field: WritableKeyPath<Table, [String]>,
+                        check: ((String) -> String?)? = nil) -> Self {
+        Self(name, read: { s, t in
+            let values = try s.strings(name, default: t[keyPath: field])
+            for value in values {
+                if let problem = check?(value) { throw s.error(name, problem) }
+            }
+            t[keyPath: field] = values
+        }, write: { t in
+            let values = t[keyPath: field]
+            return values.isEmpty ? nil : TOMLArray(values.map { $0 as any TOMLValueConvertible })
+        })
+    }
+
     /// A string that must be given; `missing` says what to give.
     static func requiredString(_ name: String, _ field: WritableKeyPath<Table, String>, missing: String) -> Self {
         Self(name, read: { s, t in

@@ -63,6 +63,18 @@ public final class ConfigSection {
         return s.isEmpty ? nil : s
     }
 
+    /// An array of strings (`["a", "b"]`); an absent key gives `fallback`.
+    public func strings(_ key: String, default fallback: [String]) throws -> [String] {
+        guard let v = value(key) else { return fallback }
+        guard let array = v.array else { throw error(key, "expected an array of strings in quotes, got \(Self.describe(v))") }
+        return try array.enumerated().map { index, element in
+            guard let s = element.string else {
+                throw error(key, "element \(index + 1): expected a string in quotes, got \(Self.describe(element))")
+            }
+            return s
+        }
+    }
+
     public func bool(_ key: String, default fallback: Bool) throws -> Bool {
         guard let v = value(key) else { return fallback }
         guard let b = v.bool else { throw error(key, "expected true or false, got \(Self.describe(v))") }

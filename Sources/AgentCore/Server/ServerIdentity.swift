@@ -9,8 +9,17 @@ public struct ServerIdentity: Codable, Sendable, Equatable {
     public enum Generation: String, Codable, Sendable {
         case ariata
         case virtues
+        /// The Virtues box (0.1.x, from 2026-09): pairs with a 6-digit code, then takes
+        /// requests only over iroh (the contract's section "The Virtues box").
+        case box
 
-        public var name: String { self == .ariata ? "Ariata" : "Virtues" }
+        public var name: String {
+            switch self {
+            case .ariata: return "Ariata"
+            case .virtues: return "Virtues"
+            case .box: return "Virtues box"
+            }
+        }
     }
 
     /// nil: `/health` answered JSON that is neither generation's (a proxy, another app).
@@ -52,13 +61,25 @@ public struct ServerIdentity: Codable, Sendable, Equatable {
         public let description: String
     }
 
+    /// The header every answer of a Virtues box carries: `<version> <commit7>`.
+    public static let boxBuildHeader = "x-virtues-box-build"
+
+    /// The box named by its build header (`0.1.9 5e1c0de`); nil when the value is not
+    /// a version and a commit.
+    public static func box(buildHeader value: String, at now: Date) -> ServerIdentity? {
+        let words = value.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let version = words.first, !version.isEmpty, version.count <= 40 else { return nil }
+        let commit = words.count > 1 ? String(words[1].prefix(40)) : nil
+        return ServerIdentity(generation: .box, version: version, commit: commit, fetchedAt: now)
+    }
+
     /// The commit as people quote it: its first 7 characters.
     public var shortCommit: String? { commit.map { String($0.prefix(7)) } }
 
     /// "Virtues 0.4.2, commit abc1234, built 2026-03-02T10:00:00Z" / "Ariata 0.1.0".
     public var name: String {
         var parts = [(generation?.name ?? "an unknown server") + (version.map { " \($0)" } ?? "")]
-        if let shortCommit { parts.append("commit \(shortCommit)") }
+        if let shortCommit { parts.append("\(generation == .box ? "build" : "commit") \(shortCommit)") }
         if let builtAt { parts.append("built \(builtAt)") }
         return parts.joined(separator: ", ")
     }
@@ -84,12 +105,13 @@ public struct ServerIdentity: Codable, Sendable, Equatable {
     /// The audio chunk length that fits this server: Virtues transcribes each chunk with
     /// one paid speech-model call and its own app sends 300 s chunks; Ariata's app sends 30 s
     /// (docs/streams/microphone.md, "Chunk length per server").
-    public var proposedChunkSeconds: Int { generation == .virtues ? 300 : 30 }
+    public var proposedChunkSeconds: Int { generation == .virtues || generation == .box ? 300 : 30 }
 
     /// Why, in one line.
     public var chunkReason: String {
         switch generation {
         case .virtues: return "Virtues transcribes each chunk with one paid speech-model call; 300 s chunks, as its own app sends, cost a tenth of 30 s ones"
+        case .box: return "the box transcribes each chunk with one paid speech-model call; 300 s chunks, as its own app sends, cost a tenth of 30 s ones"
         case .ariata: return "as Ariata's own app sends them"
         case nil: return "the contract's default"
         }

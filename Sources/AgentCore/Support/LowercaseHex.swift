@@ -12,3 +12,28 @@ extension Sequence<UInt8> {
         return String(decoding: text, as: UTF8.self)
     }
 }
+
+extension Array<UInt8> {
+    /// The bytes of lower-case hex text (a key as `[box] key` holds it); nil for an odd
+    /// length or any other character.
+    public init?(lowercaseHex text: String) {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: return c - 48
+            case 97...102: return c - 87
+            default: return nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        self = bytes
+    }
+}

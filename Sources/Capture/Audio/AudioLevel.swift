@@ -13,16 +13,21 @@ public struct AudioLevel: Sendable, Equatable {
     /// before it could overflow; a chunk holds minutes at most.
     public private(set) var sumOfSquares: UInt64 = 0
     public private(set) var samples = 0
+    /// The largest magnitude of any sample (32768 for -32768).
+    public private(set) var peakMagnitude: Int32 = 0
 
     public init() {}
 
     public mutating func add(_ buffer: UnsafeBufferPointer<Int16>) {
         var sum: UInt64 = 0
+        var peak = peakMagnitude
         for sample in buffer {
             let v = Int32(sample)
             sum &+= UInt64(v * v)
+            peak = max(peak, abs(v))
         }
         sumOfSquares &+= sum
+        peakMagnitude = peak
         samples += buffer.count
     }
 
@@ -31,6 +36,15 @@ public struct AudioLevel: Sendable, Equatable {
     public mutating func add(_ other: AudioLevel) {
         sumOfSquares &+= other.sumOfSquares
         samples += other.samples
+        peakMagnitude = max(peakMagnitude, other.peakMagnitude)
+    }
+
+    /// The peak in dBFS (the largest sample's magnitude against full scale), `floor` for
+    /// digital silence, to 0.1 dB as a record carries it (`peak_db_level`).
+    public var reportedPeak: Double {
+        guard peakMagnitude > 0 else { return Self.floor }
+        let db = max(Self.floor, 20 * log10(Double(peakMagnitude) / 32_768.0))
+        return (db * 10).rounded() / 10
     }
 
     /// The level in dBFS, `floor` for digital silence or no samples.

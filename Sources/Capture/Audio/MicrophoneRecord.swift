@@ -44,6 +44,8 @@ public enum MicrophoneRecord {
         }
         if let level = chunk.level {
             fields["average_db_level"] = level.reported
+            // With the mean, what a Virtues box's own app judges silence by (docs/upload.md).
+            fields["peak_db_level"] = level.reportedPeak
             fields["is_silent"] = level.isSilent(thresholdDB: silenceThresholdDB)
         }
         var record = try NewRecord(id: chunk.id, stream: .microphone, capturedAt: chunk.start, fields: fields)

@@ -19,7 +19,7 @@ public struct StatusReader: Sendable {
         let exists = FileManager.default.fileExists(atPath: path)
         var report = StatusReport(
             generatedAt: now, agentVersion: AgentVersion.string,
-            configured: config?.server.isOnboarded ?? false, configFile: configFile, configError: configError,
+            configured: config?.isOnboarded ?? false, configFile: configFile, configError: configError,
             endpoint: config.flatMap { $0.server.endpoint.isEmpty ? nil : $0.server.ingestURL },
             deviceId: config.flatMap { $0.server.deviceID.isEmpty ? nil : $0.server.deviceID },
             daemon: .init(running: exists && FileLock.daemon(databasePath: path).isHeld(), pid: nil),

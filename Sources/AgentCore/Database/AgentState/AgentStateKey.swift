@@ -28,6 +28,15 @@ public enum AgentStateKey {
     /// with the switches; absent before the first answer.
     public static let serverIdentity = "server.identity"
 
+    /// The ingest applet a Virtues box named after it answered 404 for the configured one:
+    /// `<box node id> <applet id>`, so it holds only for that box (absent while the
+    /// configured applet works).
+    public static let boxApplet = "box.applet"
+
+    /// JSON of how the Virtues box was last reached (`BoxReach`): the path (`direct`,
+    /// `relay`) and when it last answered.
+    public static let boxReach = "box.reach"
+
     /// RFC 3339 time since which the server has been sent uncompressed bodies because it
     /// answered a gzip body 400/415 (absent while gzip is off or works).
     public static let uploadPlainBodiesSince = "upload.plain_bodies_since"

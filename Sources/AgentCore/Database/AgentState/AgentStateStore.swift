@@ -39,10 +39,15 @@ public struct AgentStateStore: DatabaseStore {
 
     /// Sets `key` to `value` as JSON (ISO 8601 dates, sorted keys).
     public func setJSON<Value: Encodable>(_ key: String, _ value: Value) throws {
+        try set(key, try Self.jsonText(value))
+    }
+
+    /// A value as `setJSON` stores it (for a writer that has only `set`).
+    public static func jsonText<Value: Encodable>(_ value: Value) throws -> String {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = .sortedKeys
-        try set(key, String(decoding: try encoder.encode(value), as: UTF8.self))
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// The JSON value of `key` as `type`, nil when it is not set or does not decode (a
