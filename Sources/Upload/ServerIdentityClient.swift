@@ -37,7 +37,7 @@ public struct ServerIdentityClient: Sendable {
         }
     }
 
-    static func judge(_ response: HTTPResponse, now: Date) -> Outcome {
+    public static func judge(_ response: HTTPResponse, now: Date) -> Outcome {
         // Every answer of a box names its build, whatever the route says.
         if let build = response.headers[ServerIdentity.boxBuildHeader], let box = ServerIdentity.box(buildHeader: build, at: now) {
             return .identified(box)

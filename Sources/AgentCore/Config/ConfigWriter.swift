@@ -59,11 +59,18 @@ public enum ConfigWriter {
             for key in Array(Set(old.keys).union(new.keys)).sorted() {
                 let was = old[key].map(ConfigEditor.render), will = new[key].map(ConfigEditor.render)
                 guard was != will else { continue }
-                if new[key]?.type == .array || old[key]?.type == .array { return nil }
+                // Arrays of tables (the health sources) are not edited line by line; an
+                // array of strings (the box's addresses) is one line like any value.
+                if holdsTables(new[key]) || holdsTables(old[key]) { return nil }
                 edits.append(ConfigEditor.Edit(section, key, will))
             }
         }
         return edits
+    }
+
+    private static func holdsTables(_ value: (any TOMLValueConvertible)?) -> Bool {
+        guard let value, value.type == .array, let array = value.array else { return false }
+        return array.contains { $0.type == .table } || array.isEmpty
     }
 
     /// Every key of `config` with its value, by section, as TOMLKit tables: what each

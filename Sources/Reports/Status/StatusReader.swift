@@ -67,6 +67,15 @@ public struct StatusReader: Sendable {
                 .init(generation: $0.generation?.rawValue, version: $0.version, commit: $0.commit, builtAt: $0.builtAt,
                       fetchedAt: $0.fetchedAt, name: $0.name)
             }
+            if config.box.isPaired {
+                // The box answers over iroh only; every answer names its build.
+                let reach = BoxReach.load(from: database)
+                var box = report.server?.generation == ServerIdentity.Generation.box.rawValue ? report.server
+                    : .init(generation: ServerIdentity.Generation.box.rawValue, name: ServerIdentity.Generation.box.name)
+                box?.reachedBy = reach?.path
+                box?.answeredAt = reach?.answeredAt
+                report.server = box
+            }
             if report.daemon.running, let pid = try database.agentState.value(AgentStateKey.daemonPID).flatMap(Int.init) {
                 report.daemon.pid = pid
             }

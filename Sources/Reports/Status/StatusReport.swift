@@ -43,7 +43,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var server: Server? = nil
 
     public struct Server: Codable, Sendable, Equatable {
-        /// `ariata`, `virtues`, or nil for a server that is neither.
+        /// `ariata`, `virtues`, `box` (a Virtues box), or nil for a server that is neither.
         public var generation: String?
         public var version: String?
         public var commit: String?
@@ -51,6 +51,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var fetchedAt: Date?
         /// For people: "Virtues 0.4.2, commit d561967, built 2026-03-10T12:00:00Z".
         public var name: String
+        /// A Virtues box: how the daemon last reached it (`direct` on the LAN, `relay`).
+        public var reachedBy: String? = nil
+        /// A Virtues box: when it last answered over iroh.
+        public var answeredAt: Date? = nil
     }
 
     public struct ServerSwitchesStatus: Codable, Sendable, Equatable {

@@ -22,7 +22,13 @@ public struct StatusText: Sendable {
         let setup = r.configured ? paint("configured", .green) : paint("not configured", .red)
         out.append("ariata-agent \(r.agentVersion)  \(setup)  (\(r.configFile))")
         if let endpoint = r.endpoint { out.append("  endpoint   \(endpoint)") }
-        if let server = r.server {
+        if let server = r.server, server.generation == ServerIdentity.Generation.box.rawValue {
+            let reached = server.answeredAt.map { at in
+                " (reached " + (server.reachedBy.map { BoxReach(path: $0, answeredAt: at).pathDescription + ", " } ?? "")
+                    + "last answered \(age(now.timeIntervalSince(at))) ago)"
+            } ?? " (not reached yet over iroh)"
+            out.append("  server     \(server.name)" + reached)
+        } else if let server = r.server {
             out.append("  server     \(server.name)" + (server.fetchedAt.map { " (asked \(age(now.timeIntervalSince($0))) ago)" } ?? ""))
         }
         if let device = r.deviceId { out.append("  device     \(device)") }
@@ -98,7 +104,9 @@ public struct StatusText: Sendable {
         if let retry = r.uploader.retryAt, retry > now {
             out.append("           next retry in \(age(retry.timeIntervalSince(now)))")
         }
-        if let switches = r.serverSwitches {
+        if r.server?.generation == ServerIdentity.Generation.box.rawValue {
+            out.append("switches   none on a Virtues box: this device's configuration alone decides what it captures")
+        } else if let switches = r.serverSwitches {
             let asked = switches.fetchedAt.map { "fetched \(age(now.timeIntervalSince($0))) ago" } ?? "never fetched"
             let what = !switches.supported ? "none on this server (the local config alone decides)"
                 : !switches.configurationComplete ? "none switched on yet for this device (asked every minute)"
