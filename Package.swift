@@ -14,11 +14,25 @@ let layoutScripts = ["readonly-data.ld", "private-code.ld"].flatMap {
 let layoutScripts: [String] = []
 #endif
 
+/// The iroh library only ariata-iroh-bridge links (the daemon must not load it):
+/// libiroh_ffi.so from PyPI iroh==1.2.0, put in .iroh/<arch>/lib by scripts/fetch-iroh.sh.
+/// The manifest knows only the building machine's architecture: a cross build names the
+/// target's directory, e.g. ARIATA_IROH_LIB_DIR=.iroh/arm64/lib (relative to the package).
+#if arch(arm64)
+let irohArch = "arm64"
+#else
+let irohArch = "amd64"
+#endif
+let irohLibDir = Context.environment["ARIATA_IROH_LIB_DIR"].map {
+    $0.hasPrefix("/") ? $0 : "\(Context.packageDirectory)/\($0)"
+} ?? "\(Context.packageDirectory)/.iroh/\(irohArch)/lib"
+
 let package = Package(
     name: "ariata-agent",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ariata-agent", targets: ["ariata-agent"]),
+        .executable(name: "ariata-iroh-bridge", targets: ["ariata-iroh-bridge"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -115,6 +129,17 @@ let package = Package(
                           "-Xlinker", "--no-warn-symbol-ordering",
                           "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                           "-Xlinker", "--no-export-dynamic"] + layoutScripts, .when(platforms: [.linux], configuration: .release)),
+        ]),
+
+        // The way to a Virtues box over iroh (docs: `ariata-iroh-bridge --help`): a program of
+        // its own, started for an upload cycle, so that only it loads the iroh library. CIrohFFI
+        // and Iroh are generated from the library by scripts/generate-iroh-bindings.sh.
+        .systemLibrary(name: "CIrohFFI"),
+        .target(name: "Iroh", dependencies: ["CIrohFFI"], swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "ariata-iroh-bridge", dependencies: ["Iroh"], linkerSettings: [
+            // Installed beside the library (/usr/lib/ariata-agent/); built, from .iroh/.
+            .unsafeFlags(["-L", irohLibDir, "-Xlinker", "-rpath", "-Xlinker", "$ORIGIN",
+                          "-Xlinker", "-rpath", "-Xlinker", irohLibDir]),
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,

@@ -17,6 +17,7 @@ BUILD_PACKAGES=(
   libopusenc-dev
   libqrencode-dev
   libsystemd-dev  # sd-bus: GeoClue, logind, NetworkManager, desktop notices
+  python3-pip     # scripts/fetch-iroh.sh downloads the iroh library (ariata-iroh-bridge) with pip
 )
 # Test rigs and demo: real gpsd, socat ptys, ALSA file plugin data, speech, Opus tools,
 # the reference receiver (python3), systemd-analyze for the unit checks.
@@ -91,11 +92,13 @@ for p in "${wanted[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#wanted[@]} packages already installed"
+  "$(dirname "$0")/fetch-iroh.sh"  # the iroh library the bridge links (.iroh/, checksum pinned)
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/fetch-iroh.sh"  # the iroh library the bridge links (.iroh/, checksum pinned)
 # gpsd's package starts a system gpsd on port 2947; the tests run their own on free
 # ports, so the system one is left as the package set it up.

@@ -38,6 +38,10 @@ done
 # count sees the network changes other tests make (their veth pairs wake the daemon's
 # netlink watch).
 alone='MemoryFootprintTests|IdleWakeUpTests'
+# Tests that bind iroh endpoints (the Virtues box's and the bridge's): run in a network
+# namespace of their own with loopback alone, so that nothing they do can leave the machine
+# (the iroh library otherwise probes gateways and relays). Run anywhere else they skip.
+iroh='BoxOnboardTests|BoxDaemonTests|BoxUploaderTests|IrohBridgeTests'
 # The long whole-daemon tests the everyday tier leaves out (each runs the real binary for
 # half a minute or more; the whole suite and CI run them).
 long='KillStormTests|ServerReadEndToEndTests|PurgeDaemonTests|MicrophoneFallbackTests|PipeWireCaptureTests/testTheSourceGoingAndComingBack|PrivacyZoneDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests|ServerSwitchWholeDaemonTests|LongChunkKillTests|SleepWakeDaemonTests|GeoClueDaemonTests|MeteredUploadDaemonTests|DesktopNoticesDaemonTests|BLEHeartRateDaemonTests'
@@ -46,7 +50,7 @@ case "$tier" in
   soak) export KILL_STORM_KILLS=${KILL_STORM_KILLS:-25} ;;
   *) export KILL_STORM_KILLS=${KILL_STORM_KILLS:-10} ;;
 esac
-skip=("--skip" "$alone")
+skip=("--skip" "$alone" "--skip" "$iroh")
 if [ "$tier" = fast ]; then skip+=("--skip" "$long"); fi
 
 bash scripts/install-deps.sh
@@ -64,6 +68,14 @@ if [ "$tier" != fast ] && { [ ${#filter[@]} -eq 0 ] || grep -Eq -- "${filter[1]}
   echo "== tests that run alone"
   swift test --skip-build --parallel --num-workers 1 --filter "$alone" \
     --xunit-output "$results/alone.xml" || status=$?
+fi
+if [ ${#filter[@]} -eq 0 ] || grep -Eq -- "${filter[1]}" <<<"$iroh"; then
+  echo "== tests that bind iroh endpoints, in a network namespace with loopback alone"
+  namespace=(unshare --net)
+  [ "$(id -u)" -eq 0 ] || namespace+=(--map-root-user)
+  "${namespace[@]}" sh -c 'ip link set lo up && exec "$@"' iroh-tests \
+    swift test --skip-build --parallel --num-workers 2 --filter "${filter[1]:-$iroh}" --skip "$alone" \
+    --xunit-output "$results/iroh.xml" || status=$?
 fi
 summaries=()
 for file in "$results"/*.xml; do [ -s "$file" ] && summaries+=("$file"); done

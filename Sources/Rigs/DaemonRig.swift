@@ -27,6 +27,8 @@ public final class DaemonRig: @unchecked Sendable {
     private var pluggedFeeders: [ChildProcess] = []
     private let alsaConfig: String
     public private(set) var agent: ChildProcess?
+    /// The receiver plays a Virtues box.
+    public let isBox: Bool
 
     /// The ALSA device the rig feeds speech at real-time pace.
     public static let feedDevice = "daemon_mic"
@@ -58,10 +60,17 @@ public final class DaemonRig: @unchecked Sendable {
                 microphoneDevice: String = DaemonRig.feedDevice,
                 driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
                 caFile: String? = nil, gpsdRunning: Bool = true, locationConfig: String = "",
-                healthConfig: String = "") throws {
+                healthConfig: String = "", box: Bool = false, boxArguments: [String] = []) throws {
         directory = try TemporaryDirectory("ariata-daemon")
-        receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
-        try receiver.start()
+        if box {
+            // A Virtues box: pairing on plain HTTP, the rest over iroh (only inside a network
+            // namespace with loopback alone: see `ReceiverRig.box`). `pairWithBox()` onboards.
+            receiver = try ReceiverRig.box(logDirectory: directory.path, arguments: boxArguments)
+        } else {
+            receiver = try ReceiverRig(logDirectory: directory.path, token: "daemon-token", tls: tls)
+            try receiver.start()
+        }
+        self.isBox = box
         gps = try GPSDRig(startGPSD: gpsdRunning)
         self.driveSeconds = driveSeconds
         self.drivePeriod = drivePeriod
@@ -96,8 +105,8 @@ public final class DaemonRig: @unchecked Sendable {
         try """
             [server]
             endpoint = "\(receiver.endpoint)"
-            token = "daemon-token"
-            device_id = "daemon-test"
+            \(box ? "" : "token = \"daemon-token\"")
+            device_id = "\(box ? "0f8fad5b-d9cb-469f-a165-70867728950e" : "daemon-test")"
             \((caFile ?? tls?.certificate).map { "ca_file = \"\($0)\"" } ?? "")
             [storage]
             database = "\(self.databasePath)"
@@ -170,6 +179,25 @@ public final class DaemonRig: @unchecked Sendable {
         let command = launcher + [binary, "run", "--config", configPath]
         agent = try ChildProcess(command[0], Array(command.dropFirst()), name: "agent", logDirectory: directory.path,
                                  environment: base.merging(environment) { $1 })
+    }
+
+    /// Pairs the agent with the box as a person would: a code from the box, then
+    /// `ariata-agent onboard --endpoint … --code … --yes` on the rig's config (which gains
+    /// `[box]`). Returns onboard's output; throws when it did not pair.
+    @discardableResult
+    public func pairWithBox() throws -> (stdout: String, stderr: String) {
+        let code = try receiver.addBoxPairingCode()
+        let binary = try BuildProducts.executable("ariata-agent")
+        let child = try ChildProcess(binary, ["onboard", "--endpoint", receiver.endpoint, "--code", code, "--yes",
+                                              "--device-name", "rig-board", "--config", configPath],
+                                     name: "onboard", logDirectory: directory.path,
+                                     environment: ["ALSA_CONFIG_PATH": alsaConfig, "ARIATA_CLOCK_SYNC_FILE": clockSyncFile])
+        guard let status = child.wait(timeout: 120) else {
+            child.stop()
+            throw RigFailure("onboard did not end within 120 s: \(child.stdout()) \(child.stderr())")
+        }
+        guard status == 0 else { throw RigFailure("onboard failed (\(status)): \(child.stdout()) \(child.stderr())") }
+        return (child.stdout(), child.stderr())
     }
 
     /// Says what the agent's clock-synchronisation hook reports from now on.

@@ -27,6 +27,11 @@ public final class ReceiverRig: @unchecked Sendable {
         public var buffered: [String: Int]
         public var repeated_batch_ids: Int
         public var faults_pending: [String]
+        /// Box mode: records stored that the older servers would have refused (a heart rate of
+        /// 400, a 1970 timestamp); the box stores them (`payloadProblems` says why).
+        public var invalid_records: Int?
+        /// Box mode: records stored that the box's ios_ingest transforms write no row for.
+        public var box_unread: Int?
 
         /// Records stored for `stream` (the receiver counts by wire name).
         public func stored(_ stream: StreamName) -> Int { records[stream.wireName] ?? 0 }
@@ -346,6 +351,186 @@ public final class ReceiverRig: @unchecked Sendable {
     public func storedCopies(_ stream: StreamName) throws -> [String: Int] {
         struct Copies: Decodable { var copies: [String: Int] }
         return try JSONDecoder().decode(Copies.self, from: get("/_control/records?stream=\(stream.wireName)")).copies
+    }
+
+    /// Per record stored for `stream`, in the order stored: the first of the older servers'
+    /// checks it fails (box mode stores such records), or nil.
+    public func payloadProblems(_ stream: StreamName) throws -> [String?] {
+        struct Problems: Decodable { var problems: [String?] }
+        return try JSONDecoder().decode(Problems.self, from: get("/_control/payloads?stream=\(stream.wireName)")).problems
+    }
+
+    // MARK: Box mode
+
+    // The Virtues box of 2026-09 (`--generation box`): pairing over plain HTTP on `endpoint`,
+    // every device route (webhook, applet ids) over iroh to `boxEndpoint()`. The receiver
+    // needs the PyPI package iroh for the python3 on PATH (pip install iroh==1.2.0), and it
+    // refuses to bind its iroh endpoint while a network interface other than loopback is up:
+    // run such a test inside a network namespace with only lo up (ip netns exec ...).
+
+    /// Starts the receiver as a Virtues box on `port` (a free one when nil). `irohPort` (UDP on
+    /// 127.0.0.1; nil: a free one) and `secretKey` (the endpoint's 32-byte key in hex; nil: a new
+    /// one) are kept in `store` (default: a new file in `logDirectory`), so `stop()` and `start()`
+    /// keep the box's EndpointId, port, paired devices and stored records, as a box restart does.
+    /// - Parameter arguments: more receiver options (`--fault`, `--box-older`, `--server-version`, ...).
+    public static func box(logDirectory: String, port: Int? = nil, irohPort: Int? = nil, secretKey: String? = nil,
+                           store: String? = nil, arguments: [String] = [], start: Bool = true) throws -> ReceiverRig {
+        var options = ["--generation", "box", "--store", store ?? "\(logDirectory)/box-\(UUID().uuidString).sqlite"]
+        if let irohPort { options += ["--box-iroh-port", String(irohPort)] }
+        if let secretKey { options += ["--box-secret-key", secretKey] }
+        return try ReceiverRig(logDirectory: logDirectory, port: port, arguments: options + arguments, strict: false,
+                               start: start)
+    }
+
+    /// The box's iroh endpoint: its EndpointId (64 lower-case hex), its UDP port on 127.0.0.1,
+    /// and the direct addresses pairing hands out (`["127.0.0.1:<port>"]`).
+    public struct BoxEndpoint: Decodable, Sendable {
+        public var endpoint_id: String
+        public var port: Int
+        public var direct_addrs: [String]
+    }
+
+    public func boxEndpoint() throws -> BoxEndpoint {
+        try JSONDecoder().decode(BoxEndpoint.self, from: get("/_control/box"))
+    }
+
+    /// Makes a pairing code for `POST /api/pair/consume`: 6 random digits when `code` is nil,
+    /// single use (`standing`: any number of uses, like the box's rotating code), valid `ttl`
+    /// seconds (negative: already expired; the box's own last 30 minutes). Returns the code.
+    @discardableResult
+    public func addBoxPairingCode(_ code: String? = nil, ttl: TimeInterval = 1800, standing: Bool = false) throws -> String {
+        var body: [String: Any] = ["ttl": ttl, "standing": standing]
+        if let code { body["code"] = code }
+        struct Made: Decodable { var code: String }
+        return try JSONDecoder().decode(Made.self, from: send("POST", "/_control/box/pairing", body: body)).code
+    }
+
+    /// A device the box paired, with what it sent (`GET /_control/box/devices`).
+    public struct BoxDevice: @unchecked Sendable {
+        // @unchecked: `deviceInfo` holds the JSON values JSONSerialization made; never mutated.
+        public var deviceID: String
+        public var kind: String
+        public var source: String?
+        public var label: String
+        public var deviceInfo: [String: Any]
+        /// `device_node_id` as sent.
+        public var deviceNodeID: String?
+        /// The key iroh reads in `deviceNodeID` (its lower-case hex), nil when it reads none.
+        public var key: String?
+        public var appletIDs: [String: String]
+        /// Its key is on the iroh allowlist (it parses, and the device is not forgotten).
+        public var allowlisted: Bool
+        public var forgotten: Bool
+        /// How often it paired (a re-pair with the same node id keeps the device).
+        public var pairings: Int
+        /// Live iroh connections from its key.
+        public var connections: Int
+    }
+
+    /// The devices the box paired, in the order they first paired (forgotten ones too).
+    public func boxDevices() throws -> [BoxDevice] {
+        let object = try JSONSerialization.jsonObject(with: get("/_control/box/devices")) as? [String: Any]
+        guard let devices = object?["devices"] as? [[String: Any]] else {
+            throw ControlError(description: "/_control/box/devices answered \(String(describing: object))")
+        }
+        return devices.map { d in
+            BoxDevice(deviceID: d["device_id"] as? String ?? "", kind: d["kind"] as? String ?? "",
+                      source: d["source"] as? String, label: d["label"] as? String ?? "",
+                      deviceInfo: d["device_info"] as? [String: Any] ?? [:], deviceNodeID: d["device_node_id"] as? String,
+                      key: d["key"] as? String, appletIDs: d["applet_ids"] as? [String: String] ?? [:],
+                      allowlisted: d["allowlisted"] as? Bool ?? false, forgotten: d["forgotten"] as? Bool ?? false,
+                      pairings: d["pairings"] as? Int ?? 0, connections: d["connections"] as? Int ?? 0)
+        }
+    }
+
+    /// Forgets a device, as the box revokes one: its key leaves the allowlist, so its next
+    /// connection is closed with code 1 "not allowlisted", and requests on a connection it keeps
+    /// get 401. `closeConnections` also closes its live connections (as a box restart would).
+    /// Returns the device ids forgotten.
+    @discardableResult
+    public func forgetBoxDevice(deviceID: String? = nil, nodeID: String? = nil, closeConnections: Bool = false) throws -> [String] {
+        var body: [String: Any] = ["close_connections": closeConnections]
+        if let deviceID { body["device_id"] = deviceID }
+        if let nodeID { body["device_node_id"] = nodeID }
+        struct Forgotten: Decodable { var forgotten: [String] }
+        return try JSONDecoder().decode(Forgotten.self, from: send("POST", "/_control/box/forget", body: body)).forgotten
+    }
+
+    /// Gives a device's ingest applet a new id (the last device paired with one when nil): the
+    /// old id answers 404, `GET /api/devices/applet-ids` gives the new one.
+    @discardableResult
+    public func rotateApplet(deviceID: String? = nil) throws -> (old: String, new: String) {
+        var body: [String: Any] = [:]
+        if let deviceID { body["device_id"] = deviceID }
+        struct Rotated: Decodable { var old: String; var new: String }
+        let rotated = try JSONDecoder().decode(Rotated.self, from: send("POST", "/_control/box/rotate-applet", body: body))
+        return (rotated.old, rotated.new)
+    }
+
+    /// Faults for the next webhook requests: the receiver's fault syntax (`slow=2`, `hang`,
+    /// `reset`, `close`, `status=503,retry_after=60`, `stream=location`, `times=`), with the
+    /// box's shapes for `status=409` (a body it could not read), `status=404`, `status=403`,
+    /// `status=500`, and `skipped` (409 `{"run_id":null,"status":"skipped"}`).
+    public func addBoxFaults(_ specs: [String]) throws {
+        try addFaults(specs)
+    }
+
+    /// The faults not used yet.
+    public func boxFaults() throws -> [String] {
+        try stats().faults_pending
+    }
+
+    /// Changes how the box behaves. `reachTicket` false: pairing answers leave box_node_id,
+    /// relay_url and box_direct_addrs out (a box whose endpoint is not up yet). `olderBox`: a box
+    /// from before 2026-07-30 (`action_ids`, `GET /api/devices/action-ids`). `relayURL`: a
+    /// relay_url for pairing answers (the box under test runs LAN-only, without). `runSeconds`:
+    /// each run takes that long, so a second batch for the same applet meanwhile gets 409
+    /// skipped. `rateLimit` false: no 429; `exemptLoopback`: 127.0.0.1 is not rate-limited,
+    /// as on the box (by default the receiver counts it, playing a LAN address).
+    public func configureBox(reachTicket: Bool? = nil, olderBox: Bool? = nil, relayURL: String? = nil,
+                             runSeconds: Double? = nil, rateLimit: Bool? = nil, exemptLoopback: Bool? = nil,
+                             maxBodyBytes: Int? = nil) throws {
+        var body: [String: Any] = [:]
+        if let reachTicket { body["reach_ticket"] = reachTicket }
+        if let olderBox { body["ids_key"] = olderBox ? "action_ids" : "applet_ids" }
+        if let relayURL { body["relay_url"] = relayURL }
+        if let runSeconds { body["run_seconds"] = runSeconds }
+        if let rateLimit { body["rate_limit"] = rateLimit }
+        if let exemptLoopback { body["exempt_loopback"] = exemptLoopback }
+        if let maxBodyBytes { body["max_body_bytes"] = maxBodyBytes }
+        _ = try send("POST", "/_control/box/config", body: body)
+    }
+
+    /// What the box saw besides webhook requests (those are in `requests()`).
+    public struct BoxActivity: Decodable, Sendable {
+        public struct PairAttempt: Decodable, Sendable {
+            public var at: Double
+            public var ip: String?
+            public var status: Int
+            public var error: String?
+            public var device_id: String?
+        }
+        public struct Peer: Decodable, Sendable {
+            public var at: Double
+            public var peer: String?
+            public var device_id: String?
+        }
+        /// Every `POST /api/pair/consume`, in order.
+        public var pair_attempts: [PairAttempt]
+        /// Connections closed with code 1 "not allowlisted", in order.
+        public var refused_connections: [Peer]
+        /// Requests abandoned because the client ended its sending side before the answer.
+        public var aborted: Int
+        /// `GET /api/devices/applet-ids` requests, in order (device_id nil: answered 401).
+        public var applet_ids_calls: [Peer]
+        /// Applets with a run in progress.
+        public var running: [String]
+        /// Live iroh connections per key.
+        public var live_connections: [String: Int]
+    }
+
+    public func boxActivity() throws -> BoxActivity {
+        try JSONDecoder().decode(BoxActivity.self, from: get("/_control/box"))
     }
 
     private func get(_ path: String) throws -> Data {

@@ -56,6 +56,7 @@ struct BoxPairingStep {
                 box.directAddresses = paired.directAddresses
                 box.appletID = paired.appletID
                 box.deviceID = paired.deviceID
+                box.pairedAt = RFC3339.string(from: Date())
                 box.key = key.seed
                 box.keyFile = nil
                 server.token = Secret("")

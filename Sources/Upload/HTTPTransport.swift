@@ -119,7 +119,7 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case .connectionLost: return "connection lost: \(detail)"
         case .tls: return "TLS failed: \(detail); if the server uses a self-signed certificate, set [server] ca_file to its CA certificate (a PEM file, or a directory indexed by openssl rehash)"
         case .cancelled: return "cancelled: the uploader is stopping"
-        case .notAllowlisted: return "the box closed the connection: it does not know this device (\(detail))"
+        case .notAllowlisted: return "the box refused the connection (\(detail))"
         case .other: return detail
         }
     }

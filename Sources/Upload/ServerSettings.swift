@@ -59,8 +59,10 @@ public struct BoxSettings: Sendable, Equatable {
     public var key: Secret
     public var bridge: String?
     public var silentAudio: SilentAudio
+    public var pairedAt: String
 
     public init(_ box: BoxConfig) {
+        pairedAt = box.pairedAt
         appletID = box.appletID
         nodeID = box.nodeID
         relayURL = box.relayURL
@@ -69,6 +71,9 @@ public struct BoxSettings: Sendable, Equatable {
         bridge = box.bridge
         silentAudio = box.silentAudio
     }
+
+    /// Which pairing these settings are of (when it was made), as one word.
+    public var pairing: String { pairedAt.isEmpty ? "-" : pairedAt }
 
     /// The URL of `path` on the box, as libcurl sends it through the bridge.
     public static func url(path: String) -> String { "http://virtues-box" + (path.hasPrefix("/") ? path : "/" + path) }

@@ -223,6 +223,12 @@ struct UploadCycle {
         do {
             compressed = try IngestBody.request(settings: settings, body: body, batchID: batchID)
             if transport == nil { transport = try context.makeTransport(settings, context.isStopping) }
+        } catch let failure as TransportFailure {
+            // A box's transport connects as it starts: its refusal is an answer like any other.
+            let verdict = settings.box == nil ? IngestVerdict.of(.failure(failure), sent: batch.count, now: clock.now())
+                : BoxAnswer.verdict(.failure(failure), sent: batch.count, now: clock.now())
+            if case .cancelled = verdict { return .cancelled }
+            return .failed(Failure(verdict))
         } catch {
             return .failed(Failure(kind: .outage, reason: "\(error)"))
         }
@@ -325,7 +331,7 @@ struct UploadCycle {
         settings.ingestURL = BoxSettings.url(path: "/webhook/\(applet)")
         let kept = settings
         state.with { $0.settings.box = kept.box; $0.settings.ingestURL = kept.ingestURL }
-        try? store.setState(AgentStateKey.boxApplet, "\(box.nodeID) \(applet)")
+        try? store.setState(AgentStateKey.boxApplet, "\(box.nodeID) \(box.pairing) \(applet)")
         return applet
     }
 

@@ -123,7 +123,7 @@ public final class Uploader: Sendable {
         var box = box
         if box.isPaired, let kept = try? store.state(AgentStateKey.boxApplet) {
             let words = kept.split(separator: " ").map(String.init)
-            if words.count == 2, words[0] == box.nodeID { box.appletID = words[1] }
+            if words.count == 3, words[0] == box.nodeID, words[1] == BoxSettings(box).pairing { box.appletID = words[2] }
         }
         return ServerSettings(server, box: box)
     }
@@ -274,6 +274,9 @@ public final class Uploader: Sendable {
             let memory = s.memory
             if memory.authPause.refusals > 0 {
                 let until = memory.authPause.until.map { "; uploads paused until \(RFC3339.string(from: $0))" } ?? ""
+                if s.settings.box != nil {
+                    return .unhealthy(reason: "\(memory.lastFailure?.reason ?? "the box refused this device")\(until)", code: .invalidToken)
+                }
                 return .unhealthy(reason: "the server refused the device token\(until): \(AgentErrorCode.invalidToken.hint)",
                                   code: .invalidToken)
             }

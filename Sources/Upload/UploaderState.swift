@@ -66,7 +66,9 @@ struct UploaderMemory: Sendable, Equatable, Codable {
 
     /// The fingerprint of an endpoint and token: 8 bytes of SHA-1, enough to notice a change.
     static func fingerprint(_ settings: ServerSettings) -> String {
-        let digest = BatchID.sha1(Array("\(settings.ingestURL)\u{0}\(settings.token.value)".utf8))
+        // A box: its key and when it paired stand for the token (pairing again starts afresh).
+        let credential = settings.box.map { "\($0.nodeID)\u{0}\($0.key.value)\u{0}\($0.pairedAt)" } ?? settings.token.value
+        let digest = BatchID.sha1(Array("\(settings.ingestURL)\u{0}\(credential)".utf8))
         return digest.prefix(8).lowercaseHex
     }
 

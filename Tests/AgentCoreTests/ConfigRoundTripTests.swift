@@ -69,6 +69,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.box.directAddresses = ["192.168.1.20:51820"]
         c.box.appletID = "applet-1"
         c.box.deviceID = "box-device-1"
+        c.box.pairedAt = "2026-11-28T10:00:00.000Z"
         c.box.key = Secret(String(repeating: "cd", count: 32))
         c.box.silentAudio = .send
         c.box.bridge = "/opt/ariata/ariata-iroh-bridge"

@@ -76,6 +76,50 @@ GET /_control/readable reports how many received records each server generation'
 transforms would read, per stream, by the rules of the contract's table "What the servers
 make of the records" (health records of the kinds no transform reads are counted apart).
 
+Box mode (--generation box) plays the Virtues box, the 0.1.x server of 2026-09
+(virtues-os/virtues; the contract's section "The Virtues box"). It has no /ingest and
+no token. Plain HTTP on --port (the box's :8000) answers only the box's public routes:
+GET /health ({"status", "version" (the build's codename, --box-codename), "api_version",
+"channel", "commit", "built_at", "min_ios_version", "database", "pool"}), GET
+/api/box/health, GET /api/box/identity and POST /api/pair/consume; an unknown /api/ or
+/auth/ path answers 404 {"error":"not_found","path":...}, every other route 401
+{"error":"Unauthorized"}; every answer carries x-virtues-box-build: VERSION COMMIT7
+(--server-version, --server-commit). Pairing: a device posts {"token" (a code made with
+/_control/box/pairing: 6 digits, single use, 30 minutes), "kind" (mobile_app, desktop_app,
+sensor or cli), "source" ("ios" gets the ios_ingest applet), "label", "device_info",
+"device_node_id" (its iroh EndpointId)} and gets 200 {"device_id", "redirect",
+"applet_ids": {"ios_ingest": ID}, "box_node_id", "box_direct_addrs"} (relay_url only
+when set with /_control/box/config: the box runs LAN-only; "action_ids" instead of
+"applet_ids" when told to play an older box; no reach ticket when told the endpoint is
+not up); 401 invalid_or_expired_token, 400 missing_token|invalid_kind|invalid_source,
+429 {"error":"too_many_attempts","retry_after_secs":1800} from the 11th try of an IP
+address within 30 minutes. Everything else goes over iroh (box_transport.py, needs the
+PyPI package iroh): an endpoint on 127.0.0.1:--box-iroh-port (minimal preset, relay
+disabled) accepting ALPN virtues/http/1 closes a connection from a key that no paired,
+unforgotten device named with code 1 "not allowlisted", and serves each bidirectional
+stream as one HTTP/1.1 connection: POST /webhook/APPLET_ID (401 when the device's
+device_node_id is not, as text, the key the connection proved; 409 with status
+"skipped" for a body that is not JSON (wrong content type, gzip, over 512 MiB); 404 no
+such applet; 403 not the device's applet; 409 {"run_id":null,"status":"skipped"} while a
+run of the same applet is still going; 500 for a stream name other than healthkit,
+location, microphone, eventkit, contacts, financekit; else the records are stored once
+by id and the answer is 200 {"run_id", "status":"success"}) and GET
+/api/devices/applet-ids ({"device_id", "applet_ids"}). A client that ends its sending
+side before the answer is written gets none (the stream ends empty), as from hyper; a
+request without "Connection: close" leaves the stream open for a next request (hyper's
+keep-alive), so a client that reads to the end of the stream waits. iroh reads a
+device_node_id as 64 lower-case hex digits (or 52 base32 characters), after trimming:
+an upper-case one names no key, so its connections are closed "not allowlisted"; a
+base32 or padded one is allowlisted but not equal as text to the key, so 401. The
+box checks no record value: a heart rate of 400 is stored as 400, but each stored record
+is marked with the first check the older servers would have failed it on (stats
+"invalid_records", /_control/payloads "problems") and with whether the box's ios_ingest
+transforms read it ("box_unread"; /_control/readable "box"). The box's state (paired
+devices, applets, its secret key and iroh port) is kept in --store, so a restart with the
+same --store keeps its identity and its devices. It refuses to start while a network
+interface other than loopback is up (run it in a network namespace with only lo up), as
+nothing may leave the machine, unless --box-allow-network.
+
 It can be told to misbehave, from the command line (--fault) or at run time through a
 small control API under /_control/ on the same port:
 
@@ -109,6 +153,25 @@ small control API under /_control/ on the same port:
                                       lists switched-off streams with is_enabled false
   GET    /_control/readable           per generation and stream: records received, records
                                       its transforms read
+  GET    /_control/box                box mode: the iroh endpoint (endpoint_id, port, direct_addrs),
+                                      the box's settings and counters (pair attempts, connections
+                                      refused, requests abandoned), live connections per key
+  POST   /_control/box/pairing        {"code": "123456", "ttl": 1800, "standing": false} makes a pairing
+                                      code (6 random digits when left out; standing: many uses
+                                      within its ttl, like the box's rotating code); answers {"code"}
+  GET    /_control/box/devices        the devices paired: device_id, kind, source, label, device_info,
+                                      device_node_id as sent, applet_id, allowlisted, forgotten
+  POST   /_control/box/forget         {"device_id": ...} or {"device_node_id": ...}: revoked, off the
+                                      allowlist (its next connection is closed "not allowlisted";
+                                      requests on a connection it keeps get 401); "close_connections":
+                                      true also closes its live connections (a box restart)
+  POST   /_control/box/rotate-applet  {"device_id": ...} (default: the last device paired with an
+                                      applet): a new applet id; the old one answers 404
+  POST   /_control/box/config         {"reach_ticket": false (as before the endpoint is up),
+                                       "ids_key": "action_ids" (an older box), "relay_url": "...",
+                                       "run_seconds": 2 (each run takes that long), "rate_limit": false,
+                                       "exempt_loopback": true (the box's own exemption for 127.0.0.1),
+                                       "max_body_bytes": N, "fin_grace": 0.02}
 
 A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request(s):
 
@@ -124,17 +187,29 @@ A fault is KIND[=VALUE][,key=value...], used by the next matching ingest request
                                                         rejected 0 (a server that lost records)
   options: times=N (default 1) or times=forever; stream=NAME (only that stream's requests)
 
+In box mode the same faults apply to the next webhook requests (a stream over iroh), in the
+box's shapes: status=409 (a body the box could not read), status=404 (no such applet),
+status=403, status=500 (the applet failed), any other status; skipped (409
+{"run_id":null,"status":"skipped"}); slow, hang; reset (the stream is reset); close (the
+stream ends without an answer); lie=json|html (200 without storing), lie=short (200
+success without storing).
+
 Faults apply in order: the first whose stream matches is used and counts down.
-Only the Python 3 standard library is used.
+Only the Python 3 standard library is used, except by box mode, whose transport
+(box_transport.py) needs the PyPI package iroh (1.2.0); it is imported in box mode only.
 """
 
 import argparse
+import asyncio
 import base64
 import binascii
 import datetime
 import gzip
+import ipaddress
 import json
 import os
+import random
+import secrets
 import signal
 import socket
 import sqlite3
@@ -147,7 +222,7 @@ import uuid
 from email.utils import format_datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 # The push streams of a phone-kind device connection on the Ariata server: the wire names.
 STREAMS = ("location", "microphone", "healthkit")
@@ -164,6 +239,24 @@ GZIP_REFUSED = "Failed to parse the request body as JSON: expected value at line
 EARLIEST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 MAX_AHEAD = datetime.timedelta(minutes=5)
 
+# Box mode (--generation box): the Virtues box of 2026-09. Paths are in virtues-os/virtues.
+# The stream names applets/ios_ingest/main.rs dispatches on; any other fails the run (500).
+BOX_STREAMS = ("healthkit", "location", "microphone", "eventkit", "contacts", "financekit")
+# api/pair.rs consume_handler: the kinds it takes.
+BOX_KINDS = ("mobile_app", "desktop_app", "sensor", "cli")
+# applets/sources.toml: the sources a device may declare, and the ingest applet (the
+# command of its per-device fan-out, virtues_helpers::auth::fanout_applet_ids) each gets.
+BOX_SOURCES = {"ios": "ios_ingest", "mac": "mac_ingest", "google": None, "notion": None, "strava": None,
+               "plaid": None, "github": None, "x": None, "instagram": None, "chat_import": None}
+# middleware/rate_limit.rs: 10 consume attempts per IP address in a sliding 30 minutes.
+BOX_RATE_ATTEMPTS = 10
+BOX_RATE_WINDOW = 30 * 60
+BOX_CODE_TTL = 30 * 60  # a code from `virtues pair` (CLI_REDEEM_TTL_MIN); 5 minutes from the web UI
+BOX_BODY_LIMIT = 512 * 1024 * 1024  # server/mod.rs: DefaultBodyLimit on /webhook/:applet_id
+BOX_DEFAULT_VERSION = "0.1.9"
+BOX_DEFAULT_COMMIT = "5e1c0de4a7b2c9d8e3f6a1b0c5d4e7f8a9b2c3d1"
+VIRTUES_DEFAULT_COMMIT = "d561967a3f0e4b1c9a8f2e6d7b5c4a3f2e1d0c9b"
+
 
 class BadRequest(Exception):
     """The body as a whole breaks the contract (answered 400)."""
@@ -172,7 +265,7 @@ class BadRequest(Exception):
 # ---------------------------------------------------------------- faults
 
 class Fault:
-    KINDS = ("status", "slow", "hang", "reset", "close", "lie")
+    KINDS = ("status", "slow", "hang", "reset", "close", "lie", "skipped")
 
     def __init__(self, spec):
         self.spec = spec.strip()
@@ -194,7 +287,7 @@ class Fault:
             elif key == "times":
                 self.times = None if value == "forever" else int(value)
             elif key == "stream":
-                if value not in STREAMS:
+                if value not in STREAMS + BOX_STREAMS:
                     raise ValueError(f"unknown stream {value!r} in {spec!r}")
                 self.stream = value
             elif key == "retry_after":
@@ -382,20 +475,82 @@ def ariata_reads(stream, record):
     return False
 
 
+def box_reads(stream, record):
+    """Whether the box's ios_ingest applet writes a table row for the record (it archives
+    every record raw either way): location.rs write_locations needs numeric latitude and
+    longitude; healthkit.rs takes `value` first and the top-level field as fallback
+    (as_f64, steps as_i64, sleep metadata.duration_minutes or sleep_duration as_i64,
+    workout workout_type or value as a string), and has no table for other metric types
+    (main.rs healthkit_ingest counts them "unknown"); microphone.rs ingest_one needs
+    audio_data that decodes (externalize_blobs) or is_silent as a JSON boolean true.
+    eventkit, contacts and financekit are not modelled (counted as read)."""
+    if not isinstance(record, dict):
+        return False
+    if stream == "location":
+        return is_number(record.get("latitude")) and is_number(record.get("longitude"))
+    if stream == "healthkit":
+        kind = record.get("metric_type") if isinstance(record.get("metric_type"), str) else ""
+        value = record.get("value")
+        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        fallback = {"heart_rate": "heart_rate", "resting_heart_rate": "heart_rate", "heart_rate_variability": "hrv",
+                    "active_energy": "active_energy", "distance": "distance"}
+        if kind in fallback:
+            return is_number(value) or is_number(record.get(fallback[kind]))
+        if kind == "steps":
+            return is_integer(value) or is_integer(record.get("steps"))
+        if kind == "sleep":
+            return is_integer(metadata.get("duration_minutes")) or is_integer(record.get("sleep_duration"))
+        if kind == "workout":
+            return isinstance(record.get("workout_type"), str) or isinstance(value, str)
+        return False
+    if stream == "microphone":
+        audio = record.get("audio_data")
+        if isinstance(audio, str):
+            try:
+                base64.b64decode(audio, validate=True)
+                return True
+            except (binascii.Error, ValueError):
+                pass
+        return record.get("is_silent") is True
+    return True
+
+
+def older_servers_problem(stream, record, now):
+    """The first check of the older servers (Ariata, Virtues to 2026-02) the record fails,
+    or None: what check_record makes without --strict. The box stores such records (it
+    checks nothing); tests use this to hold the agent to the older servers' limits. A
+    silent microphone chunk sent without audio_data (the box's own shape) is checked
+    without its audio."""
+    if stream not in STREAMS:
+        return None
+    if stream == "microphone" and isinstance(record, dict) and record.get("is_silent") is True \
+            and "audio_data" not in record:
+        record = dict(record, audio_data="")
+    try:
+        check_record(stream, record, now, strict=False)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def readable_report(rows):
     """From (stream, record JSON) rows: per generation and stream, the records received
     and the records its transforms read; health records of kinds no transform reads are
-    left out of both and counted under "archived_only"."""
+    left out of both and counted under "archived_only". "box" counts every record of the
+    box's streams by box_reads (the box stores active_energy and distance too)."""
     report = {gen: {name: {"received": 0, "read": 0} for name in STREAMS} for gen in ("ariata", "virtues")}
+    report["box"] = {name: {"received": 0, "read": 0} for name in BOX_STREAMS}
     archived_only = {name: 0 for name in STREAMS}
     for stream, text in rows:
-        if stream not in STREAMS:
+        if stream not in BOX_STREAMS:
             continue
         try:
             record = json.loads(text)
         except (TypeError, ValueError):
             record = None
-        if not isinstance(record, dict):
+        report["box"][stream]["received"] += 1
+        report["box"][stream]["read"] += 1 if box_reads(stream, record) else 0
+        if stream not in STREAMS or not isinstance(record, dict):
             continue
         if stream == "healthkit" and record.get("metric_type") not in READ_HEALTH_KINDS:
             archived_only[stream] += 1
@@ -430,10 +585,12 @@ class Receiver:
         self.pairing_codes = {code: time.time() + args.pairing_ttl for code in args.pairing_code or []}
         self.paired = []
         self.generation = args.generation
-        self.server_version = args.server_version or ("0.4.2" if args.generation == "virtues" else "0.1.0")
-        self.server_commit = args.server_commit
+        self.server_version = args.server_version or {"virtues": "0.4.2", "box": BOX_DEFAULT_VERSION}.get(
+            args.generation, "0.1.0")
+        self.server_commit = args.server_commit or (BOX_DEFAULT_COMMIT if args.generation == "box" else VIRTUES_DEFAULT_COMMIT)
         self.server_built_at = args.server_built_at
         self.virtues = VirtuesLinks(args.token)
+        self.verbose = args.verbose
         self.faults = [Fault(spec) for spec in args.fault or []]
         self.db = sqlite3.connect(args.store or ":memory:", check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -441,8 +598,16 @@ class Receiver:
         self.db.execute("""CREATE TABLE IF NOT EXISTS records (
             id TEXT PRIMARY KEY, stream TEXT NOT NULL, batch_id TEXT NOT NULL,
             received_at TEXT NOT NULL, record TEXT, copies INTEGER NOT NULL DEFAULT 1)""")
-        if "copies" not in [row[1] for row in self.db.execute("PRAGMA table_info(records)")]:
+        columns = [row[1] for row in self.db.execute("PRAGMA table_info(records)")]
+        if "copies" not in columns:
             self.db.execute("ALTER TABLE records ADD COLUMN copies INTEGER NOT NULL DEFAULT 1")  # an older --store file
+        # Box mode: the older servers' first complaint about a record it stored, and
+        # whether the box's transforms read it.
+        if "problem" not in columns:
+            self.db.execute("ALTER TABLE records ADD COLUMN problem TEXT")
+        if "box_read" not in columns:
+            self.db.execute("ALTER TABLE records ADD COLUMN box_read INTEGER")
+        self.box = BoxState(self, args) if args.generation == "box" else None
         self.in_flight = 0  # not reset: requests running now still finish
         self.arrivals = 0
         self.reset_counters()
@@ -480,6 +645,8 @@ class Receiver:
     def health_report(self):
         """GET /health, public on both generations: Ariata {status, version}; Virtues adds
         the build's commit and time (core/src/server/mod.rs)."""
+        if self.generation == "box":
+            return self.box.health()
         report = {"status": "healthy", "version": self.server_version}
         if self.generation == "virtues":
             report.update({"commit": self.server_commit, "built_at": self.server_built_at, "min_ios_version": "1.0",
@@ -497,6 +664,8 @@ class Receiver:
             self.db.execute("DELETE FROM records")
             self.faults = []
             self.reset_counters()
+            if self.box is not None:
+                self.box.reset_counters()
 
     def take_fault(self, stream):
         with self.lock:
@@ -541,6 +710,41 @@ class Receiver:
             new += cursor.rowcount
         return new
 
+    def store_box(self, stream, batch_id, records):
+        """Box mode: stores records once by id as applets/ios_ingest does (the `id` string
+        as sent, or a hash of the record when it has none: virtues_helpers::ios
+        stream_id_or_hash), each marked with older_servers_problem and box_reads; returns
+        (new, repeated)."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        with self.lock:
+            repeated_batch = batch_id in self.batch_ids
+            self.batch_ids.add(batch_id)
+            if repeated_batch:
+                self.repeated_batch_ids += 1
+            self.db.execute("BEGIN")
+            new = 0
+            for record in records:
+                rid = box_record_id(stream, record)
+                text = json.dumps(record, separators=(",", ":")) if self.keep_payloads else None
+                cursor = self.db.execute(
+                    "INSERT OR IGNORE INTO records (id, stream, batch_id, received_at, record, problem, box_read) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (rid, stream, batch_id, now.isoformat(), text, older_servers_problem(stream, record, now),
+                     1 if box_reads(stream, record) else 0))
+                if cursor.rowcount == 0:
+                    self.db.execute("UPDATE records SET copies = copies + 1 WHERE id = ?", (rid,))
+                new += cursor.rowcount
+            self.db.execute("COMMIT")
+            self.duplicates += len(records) - new
+            return new, len(records) - new
+
+    def stored_problems(self, stream):
+        """Per record stored for `stream`, in order: the older servers' complaint or None."""
+        with self.lock:
+            rows = self.db.execute("SELECT record, problem FROM records WHERE stream = ? ORDER BY rowid",
+                                   (stream,)).fetchall()
+        return [row[1] for row in rows if row[0]]
+
     def keep_prefix(self, stream, records):
         """Buffer-prefix mode: the records before a refused batch's first bad one wait
         for the stream's next good batch."""
@@ -567,11 +771,15 @@ class Receiver:
     def stats(self):
         with self.lock:
             per_stream = dict(self.db.execute("SELECT stream, COUNT(*) FROM records GROUP BY stream").fetchall())
+            invalid = self.db.execute("SELECT COUNT(*) FROM records WHERE problem IS NOT NULL").fetchone()[0]
+            unread = self.db.execute("SELECT COUNT(*) FROM records WHERE box_read = 0").fetchone()[0]
             return {
                 "requests": len(self.requests),
                 "in_flight": self.in_flight,
                 "statuses": dict(self.statuses),
-                "records": {s: per_stream.get(s, 0) for s in STREAMS},
+                "records": {s: per_stream.get(s, 0) for s in (BOX_STREAMS if self.generation == "box" else STREAMS)},
+                "invalid_records": invalid,
+                "box_unread": unread,
                 "duplicates": self.duplicates,
                 "buffered_duplicates": self.buffered_duplicates,
                 "buffered": {s: len(b) for s, b in self.prefix_buffers.items() if b},
@@ -808,6 +1016,734 @@ def virtues_streams(names):
              "config_schema": {}, "config_example": {}} for name in names]
 
 
+# ---------------------------------------------------------------- the Virtues box (--generation box)
+
+# Stored ids of records without an `id` string: a UUID v5 of the stream and the record, so
+# a resend of the same record maps to the same id (the box hashes such records the same
+# way; this namespace is the receiver's own).
+BOX_ID_NAMESPACE = uuid.UUID("6f1d2c4e-8a3b-4c5d-9e7f-0a1b2c3d4e5f")
+BOX_PUBLIC_PATHS = ("/health", "/api/box/health", "/api/box/identity")
+# Routes of the box that need an authenticated device (server/mod.rs protected_routes and
+# the hard-AuthUser public ones): 401 on plain HTTP, never 404.
+BOX_PROTECTED = ("/api/devices", "/api/devices/self/reach", "/api/devices/self/push-address",
+                 "/api/devices/enroll-peer", "/api/pair/mint", "/api/pair/mint-collector",
+                 "/api/pair/reopen-onboarding", "/api/events", "/api/sudo/request", "/api/audit/auth",
+                 "/api/box/status", "/auth/session")
+BOX_PROTECTED_PREFIXES = ("/api/devices/", "/api/pair/status/", "/api/pair/deny/", "/api/sudo/status/")
+BOX_VARY = "origin, access-control-request-method, access-control-request-headers"
+
+
+def box_record_id(stream, record):
+    """The id the box keeps a record once by: its `id` when that is a non-empty string,
+    else a hash of the record (virtues_helpers::ios stream_id_or_hash)."""
+    if isinstance(record, dict) and isinstance(record.get("id"), str) and record["id"]:
+        return record["id"]
+    canonical = json.dumps(record, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return str(uuid.uuid5(BOX_ID_NAMESPACE, f"stream_ios_{stream}\x1f{canonical}"))
+
+
+def up_interfaces():
+    """Network interfaces other than loopback that are up, in this process's own network
+    namespace (asked of the kernel with SIOCGIFFLAGS: /sys/class/net shows the namespace
+    /sys was mounted in, which `unshare --net` does not change)."""
+    import fcntl
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError as error:
+        return [f"(cannot list the network interfaces: {error})"]
+    up = []
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for name in sorted(names):
+            if name == "lo":
+                continue
+            try:
+                request = struct.pack("16sH14x", name.encode()[:15], 0)
+                flags = struct.unpack("16sH14x", fcntl.ioctl(probe, 0x8913, request))[1]  # SIOCGIFFLAGS
+            except OSError:
+                flags = 1
+            if flags & 0x1:  # IFF_UP
+                up.append(name)
+    finally:
+        probe.close()
+    return up
+
+
+def ascii_lower(text):
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+def is_json_content_type(value):
+    """axum's Json extractor: application/json or application/*+json, parameters ignored."""
+    if not value:
+        return False
+    essence = value.split(";", 1)[0].strip().lower()
+    kind, _, subtype = essence.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+SERDE_MESSAGES = (("Expecting value", "expected value"), ("Extra data", "trailing characters"),
+                  ("Unterminated string", "EOF while parsing a string"),
+                  ("Expecting ',' delimiter", "expected `,` or `}`"), ("Expecting ':' delimiter", "expected `:`"),
+                  ("Expecting property name", "key must be a string"), ("Invalid control character", "control character (\\u0000-\\u001F) found while parsing a string"),
+                  ("Invalid \\escape", "invalid escape"))
+
+
+def parse_json_like_serde(raw):
+    """(value, None), or (None, a message shaped like serde_json's) for a body that is not
+    JSON. The wording follows serde_json for the common cases only."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "expected value at line 1 column 1"
+    if not text.strip():
+        return None, f"EOF while parsing a value at line {text.count(chr(10)) + 1} column 0"
+
+    def refuse(name):
+        raise ValueError(f"expected value: {name}")
+
+    try:
+        return json.loads(text, parse_constant=refuse), None
+    except json.JSONDecodeError as error:
+        message = error.msg
+        for python, serde in SERDE_MESSAGES:
+            if message.startswith(python):
+                message = serde
+                break
+        return None, f"{message} at line {error.lineno} column {error.colno}"
+    except ValueError:
+        return None, "expected value at line 1 column 1"
+
+
+def serde_kind(value):
+    """How serde_json names a JSON value's type in an `invalid type` error."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value}`"
+    if isinstance(value, str):
+        return f"string {json.dumps(value)}"
+    if isinstance(value, list):
+        return "sequence"
+    return "map"
+
+
+def consume_request_problem(body, text_length):
+    """What serde makes of a /api/pair/consume body that is JSON but not a ConsumeRequest
+    (api/pair.rs: token and kind required strings; label, source, device_node_id optional
+    strings; device_info any JSON), or None."""
+    where = f"at line 1 column {text_length}"
+    if not isinstance(body, dict):
+        return f"invalid type: {serde_kind(body)}, expected struct ConsumeRequest at line 1 column 1"
+    for key, value in body.items():
+        if key in ("token", "kind") and not isinstance(value, str):
+            return f"invalid type: {serde_kind(value)}, expected a string {where}"
+        if key in ("label", "source", "device_node_id") and value is not None and not isinstance(value, str):
+            return f"invalid type: {serde_kind(value)}, expected a string {where}"
+    for key in ("token", "kind"):
+        if key not in body:
+            return f"missing field `{key}` {where}"
+    return None
+
+
+class BoxState:
+    """What the box keeps: pairing codes, the devices paired (app_device), their ingest
+    applets (app_applets), runs in progress, the pairing rate limiter, and the iroh
+    endpoint's identity. Guarded by the Receiver's lock; devices, applets, the secret key
+    and the iroh port are kept in --store (table box_state)."""
+
+    def __init__(self, receiver, args):
+        self.r = receiver
+        self.codes = {}  # code -> {"expires": time.time(), "standing": bool}
+        self.devices = []  # in pairing order
+        self.applets = {}  # applet id -> {"device_id", "command"}
+        self.running = set()  # applet ids with a run in progress (the concurrency gate)
+        self.config = {"reach_ticket": True, "ids_key": "action_ids" if args.box_older else "applet_ids",
+                       "relay_url": None, "run_seconds": 0.0, "rate_limit": True, "exempt_loopback": False,
+                       "max_body_bytes": BOX_BODY_LIMIT, "fin_grace": 0.02}
+        self.codename = args.box_codename
+        self.channel = args.box_channel
+        self.built_at = args.server_built_at
+        self.iroh_host = args.box_iroh_host
+        self.iroh_port = args.box_iroh_port
+        self.secret_key = bytes.fromhex(args.box_secret_key) if args.box_secret_key else None
+        if self.secret_key is not None and len(self.secret_key) != 32:
+            raise ValueError("--box-secret-key must be 32 bytes in hex (64 characters)")
+        self.endpoint = None  # {"endpoint_id", "port", "direct_addrs"} once the iroh endpoint is bound
+        self.transport = None
+        self.parse_key = self.plain_parse_key
+        receiver.db.execute("CREATE TABLE IF NOT EXISTS box_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.load()
+        if self.secret_key is None:
+            self.secret_key = os.urandom(32)
+        self.reset_counters()
+        for code in args.box_pairing_code or []:
+            self.codes[code] = {"expires": time.time() + args.pairing_ttl, "standing": False}
+
+    @staticmethod
+    def plain_parse_key(text):
+        """Before the transport is up: 64 lower-case hex digits after trimming (iroh also
+        takes the 52-character base32 spelling; box_transport asks iroh itself)."""
+        text = text.strip() if isinstance(text, str) else ""
+        if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+            return text
+        return None
+
+    def reset_counters(self):
+        self.attempts = {}  # rate-limit key -> [time.monotonic() of each attempt counted]
+        self.pair_attempts = []
+        self.refused = []
+        self.aborted = 0
+        self.ids_calls = []
+
+    # -- persistence (callers hold the receiver's lock, or run before serving)
+
+    def load(self):
+        rows = dict(self.r.db.execute("SELECT key, value FROM box_state").fetchall())
+        if "devices" in rows:
+            self.devices = json.loads(rows["devices"])
+            self.applets = json.loads(rows["applets"])
+        if self.secret_key is None and "secret_key" in rows:
+            self.secret_key = bytes.fromhex(rows["secret_key"])
+        if not self.iroh_port and "iroh_port" in rows:
+            self.iroh_port = int(rows["iroh_port"])
+
+    def save(self):
+        values = {"devices": json.dumps(self.devices), "applets": json.dumps(self.applets),
+                  "secret_key": self.secret_key.hex()}
+        if self.endpoint is not None:
+            values["iroh_port"] = str(self.endpoint["port"])
+        for key, value in values.items():
+            self.r.db.execute("INSERT OR REPLACE INTO box_state (key, value) VALUES (?, ?)", (key, value))
+
+    # -- identity
+
+    @property
+    def build(self):
+        """The x-virtues-box-build header: `<version> <commit7>` (server/mod.rs stamp_box_build)."""
+        return f"{self.r.server_version} {self.r.server_commit[:7]}"
+
+    def number(self):
+        """The box's four digits ("Virtues 4812"), from its endpoint id here."""
+        seed = self.endpoint["endpoint_id"] if self.endpoint else self.secret_key.hex()
+        return 1000 + int(seed[:8], 16) % 9000
+
+    def live_devices(self):
+        return [d for d in self.devices if d["revoked_at"] is None and d["device_id"] != "local-console"]
+
+    def health(self):
+        """GET /health (server/mod.rs `health`)."""
+        return {"status": "healthy", "version": self.codename, "api_version": 1, "channel": self.channel,
+                "commit": self.r.server_commit, "built_at": self.built_at, "min_ios_version": "1.0",
+                "database": "connected", "pool": {"size": 5, "idle": 4}}
+
+    def box_health(self):
+        """GET /api/box/health (api/box_status.rs compute_health): not linked to an account."""
+        with self.r.lock:
+            paired = bool(self.live_devices())
+        gates = {"infra": True, "identity": True, "linked": False, "paired": paired}
+        return {"ready": gates["identity"] and gates["linked"] and gates["paired"], "gates": gates,
+                "inference": {"accelerator": "cpu", "precision": "q4_k_m", "models_baked": False, "models": []}}
+
+    def identity(self):
+        """GET /api/box/identity (api/identity.rs)."""
+        with self.r.lock:
+            claimed = bool(self.live_devices())
+        number = self.number()
+        return {"name": f"virtues-{number}", "label": "Your server" if claimed else f"Virtues {number}",
+                "claimed": claimed, "linked": False, "online": False}
+
+    # -- pairing
+
+    def add_code(self, code, ttl, standing):
+        if code is None:
+            code = "".join(random.SystemRandom().choice("0123456789") for _ in range(6))
+        if not isinstance(code, str) or not code.strip():
+            raise ValueError("a pairing code must be a non-empty string")
+        with self.r.lock:
+            self.codes[code.strip()] = {"expires": time.time() + float(ttl), "standing": bool(standing)}
+        return code.strip()
+
+    def rate_key(self, ip):
+        if ip is None or not self.config["rate_limit"]:
+            return None
+        try:
+            loopback = ipaddress.ip_address(ip.removeprefix("::ffff:")).is_loopback
+        except ValueError:
+            loopback = False
+        if loopback and self.config["exempt_loopback"]:
+            return None
+        return ip
+
+    def consume(self, raw, content_type, ip, user_agent):
+        """POST /api/pair/consume (api/pair.rs consume_handler): (status, payload, is_text)."""
+        attempt = {"at": time.time(), "ip": ip}
+        status, payload, text = self._consume(raw, content_type, ip, attempt)
+        attempt["status"] = status
+        if not text and isinstance(payload, dict) and "error" in payload:
+            attempt["error"] = payload["error"]
+        elif text:
+            attempt["error"] = payload
+        with self.r.lock:
+            self.pair_attempts.append(attempt)
+        return status, payload, text
+
+    def _consume(self, raw, content_type, ip, attempt):
+        # axum's Json<ConsumeRequest> extractor first: 415, 400 and 422 as plain text.
+        if not is_json_content_type(content_type):
+            return 415, "Expected request with `Content-Type: application/json`", True
+        body, problem = parse_json_like_serde(raw)
+        if problem is not None:
+            return 400, f"Failed to parse the request body as JSON: {problem}", True
+        problem = consume_request_problem(body, len(raw))
+        if problem is not None:
+            return 422, f"Failed to deserialize the JSON body into the target type: {problem}", True
+        token = body["token"].strip()
+        if not token:
+            return 400, {"error": "missing_token"}, False
+        now = time.time()
+        with self.r.lock:
+            key = self.rate_key(ip)
+            if key is not None:
+                window = [t for t in self.attempts.get(key, []) if t > time.monotonic() - BOX_RATE_WINDOW]
+                if len(window) >= BOX_RATE_ATTEMPTS:
+                    self.attempts[key] = window
+                    return 429, {"error": "too_many_attempts", "retry_after_secs": BOX_RATE_WINDOW}, False
+                window.append(time.monotonic())
+                self.attempts[key] = window
+            kind = body["kind"]
+            if kind not in BOX_KINDS:
+                return 400, {"error": "invalid_kind"}, False
+            source = (body.get("source") or "").strip()
+            if source and source not in BOX_SOURCES:
+                return 400, {"error": "invalid_source"}, False
+            source_id = source or ("ios" if kind == "mobile_app" else "__device__")
+            code = self.codes.get(token)
+            if code is None or code["expires"] <= now:
+                return 401, {"error": "invalid_or_expired_token"}, False
+            if not code["standing"]:
+                del self.codes[token]
+            attempt["code"] = token
+            device = self._pair(body, kind, source_id, ip)
+            attempt["device_id"] = device["device_id"]
+            answer = {"device_id": device["device_id"], "redirect": "/"}
+            ids = self.applet_ids_for(device)
+            if ids:
+                answer[self.config["ids_key"]] = ids
+            if self.endpoint is not None and self.config["reach_ticket"]:
+                answer["box_node_id"] = self.endpoint["endpoint_id"]
+                if self.config["relay_url"]:
+                    answer["relay_url"] = self.config["relay_url"]
+                if self.endpoint["direct_addrs"]:
+                    answer["box_direct_addrs"] = list(self.endpoint["direct_addrs"])
+            self.save()
+            return 200, answer, False
+
+    def _pair(self, body, kind, source_id, ip):
+        """The app_device row (insert_device_row: a live row with the same node_id, compared
+        as text, is updated and keeps its id), then the applet fan-out."""
+        info = body.get("device_info")
+        info = {} if info is None else info
+        label = (body.get("label") or "").strip()
+        if not label:
+            name = info.get("device_name") if isinstance(info, dict) else None
+            model = info.get("device_model") if isinstance(info, dict) else None
+            label = name if isinstance(name, str) and name else model if isinstance(model, str) and model else \
+                {"mobile_app": "Mobile app", "desktop_app": "Desktop app", "sensor": "Sensor"}.get(kind, "Device")
+        node_id = body.get("device_node_id")
+        device = None
+        if node_id is not None:
+            device = next((d for d in self.devices if d["device_node_id"] == node_id and d["revoked_at"] is None), None)
+        if device is None:
+            device = {"device_id": "dev_" + secrets.token_hex(8), "device_node_id": node_id,
+                      "paired_at": time.time(), "revoked_at": None, "pairings": 0}
+            self.devices.append(device)
+        device.update({"kind": kind, "label": label, "device_info": info, "source": body.get("source"),
+                       "source_id": source_id, "ip": ip, "last_paired_at": time.time()})
+        device["pairings"] += 1
+        command = BOX_SOURCES.get(source_id)
+        if command and not any(a["device_id"] == device["device_id"] and a["command"] == command
+                               for a in self.applets.values()):
+            self.applets[self.new_applet_id(command)] = {"device_id": device["device_id"], "command": command}
+        return device
+
+    def new_applet_id(self, command):
+        prefix = "action" if self.config["ids_key"] == "action_ids" else "applet"
+        return f"{prefix}_{command}_{secrets.token_hex(8)}"
+
+    def applet_ids_for(self, device):
+        """virtues_helpers::auth::fanout_applet_ids: command -> applet id of the device's applets."""
+        return {a["command"]: applet_id for applet_id, a in self.applets.items() if a["device_id"] == device["device_id"]}
+
+    # -- the transport's questions
+
+    def allowed(self, peer):
+        """The iroh allowlist (relay.rs allowed_ids): every live device's node_id that parses
+        as a key."""
+        with self.r.lock:
+            return any(self.parse_key(d["device_node_id"]) == peer for d in self.devices
+                       if d["revoked_at"] is None and d["device_node_id"] is not None)
+
+    def auth(self, peer):
+        """middleware/auth.rs validate_iroh_peer: the live device whose node_id is, as text,
+        the proven key's lower-case hex; None (401) otherwise."""
+        with self.r.lock:
+            return next((d for d in self.devices if d["revoked_at"] is None and d["device_node_id"] == peer), None)
+
+    def start_run(self, applet_id):
+        """The concurrency gate (action_runner.rs prepare_run): a run id, or None while a run
+        of the applet is in progress."""
+        with self.r.lock:
+            if applet_id in self.running:
+                return None
+            self.running.add(applet_id)
+            return "run_" + secrets.token_hex(8)
+
+    def end_run(self, applet_id):
+        with self.r.lock:
+            self.running.discard(applet_id)
+
+    # -- control
+
+    def forget(self, device_id=None, node_id=None, close_connections=False):
+        with self.r.lock:
+            found = [d for d in self.devices if d["revoked_at"] is None
+                     and ((device_id is not None and d["device_id"] == device_id)
+                          or (node_id is not None and d["device_node_id"] == node_id))]
+            for device in found:
+                device["revoked_at"] = time.time()
+            self.save()
+        closed = 0
+        if close_connections and self.transport is not None:
+            for device in found:
+                key = self.parse_key(device["device_node_id"]) if device["device_node_id"] else None
+                if key:
+                    closed += self.transport.close_connections_of(key)
+        return [d["device_id"] for d in found], closed
+
+    def rotate(self, device_id=None):
+        with self.r.lock:
+            candidates = [(applet_id, a) for applet_id, a in self.applets.items()
+                          if device_id is None or a["device_id"] == device_id]
+            if not candidates:
+                raise ValueError("no applet to rotate" + (f" for device {device_id}" if device_id else ""))
+            old, applet = candidates[-1]
+            del self.applets[old]
+            new = self.new_applet_id(applet["command"])
+            self.applets[new] = applet
+            self.save()
+            return {"device_id": applet["device_id"], "old": old, "new": new}
+
+    def configure(self, request):
+        with self.r.lock:
+            for key, value in request.items():
+                if key not in self.config:
+                    raise ValueError(f"unknown box setting {key!r}: use one of {', '.join(self.config)}")
+                if key == "ids_key" and value not in ("applet_ids", "action_ids"):
+                    raise ValueError("ids_key is applet_ids or action_ids")
+                if key in ("reach_ticket", "rate_limit", "exempt_loopback"):
+                    value = bool(value)
+                elif key in ("run_seconds", "fin_grace"):
+                    value = float(value)
+                elif key == "max_body_bytes":
+                    value = int(value)
+                self.config[key] = value
+
+    def devices_report(self):
+        live = self.transport.live_connections() if self.transport is not None else {}
+        with self.r.lock:
+            out = []
+            for d in self.devices:
+                key = self.parse_key(d["device_node_id"]) if d["device_node_id"] is not None else None
+                applets = self.applet_ids_for(d)
+                out.append({"device_id": d["device_id"], "kind": d["kind"], "source": d["source"],
+                            "source_id": d["source_id"], "label": d["label"], "device_info": d["device_info"],
+                            "device_node_id": d["device_node_id"], "key": key,
+                            "allowlisted": key is not None and d["revoked_at"] is None,
+                            "forgotten": d["revoked_at"] is not None, "applet_ids": applets,
+                            "applet_id": next(iter(applets.values()), None), "paired_at": d["paired_at"],
+                            "pairings": d["pairings"], "ip": d["ip"], "connections": live.get(key, 0) if key else 0})
+            return out
+
+    def report(self):
+        live = self.transport.live_connections() if self.transport is not None else {}
+        with self.r.lock:
+            return {"endpoint_id": self.endpoint["endpoint_id"] if self.endpoint else None,
+                    "port": self.endpoint["port"] if self.endpoint else None,
+                    "direct_addrs": list(self.endpoint["direct_addrs"]) if self.endpoint else [],
+                    "alpn": "virtues/http/1", "build": self.build, "config": dict(self.config),
+                    "codes": len(self.codes), "devices": len(self.live_devices()),
+                    "applets": {k: dict(v) for k, v in self.applets.items()}, "running": sorted(self.running),
+                    "pair_attempts": list(self.pair_attempts), "refused_connections": list(self.refused),
+                    "aborted": self.aborted, "applet_ids_calls": list(self.ids_calls),
+                    "live_connections": live}
+
+
+class BoxAnswer:
+    """Answers in the shapes box_transport writes (imported lazily: it needs iroh)."""
+
+    @staticmethod
+    def json(status, payload, headers=None):
+        from box_transport import Answer
+        return Answer(status, [("content-type", "application/json")] + list(headers or []),
+                      json.dumps(payload, separators=(",", ":")).encode())
+
+    @staticmethod
+    def text(status, text):
+        from box_transport import Answer
+        return Answer(status, [("content-type", "text/plain; charset=utf-8")], text.encode())
+
+    @staticmethod
+    def empty(status, headers=None):
+        from box_transport import Answer
+        return Answer(status, list(headers or []), b"")
+
+
+class BoxApp:
+    """The box's router as box_transport serves it over iroh (server/mod.rs build_app):
+    public routes, pairing, the webhook and the applet-ids route."""
+
+    def __init__(self, receiver):
+        self.r = receiver
+        self.box = receiver.box
+        self.stopping = receiver.stopping
+
+    # -- asked by the transport
+
+    def allowed(self, peer):
+        return self.box.allowed(peer)
+
+    def noted_refused(self, peer):
+        with self.r.lock:
+            self.box.refused.append({"at": time.time(), "peer": peer})
+        if self.r.verbose:
+            sys.stderr.write(f"iroh connection from {peer} closed: not allowlisted\n")
+
+    def noted_aborted(self, request, answered=False):
+        with self.r.lock:
+            self.box.aborted += 1
+        path = urlparse(request.target).path
+        if not answered and path.startswith("/webhook/"):
+            entry = self.entry(request, path)
+            entry["status"] = "aborted"
+            entry["seconds"] = 0
+            self.r.note(entry)
+        sys.stderr.write(f"{request.method} {path} over iroh: the client ended its sending side early; no answer\n")
+
+    def fin_grace(self):
+        return self.box.config["fin_grace"]
+
+    def common_headers(self, request):
+        return [("x-virtues-box-build", self.box.build), ("x-request-id", "r" + secrets.token_hex(8)),
+                ("vary", BOX_VARY)]
+
+    # -- requests
+
+    async def handle(self, request):
+        json_answer, empty = BoxAnswer.json, BoxAnswer.empty
+        path = urlparse(request.target).path
+        method = request.method
+        box = self.box
+        if path in BOX_PUBLIC_PATHS:
+            if method != "GET":
+                return empty(405, [("allow", "GET,HEAD")])
+            return json_answer(200, {"/health": box.health, "/api/box/health": box.box_health,
+                                     "/api/box/identity": box.identity}[path]())
+        if path == "/api/pair/consume":
+            if method != "POST":
+                return empty(405, [("allow", "POST")])
+            status, payload, text = box.consume(request.body, request.header("Content-Type"), None,
+                                                request.header("User-Agent"))
+            return BoxAnswer.text(status, payload) if text else json_answer(status, payload)
+        if path.startswith("/webhook/") and path.count("/") == 2 and len(path) > len("/webhook/"):
+            if method != "POST":
+                return empty(405, [("allow", "POST")])
+            return await self.webhook(request, unquote(path[len("/webhook/"):]))
+        ids_key = box.config["ids_key"]
+        if path == ("/api/devices/action-ids" if ids_key == "action_ids" else "/api/devices/applet-ids"):
+            if method != "GET":
+                return empty(405, [("allow", "GET,HEAD")])
+            device = box.auth(request.peer)
+            with self.r.lock:
+                box.ids_calls.append({"at": time.time(), "peer": request.peer,
+                                      "device_id": device["device_id"] if device else None})
+            if device is None:
+                return json_answer(401, {"error": "Unauthorized"})
+            with self.r.lock:
+                ids = box.applet_ids_for(device)
+            return json_answer(200, {"device_id": device["device_id"], ids_key: ids})
+        if path.startswith("/api/") or path.startswith("/auth/"):
+            return json_answer(404, {"error": "not_found", "path": path}, [("cache-control", "no-store")])
+        return empty(404)
+
+    def entry(self, request, path):
+        return {"at": time.time(), "arrival": self.r.arrived(), "path": path, "transport": "iroh",
+                "peer": request.peer, "applet_id": path[len("/webhook/"):], "device_id": None, "stream": None,
+                "batch_id": request.header("X-Batch-Id"), "records": 0, "record_ids": [],
+                "body_bytes": len(request.body), "wire_bytes": request.wire_bytes,
+                "encoding": request.header("Content-Encoding"), "user_agent": request.header("User-Agent"),
+                "content_type": request.header("Content-Type"), "client_port": request.connection_id,
+                "fault": None, "status": None, "accepted": None, "rejected": None, "run_id": None, "new": None}
+
+    async def webhook(self, request, applet_id):
+        """POST /webhook/:applet_id (server/webhook.rs webhook, action_runner.rs run_action,
+        applets/ios_ingest/main.rs)."""
+        started = time.monotonic()
+        entry = self.entry(request, "/webhook/" + applet_id)
+        entry["applet_id"] = applet_id
+        with self.r.lock:
+            self.r.in_flight += 1
+        try:
+            status, answer = await self._webhook(request, applet_id, entry)
+        finally:
+            with self.r.lock:
+                self.r.in_flight -= 1
+        entry["status"] = status
+        entry["seconds"] = round(time.monotonic() - started, 4)
+        self.r.note(entry)
+        if self.r.verbose or status not in (200,):
+            sys.stderr.write(f"POST /webhook/{applet_id} over iroh stream={entry['stream']} records={entry['records']} "
+                             f"bytes={entry['wire_bytes']} fault={entry['fault']} -> {status}\n")
+        return answer
+
+    async def _webhook(self, request, applet_id, entry):
+        from box_transport import ABORT, RESET
+        json_answer = BoxAnswer.json
+        box = self.box
+        raw = request.body
+        body, problem = parse_json_like_serde(raw)
+        stream = body.get("stream") if isinstance(body, dict) else None
+        entry["stream"] = stream if isinstance(stream, str) else None
+        records = body.get("records") if isinstance(body, dict) and isinstance(body.get("records"), list) else None
+        if records is not None:
+            entry["records"] = len(records)
+            entry["record_ids"] = [rec.get("id") if isinstance(rec, dict) and isinstance(rec.get("id"), str) else None
+                                   for rec in records]
+
+        delay, hang = 0.0, None
+        fault = self.r.take_fault(entry["stream"])
+        if fault is not None:
+            entry["fault"] = fault.spec
+            if fault.kind == "slow":
+                delay = float(fault.value)
+            elif fault.kind == "hang":
+                hang = float(fault.value) if fault.value else None
+            elif fault.kind == "reset":
+                return "reset", RESET
+            elif fault.kind == "close":
+                return "close", ABORT
+            else:
+                return self.fault_answer(fault, records)
+
+        # 1. AuthUser: the proven key must be a live device's node_id, as text.
+        device = box.auth(request.peer)
+        if device is None:
+            return 401, json_answer(401, {"error": "Unauthorized"})
+        entry["device_id"] = device["device_id"]
+        # 2. Json<Value>: a body the extractor rejects is a retryable 409.
+        detail = None
+        if not is_json_content_type(request.header("Content-Type")):
+            detail = "Expected request with `Content-Type: application/json`"
+        elif len(raw) > box.config["max_body_bytes"]:
+            detail = "Failed to buffer the request body: length limit exceeded"
+        elif problem is not None:
+            detail = f"Failed to parse the request body as JSON: {problem}"
+        if detail is not None:
+            return 409, json_answer(409, {"run_id": None, "status": "skipped", "error": "invalid webhook body",
+                                          "detail": detail})
+        if not isinstance(body, dict):
+            return 409, json_answer(409, {"run_id": None, "status": "skipped",
+                                          "error": "webhook body must be a JSON object"})
+        # 3. The applet exists, 4. and is this device's.
+        with self.r.lock:
+            applet = box.applets.get(applet_id)
+        if applet is None:
+            return 404, json_answer(404, {"error": "action not found"})
+        if applet["device_id"] != device["device_id"]:
+            return 403, json_answer(403, {"error": "device does not own this action"})
+        # 5. One run at a time per applet.
+        run_id = box.start_run(applet_id)
+        if run_id is None:
+            return 409, json_answer(409, {"run_id": None, "status": "skipped"})
+        entry["run_id"] = run_id
+        try:
+            seconds = box.config["run_seconds"] + delay
+            if seconds > 0:
+                await self.sleep(seconds, request)
+            if fault is not None and fault.kind == "hang":
+                await self.sleep(hang, request)
+                return "hang", ABORT
+            if request.client_finished():
+                return "aborted", ABORT  # hyper dropped the handler with the connection
+            name, error = ios_ingest_stream(body)
+            if error is None and not isinstance(body.get("records"), list):
+                error = f"ios_ingest({name}) requires a `records` array in the payload"
+            if error is not None:
+                return 500, json_answer(500, {"error": "webhook action failed", "detail": error, "run_id": run_id})
+            new, repeated = self.r.store_box(name, request.header("X-Batch-Id") or run_id, body["records"])
+            entry["new"] = new
+        finally:
+            box.end_run(applet_id)
+        if request.client_finished():
+            return "aborted", ABORT  # stored, but the answer never leaves
+        return 200, json_answer(200, {"run_id": run_id, "status": "success"})
+
+    async def sleep(self, seconds, request):
+        """Waits `seconds` (None: until the receiver stops or the client resets the stream)."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while not self.stopping.is_set() and not request.client_reset():
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if left <= 0:
+                return
+            await asyncio.sleep(left)
+
+    def fault_answer(self, fault, records):
+        json_answer = BoxAnswer.json
+        if fault.kind == "skipped":
+            return 409, json_answer(409, {"run_id": None, "status": "skipped"})
+        if fault.kind == "lie":
+            if fault.value == "html":
+                from box_transport import Answer
+                page = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please sign in to continue.</body></html>"
+                return 200, Answer(200, [("content-type", "text/html; charset=utf-8")], page)
+            if fault.value == "json":
+                return 200, json_answer(200, {})
+            return 200, json_answer(200, {"run_id": "run_" + secrets.token_hex(8), "status": "success"})
+        status = int(fault.value)
+        headers = []
+        if fault.retry_after is not None:
+            headers.append(("retry-after", fault.retry_after))
+        if fault.retry_after_date is not None:
+            when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=fault.retry_after_date)
+            headers.append(("retry-after", format_datetime(when, usegmt=True)))
+        injected = f"injected fault: {fault.spec}"
+        payload = {409: {"run_id": None, "status": "skipped", "error": "invalid webhook body", "detail": injected},
+                   404: {"error": "action not found"}, 403: {"error": "device does not own this action"},
+                   401: {"error": "Unauthorized"},
+                   500: {"error": "webhook action failed", "detail": injected, "run_id": "run_" + secrets.token_hex(8)},
+                   }.get(status, {"error": injected})
+        return status, json_answer(status, payload, headers)
+
+
+def ios_ingest_stream(body):
+    """applets/ios_ingest/main.rs resolve_stream + the dispatch: (stream, None) or (None, the
+    run's error). Normalised as the box does: an `ios_` prefix is stripped from the trimmed
+    name (an unprefixed name is not trimmed), then ASCII lower case."""
+    stream = body.get("stream")
+    if not isinstance(stream, str):
+        return None, "ios_ingest: no stream selector — expected payload.stream (or argv[1])"
+    trimmed = stream.strip()
+    name = ascii_lower(trimmed[len("ios_"):] if trimmed.startswith("ios_") else stream)
+    if name not in BOX_STREAMS:
+        return None, (f"ios_ingest: unknown stream '{name}' "
+                      "(expected one of healthkit, location, eventkit, contacts, microphone, financekit)")
+    return name, None
+
+
 # ---------------------------------------------------------------- HTTP
 
 class Handler(BaseHTTPRequestHandler):
@@ -826,6 +1762,13 @@ class Handler(BaseHTTPRequestHandler):
             super().finish()
         except OSError:
             pass  # a fault that reset the connection on purpose
+
+    def end_headers(self):
+        if self.receiver is not None and self.receiver.generation == "box":
+            # server/mod.rs: stamp_box_build and request_id wrap every answer.
+            self.send_header("x-virtues-box-build", self.receiver.box.build)
+            self.send_header("x-request-id", "r" + secrets.token_hex(8))
+        super().end_headers()
 
     # -- plumbing
 
@@ -862,6 +1805,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         r = self.receiver
+        if r.generation == "box" and (url.path.startswith("/_control/box") or not url.path.startswith("/_control/")):
+            self.box_plain("GET")
+            return
         if url.path == "/health":
             self.answer(200, r.health_report())
             return
@@ -885,7 +1831,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer(200, {"paired": list(r.paired)})
         elif url.path == "/_control/payloads":
             stream = parse_qs(url.query).get("stream", [""])[0]
-            self.answer(200, {"stream": stream, "records": r.stored_payloads(stream)})
+            self.answer(200, {"stream": stream, "records": r.stored_payloads(stream),
+                              "problems": r.stored_problems(stream)})
         elif url.path == "/_control/records":
             stream = parse_qs(url.query).get("stream", [""])[0]
             ids, copies = r.stored_ids(stream)
@@ -894,12 +1841,101 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(404 if url.path != r.path else 405, {"error": f"no GET {url.path} here"})
 
     def do_DELETE(self):
+        if self.receiver.generation == "box" and not urlparse(self.path).path.startswith("/_control/"):
+            self.box_plain("DELETE")
+            return
         if urlparse(self.path).path == "/_control/faults":
             with self.receiver.lock:
                 self.receiver.faults = []
             self.answer(200, {"faults": []})
         else:
             self.answer(404, {"error": "not found"})
+
+    def do_PUT(self):
+        self.box_plain("PUT") if self.receiver.generation == "box" else self.send_error(501)
+
+    def do_PATCH(self):
+        self.box_plain("PATCH") if self.receiver.generation == "box" else self.send_error(501)
+
+    # -- box mode on plain HTTP (the box's :8000)
+
+    def box_plain(self, method):
+        """The box's plain-HTTP listener as a LAN device meets it: public routes and pairing
+        answer; routes behind the device check answer 401 {"error":"Unauthorized"}; an
+        unknown /api/ or /auth/ path 404 {"error":"not_found","path"}; everything else 401.
+        /_control/box... is the control API."""
+        r = self.receiver
+        box = r.box
+        url = urlparse(self.path)
+        path = url.path
+        raw = self.read_body() if method != "GET" else None
+        if path.startswith("/_control/box"):
+            self.box_control(method, path, raw)
+            return
+        if path in BOX_PUBLIC_PATHS:
+            if method != "GET":
+                self.answer_empty(405, {"allow": "GET,HEAD"})
+                return
+            self.answer(200, {"/health": box.health, "/api/box/health": box.box_health,
+                              "/api/box/identity": box.identity}[path]())
+            return
+        if path == "/api/pair/consume":
+            if method != "POST":
+                self.answer_empty(405, {"allow": "POST"})
+                return
+            status, payload, text = box.consume(raw or b"", self.headers.get("Content-Type"), self.client_address[0],
+                                                self.headers.get("User-Agent"))
+            if r.verbose or status != 200:
+                sys.stderr.write(f"POST /api/pair/consume from {self.client_address[0]} -> {status} "
+                                 f"{payload if text else payload.get('error', '')}\n")
+            if text:
+                self.answer_text(status, payload)
+            else:
+                self.answer(status, payload)
+            return
+        protected = path in BOX_PROTECTED or any(path.startswith(p) for p in BOX_PROTECTED_PREFIXES)
+        if (path.startswith("/api/") or path.startswith("/auth/")) and not protected:
+            self.answer(404, {"error": "not_found", "path": path}, {"Cache-Control": "no-store"})
+            return
+        self.answer(401, {"error": "Unauthorized"})
+
+    def answer_empty(self, status, headers=None):
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def box_control(self, method, path, raw):
+        """The control API's box part: /_control/box, /box/pairing, /box/devices,
+        /box/forget, /box/rotate-applet, /box/config."""
+        box = self.receiver.box
+        try:
+            request = json.loads(raw or b"{}") if method != "GET" else {}
+            if not isinstance(request, dict):
+                raise ValueError("the body must be a JSON object")
+            if path == "/_control/box" and method == "GET":
+                self.answer(200, box.report())
+            elif path == "/_control/box/devices" and method == "GET":
+                self.answer(200, {"devices": box.devices_report()})
+            elif path == "/_control/box/pairing" and method == "POST":
+                code = box.add_code(request.get("code"), request.get("ttl", BOX_CODE_TTL), request.get("standing", False))
+                self.answer(200, {"code": code})
+            elif path == "/_control/box/forget" and method == "POST":
+                if request.get("device_id") is None and request.get("device_node_id") is None:
+                    raise ValueError("name the device: device_id or device_node_id")
+                forgotten, closed = box.forget(request.get("device_id"), request.get("device_node_id"),
+                                               bool(request.get("close_connections", False)))
+                self.answer(200, {"forgotten": forgotten, "closed_connections": closed})
+            elif path == "/_control/box/rotate-applet" and method == "POST":
+                self.answer(200, box.rotate(request.get("device_id")))
+            elif path == "/_control/box/config" and method == "POST":
+                box.configure(request)
+                self.answer(200, {"config": dict(box.config)})
+            else:
+                self.answer(404, {"error": f"no {method} {path} here"})
+        except (ValueError, TypeError, AttributeError) as error:
+            self.answer(400, {"error": str(error)})
 
     def control_post(self, path):
         r = self.receiver
@@ -947,6 +1983,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         path = urlparse(self.path).path
+        if self.receiver.generation == "box" and (path.startswith("/_control/box") or not path.startswith("/_control/")):
+            self.box_plain("POST")
+            return
         if path.startswith("/_control/"):
             self.control_post(path)
             return
@@ -1257,6 +2296,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def apply(self, fault):
         """Carries out a fault; returns the status answered, or None to go on normally."""
+        if fault.kind == "skipped":  # the box's answer while a run is going
+            self.answer(409, {"run_id": None, "status": "skipped"})
+            return 409
         if fault.kind == "status":
             headers = {}
             if fault.retry_after is not None:
@@ -1315,7 +2357,7 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on; 0 picks a free one (default)")
     parser.add_argument("--port-file", help="write the port here once listening")
-    parser.add_argument("--token", required=True, help="the device token to accept")
+    parser.add_argument("--token", help="the device token to accept (required, except in box mode, which has none)")
     parser.add_argument("--path", default="/ingest", help="path of the ingest endpoint (default /ingest)")
     parser.add_argument("--store", help="SQLite file for accepted records (default: in memory)")
     parser.add_argument("--discard-payloads", action="store_true",
@@ -1355,14 +2397,49 @@ def main(argv=None):
     parser.add_argument("--fault", action="append", metavar="SPEC", help="a fault to inject (repeatable); see below")
     parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate (chain) file")
     parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
-    parser.add_argument("--generation", choices=("ariata", "virtues"), default="ariata", help="the server generation to play: ariata (default) or virtues (linking by device id; see Virtues mode below)")
-    parser.add_argument("--server-version", help="the version GET /health reports (default 0.1.0 for ariata, 0.4.2 for virtues)")
-    parser.add_argument("--server-commit", default="d561967a3f0e4b1c9a8f2e6d7b5c4a3f2e1d0c9b",
-                        help="virtues mode: the commit GET /health reports")
+    parser.add_argument("--generation", choices=("ariata", "virtues", "box"), default="ariata",
+                        help="the server generation to play: ariata (default), virtues (linking by device id; see "
+                             "Virtues mode below) or box (the Virtues box of 2026-09: pairing over HTTP, then HTTP "
+                             "over iroh; see Box mode below)")
+    parser.add_argument("--server-version", help="the version GET /health reports (default 0.1.0 for ariata, 0.4.2 for "
+                                                 "virtues); box mode: the version in x-virtues-box-build (default "
+                                                 f"{BOX_DEFAULT_VERSION})")
+    parser.add_argument("--server-commit",
+                        help=f"virtues and box modes: the commit GET /health reports (default {VIRTUES_DEFAULT_COMMIT} "
+                             f"for virtues, {BOX_DEFAULT_COMMIT} for box; its first 7 characters go into "
+                             "x-virtues-box-build)")
     parser.add_argument("--server-built-at", default="2026-03-10T12:00:00Z",
                         help="virtues mode: the build time GET /health reports (default after the 2026-02 login wall)")
+    box = parser.add_argument_group("box mode (--generation box)")
+    box.add_argument("--box-iroh-host", default="127.0.0.1", help="address the iroh endpoint binds (default 127.0.0.1)")
+    box.add_argument("--box-iroh-port", type=int, default=0,
+                     help="UDP port of the iroh endpoint (the box's is 51820); 0 (default): the one a --store kept, "
+                          "else a free one")
+    box.add_argument("--box-secret-key", metavar="HEX",
+                     help="the endpoint's 32-byte secret key in hex (default: the one a --store kept, else a new one)")
+    box.add_argument("--box-endpoint-file", metavar="PATH",
+                     help='write {"endpoint_id", "port", "direct_addrs"} here (JSON) once the iroh endpoint is bound')
+    box.add_argument("--box-pairing-code", action="append", metavar="CODE",
+                     help="a single-use pairing code for POST /api/pair/consume (repeatable; valid --pairing-ttl "
+                          "seconds); more with /_control/box/pairing")
+    box.add_argument("--box-codename", default="amber-otter",
+                     help="the build's codename, the `version` GET /health reports (default amber-otter)")
+    box.add_argument("--box-channel", default="stable", help="the `channel` GET /health reports (default stable)")
+    box.add_argument("--box-older", action="store_true",
+                     help="play a box from before 2026-07-30: pairing answers action_ids, ids are action_..., the "
+                          "device route is GET /api/devices/action-ids")
+    box.add_argument("--box-allow-network", action="store_true",
+                     help="bind the iroh endpoint even though a network interface other than loopback is up "
+                          "(by default box mode refuses: nothing may leave the machine)")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
+    if args.generation != "box" and not args.token:
+        parser.error("--token is required (except with --generation box)")
+    if args.generation == "box" and not args.box_allow_network and up_interfaces():
+        parser.error(f"box mode binds an iroh endpoint, and these network interfaces are up: "
+                     f"{', '.join(up_interfaces())}. Run it in a network namespace with only loopback up "
+                     f"(ip netns add boxtest; ip netns exec boxtest ip link set lo up; ip netns exec boxtest "
+                     f"python3 receiver.py --generation box ...), or pass --box-allow-network.")
 
     try:
         receiver = Receiver(args)
@@ -1379,6 +2456,10 @@ def main(argv=None):
         server.socket = context.wrap_socket(server.socket, server_side=True)
         scheme = "https"
 
+    transport = None
+    if args.generation == "box":
+        transport = start_box_transport(receiver, args)
+
     def stop(signum, frame):
         receiver.stopping.set()
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -1390,10 +2471,47 @@ def main(argv=None):
         with open(temporary, "w") as handle:
             handle.write(f"{port}\n")
         os.replace(temporary, args.port_file)
-    print(f"listening on {scheme}://{args.host}:{port}{args.path}", flush=True)
+    if transport is not None:
+        print(f"listening on {scheme}://{args.host}:{port} (the box's plain HTTP: /health, /api/pair/consume)", flush=True)
+    else:
+        print(f"listening on {scheme}://{args.host}:{port}{args.path}", flush=True)
     server.serve_forever(poll_interval=0.2)
     server.server_close()
+    if transport is not None:
+        transport.stop()
     return 0
+
+
+def start_box_transport(receiver, args):
+    """Binds the box's iroh endpoint (box_transport.py, which needs the PyPI package iroh)
+    and notes it in the box's state, the --box-endpoint-file and stdout."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        from box_transport import BoxTransport
+    except ImportError as error:
+        sys.exit(f"box mode needs the PyPI package iroh (pip install iroh==1.2.0): {error}")
+    box = receiver.box
+    transport = BoxTransport(BoxApp(receiver), args.box_iroh_host, box.iroh_port, box.secret_key)
+    try:
+        info = transport.start()
+    except RuntimeError as error:
+        sys.exit(f"box mode: {error} (host {args.box_iroh_host}, port {box.iroh_port})")
+    with receiver.lock:
+        box.transport = transport
+        box.parse_key = BoxTransport.parse_key
+        box.endpoint = {"endpoint_id": info["endpoint_id"], "port": info["port"],
+                        "direct_addrs": [f"{args.box_iroh_host}:{info['port']}"]
+                        if args.box_iroh_host not in ("0.0.0.0", "::") else info["direct_addrs"]}
+        box.save()
+    if args.box_endpoint_file:
+        temporary = args.box_endpoint_file + ".tmp"
+        with open(temporary, "w") as handle:
+            json.dump(box.endpoint, handle)
+            handle.write("\n")
+        os.replace(temporary, args.box_endpoint_file)
+    print(f"box endpoint {info['endpoint_id']} on {args.box_iroh_host}:{info['port']} "
+          f"(iroh, ALPN virtues/http/1, relay disabled)", flush=True)
+    return transport
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ public struct BoxConfig: Sendable, Equatable {
     /// secret like the device token (the file is 0600); `key_file` is read when unset.
     public var key: Secret = Secret("")
     public var keyFile: String?
+    /// When this device last paired (RFC 3339): a new pairing ends the waits that the
+    /// box's refusal of the old one caused (`onboard` writes it).
+    public var pairedAt: String = ""
     /// What is sent of a chunk the box's own app would call silent.
     public var silentAudio: SilentAudio = .omit
     /// The bridge program that carries the requests over iroh; unset: beside the agent's
@@ -61,6 +64,7 @@ extension BoxConfig: ConfigTable {
         },
          .string("applet_id", \.appletID),
          .string("device_id", \.deviceID),
+         .string("paired_at", \.pairedAt),
          .optionalString("key_file", \.keyFile),
          // With a key_file the key stays in that file, out of this one.
          ConfigKey("key", read: { s, t in t.key = Secret(try s.string("key", default: t.key.value)) },

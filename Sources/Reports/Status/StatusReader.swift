@@ -20,7 +20,7 @@ public struct StatusReader: Sendable {
         var report = StatusReport(
             generatedAt: now, agentVersion: AgentVersion.string,
             configured: config?.isOnboarded ?? false, configFile: configFile, configError: configError,
-            endpoint: config.flatMap { $0.server.endpoint.isEmpty ? nil : $0.server.ingestURL },
+            endpoint: config.flatMap { $0.server.endpoint.isEmpty ? nil : $0.box.isPaired ? $0.server.endpoint : $0.server.ingestURL },
             deviceId: config.flatMap { $0.server.deviceID.isEmpty ? nil : $0.server.deviceID },
             daemon: .init(running: exists && FileLock.daemon(databasePath: path).isHeld(), pid: nil),
             database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
@@ -243,6 +243,8 @@ public struct StatusReader: Sendable {
             warnings.append("uploads paused until \(RFC3339.string(from: until)): \(ServerIdentity.everyDeviceRefused) (401 \(ServerIdentity.loginWallBody)), "
                 + "the known problem of \(server.name)\(server.builtAt.map { $0 >= ServerIdentity.loginWallSince ? ", a build of its 2026-02 release or later, whose web login stands in front of the device routes" : "" } ?? ""): "
                 + "no new token helps; update the server (or ask its administrator)")
+        } else if let until = report.uploader.authPausedUntil, report.server?.generation == ServerIdentity.Generation.box.rawValue {
+            warnings.append("uploads paused until \(RFC3339.string(from: until)): \(report.uploader.reason ?? "the box refused this device"); nothing is dropped meanwhile")
         } else if let until = report.uploader.authPausedUntil {
             warnings.append("uploads paused until \(RFC3339.string(from: until)): the server refused the device token (E002); run 'ariata-agent onboard' with a new token")
         }

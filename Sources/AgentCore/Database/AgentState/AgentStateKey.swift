@@ -29,8 +29,8 @@ public enum AgentStateKey {
     public static let serverIdentity = "server.identity"
 
     /// The ingest applet a Virtues box named after it answered 404 for the configured one:
-    /// `<box node id> <applet id>`, so it holds only for that box (absent while the
-    /// configured applet works).
+    /// `<box node id> <paired_at> <applet id>`, so it holds only for that box and that
+    /// pairing (absent while the configured applet works).
     public static let boxApplet = "box.applet"
 
     /// JSON of how the Virtues box was last reached (`BoxReach`): the path (`direct`,
