@@ -314,7 +314,7 @@ struct FootprintCommand: ParsableCommand {
         commandName: "footprint",
         abstract: "The whole daemon's peak RSS, CPU, context switches and writes, all three streams live against the real rigs.",
         usage: """
-            ariata-bench footprint [--minutes <minutes>] [--warm-up <warm-up>] [--upload-interval <upload-interval>] [--complexity <complexity>] [--health-every <health-every>] [--sync-seconds <sync-seconds>] [--dir <directory>] [--user <name>] [--shared-libraries] [--tls [--ca-bundle]]
+            ariata-bench footprint [--minutes <minutes>] [--warm-up <warm-up>] [--upload-interval <upload-interval>] [--complexity <complexity>] [--health-every <health-every>] [--sync-seconds <sync-seconds>] [--dir <directory>] [--user <name>] [--shared-libraries] [--tls [--ca-bundle] | --box]
             ariata-bench footprint drain [--records <records>] [--audio-bytes <audio-bytes>] [--batch-max-bytes <batch-max-bytes>] [--shared-libraries]
             """,
         discussion: """
@@ -345,6 +345,8 @@ struct FootprintCommand: ParsableCommand {
     var tls = false
     @Flag(help: "With --tls: the agent's ca_file is one PEM bundle, not a directory by hash.")
     var caBundle = false
+    @Flag(help: "The receiver plays a Virtues box: the daemon pairs with onboard --code and uploads over iroh through ariata-iroh-bridge (beside the agent). Only in a network namespace with loopback alone: sudo unshare --net sh -c 'ip link set lo up && ariata-bench footprint --box'.")
+    var box = false
     @Option(help: ArgumentHelp("The user the daemon runs as (default, as root: nobody, a user that may not write the program or its libraries, as the package's own 'ariata'; otherwise this process's user).", valueName: "name"))
     var user: String?
 
@@ -360,6 +362,7 @@ struct FootprintCommand: ParsableCommand {
         try requireWithin(complexity, 0...10, "--complexity")
         try requireWithin(chunkSeconds, 5...600, "--chunk-seconds")
         if caBundle && !tls { throw ValidationError("--ca-bundle goes with --tls") }
+        if box && tls { throw ValidationError("--box and --tls exclude each other: a box is reached over iroh, not TLS") }
     }
 
     func run() throws { try FootprintBench.run(self) }

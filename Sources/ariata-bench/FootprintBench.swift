@@ -63,7 +63,12 @@ enum FootprintBench {
                                 storageConfig: "sync_seconds = \(options.syncSeconds)",
                                 locationInterval: 10, healthCommitInterval: 300, microphoneConfig: "complexity = \(complexity)",
                                 driveSeconds: Int((minutes + Double(options.warmUp)) * 60) + 120,
-                                tls: tls?.certificate.pair, caFile: tls?.caFile)
+                                tls: tls?.certificate.pair, caFile: tls?.caFile, box: options.box)
+        if options.box {
+            // Paired as a person would, before the files are handed to the service user.
+            let onboard = try rig.pairWithBox()
+            print("paired with the box: " + (onboard.stdout.split(separator: "\n").first { $0.contains("box over iroh") }.map(String.init) ?? "?"))
+        }
         let user = try options.serviceUser.map(ServiceUser.init)
         for directory in [rig.directory.path, queueDirectory] + (tlsDirectory.map { [$0.path] } ?? []) { try user?.own(directory) }
         try rig.startAgent(environment: libraries == nil ? [:] : RigLibraries.agentEnvironment, launcher: try user?.launcher() ?? [])
@@ -111,11 +116,17 @@ enum FootprintBench {
         // The first minutes' peak counts the start-up's; after a warm-up, the steady state's is its own.
         var memory = options.warmUp == 0 ? startUp : MemoryPeak()
         memory.add(first.memory)
+        // A box's upload cycles run the iroh bridge as the daemon's child: the daemon's
+        // memory while one runs and between them, and the bridges' own.
+        var cycles = BridgeCycles()
         var nextReading = Date().addingTimeInterval(1)
         while Date() < end {
             // Memory every 0.1 s (an upload's rise lasts well under a second), the rest each second.
             Thread.sleep(forTimeInterval: 0.1)
-            if let sample = ResidentMemory(pid: pid) { memory.add(sample) }
+            if let sample = ResidentMemory(pid: pid) {
+                memory.add(sample)
+                if options.box { cycles.add(daemon: sample, bridges: BridgeCycles.bridges(of: pid)) }
+            }
             guard Date() >= nextReading else { continue }
             nextReading = nextReading.addingTimeInterval(1)
             guard let reading = ProcessReading(pid: pid) else { throw BenchFailure("the agent exited:\n\(rig.agentLog)") }
@@ -189,6 +200,10 @@ enum FootprintBench {
             print("no block device under \(queueDirectory) (tmpfs?): the device's writes are not measured")
         }
         for line in threads.split(hz: hz, window: window) { print("  " + line) }
+        if options.box {
+            let requests = (try? rig.receiver.requests()) ?? []
+            for line in cycles.summary(requests: requests, childTicks: last.childTicks - first.childTicks, hz: hz) { print(line) }
+        }
 
         // The agent's own encoder alone on the same audio (the chunks' seconds, overlaps
         // included), same settings, in this process.
@@ -281,6 +296,8 @@ enum FootprintBench {
 struct ProcessReading {
     struct Task { var name: String; var ticks: Int; var voluntary: Int }
     var cpuTicks: Int
+    /// cutime + cstime: the CPU of the children it waited for (a box's iroh bridges).
+    var childTicks: Int
     var writeBytes: Int
     var memory: ResidentMemory
     var tasks: [Int: Task]
@@ -290,6 +307,7 @@ struct ProcessReading {
               let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
               let status = ProcStatus(pid: pid) else { return nil }
         cpuTicks = stat.ticks
+        childTicks = Self.childTicks("/proc/\(pid)/stat") ?? 0
         // /proc/PID/io: "write_bytes: N", in bytes.
         writeBytes = io.split(separator: "\n").first { $0.hasPrefix("write_bytes:") }
             .flatMap { Int($0.dropFirst("write_bytes:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
@@ -300,6 +318,15 @@ struct ProcessReading {
                   let taskStatus = ProcStatus(path: "/proc/\(pid)/task/\(tid)/status") else { continue }
             tasks[tid] = Task(name: taskStat.comm, ticks: taskStat.ticks, voluntary: taskStatus.voluntaryContextSwitches ?? 0)
         }
+    }
+
+    /// cutime + cstime (fields 16 and 17) from a stat file.
+    static func childTicks(_ path: String) -> Int? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the name, fields count from 3: cutime is the 14th of them (16 - 2), cstime the 15th.
+        guard fields.count > 14, let user = Int(fields[13]), let system = Int(fields[14]) else { return nil }
+        return user + system
     }
 
     /// comm and utime+stime from a stat file (the name may hold spaces and parentheses).
@@ -458,4 +485,57 @@ struct MemoryPeak {
 
     var peakKiB: Int { max(highWaterKiB, sampledKiB) }
     var peakMiB: Double { Double(peakKiB) / 1024 }
+}
+
+/// A Virtues box's upload cycles, seen from outside: while an iroh bridge (the daemon's
+/// child) runs, a cycle is on. The daemon's peak resident set during cycles and between
+/// them, the bridges' own peak, how many cycles, and what each request carried.
+struct BridgeCycles {
+    private(set) var during = MemoryPeak()
+    private(set) var between = MemoryPeak()
+    private(set) var bridge = MemoryPeak()
+    private var seen: Set<Int32> = []
+
+    /// The daemon's children that are bridges, with their memory now.
+    static func bridges(of pid: Int32) -> [(pid: Int32, memory: ResidentMemory)] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var found: [(Int32, ResidentMemory)] = []
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8) else { continue }
+            for child in text.split(separator: " ").compactMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+                guard let comm = try? String(contentsOfFile: "/proc/\(child)/comm", encoding: .utf8),
+                      comm.hasPrefix("ariata-iroh"), let memory = ResidentMemory(pid: child) else { continue }
+                found.append((child, memory))
+            }
+        }
+        return found
+    }
+
+    mutating func add(daemon: ResidentMemory, bridges: [(pid: Int32, memory: ResidentMemory)]) {
+        if bridges.isEmpty {
+            between.add(daemon)
+        } else {
+            during.add(daemon)
+        }
+        for (pid, memory) in bridges {
+            seen.insert(pid)
+            bridge.add(memory)
+        }
+    }
+
+    func summary(requests: [ReceiverRig.Request], childTicks: Int, hz: Double) -> [String] {
+        let answered = requests.filter { $0.status == 200 }
+        let bytes = answered.map(\.wire_bytes)
+        let cpu = Double(childTicks) / hz
+        var lines = [String(format: "box: %d upload cycles seen (a bridge each); the daemon's peak RSS %.1f MB between cycles, %.1f MB during them",
+                            seen.count, between.peakMiB, during.peakMiB)]
+        lines.append(String(format: "  the bridge's peak RSS %.1f MB (anonymous at most %.1f MB, file-backed %.1f MB); its CPU %.2f s in all, %.3f s per cycle",
+                            bridge.peakMiB, Double(bridge.anonKiB) / 1024, Double(bridge.fileKiB) / 1024, cpu,
+                            seen.isEmpty ? 0 : cpu / Double(seen.count)))
+        if !bytes.isEmpty {
+            lines.append(String(format: "  %d requests answered 200: %.0f bytes each on average (largest %d)",
+                                bytes.count, Double(bytes.reduce(0, +)) / Double(bytes.count), bytes.max() ?? 0))
+        }
+        return lines
+    }
 }
