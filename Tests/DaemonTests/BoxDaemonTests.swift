@@ -167,9 +167,10 @@ final class BoxDaemonTests: XCTestCase {
             _ = rig.agent?.wait(timeout: 10)
             try rig.startAgent()
         }
-        // The box away (its port and key kept), capture going on, then back.
+        // The box away for most of a minute (its port and key kept; the breaker opens),
+        // capture going on, then back.
         rig.receiver.stop()
-        try feed(12)
+        try feed(45)
         try rig.receiver.start()
         try feed(3)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
@@ -187,5 +188,70 @@ final class BoxDaemonTests: XCTestCase {
         for stream in StreamName.allCases {
             XCTAssertEqual(try database.recordQueue.count(stream: stream, status: .pending), 0, "\(stream)")
         }
+    }
+
+    /// The queue's disk filled by another program while the box is away and a backlog of
+    /// audio waits: capture goes on, each new record taking the place of the oldest audio
+    /// of the backlog as the storage guard says (docs/storage.md), no fix or sample goes,
+    /// and once the disk has room and the box is back, everything left reaches it once.
+    func testAFullDiskLosesNoFixOrSampleAndSendsNothingTwice() throws {
+        try LoopbackOnlyNamespace.requireInside()
+        let fs: SmallFilesystem
+        do {
+            fs = try SmallFilesystem.make(.tmpfs, megabytes: 40)
+        } catch let error as CannotMount {
+            throw XCTSkip(error.description)
+        }
+        let databasePath = fs.file("agent.sqlite")
+        let backlog = try (0..<120).map { i in
+            try TestRecords.realistic(.microphone, at: Date().addingTimeInterval(-86_400 + Double(i) * 30), audioBytes: 80_000)
+        }
+        try AgentDatabase(path: databasePath).recordQueue.enqueue(backlog, anchor: nil)
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2,
+                                databasePath: databasePath, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100", box: true)
+        try rig.pairWithBox()
+        rig.receiver.stop()   // the box is away: the backlog stays
+        let base = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1_800).rounded())
+        var fed = 0
+        func feed(_ seconds: Double) throws {
+            let until = Date().addingTimeInterval(seconds)
+            while Date() < until {
+                try rig.appendHeartRates([60 + fed % 50], at: base.addingTimeInterval(Double(fed)))
+                fed += 1
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
+        try rig.startAgent()
+        defer { _ = rig.stopAgent() }
+        let database = try rig.openDatabase()
+        let reserve = StorageReserve(databasePath: databasePath, size: StorageLimits.defaultReserveBytes)
+        try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
+            try reserve.isHeld && database.recordQueue.records(stream: .location).count >= 1
+        }
+        try feed(3)
+        try fs.fillWithAnotherProgram()
+        try feed(20)
+        XCTAssertEqual(unlink(fs.file("filler")), 0)
+        try rig.receiver.start()
+        try feed(5)
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let sync = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["sync"], timeout: 240)
+        XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
+
+        let samples = try rig.receiver.payloads(.health).compactMap { $0["timestamp"] as? String }
+        XCTAssertEqual(samples.count, fed, "every sample fed reached the box")
+        XCTAssertEqual(Set(samples).count, samples.count, "none twice")
+        let fixes = try rig.receiver.storedIDs(.location)
+        XCTAssertEqual(Set(fixes).count, fixes.count)
+        let evicted = try database.housekeeping.evictedTotals()
+        XCTAssertEqual(evicted[.location] ?? 0, 0, "no fix went")
+        XCTAssertEqual(evicted[.health] ?? 0, 0, "no sample went")
+        let chunks = Set(try rig.receiver.storedIDs(.microphone))
+        let backlogLeft = backlog.filter { chunks.contains($0.id.uuidString.lowercased()) }.count
+        XCTAssertEqual(backlogLeft + Int(evicted[.microphone] ?? 0), backlog.count, "each backlog chunk either reached the box or made room")
+        for stream in StreamName.allCases {
+            XCTAssertEqual(try database.recordQueue.count(stream: stream, status: .pending), 0, "\(stream)")
+        }
+        XCTAssertEqual(try rig.receiver.stats().duplicates, 0)
     }
 }
