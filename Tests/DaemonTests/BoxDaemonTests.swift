@@ -79,6 +79,7 @@ final class BoxDaemonTests: XCTestCase {
         XCTAssertTrue(text.contains("directly on the LAN"), text)
         XCTAssertTrue(text.contains("none on a Virtues box"), text)
         let json = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["status", "--json"]).stdout
+        try StatusSchema.assertMatches(Data(json.utf8))
         let server = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])?["server"] as? [String: Any])
         XCTAssertEqual(server["generation"] as? String, "box")
         XCTAssertEqual(server["reached_by"] as? String, "direct")
