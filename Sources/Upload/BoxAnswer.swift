@@ -8,13 +8,21 @@ public enum BoxAnswer {
     /// What a person does when the box no longer knows this device.
     public static let pairAgain = "the box no longer knows this device: pair again (run 'virtues pair' on the box, then 'ariata-agent onboard --code CODE'); nothing is dropped meanwhile"
 
+    /// The fields of the box's answers that decide: `status` and `error`. Read with
+    /// JSONDecoder, not JSONSerialization, whose corelibs code the daemon otherwise never
+    /// runs (docs/decisions/0005-start-up-page-drop.md).
+    private struct Said: Decodable {
+        var status: String?
+        var error: String?
+    }
+
     public static func verdict(_ result: Result<HTTPResponse, TransportFailure>, sent: Int, now: Date) -> IngestVerdict {
         guard case .success(let response) = result else { return IngestVerdict.of(result, sent: sent, now: now) }
-        let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
-        let said = object.flatMap { ($0["error"] as? String) ?? ($0["status"] as? String) }
+        let object = try? JSONDecoder().decode(Said.self, from: response.body)
+        let said = object.flatMap { $0.error ?? $0.status }
         switch response.status {
         case 200..<300:
-            guard object?["status"] as? String == "success" else {
+            guard object?.status == "success" else {
                 return .retryLater(reason: "the box answered \(response.status) without \"status\": \"success\" (\(IngestVerdict.serverMessage(response))): not proven stored",
                                    code: .notIngestEndpoint, retryAfter: nil)
             }
@@ -41,11 +49,17 @@ public enum BoxAnswer {
     /// The ids `GET /api/devices/applet-ids` gives: `{"ios_ingest": "<id>", …}` at the top
     /// or under `applet_ids` (older boxes: `action_ids`).
     public static func ingestApplet(in body: Data) -> String? {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return nil }
-        for candidate in [object, object["applet_ids"], object["action_ids"]] {
-            if let ids = candidate as? [String: Any], let id = ids["ios_ingest"] as? String, !id.isEmpty { return id }
+        struct Ids: Decodable {
+            var ios_ingest: String?
         }
-        return nil
+        struct Answer: Decodable {
+            var ios_ingest: String?
+            var applet_ids: Ids?
+            var action_ids: Ids?
+        }
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: body) else { return nil }
+        return [answer.ios_ingest, answer.applet_ids?.ios_ingest, answer.action_ids?.ios_ingest]
+            .compactMap { $0 }.first { !$0.isEmpty }
     }
 
     public static let appletIDsPath = "/api/devices/applet-ids"

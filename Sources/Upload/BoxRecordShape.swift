@@ -48,9 +48,12 @@ public enum BoxRecordShape {
     /// chunk without both levels (recovered after a crash, or captured by an older
     /// version) is not.
     static func isSilentForBox(_ head: Data) -> Bool {
-        guard let object = (try? JSONSerialization.jsonObject(with: head)) as? [String: Any],
-              let mean = (object["average_db_level"] as? NSNumber)?.doubleValue,
-              let peak = (object["peak_db_level"] as? NSNumber)?.doubleValue else { return false }
+        struct Levels: Decodable {
+            var average_db_level: Double?
+            var peak_db_level: Double?
+        }
+        guard let levels = try? JSONDecoder().decode(Levels.self, from: head),
+              let mean = levels.average_db_level, let peak = levels.peak_db_level else { return false }
         return mean < silentMeanBelow && peak < silentPeakBelow
     }
 }

@@ -100,15 +100,18 @@ public final class IrohBridge: @unchecked Sendable {
 
     /// The bridge's first line.
     static func parse(_ line: String) -> Answer {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else {
+        struct Line: Decodable {
+            var event: String?
+            var path: String?
+            var error: String?
+            var message: String?
+        }
+        guard let said = try? JSONDecoder().decode(Line.self, from: Data(line.utf8)) else {
             return .failed(.other, "the iroh bridge said something that is not JSON: \(line.prefix(200))")
         }
-        if object["event"] as? String == "ready" {
-            return .ready(path: (object["path"] as? String) ?? "unknown")
-        }
-        let code = (object["error"] as? String) ?? "unknown"
-        let message = (object["message"] as? String) ?? code
-        return .failed(kind(ofBridgeError: code), message)
+        if said.event == "ready" { return .ready(path: said.path ?? "unknown") }
+        let code = said.error ?? "unknown"
+        return .failed(kind(ofBridgeError: code), said.message ?? code)
     }
 
     /// A bridge error code (its ready line, or its own 502's `X-Ariata-Iroh-Error`) as the
@@ -161,7 +164,8 @@ public final class BoxTransport: HTTPTransport {
         let result = curl.send(request)
         // The bridge's own answer when the box could not be reached: a failure, never a status.
         if case .success(let response) = result, let code = response.headers["x-ariata-iroh-error"] {
-            let message = ((try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any])?["message"] as? String
+            struct Said: Decodable { var message: String? }
+            let message = (try? JSONDecoder().decode(Said.self, from: response.body))?.message
             return .failure(TransportFailure(kind: IrohBridge.kind(ofBridgeError: code), detail: message ?? code))
         }
         return result

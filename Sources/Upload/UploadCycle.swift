@@ -37,6 +37,8 @@ struct UploadCycle {
 
     private var transport: (any HTTPTransport)?
     private var settings: ServerSettings
+    /// A box's last answer in this cycle: its build and when, written once at the end.
+    private var boxLastAnswer: (identity: ServerIdentity?, at: Date)?
 
     init(forced: Bool, context: UploadContext, progress: ((SyncProgress) -> Void)?) {
         self.forced = forced
@@ -137,6 +139,7 @@ struct UploadCycle {
             }
             report.streams[stream] = result
         }
+        publishBoxAnswer()
         transport = nil
         publishState()
         report.finishedAt = clock.now()
@@ -302,17 +305,25 @@ struct UploadCycle {
         }
     }
 
-    /// A Virtues box answered (anything): its build (every answer names it) and the way
-    /// it was reached, for `status`.
-    private func boxAnswered(_ answer: Result<HTTPResponse, TransportFailure>) {
+    /// A Virtues box answered (anything): its build (every answer names it), kept for the
+    /// end of the cycle.
+    private mutating func boxAnswered(_ answer: Result<HTTPResponse, TransportFailure>) {
         guard case .success(let response) = answer else { return }
         let now = clock.now()
-        if let build = response.headers[ServerIdentity.boxBuildHeader], var identity = ServerIdentity.box(buildHeader: build, at: now) {
-            identity.endpoint = context.endpoint
+        var identity = response.headers[ServerIdentity.boxBuildHeader].flatMap { ServerIdentity.box(buildHeader: $0, at: now) }
+        identity?.endpoint = context.endpoint
+        boxLastAnswer = (identity ?? boxLastAnswer?.identity, now)
+    }
+
+    /// The box's build and how it was reached, for `status`: written once a cycle (two
+    /// small writes), not at each answer.
+    private func publishBoxAnswer() {
+        guard let answer = boxLastAnswer else { return }
+        if let identity = answer.identity {
             try? store.setState(AgentStateKey.serverIdentity, try? AgentStateStore.jsonText(identity))
         }
         if let box = transport as? BoxTransport {
-            try? store.setState(AgentStateKey.boxReach, try? AgentStateStore.jsonText(BoxReach(path: box.bridge.path, answeredAt: now)))
+            try? store.setState(AgentStateKey.boxReach, try? AgentStateStore.jsonText(BoxReach(path: box.bridge.path, answeredAt: answer.at)))
         }
     }
 

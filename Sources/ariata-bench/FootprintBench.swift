@@ -241,7 +241,8 @@ enum FootprintBench {
     /// What each audio upload request carried, and how long each chunk's audio waited
     /// between its first sample and the server's answer (the whole run, start-up included).
     static func printAudioDelivery(_ requests: [ReceiverRig.Request], database: AgentDatabase) {
-        let delivered = requests.filter { $0.status == 200 && ($0.accepted ?? 0) > 0 }
+        // A box's answer has no counts: its 200 is the acknowledgement.
+        let delivered = requests.filter { $0.status == 200 && ($0.accepted ?? $0.records) > 0 }
         guard let largest = delivered.map(\.wire_bytes).max() else {
             print("audio requests: none delivered")
             return
@@ -511,8 +512,15 @@ struct BridgeCycles {
         return found
     }
 
+    /// When a bridge was last seen: a cycle's bookkeeping goes on a moment after it ends.
+    private var lastBridgeAt = Date.distantPast
+    /// Seconds after the last bridge that still count as the cycle's.
+    static let cycleTail: TimeInterval = 10
+
     mutating func add(daemon: ResidentMemory, bridges: [(pid: Int32, memory: ResidentMemory)]) {
-        if bridges.isEmpty {
+        let now = Date()
+        if !bridges.isEmpty { lastBridgeAt = now }
+        if now.timeIntervalSince(lastBridgeAt) > Self.cycleTail {
             between.add(daemon)
         } else {
             during.add(daemon)
@@ -527,8 +535,8 @@ struct BridgeCycles {
         let answered = requests.filter { $0.status == 200 }
         let bytes = answered.map(\.wire_bytes)
         let cpu = Double(childTicks) / hz
-        var lines = [String(format: "box: %d upload cycles seen (a bridge each); the daemon's peak RSS %.1f MB between cycles, %.1f MB during them",
-                            seen.count, between.peakMiB, during.peakMiB)]
+        var lines = [String(format: "box: %d upload cycles seen (a bridge each); the daemon's peak RSS %.1f MB between cycles (VmRSS sampled more than %.0f s after a bridge), %.1f MB during them (VmHWM: %.1f)",
+                            seen.count, Double(between.sampledKiB) / 1024, Self.cycleTail, during.peakMiB, Double(during.highWaterKiB) / 1024)]
         lines.append(String(format: "  the bridge's peak RSS %.1f MB (anonymous at most %.1f MB, file-backed %.1f MB); its CPU %.2f s in all, %.3f s per cycle",
                             bridge.peakMiB, Double(bridge.anonKiB) / 1024, Double(bridge.fileKiB) / 1024, cpu,
                             seen.isEmpty ? 0 : cpu / Double(seen.count)))
