@@ -26,6 +26,11 @@ let irohArch = "amd64"
 let irohLibDir = Context.environment["ARIATA_IROH_LIB_DIR"].map {
     $0.hasPrefix("/") ? $0 : "\(Context.packageDirectory)/\($0)"
 } ?? "\(Context.packageDirectory)/.iroh/\(irohArch)/lib"
+/// Where the bridge looks for the library: beside itself ($ORIGIN: the packages and `make
+/// install` put both in one directory) and, in a build tree, in irohLibDir. The packages
+/// build with ARIATA_IROH_RPATH=origin, so that no path of the build machine is in the
+/// installed program's RUNPATH (scripts/build-deb.sh checks it).
+let irohRunpath = Context.environment["ARIATA_IROH_RPATH"] == "origin" ? ["$ORIGIN"] : ["$ORIGIN", irohLibDir]
 
 let package = Package(
     name: "ariata-agent",
@@ -138,8 +143,11 @@ let package = Package(
         .target(name: "Iroh", dependencies: ["CIrohFFI"], swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(name: "ariata-iroh-bridge", dependencies: ["Iroh"], linkerSettings: [
             // Installed beside the library (/usr/lib/ariata-agent/); built, from .iroh/.
-            .unsafeFlags(["-L", irohLibDir, "-Xlinker", "-rpath", "-Xlinker", "$ORIGIN",
-                          "-Xlinker", "-rpath", "-Xlinker", irohLibDir]),
+            .unsafeFlags(["-L", irohLibDir] + irohRunpath.flatMap { ["-Xlinker", "-rpath", "-Xlinker", $0] }),
+            // Release builds link with lld, as the agent's do: Debian 13's Swift 6.0 links with
+            // GNU ld by default, which, given the toolchain's writable .rodata, makes no RELRO
+            // segment (lintian: hardening-no-relro).
+            .unsafeFlags(["-use-ld=lld"], .when(platforms: [.linux], configuration: .release)),
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,

@@ -13,6 +13,13 @@
 # copyright file (packaging/deb/); the completions and the man page are generated from the
 # program's own command-line definition.
 #
+# The way to a Virtues box goes in too, in /usr/lib/ariata-agent/: ariata-iroh-bridge (a
+# program of its own, docs/decisions/0009-iroh-bridge-process.md), built and stripped as the
+# agent is, and the iroh library it links, libiroh_ffi.so (PyPI's iroh wheel for the
+# package's architecture, its checksum pinned in scripts/fetch-iroh.sh; stripped as
+# dh_strip strips a shared library). The bridge finds the library there through its
+# RUNPATH, which is $ORIGIN alone (Package.swift's ARIATA_IROH_RPATH=origin).
+#
 # Environment:
 #   ARIATA_DEB_VERSION   the package version (default: the agent's own version, read from
 #                        the built program's --version, plus "-1"); the upgrade test uses
@@ -34,6 +41,10 @@
 #                        /usr/lib/systemd/system for Debian 13)
 #   DEB_COMMIT           the commit named in the changelog (default: git's HEAD; for a
 #                        copy of the tree without .git)
+#   ARIATA_IROH_LIB_DIR  where libiroh_ffi.so of the package's architecture is (default
+#                        .iroh/<arch>/lib; when it is missing there, scripts/fetch-iroh.sh
+#                        --arch <arch> fetches it, which needs pip and PyPI); it must have
+#                        the checksum fetch-iroh.sh pins
 # Cross-building (docs/development.md, "Packages for Debian 13 and arm64"):
 #   DEB_ARCH             the package's Debian architecture (default: this machine's); when it
 #                        differs, the next two are needed, the -dev packages of that
@@ -88,6 +99,27 @@ fi
 need gzip gzip
 pkg-config --exists libcurl libgps alsa libopusenc ogg libqrencode sqlite3 2>/dev/null ||
   die "the C libraries' -dev packages are missing ($ARCH): run 'sudo scripts/install-deps.sh --build-only'"
+need sha256sum coreutils
+
+# The iroh library of the package's architecture: the bridge links it, the package installs
+# it. Only the one scripts/fetch-iroh.sh pins goes into a package.
+case "$ARCH" in
+  amd64|arm64) ;;
+  *) die "no iroh library for $ARCH (PyPI's iroh wheels are x86_64 and aarch64 only): the package needs it for the Virtues box bridge" ;;
+esac
+IROH_LIB_DIR=${ARIATA_IROH_LIB_DIR:-.iroh/$ARCH/lib}
+IROH_SHA256=$(sed -n "s/^LIB_SHA256_$ARCH=//p" scripts/fetch-iroh.sh)
+[ -n "$IROH_SHA256" ] || die "scripts/fetch-iroh.sh pins no LIB_SHA256_$ARCH"
+iroh_sha() { sha256sum "$IROH_LIB_DIR/libiroh_ffi.so" 2>/dev/null | cut -d' ' -f1; }
+if [ -z "${ARIATA_IROH_LIB_DIR:-}" ] && [ "$(iroh_sha)" != "$IROH_SHA256" ]; then
+  bash scripts/fetch-iroh.sh --arch "$ARCH" ||
+    die "could not fetch the iroh library for $ARCH (above): run 'scripts/fetch-iroh.sh --arch $ARCH' where PyPI is in reach"
+fi
+[ -f "$IROH_LIB_DIR/libiroh_ffi.so" ] || die "$IROH_LIB_DIR/libiroh_ffi.so is missing: run 'scripts/fetch-iroh.sh --arch $ARCH'"
+[ "$(iroh_sha)" = "$IROH_SHA256" ] ||
+  die "$IROH_LIB_DIR/libiroh_ffi.so is not the iroh library scripts/fetch-iroh.sh pins for $ARCH (SHA-256 $(iroh_sha), expected $IROH_SHA256)"
+# Package.swift links the bridge against this directory, with the RUNPATH $ORIGIN alone.
+export ARIATA_IROH_LIB_DIR=$IROH_LIB_DIR ARIATA_IROH_RPATH=origin
 
 START=$(date +%s.%N)
 TOOLCHAIN=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")   # e.g. /opt/swift/usr
@@ -97,17 +129,20 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 fi
 export SOURCE_DATE_EPOCH
 
-# --- the program ----------------------------------------------------------------------
-say "building ariata-agent (release, Swift runtime and Foundation linked statically) in $SCRATCH"
+# --- the programs ---------------------------------------------------------------------
+BRIDGE_NAME=ariata-iroh-bridge
+say "building $PACKAGE and $BRIDGE_NAME (release, Swift runtime linked statically) in $SCRATCH"
 # scripts/static-build.sh: function sections, -z relro -z now (Debian's hardening);
-# --disable-local-rpath: no RUNPATH $ORIGIN (the package installs no libraries of its own).
+# --disable-local-rpath: no RUNPATH $ORIGIN of SwiftPM's (the agent has none; the bridge
+# has the one Package.swift gives it).
 EXTRA_ARGS=(--disable-local-rpath)
 if [ -n "${DEB_JOBS:-}" ]; then EXTRA_ARGS+=(--jobs "$DEB_JOBS"); fi
 # shellcheck disable=SC2206  # split on spaces, as documented above
 if [ -n "${DEB_SWIFT_BUILD_ARGS:-}" ]; then EXTRA_ARGS+=($DEB_SWIFT_BUILD_ARGS); fi
-bash scripts/static-build.sh --scratch-path "$SCRATCH" "$PACKAGE" -- "${EXTRA_ARGS[@]}"
+bash scripts/static-build.sh --scratch-path "$SCRATCH" "$PACKAGE" "$BRIDGE_NAME" -- "${EXTRA_ARGS[@]}"
 BIN_DIR=$(bash scripts/static-build.sh --show-bin-path --scratch-path "$SCRATCH" -- "${EXTRA_ARGS[@]}")
 [ -x "$BIN_DIR/$PACKAGE" ] || die "the build did not produce $BIN_DIR/$PACKAGE"
+[ -x "$BIN_DIR/$BRIDGE_NAME" ] || die "the build did not produce $BIN_DIR/$BRIDGE_NAME"
 
 say "checking that the functions the daemon runs lie together at the start of its code"
 # Package.swift links release builds with lld and Sources/ariata-agent/hot-code.order
@@ -121,32 +156,66 @@ NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
 at_exit 'rm -rf "$WORK"'
 PKG="$WORK/root"          # the package's file system
-install -d "$PKG/DEBIAN" "$PKG/usr/bin"
+LIB_DIR=/usr/lib/$PACKAGE      # the bridge and its library, together (Sources/Upload/IrohBridge.swift)
+install -d "$PKG/DEBIAN" "$PKG/usr/bin" "$PKG$LIB_DIR"
 BIN="$PKG/usr/bin/$PACKAGE"
+BRIDGE="$PKG$LIB_DIR/$BRIDGE_NAME"
+IROH_LIB="$PKG$LIB_DIR/libiroh_ffi.so"
 # What dh_strip does for a program: symbols and the .comment/.note sections go; the
 # Swift metadata sections (allocated, needed at run time) stay.
 "${BINUTILS_PREFIX}strip" --remove-section=.comment --remove-section=.note -o "$BIN" "$BIN_DIR/$PACKAGE"
-chmod 0755 "$BIN"
+"${BINUTILS_PREFIX}strip" --remove-section=.comment --remove-section=.note -o "$BRIDGE" "$BIN_DIR/$BRIDGE_NAME"
+# ...and for a shared library: --strip-unneeded keeps the dynamic symbols the bridge calls.
+# (The wheel's library keeps its symbol table: 18.6 MB on amd64, 15.2 MB stripped.)
+"${BINUTILS_PREFIX}strip" --strip-unneeded --remove-section=.comment --remove-section=.note -o "$IROH_LIB" "$IROH_LIB_DIR/libiroh_ffi.so"
+chmod 0755 "$BIN" "$BRIDGE"
+chmod 0644 "$IROH_LIB"
 
-say "checking that the program needs no Swift library"
-if $CROSS; then
-  # ldd runs the program's loader, which is not this machine's: the libraries it names.
-  LDD=$("${BINUTILS_PREFIX}objdump" -p "$BIN" | awk '$1 == "NEEDED" { print $2 }') ||
-    die "${BINUTILS_PREFIX}objdump failed on $BIN"
-  [ -n "$LDD" ] || die "$BIN names no library: not a dynamically linked $ARCH program?"
-else
-  LDD=$(ldd "$BIN") || die "ldd failed on $BIN: is it a dynamically linked program of this architecture ($ARCH)?"
-fi
-printf '%s\n' "$LDD" | sed 's/^/   /'
-if printf '%s\n' "$LDD" | grep -q 'not found'; then
-  die "a library the program needs is not installed (see 'not found' above)"
-fi
-if printf '%s\n' "$LDD" | grep -F -e "$TOOLCHAIN" -e "/swift" ||
-   printf '%s\n' "$LDD" | grep -E '(libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libXCTest)[^ ]*\.so'; then
-  die "the program still loads a library of the Swift toolchain ($TOOLCHAIN); the package would not run without Swift. Is --static-swift-stdlib supported by this toolchain?"
-fi
+say "checking that the programs need no Swift library, and that the bridge finds iroh's beside it"
+for program in "$BIN" "$BRIDGE"; do
+  echo "   ${program#"$PKG"}:"
+  if $CROSS; then
+    # ldd runs the program's loader, which is not this machine's: the libraries it names.
+    LDD=$("${BINUTILS_PREFIX}objdump" -p "$program" | awk '$1 == "NEEDED" { print $2 }') ||
+      die "${BINUTILS_PREFIX}objdump failed on $program"
+    [ -n "$LDD" ] || die "$program names no library: not a dynamically linked $ARCH program?"
+  else
+    LDD=$(ldd "$program") || die "ldd failed on $program: is it a dynamically linked program of this architecture ($ARCH)?"
+  fi
+  printf '%s\n' "$LDD" | sed 's/^/     /'
+  if printf '%s\n' "$LDD" | grep -q 'not found'; then
+    die "a library $program needs is not installed (see 'not found' above)"
+  fi
+  if printf '%s\n' "$LDD" | grep -F -e "$TOOLCHAIN" -e "/swift" ||
+     printf '%s\n' "$LDD" | grep -E '(libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime|libXCTest)[^ ]*\.so'; then
+    die "$program still loads a library of the Swift toolchain ($TOOLCHAIN); the package would not run without Swift. Is --static-swift-stdlib supported by this toolchain?"
+  fi
+done
 if "${BINUTILS_PREFIX}objdump" -p "$BIN" | grep -E '^\s*(RPATH|RUNPATH)\s'; then
   die "the program has an RPATH/RUNPATH (above) pointing into the build machine; it must have none"
+fi
+# Debian's hardening (lintian: hardening-no-relro): GNU ld makes no RELRO segment for a Swift
+# program (the toolchain's .rodata is writable); Package.swift links both with lld.
+for program in "$BIN" "$BRIDGE"; do
+  grep -q GNU_RELRO <<< "$("${BINUTILS_PREFIX}readelf" -lW "$program")" ||
+    die "$program has no RELRO segment: linked with GNU ld instead of lld (Package.swift, -use-ld=lld)?"
+done
+if "${BINUTILS_PREFIX}objdump" -p "$IROH_LIB" | grep -E '^\s*(RPATH|RUNPATH)\s'; then
+  die "libiroh_ffi.so has an RPATH/RUNPATH (above); the wheel's has none"
+fi
+# The bridge's search path is its own directory and nothing else: no path of this machine
+# (Package.swift adds .iroh/<arch>/lib only without ARIATA_IROH_RPATH=origin).
+BRIDGE_RUNPATH=$("${BINUTILS_PREFIX}objdump" -p "$BRIDGE" | awk '$1 == "RPATH" || $1 == "RUNPATH" { print $1, $2 }')
+[ "$BRIDGE_RUNPATH" = 'RUNPATH $ORIGIN' ] ||
+  die "$BRIDGE_NAME's search path is '$BRIDGE_RUNPATH', not 'RUNPATH \$ORIGIN' alone (Package.swift, ARIATA_IROH_RPATH)"
+grep -qx libiroh_ffi.so <<< "$("${BINUTILS_PREFIX}objdump" -p "$BRIDGE" | awk '$1 == "NEEDED" { print $2 }')" ||
+  die "$BRIDGE_NAME does not name libiroh_ffi.so among its libraries"
+if ! $CROSS; then
+  BRIDGE_LDD=$(ldd "$BRIDGE")
+  grep -qF "libiroh_ffi.so => $IROH_LIB " <<< "$BRIDGE_LDD" ||
+    die "$BRIDGE_NAME does not load the library beside it: $(grep iroh <<< "$BRIDGE_LDD")"
+  BRIDGE_VERSION=$("$BRIDGE" --version) || die "'$BRIDGE_NAME --version' failed"
+  ok "$BRIDGE_VERSION; RUNPATH \$ORIGIN, libiroh_ffi.so from $LIB_DIR"
 fi
 
 # What runs here: the packaged program, or for a cross build the same tree built for this machine.
@@ -251,17 +320,23 @@ Description: sensor collection daemon for the Ariata personal data platform
  queue first, and uploads the queue to your own
  Ariata server, so nothing is lost while the network or the server is away.
  .
+ A Virtues box is reached over iroh through a helper program with its
+ library (iroh-ffi), both in /usr/lib/ariata-agent; only the helper loads it.
+ .
  After installing, run "sudo ariata-agent onboard" to set the server and the
  device token; it writes /etc/ariata/agent.toml and offers to start the service.
 CONTROL
 (
   cd "$WORK/src"
   # dpkg-architecture: for a cross build, the libraries and Architecture of $ARCH.
-  dpkg-architecture -a"$ARCH" -c dpkg-shlibdeps -Tdebian/substvars "$BIN"
+  # All three: the agent, the bridge and the iroh library (which needs glibc 2.28 and
+  # libgcc_s). The bridge's libiroh_ffi.so is found through its $ORIGIN in the package's
+  # own tree, a private directory: no dependency for it.
+  dpkg-architecture -a"$ARCH" -c dpkg-shlibdeps -Tdebian/substvars "$BIN" "$BRIDGE" "$IROH_LIB"
   # The release link packs relative relocations (Package.swift): the program then needs
   # glibc 2.36's loader (the version GLIBC_ABI_DT_RELR), which names no symbol, so
   # dpkg-shlibdeps does not count it.
-  if "${BINUTILS_PREFIX}readelf" -V "$BIN" | grep GLIBC_ABI_DT_RELR >/dev/null; then
+  if "${BINUTILS_PREFIX}readelf" -V "$BIN" "$BRIDGE" "$IROH_LIB" | grep GLIBC_ABI_DT_RELR >/dev/null; then
     LIBC_MIN=$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' debian/substvars)
     if [ -n "$LIBC_MIN" ] && dpkg --compare-versions "$LIBC_MIN" lt 2.36; then
       sed -i "s/libc6 (>= $LIBC_MIN)/libc6 (>= 2.36)/" debian/substvars
@@ -287,6 +362,7 @@ INSTALLED=$(sed -n 's/^Installed-Size: //p' "$PKG/DEBIAN/control")
 # The line scripts/build-debs.sh reads the package's path from.
 printf '== built %s\n' "$DEB"
 sed -n 's/^\(Version\|Architecture\|Installed-Size\|Depends\): /   \1: /p' "$PKG/DEBIAN/control"
-awk -v size="$SIZE" -v inst="$INSTALLED" -v prog="$(stat -c %s "$BIN")" -v t0="$START" -v t1="$END" 'BEGIN {
-  printf "   .deb size: %d bytes (%.1f MB); installed size: %d KiB (%.1f MB), of which the program %.1f MB; built in %.0f s\n",
-    size, size / 1e6, inst, inst * 1024 / 1e6, prog / 1e6, t1 - t0 }'
+awk -v size="$SIZE" -v inst="$INSTALLED" -v prog="$(stat -c %s "$BIN")" -v bridge="$(stat -c %s "$BRIDGE")" \
+    -v lib="$(stat -c %s "$IROH_LIB")" -v t0="$START" -v t1="$END" 'BEGIN {
+  printf "   .deb size: %d bytes (%.1f MB); installed size: %d KiB (%.1f MB), of which the program %.1f MB, the iroh bridge %.1f MB and its library %.1f MB; built in %.0f s\n",
+    size, size / 1e6, inst, inst * 1024 / 1e6, prog / 1e6, bridge / 1e6, lib / 1e6, t1 - t0 }'

@@ -25,7 +25,9 @@
 # them: each is cloned into the root and patched there (packaging/swift6.0/*.patch, each says
 # why), and SwiftPM's mirror setting points the build at the clones. The tree is copied into
 # the root as git lists it (tracked and new files, nothing ignored), so the packages are
-# built from exactly the working tree. docs/development.md, "Packages for Debian 13 and arm64".
+# built from exactly the working tree, and the iroh library of each architecture
+# (scripts/fetch-iroh.sh) is copied in beside it. docs/releasing.md, "Packages for Debian 13
+# and arm64".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -179,6 +181,14 @@ rm -rf "$SRC"
 mkdir -p "$SRC"
 # Package.resolved stays out: its revisions are the unpatched ones.
 git ls-files -z -co --exclude-standard | grep -zv '^Package.resolved$' | tar --null -T - -cf - | tar -xf - -C "$SRC"
+# The iroh library the bridge links and the packages install (.iroh/ is not in git): fetched
+# here for each architecture built (scripts/fetch-iroh.sh, checksums pinned; the root has no
+# pip), then copied into the tree, where scripts/build-deb.sh checks it against the pin again.
+for arch in amd64 arm64; do
+  wanted "trixie-$arch" || [ "$arch" = amd64 ] || continue
+  bash scripts/fetch-iroh.sh --arch "$arch" || die "could not fetch the iroh library for $arch (above)"
+  install -D -m 0644 ".iroh/$arch/lib/libiroh_ffi.so" "$SRC/.iroh/$arch/lib/libiroh_ffi.so"
+done
 SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
 COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo "+changes")
 DEPS="$RT/build/deps"

@@ -8,7 +8,10 @@
 #   3. in that root: --version, --help, `man ariata-agent`, `onboard --yes` against the
 #      reference receiver (tools/ingest-receiver/receiver.py, outside the root on 127.0.0.1),
 #      then `ariata-agent run` as the service user with a health file source, until the
-#      receiver has every sample;
+#      receiver has every sample; the iroh bridge (/usr/lib/ariata-agent/ariata-iroh-bridge
+#      and its library: owners, modes, ldd, RUNPATH, --version, --help), then onboarding
+#      with a Virtues box's pairing code and a run that delivers the samples to it over iroh
+#      (the receiver's box mode), both sides in a network namespace with loopback alone;
 #   4. upgrade: the agent runs as a (stand-in) service with records pending while the
 #      receiver is down; the user edits agent.toml; the same program packaged as the next
 #      version is installed over it; the maintainer scripts stop and start the service, the
@@ -73,7 +76,11 @@ if [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
     die "$ARCH programs do not run here: install qemu-user-static and enable it (mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc; update-binfmts --enable qemu-$CPU), or run scripts/test-debs.sh, which does"
 fi
 need_tools "run 'sudo scripts/install-deps.sh' (it installs debootstrap, lintian, dpkg-dev, man-db)" \
-  debootstrap lintian python3 dpkg-deb chroot mount umount sha256sum
+  debootstrap lintian python3 dpkg-deb chroot mount umount sha256sum readelf ip
+# The box receiver imports the iroh package scripts/fetch-iroh.sh unpacks for this machine.
+HOST_IROH_ARCH=$(dpkg --print-architecture)
+[ -f ".iroh/$HOST_IROH_ARCH/python/iroh/iroh_ffi.py" ] || bash scripts/fetch-iroh.sh --arch "$HOST_IROH_ARCH" ||
+  die "the box test needs the iroh Python package in .iroh/$HOST_IROH_ARCH/python: run scripts/fetch-iroh.sh"
 
 WORK_PARENT=${DEB_TEST_WORK:-/var/tmp}
 WORK=$(readlink -f "$(mktemp -d "$WORK_PARENT/ariata-deb-test.XXXXXX")")
@@ -134,8 +141,8 @@ received_health() { received healthkit; }
 # status --json of the agent in the root: "pending uploaded" of the health stream. As the
 # service user: `status` run as root before the daemon has made its lock file creates it
 # root-owned, and the daemon (as ariata) then cannot open it.
-health_queue() {
-  as_service ariata-agent status --json --config /etc/ariata/agent.toml 2>/dev/null |
+health_queue() {  # health_queue [CONFIG]
+  as_service ariata-agent status --json --config "${1:-/etc/ariata/agent.toml}" 2>/dev/null |
     python3 -c 'import json,sys
 s = {x["name"]: x for x in json.load(sys.stdin)["streams"]}["health"]
 print(s.get("pending", 0), s.get("uploaded", 0))'
@@ -315,6 +322,9 @@ check_file /usr/share/fish/vendor_completions.d/ariata-agent.fish "regular file"
 check_file /usr/share/man/man1/ariata-agent.1.gz "regular file" 644 root:root
 check_file /usr/share/doc/ariata-agent/copyright "regular file" 644 root:root
 check_file /usr/share/doc/ariata-agent/changelog.Debian.gz "regular file" 644 root:root
+check_file /usr/lib/ariata-agent directory 755 root:root
+check_file /usr/lib/ariata-agent/ariata-iroh-bridge "regular file" 755 root:root
+check_file /usr/lib/ariata-agent/libiroh_ffi.so "regular file" 644 root:root
 grep -q '^ExecStart=/usr/bin/ariata-agent run --config /etc/ariata/agent.toml' "$R/lib/systemd/system/ariata-agent.service" ||
   die "the unit does not start /usr/bin/ariata-agent"
 grep -q '^ExecStart=/usr/bin/ariata-agent run --config %E/ariata/agent.toml' "$R/usr/lib/systemd/user/ariata-agent.service" ||
@@ -326,8 +336,18 @@ if inroot "$R" ldd /usr/bin/ariata-agent | grep -E 'not found|swift|Foundation';
   die "the installed program lacks a library (above)"
 fi
 ok "ldd: every library comes from Debian"
+BRIDGE=/usr/lib/ariata-agent/ariata-iroh-bridge
+inroot "$R" ldd "$BRIDGE" > "$WORK/ldd-bridge.txt" 2>&1 || die "ldd $BRIDGE failed: $(cat "$WORK/ldd-bridge.txt")"
+if grep -E 'not found|swift|Foundation' "$WORK/ldd-bridge.txt"; then
+  die "the installed bridge lacks a library (above)"
+fi
+grep -Eq '^\s*libiroh_ffi\.so => /usr/lib/ariata-agent/libiroh_ffi\.so ' "$WORK/ldd-bridge.txt" ||
+  die "the bridge does not load libiroh_ffi.so from /usr/lib/ariata-agent: $(cat "$WORK/ldd-bridge.txt")"
+RUNPATH=$(readelf -d "$R$BRIDGE" | sed -n 's/.*(\(RPATH\|RUNPATH\)).*\[\(.*\)\]/\1 \2/p')
+[ "$RUNPATH" = 'RUNPATH $ORIGIN' ] || die "the bridge's search path is '$RUNPATH', not RUNPATH \$ORIGIN alone"
+ok "ldd: the bridge loads libiroh_ffi.so from /usr/lib/ariata-agent (RUNPATH \$ORIGIN), the rest from Debian"
 
-say "ariata-agent --version, --help, man ariata-agent"
+say "ariata-agent --version, --help, man ariata-agent; ariata-iroh-bridge --version, --help"
 GOT=$(inroot "$R" ariata-agent --version)
 [ "$GOT" = "$AGENT_VERSION" ] || die "--version printed '$GOT', expected $AGENT_VERSION"
 ok "--version: $GOT"
@@ -338,6 +358,13 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 MANWIDTH=80 chroot "$R" m
   die "man ariata-agent failed: $(cat "$WORK/man.err")"
 grep -q 'ariata-agent' "$WORK/man.txt" && grep -qi 'onboard' "$WORK/man.txt" || die "the man page lacks the command or its subcommands"
 ok "man ariata-agent ($(wc -l < "$WORK/man.txt") lines): $(sed -n '/NAME/{n;p;q}' "$WORK/man.txt" | sed 's/^ *//')"
+# As the service user, whose daemon starts it.
+GOT=$(as_service "$BRIDGE" --version) || die "ariata-iroh-bridge --version failed"
+[[ $GOT == "ariata-iroh-bridge "*iroh* ]] || die "ariata-iroh-bridge --version printed '$GOT'"
+as_service "$BRIDGE" --help > "$WORK/bridge-help.txt" || die "ariata-iroh-bridge --help failed"
+grep -q 'virtues/http/1' "$WORK/bridge-help.txt" && grep -q 'Options: --help, --version' "$WORK/bridge-help.txt" ||
+  die "ariata-iroh-bridge --help lacks the ALPN or its options: $(head -5 "$WORK/bridge-help.txt")"
+ok "ariata-iroh-bridge --version: $GOT; --help ($(wc -l < "$WORK/bridge-help.txt") lines)"
 
 say "onboard --yes against the receiver at 127.0.0.1:$PORT"
 # The user's settings first, in the installed file: health from a file, no gpsd or
@@ -409,6 +436,82 @@ if [ "$STREAMS" = all ]; then
 else
   ok "the receiver has all $RECEIVED_A health samples; the daemon stopped cleanly"
 fi
+
+say "a Virtues box: onboard with its pairing code, then a run that delivers over iroh"
+# The reference receiver plays the box (--generation box): pairing over plain HTTP, the
+# rest over iroh. Everything that binds an iroh endpoint (the box, and the bridge the agent
+# starts in the root) runs in a network namespace of its own with loopback alone, so that
+# nothing leaves the machine (the receiver refuses to start otherwise). Its own
+# configuration and queue in /tmp of the root: the package's agent.toml stays as it is.
+NETNS="ariata-deb-test-$$"
+ip netns add "$NETNS" || die "cannot make a network namespace (ip netns add $NETNS)"
+at_exit 'ip netns del "$NETNS" 2>/dev/null'
+ip netns exec "$NETNS" ip link set lo up
+in_netns() { ip netns exec "$NETNS" "$@"; }
+T=$(date +%s.%N)
+BOX_CODE=$(python3 -c 'import secrets; print(f"{secrets.randbelow(10**6):06d}")')
+# exec: $! is the receiver itself (ip netns exec execs it).
+( exec ip netns exec "$NETNS" python3 tools/ingest-receiver/receiver.py --generation box --port 0 \
+    --port-file "$WORK/box.port" --store "$WORK/box.sqlite" --box-pairing-code "$BOX_CODE" ) > "$WORK/box.log" 2>&1 &
+BOX_PID=$!
+at_exit '[ -n "${BOX_PID:-}" ] && kill "$BOX_PID" 2>/dev/null'
+wait_until 60 "the box receiver (its log: $WORK/box.log)" test -s "$WORK/box.port"
+BOX_URL="http://127.0.0.1:$(cat "$WORK/box.port")"
+box_received() { in_netns curl -fsS "$BOX_URL/_control/stats" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["records"].get("healthkit", 0))'; }
+BOX_CONF=/tmp/box-test/agent.toml
+inroot "$R" install -d -o ariata -g ariata -m 0700 /tmp/box-test
+health_lines demo > "$R/tmp/box-test/health.jsonl"
+cat > "$R$BOX_CONF" <<'TOML'
+# scripts/test-deb.sh: the agent of the box test, health from a file only
+[storage]
+database = "/tmp/box-test/agent.sqlite"
+[upload]
+interval = 5
+[location]
+enabled = false
+[microphone]
+enabled = false
+[health]
+enabled = true
+commit_interval = 2
+
+[[health.source]]
+kind = "file"
+path = "/tmp/box-test/health.jsonl"
+format = "jsonl"
+name = "deb-test-box-watch"
+backfill_days = 1
+TOML
+inroot "$R" chown -R ariata:ariata /tmp/box-test
+chmod 0600 "$R$BOX_CONF"
+as_service_in_netns() { in_netns env -i "${ROOT_ENV[@]}" chroot "$R" "${SERVICE_USER[@]}" "$@"; }
+as_service_in_netns ariata-agent onboard --yes --config "$BOX_CONF" --endpoint "$BOX_URL" --code "$BOX_CODE" \
+  --device-name deb-test-box > "$WORK/onboard-box.log" 2>&1 || { cat "$WORK/onboard-box.log" >&2; die "onboard with the box's code failed (above)"; }
+grep -q 'paired with Virtues box' "$WORK/onboard-box.log" && grep -q 'box over iroh: reached the box' "$WORK/onboard-box.log" ||
+  { cat "$WORK/onboard-box.log" >&2; die "onboard did not pair with the box, or its bridge did not reach it (above)"; }
+ok "onboarded with the box's code; $(grep -o 'box over iroh: reached the box[^;]*' "$WORK/onboard-box.log" | head -1)"
+( exec ip netns exec "$NETNS" env -i "${ROOT_ENV[@]}" chroot "$R" "${SERVICE_USER[@]}" ariata-agent run --config "$BOX_CONF" ) \
+  > "$WORK/run-box.log" 2>&1 &
+BOX_AGENT_PID=$!
+box_delivered() {
+  local q; q=$(health_queue "$BOX_CONF") || return 1
+  set -- $q
+  [ "$1" -eq 0 ] && [ "$2" -gt 0 ] && [ "$(box_received)" -eq "$2" ]
+}
+wait_until "$RUN_LIMIT" "the health samples at the box, over iroh (the daemon's log: $WORK/run-box.log)" box_delivered
+kill -TERM "$BOX_AGENT_PID"; wait "$BOX_AGENT_PID" || die "the daemon did not exit 0 on SIGTERM: $(tail -5 "$WORK/run-box.log")"
+# The bridge lives for an upload cycle, as the daemon's child: none may outlive the daemon.
+for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/root" 2>/dev/null)" = "$R" ] && tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q ariata-iroh-bridge &&
+    die "an ariata-iroh-bridge (pid ${p#/proc/}) outlived the daemon"
+done
+BOX_RECEIVED=$(box_received)
+kill "$BOX_PID"; wait "$BOX_PID" 2>/dev/null || true; BOX_PID=""
+ip netns del "$NETNS"
+rm -rf "$R/tmp/box-test"
+BOX_SECONDS=$(since "$T")
+ok "the box has all $BOX_RECEIVED health samples, sent over iroh by /usr/lib/ariata-agent/ariata-iroh-bridge; the daemon stopped cleanly, no bridge left ($BOX_SECONDS s)"
 
 # --- 4. upgrade -------------------------------------------------------------------------
 say "upgrade: a running service with pending records, the user's edited agent.toml, then version N+1"
@@ -551,5 +654,6 @@ printf '   %-56s %s\n' \
   "dependencies (apt-get satisfy, downloads included)" "$DEPS_SECONDS s" \
   "apt-get install ./…deb" "$INSTALL_SECONDS s" \
   "run: daemon start to all samples at the receiver ($STREAMS)" "$RUN_SECONDS s (daemon CPU $RUN_CPU s, peak RSS $RUN_HWM)" \
+  "Virtues box over iroh: receiver, onboard, run to all samples" "$BOX_SECONDS s" \
   "install (dependencies included) to a verified onboard" "$INSTALL_TO_ONBOARD s" \
   "the whole test" "$(since "$TEST_START") s"

@@ -3,7 +3,9 @@
 # in a clean, minimal root of its own release and architecture (trixie amd64; trixie arm64
 # under qemu-user), with lintian, install, --version, --help, the man page, `onboard` against
 # the reference receiver, a `run` that delivers all three streams (gpsd, an ALSA device and
-# a health file in the root), upgrade with the service running, remove and purge.
+# a health file in the root), the iroh bridge (files, ldd, RUNPATH, --version, --help) and a
+# Virtues box paired and fed over iroh in a loopback-only network namespace (the bridge under
+# qemu-user too on arm64), upgrade with the service running, remove and purge.
 #
 #   sudo scripts/test-debs.sh [--dir DIR] [--only ARCH]...   (or: sudo make test-debs)
 #
