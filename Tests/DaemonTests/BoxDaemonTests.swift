@@ -151,19 +151,10 @@ final class BoxDaemonTests: XCTestCase {
     /// no health sample or fix is lost or stored twice.
     func testKillsAndABoxAwayLoseNothingAndSendNothingTwice() throws {
         let rig = try pairedRig()
-        let base = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1_800).rounded())
-        var fed = 0
-        func feed(_ seconds: Double) throws {
-            let until = Date().addingTimeInterval(seconds)
-            while Date() < until {
-                try rig.appendHeartRates([60 + fed % 50], at: base.addingTimeInterval(Double(fed)))
-                fed += 1
-                Thread.sleep(forTimeInterval: 0.25)
-            }
-        }
+        let samples = HeartRateFeed(rig)
         try rig.startAgent()
         for _ in 0..<6 {
-            try feed(Double.random(in: 3...7))
+            try samples.feed(Double.random(in: 3...7))
             rig.agent?.signal(SIGKILL)
             _ = rig.agent?.wait(timeout: 10)
             try rig.startAgent()
@@ -171,16 +162,16 @@ final class BoxDaemonTests: XCTestCase {
         // The box away for most of a minute (its port and key kept; the breaker opens),
         // capture going on, then back.
         rig.receiver.stop()
-        try feed(45)
+        try samples.feed(45)
         try rig.receiver.start()
-        try feed(3)
+        try samples.feed(3)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         let sync = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["sync"])
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
 
-        let samples = try rig.receiver.payloads(.health).compactMap { $0["timestamp"] as? String }
-        XCTAssertEqual(samples.count, fed, "every sample fed reached the box")
-        XCTAssertEqual(Set(samples).count, samples.count, "none twice")
+        let stored = try rig.receiver.payloads(.health).compactMap { $0["timestamp"] as? String }
+        XCTAssertEqual(stored.count, samples.fed, "every sample fed reached the box")
+        XCTAssertEqual(Set(stored).count, stored.count, "none twice")
         let fixes = try rig.receiver.storedIDs(.location)
         XCTAssertEqual(Set(fixes).count, fixes.count)
         // A kill between the box's answer and the queue's mark sends that batch again: the
@@ -212,16 +203,7 @@ final class BoxDaemonTests: XCTestCase {
                                 databasePath: databasePath, storageConfig: "min_free_mb = 4\nmax_queue_mb = 100", box: true)
         try rig.pairWithBox()
         rig.receiver.stop()   // the box is away: the backlog stays
-        let base = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1_800).rounded())
-        var fed = 0
-        func feed(_ seconds: Double) throws {
-            let until = Date().addingTimeInterval(seconds)
-            while Date() < until {
-                try rig.appendHeartRates([60 + fed % 50], at: base.addingTimeInterval(Double(fed)))
-                fed += 1
-                Thread.sleep(forTimeInterval: 0.25)
-            }
-        }
+        let samples = HeartRateFeed(rig)
         try rig.startAgent()
         defer { _ = rig.stopAgent() }
         let database = try rig.openDatabase()
@@ -229,19 +211,19 @@ final class BoxDaemonTests: XCTestCase {
         try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
             try reserve.isHeld && database.recordQueue.records(stream: .location).count >= 1
         }
-        try feed(3)
+        try samples.feed(3)
         try fs.fillWithAnotherProgram()
-        try feed(20)
+        try samples.feed(20)
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         try rig.receiver.start()
-        try feed(5)
+        try samples.feed(5)
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         let sync = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["sync"], timeout: 240)
         XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
 
-        let samples = try rig.receiver.payloads(.health).compactMap { $0["timestamp"] as? String }
-        XCTAssertEqual(samples.count, fed, "every sample fed reached the box")
-        XCTAssertEqual(Set(samples).count, samples.count, "none twice")
+        let stored = try rig.receiver.payloads(.health).compactMap { $0["timestamp"] as? String }
+        XCTAssertEqual(stored.count, samples.fed, "every sample fed reached the box")
+        XCTAssertEqual(Set(stored).count, stored.count, "none twice")
         let fixes = try rig.receiver.storedIDs(.location)
         XCTAssertEqual(Set(fixes).count, fixes.count)
         let evicted = try database.housekeeping.evictedTotals()
@@ -254,5 +236,26 @@ final class BoxDaemonTests: XCTestCase {
             XCTAssertEqual(try database.recordQueue.count(stream: stream, status: .pending), 0, "\(stream)")
         }
         XCTAssertEqual(try rig.receiver.stats().duplicates, 0)
+    }
+}
+
+/// Heart rates appended to the rig's health file, one every 0.25 s, each a second after
+/// the one before from half an hour ago: each sample's time names it.
+private final class HeartRateFeed {
+    private let rig: DaemonRig
+    private let base = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1_800).rounded())
+    private(set) var fed = 0
+
+    init(_ rig: DaemonRig) {
+        self.rig = rig
+    }
+
+    func feed(_ seconds: Double) throws {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            try rig.appendHeartRates([60 + fed % 50], at: base.addingTimeInterval(Double(fed)))
+            fed += 1
+            Thread.sleep(forTimeInterval: 0.25)
+        }
     }
 }
