@@ -104,7 +104,7 @@ final class ServerSwitchKeeper: Sendable {
         }
         old?.stop()
         guard server.isOnboarded else {
-            logger.info("not asking the server for its stream switches: no endpoint or token configured")
+            logger.info("not asking the server for its stream switches: no endpoint or token configured (a Virtues box takes no token and has no switches: the configuration alone decides)")
             return
         }
         // An answer still on its way when the start stopped waiting reschedules the timer
