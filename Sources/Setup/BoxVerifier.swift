@@ -34,7 +34,7 @@ struct BoxVerifier {
         } catch {
             return Result(check: DeviceCheck(name: "box over iroh", outcome: .failed, detail: "\(error)"))
         }
-        let answer = transport.send(.get(url: BoxSettings.url(path: BoxAnswer.appletIDsPath), headers: []))
+        let answer = transport.send(.get(url: BoxConfig.url(path: BoxAnswer.appletIDsPath), headers: []))
         let path = transport.bridge.path
         transport.bridge.stop()
         switch answer {

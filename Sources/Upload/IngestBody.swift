@@ -20,7 +20,7 @@ public enum IngestBody {
     /// - Parameter box: a Virtues box's settings: the envelope says `"ios"` and a silent
     ///   chunk goes as the box's own app sends it (`BoxRecordShape`).
     public static func build(stream: StreamName, deviceID: String, records: [QueuedRecord],
-                             batchID: UUID, timestamp: Date, box: BoxSettings? = nil) -> RequestBody {
+                             batchID: UUID, timestamp: Date, box: BoxConfig? = nil) -> RequestBody {
         var body = RequestBody()
         var text = #"{"source":"#
         RecordJSON.appendString(box == nil ? source : "ios", to: &text)

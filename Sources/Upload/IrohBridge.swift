@@ -30,7 +30,7 @@ public final class IrohBridge: @unchecked Sendable {
 
     /// Starts the bridge and waits until it is connected to the box (at most the connect
     /// time-out and 5 s for the program's start).
-    public init(box: BoxSettings, connectTimeout: Int) throws {
+    public init(box: BoxConfig, connectTimeout: Int) throws {
         guard let program = Self.program(configured: box.bridge) else {
             throw TransportFailure(kind: .other, detail: "the iroh bridge (\(Self.programName)) is not installed: reinstall the ariata-agent package, or set [box] bridge to its path")
         }

@@ -14,7 +14,7 @@ public struct ServerSettings: Sendable, Equatable {
     public var configurationProblem: String?
     /// A Virtues box's reach ticket and applet: uploads go over iroh through the bridge
     /// (`BoxTransport`), as the box's webhook wants them. Nil for the older servers.
-    public var box: BoxSettings?
+    public var box: BoxConfig?
     /// The bridge's Unix socket that libcurl sends each request to (set by `BoxTransport`).
     public var unixSocket: String?
 
@@ -27,19 +27,14 @@ public struct ServerSettings: Sendable, Equatable {
         connectTimeout = server.connectTimeout
         requestTimeout = server.requestTimeout
         if boxConfig.isPaired {
-            let box = BoxSettings(boxConfig)
-            self.box = box
-            // The webhook's URL as libcurl sends it through the bridge: the host is never
-            // resolved (the bridge's socket is the connection), only named in the request.
-            ingestURL = BoxSettings.url(path: "/webhook/\(box.appletID)")
+            box = boxConfig
+            ingestURL = BoxConfig.url(path: "/webhook/\(boxConfig.appletID)")
             token = Secret("")
             gzip = false
         }
         if server.endpoint.isEmpty {
             configurationProblem = "no server endpoint configured: run 'ariata-agent onboard'"
-        } else if box != nil {
-            if deviceID.isEmpty { configurationProblem = "no device id configured: run 'ariata-agent onboard' or set [server] device_id" }
-        } else if server.token.isEmpty {
+        } else if box == nil && server.token.isEmpty {
             configurationProblem = "no device token configured: run 'ariata-agent onboard' or set [server] token or token_file"
         } else if server.deviceID.isEmpty {
             // Every batch would be refused for its envelope, and splitting would then
@@ -49,32 +44,11 @@ public struct ServerSettings: Sendable, Equatable {
     }
 }
 
-/// What the upload needs of `[box]`: where the box is, which applet takes the records, the
-/// device's key for the bridge, and what to send of a silent chunk.
-public struct BoxSettings: Sendable, Equatable {
-    public var appletID: String
-    public var nodeID: String
-    public var relayURL: String?
-    public var directAddresses: [String]
-    public var key: Secret
-    public var bridge: String?
-    public var silentAudio: SilentAudio
-    public var pairedAt: String
-
-    public init(_ box: BoxConfig) {
-        pairedAt = box.pairedAt
-        appletID = box.appletID
-        nodeID = box.nodeID
-        relayURL = box.relayURL
-        directAddresses = box.directAddresses
-        key = box.key
-        bridge = box.bridge
-        silentAudio = box.silentAudio
-    }
-
-    /// Which pairing these settings are of (when it was made), as one word.
+extension BoxConfig {
+    /// Which pairing this is (when it was made), as one word.
     public var pairing: String { pairedAt.isEmpty ? "-" : pairedAt }
 
-    /// The URL of `path` on the box, as libcurl sends it through the bridge.
+    /// The URL of `path` on the box, as libcurl sends it through the bridge: the host is
+    /// never resolved (the bridge's socket is the connection), only named in the request.
     public static func url(path: String) -> String { "http://virtues-box" + (path.hasPrefix("/") ? path : "/" + path) }
 }

@@ -333,13 +333,13 @@ struct UploadCycle {
     private mutating func askCurrentApplet(after reason: String) -> String? {
         guard var box = settings.box, let transport else { return nil }
         logger.warning("\(reason): asking the box for this device's current applet")
-        let answer = transport.send(.get(url: BoxSettings.url(path: BoxAnswer.appletIDsPath), headers: []))
+        let answer = transport.send(.get(url: BoxConfig.url(path: BoxAnswer.appletIDsPath), headers: []))
         boxAnswered(answer)
         guard case .success(let response) = answer, (200..<300).contains(response.status),
               let applet = BoxAnswer.ingestApplet(in: response.body), applet != box.appletID else { return nil }
         box.appletID = applet
         settings.box = box
-        settings.ingestURL = BoxSettings.url(path: "/webhook/\(applet)")
+        settings.ingestURL = BoxConfig.url(path: "/webhook/\(applet)")
         let kept = settings
         state.with { $0.settings.box = kept.box; $0.settings.ingestURL = kept.ingestURL }
         try? store.setState(AgentStateKey.boxApplet, "\(box.nodeID) \(box.pairing) \(applet)")

@@ -123,7 +123,7 @@ public final class Uploader: Sendable {
         var box = box
         if box.isPaired, let kept = try? store.state(AgentStateKey.boxApplet) {
             let words = kept.split(separator: " ").map(String.init)
-            if words.count == 3, words[0] == box.nodeID, words[1] == BoxSettings(box).pairing { box.appletID = words[2] }
+            if words.count == 3, words[0] == box.nodeID, words[1] == box.pairing { box.appletID = words[2] }
         }
         return ServerSettings(server, box: box)
     }
