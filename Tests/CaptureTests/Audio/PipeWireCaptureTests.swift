@@ -134,8 +134,24 @@ final class PipeWireCaptureTests: XCTestCase {
         }
     }
 
-    /// Frequency from the rising zero crossings.
+    /// The tone's frequency: the median of half-second windows' rising-zero-crossing
+    /// counts. A sound server on a loaded machine may drop a cycle of a client that was
+    /// late, without the ALSA client being told, which shortens one window; the median
+    /// still reads the tone, while a wrong rate or garbled audio moves every window.
     static func frequency(_ samples: ArraySlice<Int16>) -> Double {
+        let window = 8_000
+        var estimates: [Double] = []
+        var start = samples.startIndex
+        while start + window <= samples.endIndex {
+            estimates.append(crossingFrequency(samples[start..<(start + window)]))
+            start += window
+        }
+        guard !estimates.isEmpty else { return crossingFrequency(samples) }
+        return estimates.sorted()[estimates.count / 2]
+    }
+
+    /// Frequency from the rising zero crossings of one stretch.
+    static func crossingFrequency(_ samples: ArraySlice<Int16>) -> Double {
         var crossings: [Int] = []
         var previous = samples.first ?? 0
         for (index, sample) in zip(samples.indices, samples) {

@@ -29,6 +29,7 @@ struct RecordingLogHandler: LogHandler {
     func log(event: LogEvent) {
         let text = event.message.description
         store.entries.withLock { $0.append((event.level, text)) }
-        print("[\(event.level)] \(text)")
+        let details = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        print("[\(event.level)] \(text)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))"))
     }
 }
