@@ -2,13 +2,13 @@
 import PackageDescription
 
 /// The release link's scripts that keep the toolchain's read-only constants out of the
-/// writable segment (Sources/ariata-agent/readonly-data.ld) and gather the compiler's
+/// writable segment (link/readonly-data.ld) and gather the compiler's
 /// private functions before the ordered code (private-code.ld). The lld of Swift 6.0
 /// (Debian 13's) crashes on the first, so older toolchains link without them
 /// (docs/releasing.md).
 #if compiler(>=6.3)
 let layoutScripts = ["readonly-data.ld", "private-code.ld"].flatMap {
-    ["-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Sources/ariata-agent/\($0)"]
+    ["-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/link/\($0)"]
 }
 #else
 let layoutScripts: [String] = []
@@ -124,13 +124,13 @@ let package = Package(
             "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Setup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], exclude: ["hot-code.order", "readonly-data.ld", "private-code.ld"], linkerSettings: [
+        ], linkerSettings: [
             // Release builds (the .deb, the demo, the benchmarks) link with lld and place the
             // functions the daemon runs first in the code (hot-code.order, made by
             // scripts/hot-code.sh): about 8 MB less of the program resident; and keep the
             // read-only constants out of the writable segment (readonly-data.ld).
             .unsafeFlags(["-use-ld=lld",
-                          "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/ariata-agent/hot-code.order",
+                          "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/link/hot-code.order",
                           "-Xlinker", "--no-warn-symbol-ordering",
                           "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                           "-Xlinker", "--no-export-dynamic"] + layoutScripts, .when(platforms: [.linux], configuration: .release)),

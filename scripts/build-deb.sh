@@ -35,8 +35,8 @@
 #   DEB_READONLY_CONSTANTS  no: the program was linked without readonly-data.ld (a Swift
 #                        older than 6.3, see Package.swift), so its constants are not checked
 #   DEB_HOT_CODE_MIN_FOUND  the share (%) of hot-code.order that must be in the program
-#                        (default 90; scripts/check-hot-code.sh --min-found): lower for a
-#                        Swift other than the one the list was made with
+#                        (default 0: a stale list is a note, not a failure; a release sets
+#                        90, docs/releasing.md; scripts/check-hot-code.sh --min-found)
 #   DEB_UNIT_DIR         where the unit goes (default /lib/systemd/system, Debian 12's;
 #                        /usr/lib/systemd/system for Debian 13)
 #   DEB_COMMIT           the commit named in the changelog (default: git's HEAD; for a
@@ -145,12 +145,12 @@ BIN_DIR=$(bash scripts/static-build.sh --show-bin-path --scratch-path "$SCRATCH"
 [ -x "$BIN_DIR/$BRIDGE_NAME" ] || die "the build did not produce $BIN_DIR/$BRIDGE_NAME"
 
 say "checking that the functions the daemon runs lie together at the start of its code"
-# Package.swift links release builds with lld and Sources/ariata-agent/hot-code.order
+# Package.swift links release builds with lld and link/hot-code.order
 # (scripts/hot-code.sh): the objects that hold the functions the daemon runs come first
 # (about the first half of the code; without the list they spread over all of it, and
 # ~8 MB more of the program stays resident).
 # The same check the test suite runs on its debug build (--unoptimized): scripts/check-hot-code.sh.
-NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_CODE_MIN_FOUND:-90}" \
+NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_CODE_MIN_FOUND:-0}" \
   $( [ "${DEB_READONLY_CONSTANTS:-yes}" = no ] && echo --writable-constants ) "$BIN_DIR/$PACKAGE" | sed 's/^/   /' || die "the hot-code order check failed (above)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")

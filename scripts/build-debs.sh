@@ -242,7 +242,7 @@ build_in_root() {  # build_in_root NAME ENV...: scripts/build-deb.sh in the root
   rm -rf "$RT/build/out"
   mkdir -p "$RT/build/out"
   inroot "$RT" env "$@" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" DEB_COMMIT="$COMMIT" DEB_OUTPUT_DIR=/build/out \
-    DEB_VERSION_SUFFIX=+deb13 DEB_HOT_CODE_MIN_FOUND=75 DEB_READONLY_CONSTANTS=no DEB_UNIT_DIR=/usr/lib/systemd/system bash /build/src/scripts/build-deb.sh 2>&1 | tee "$CACHE/build-$name.log"
+    DEB_VERSION_SUFFIX=+deb13 DEB_READONLY_CONSTANTS=no DEB_UNIT_DIR=/usr/lib/systemd/system bash /build/src/scripts/build-deb.sh 2>&1 | tee "$CACHE/build-$name.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || die "the $name package failed (above; the log is $CACHE/build-$name.log)"
   local deb; deb=$(ls "$RT"/build/out/*.deb)
   say "lintian $(basename "$deb") (Debian 13's)"

@@ -2,33 +2,40 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// Sources/ariata-agent/hot-code.order still names the agent's functions
-/// (docs/development.md, "The hot-code order"): scripts/check-hot-code.sh, the check the
-/// package build runs on its release program, run here on the suite's debug build.
+/// scripts/check-hot-code.sh, the check the package build runs on its release program, run
+/// here on the suite's debug build (docs/releasing.md, "The hot-code order"). A rename of
+/// the agent's functions makes link/hot-code.order stale, which costs memory, not
+/// correctness: the check notes it, and fails on it only when asked (`--min-found`), as a
+/// release does, so a rename never fails this suite.
 final class HotCodeOrderTests: XCTestCase {
     static let root = BenchCommandTests.root
 
-    func check(order: String? = nil) throws -> (status: Int32?, output: String) {
+    func check(order: String? = nil, minFound: Int? = nil) throws -> (status: Int32?, output: String) {
         let dir = try TemporaryDirectory("hot-code")
         let program = try BuildProducts.executable("ariata-agent")
         let child = try ChildProcess("/bin/bash", ["\(Self.root)/scripts/check-hot-code.sh"]
-                                     + (order.map { ["--order", $0] } ?? []) + ["--unoptimized", program],
+                                     + (order.map { ["--order", $0] } ?? []) + (minFound.map { ["--min-found", "\($0)"] } ?? [])
+                                     + ["--unoptimized", program],
                                      name: "check", logDirectory: dir.path)
         let status = child.wait(timeout: 120)
         return (status, child.stdout() + child.stderr())
     }
 
-    func testTheOrderNamesTheAgentsFunctions() throws {
+    /// The list is read and its share found reported, whatever renames made it stale.
+    func testTheCheckReportsTheShareOfTheOrderFound() throws {
         let result = try check()
         XCTAssertEqual(result.status, 0, result.output)
-        XCTAssertTrue(result.output.contains("ok: "), result.output)
+        let found = try XCTUnwrap(result.output.firstMatch(of: /ok: (\d+) of the (\d+) functions/), result.output)
+        XCTAssertGreaterThan(Int(found.2) ?? 0, 100, "the order lists the agent's own functions: \(result.output)")
+        XCTAssertGreaterThan(Int(found.1) ?? 0, 0, result.output)
     }
 
-    /// The check fails on what it is for: a list in which a fifth of the agent's own
-    /// functions were renamed since it was made.
-    func testAStaleOrderFails() throws {
+    /// A stale list is a note by default and a failure with `--min-found` (a release's
+    /// check): a list in which a fifth of the agent's own functions were renamed since it
+    /// was made.
+    func testAStaleOrderIsANoteAndFailsARelease() throws {
         let dir = try TemporaryDirectory("hot-code-stale")
-        let text = try String(contentsOfFile: "\(Self.root)/Sources/ariata-agent/hot-code.order", encoding: .utf8)
+        let text = try String(contentsOfFile: "\(Self.root)/link/hot-code.order", encoding: .utf8)
         let modules = ["$s9AgentCore", "$s7Capture", "$s6Upload", "$s6Daemon", "$s5Setup", "$s12ariata_agent"]
         var index = 0
         let stale = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
@@ -40,8 +47,12 @@ final class HotCodeOrderTests: XCTestCase {
         XCTAssertGreaterThan(index, 100, "the order lists the agent's own functions")
         let path = dir.file("stale.order")
         try stale.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try check(order: path)
-        XCTAssertEqual(result.status, 1, result.output)
-        XCTAssertTrue(result.output.contains("regenerate it (scripts/hot-code.sh)"), result.output)
+        let noted = try check(order: path)
+        XCTAssertEqual(noted.status, 0, noted.output)
+        XCTAssertTrue(noted.output.contains("note: only "), noted.output)
+        XCTAssertTrue(noted.output.contains("regenerate it before a release"), noted.output)
+        let release = try check(order: path, minFound: 90)
+        XCTAssertEqual(release.status, 1, release.output)
+        XCTAssertTrue(release.output.contains("regenerate it (scripts/hot-code.sh)"), release.output)
     }
 }
