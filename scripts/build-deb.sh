@@ -222,7 +222,7 @@ fi
 RUN=${DEB_RUN_PROGRAM:-$BIN}
 AGENT_VERSION=$("$RUN" --version) || die "'$RUN --version' failed"
 [[ $AGENT_VERSION =~ ^[0-9][0-9A-Za-z.+~]*$ ]] ||
-  die "the program's --version printed '$AGENT_VERSION', not a version (Sources/AgentCore/Support/AgentVersion.swift)"
+  die "the program's --version printed '$AGENT_VERSION', not a version (Sources/AgentCore/Identity/AgentVersion.swift)"
 VERSION=${ARIATA_DEB_VERSION:-$AGENT_VERSION-1${DEB_VERSION_SUFFIX:-}}
 say "package $PACKAGE $VERSION for $ARCH (agent version $AGENT_VERSION)"
 

@@ -14,9 +14,11 @@ public struct CircuitBreaker: Sendable, Equatable, Codable {
     }
 
     public let threshold: Int
-    public private(set) var consecutiveFailures = 0
+    private var failuresInARow = RetryCounter()
     /// Times it opened since the last success: the step of the schedule it waits.
-    public private(set) var trips = 0
+    private var opened = RetryCounter()
+    public var consecutiveFailures: Int { failuresInARow.failures }
+    public var trips: Int { opened.failures }
     public private(set) var openUntil: Date?
 
     public init(threshold: Int = 3) {
@@ -29,8 +31,8 @@ public struct CircuitBreaker: Sendable, Equatable, Codable {
     }
 
     public mutating func recordSuccess() {
-        consecutiveFailures = 0
-        trips = 0
+        failuresInARow.succeeded()
+        opened.succeeded()
         openUntil = nil
     }
 
@@ -44,10 +46,14 @@ public struct CircuitBreaker: Sendable, Equatable, Codable {
     public mutating func recordFailure(at now: Date, retryAfter: TimeInterval?, schedule: Backoff,
                                        random: Double) -> Bool {
         let wasProbe = state(at: now) == .halfOpen
-        consecutiveFailures += 1
+        failuresInARow.failed()
         guard wasProbe || consecutiveFailures >= threshold else { return false }
-        trips += 1
-        openUntil = now.addingTimeInterval(schedule.delay(afterFailures: trips, retryAfter: retryAfter, random: random))
+        openUntil = now.addingTimeInterval(opened.failed(backoff: schedule, retryAfter: retryAfter, random: random))
         return true
+    }
+
+    // The counters are stored as the counts they were before they had a type of their own.
+    private enum CodingKeys: String, CodingKey {
+        case threshold, failuresInARow = "consecutiveFailures", opened = "trips", openUntil
     }
 }

@@ -10,7 +10,9 @@ import Foundation
 public struct GrowingPause: Sendable, Equatable, Codable {
     /// How long each pause lasts (`UploadPolicy.authPause`, `.streamRefusal`).
     public var schedule: Backoff
-    public private(set) var refusals = 0
+    private var counter = RetryCounter()
+    /// Refusals since the last success: each doubles the pause.
+    public var refusals: Int { counter.failures }
     public private(set) var until: Date?
 
     public init(_ schedule: Backoff) {
@@ -23,14 +25,13 @@ public struct GrowingPause: Sendable, Equatable, Codable {
 
     /// Refused again: pause, twice as long as the last time.
     public mutating func refused(at now: Date) -> Date {
-        refusals += 1
-        let end = now.addingTimeInterval(schedule.delay(afterFailures: refusals))
+        let end = now.addingTimeInterval(counter.failed(backoff: schedule))
         until = end
         return end
     }
 
     public mutating func clear() {
-        refusals = 0
+        counter.succeeded()
         until = nil
     }
 
@@ -38,5 +39,10 @@ public struct GrowingPause: Sendable, Equatable, Codable {
     /// was wrong when it was written must not hold uploads for days).
     mutating func limit(endingBy latest: Date) {
         if let end = until, end > latest { until = latest }
+    }
+
+    // The counter is stored as the count it was before it had a type of its own.
+    private enum CodingKeys: String, CodingKey {
+        case schedule, counter = "refusals", until
     }
 }

@@ -1,17 +1,10 @@
 import AgentCore
 import Foundation
 
-extension Backoff {
-    /// The delay after `failures` failures in a row, unless the server said how long to
-    /// wait: its `Retry-After` wins, unjittered.
-    func delay(afterFailures failures: Int, retryAfter: TimeInterval?, random: Double) -> TimeInterval {
-        retryAfter ?? delay(afterFailures: failures, random: random)
-    }
-}
-
 /// One stream's state of retrying: how many times in a row it failed and when it may try again.
 struct RetryState: Sendable, Equatable, Codable {
-    var failures = 0
+    private var counter = RetryCounter()
+    var failures: Int { counter.failures }
     var nextAttemptAt: Date?
     var reason: String?
     var code: AgentErrorCode?
@@ -20,10 +13,14 @@ struct RetryState: Sendable, Equatable, Codable {
 
     mutating func failed(at now: Date, reason: String, code: AgentErrorCode?, retryAfter: TimeInterval?,
                          schedule: Backoff, random: Double) {
-        failures += 1
-        nextAttemptAt = now.addingTimeInterval(schedule.delay(afterFailures: failures, retryAfter: retryAfter, random: random))
+        nextAttemptAt = now.addingTimeInterval(counter.failed(backoff: schedule, retryAfter: retryAfter, random: random))
         self.reason = reason
         self.code = code
         serverAsked = retryAfter != nil
+    }
+
+    // The counter is stored as the count it was before it had a type of its own.
+    private enum CodingKeys: String, CodingKey {
+        case counter = "failures", nextAttemptAt, reason, code, serverAsked
     }
 }

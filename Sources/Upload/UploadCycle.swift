@@ -530,8 +530,8 @@ struct UploadCycle {
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 return (s.memory.authPause.refused(at: now), true)
             case .rateLimited:
-                let count = (s.memory.hold?.count ?? 0) + 1
-                let until = now.addingTimeInterval(policy.backoff.delay(afterFailures: count, retryAfter: failure.retryAfter, random: random()))
+                var count = s.memory.hold?.count ?? RetryCounter()
+                let until = now.addingTimeInterval(count.failed(backoff: policy.backoff, retryAfter: failure.retryAfter, random: random()))
                 s.memory.hold = EndpointHold(until: until, count: count, reason: failure.reason)
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 return (until, true)

@@ -7,7 +7,7 @@ import Synchronization
 struct EndpointHold: Sendable, Equatable, Codable {
     var until: Date
     /// 429s in a row: without a `Retry-After`, the backoff schedule's step for this count.
-    var count: Int
+    var count: RetryCounter
     var reason: String
 }
 

@@ -1,4 +1,5 @@
 import AgentCore
+import Foundation
 import XCTest
 
 /// The one backoff every retry in the agent uses, with the numbers each user gives it.
@@ -28,5 +29,29 @@ final class BackoffTests: XCTestCase {
         XCTAssertEqual(odd.cap, 10, "a cap below the base is the base")
         XCTAssertEqual(odd.factor, 1, "a delay never shrinks")
         XCTAssertEqual(odd.delay(afterFailures: 2, random: 0.5), 5, "jitter is at most the whole delay")
+    }
+
+    /// The counter every retry keeps: each failure earns the next step, a success starts
+    /// again from the first, a server's own wait wins, and it is stored as a bare count.
+    func testTheRetryCounterStepsThroughTheBackoffAndStartsAgainOnSuccess() throws {
+        let backoff = Backoff(base: 1, cap: 8)
+        var counter = RetryCounter()
+        XCTAssertFalse(counter.isFailing)
+        XCTAssertEqual((1...5).map { _ in counter.failed(backoff: backoff) }, [1, 2, 4, 8, 8])
+        XCTAssertEqual(counter.failures, 5)
+        XCTAssertTrue(counter.isFailing)
+        counter.succeeded()
+        XCTAssertEqual(counter.failures, 0)
+        XCTAssertEqual(counter.failed(backoff: backoff), 1, "after a success the first step again")
+        XCTAssertEqual(counter.failed(backoff: backoff, retryAfter: 30), 30, "the server's Retry-After wins")
+        XCTAssertEqual(counter.failures, 2, "a Retry-After still counts as a failure")
+        counter.failed()
+        XCTAssertEqual(counter.failures, 3)
+
+        struct Kept: Codable, Equatable { var failures: RetryCounter }
+        let json = try JSONEncoder().encode(Kept(failures: counter))
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), #"{"failures":3}"#, "stored as the count it always was")
+        XCTAssertEqual(try JSONDecoder().decode(Kept.self, from: Data(#"{"failures":-4}"#.utf8)).failures.failures, 0,
+                       "a negative count read back is no failure")
     }
 }

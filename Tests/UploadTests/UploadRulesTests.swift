@@ -17,7 +17,8 @@ final class UploadRulesTests: XCTestCase {
                 XCTAssertTrue(delay > step * 0.8 - 0.001 && delay <= step, "\(delay) for step \(step)")
             }
         }
-        XCTAssertEqual(schedule.delay(afterFailures: 3, retryAfter: 7, random: 0.5), 7, "Retry-After wins")
+        var counter = RetryCounter(failures: 2)
+        XCTAssertEqual(counter.failed(backoff: schedule, retryAfter: 7, random: 0.5), 7, "Retry-After wins")
     }
 
     func testRetryAfterSecondsAndHTTPDates() throws {
