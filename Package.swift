@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "Platform", dependencies: ["CThread"]),
         // Virtual time for tests (a scheduler whose clocks a test moves), in a module of its
         // own as swift-nio keeps its EmbeddedEventLoop: the shipped program does not link it.
-        .target(name: "PlatformTestSupport", dependencies: ["Platform"]),
+        .target(name: "PlatformTestSupport", dependencies: ["Platform"], path: "TestSupport/PlatformTestSupport"),
         // The D-Bus seam: one connection per bus on a thread of its own, values, calls,
         // signals and exported objects (docs/dbus.md). Knows no service.
         .target(name: "DBus", dependencies: ["Platform", "CSystemd"]),
@@ -151,7 +151,7 @@ let package = Package(
         ]),
 
         // Measurements in docs/performance.md: `ariata-bench <name>` (docs/development.md,
-        // Benchmarks). Depends on nothing under Tests/.
+        // Benchmarks). Depends on no test-only module.
         .executableTarget(name: "ariata-bench", dependencies: [
             "AgentCore", "Platform", "Reports", "Capture", "Upload", "Daemon", "Rigs",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -160,18 +160,18 @@ let package = Package(
         // The real-component rigs the benchmarks and the tests share: child processes, free
         // ports, gpsd + pty, ALSA file plugin, the reference receiver, the whole daemon.
         // Not in any product: the package installs only ariata-agent.
-        .target(name: "Rigs", dependencies: ["AgentCore", "Platform"]),
+        .target(name: "Rigs", dependencies: ["AgentCore", "Platform"], path: "TestSupport/Rigs"),
 
         // The rigs only the tests use (network namespaces, small file systems, pexpect,
         // older queues), and Rigs re-exported.
-        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "PlatformTestSupport", "Rigs", "DBus"], path: "Tests/TestRigs"),
+        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "PlatformTestSupport", "Rigs", "DBus"], path: "TestSupport/TestRigs"),
         // The tests' child processes (a queue writer to kill, health sources), found beside
         // the test bundle: built with the tests, not installed.
         .executableTarget(name: "ariata-test-helper", dependencies: [
             "AgentCore", "Platform", "Capture",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], path: "Tests/TestHelper"),
+        ], path: "TestSupport/TestHelper"),
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "PlatformTestSupport", "TestRigs"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestRigs"]),
         .testTarget(name: "AgentCoreTests", dependencies: ["AgentCore", "Platform", "TestRigs"]),

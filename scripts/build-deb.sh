@@ -156,7 +156,7 @@ NM="${BINUTILS_PREFIX}nm" bash scripts/check-hot-code.sh --min-found "${DEB_HOT_
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ariata-deb.XXXXXX")
 at_exit 'rm -rf "$WORK"'
 PKG="$WORK/root"          # the package's file system
-LIB_DIR=/usr/lib/$PACKAGE      # the bridge and its library, together (Sources/Upload/IrohBridge.swift)
+LIB_DIR=/usr/lib/$PACKAGE      # the bridge and its library, together (Sources/Upload/Transport/IrohBridge.swift)
 install -d "$PKG/DEBIAN" "$PKG/usr/bin" "$PKG$LIB_DIR"
 BIN="$PKG/usr/bin/$PACKAGE"
 BRIDGE="$PKG$LIB_DIR/$BRIDGE_NAME"

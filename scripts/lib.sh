@@ -59,7 +59,7 @@ wait_until() {  # wait_until SECONDS DESCRIPTION COMMAND...
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port_open() { python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1"; }
 
-# --- the rigs the demo and the package test share (the tests' own are Sources/Rigs) ----
+# --- the rigs the demo and the package test share (the tests' own are TestSupport/Rigs) ----
 # The reference receiver on 127.0.0.1, its records in WORK/received.sqlite, its log in
 # WORK/receiver.log. Sets RECEIVER_PID and RECEIVER_URL; stopped at exit.
 start_receiver() {  # start_receiver WORK PORT TOKEN [RECEIVER-ARGS...]  (PORT 0: any)

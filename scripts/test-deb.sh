@@ -261,7 +261,7 @@ ok "$(grep -Eo '[0-9]+ newly installed' "$WORK/satisfy.log") packages in $DEPS_S
 if [ "$STREAMS" = all ]; then
   # The location and microphone rigs, in the root before the file lists are taken: gpsd
   # on a socat pty pair (as scripts/demo.sh runs it), fed the demo track from outside; an
-  # ALSA PCM (the file plugin, as Sources/Rigs/ALSARig.swift defines it) reading a FIFO
+  # ALSA PCM (the file plugin, as TestSupport/Rigs/ALSARig.swift defines it) reading a FIFO
   # that tools/demo/pcm-feeder.py fills at real-time pace with a tone.
   say "the location and microphone rigs in the root: gpsd, socat, an ALSA file PCM"
   inroot "$R" apt-get install -y -q --no-install-recommends gpsd socat > "$WORK/rigs.log" 2>&1 ||

@@ -1,4 +1,4 @@
-// The rigs the benchmarks share live in Sources/Rigs (docs/development.md, Tests); a test
+// The rigs the benchmarks share live in TestSupport/Rigs (docs/development.md, Tests); a test
 // that imports TestRigs gets them too.
 @_exported import Rigs
 @_exported import PlatformTestSupport
