@@ -72,7 +72,7 @@ public final class AgentDaemon: Sendable {
         database.storagePressure.onRaise { kick.request() }
     }
 
-    /// Starts every enabled stream (unless held) and the uploader; returns at once.
+    /// Starts every enabled stream (unless paused or switched off) and the uploader; returns at once.
     public func start() {
         // Room first: after a restart on a full disk, the queue's opening handed the
         // reserve back, and that space is the guard's to delete with, not the streams'.
@@ -93,13 +93,13 @@ public final class AgentDaemon: Sendable {
         // (docs/decisions/0005-start-up-page-drop.md).
         control.askServerBeforeCapture()
         MemoryFootprint.dropMappedFilePages()
-        let held = control.prepare()
+        let stopped = control.prepare()
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let factory = self.factory, database = self.database, control = self.control
             let streamLogger = Logger(.stream(stream))
             // Each start reads the settings then in force, the server's latest included.
-            supervisors[stream] = StreamSupervisor(stream: stream, paused: held[stream] != nil, logger: logger) {
+            supervisors[stream] = StreamSupervisor(stream: stream, paused: stopped[stream] != nil, logger: logger) {
                 factory.makeStream(stream, config: control.streamConfig(), database: database, logger: streamLogger)
             }
         }
@@ -126,7 +126,7 @@ public final class AgentDaemon: Sendable {
         }
         for stream in StreamName.allCases {
             supervisors[stream]?.start()
-            logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : held[stream] ?? "started")")
+            logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : stopped[stream] ?? "started")")
         }
         // The streams' set-up leaves the resident set before the rest of the start.
         MemoryFootprint.dropMappedFilePages()

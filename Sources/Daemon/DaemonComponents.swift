@@ -14,7 +14,7 @@ public protocol UploadComponent: AnyObject, Sendable {
     /// A cycle now (the machine woke from sleep).
     func cycleNow(_ why: String)
     /// The power policy: upload interval multiplied by `factor`; scheduled uploads held.
-    func setPower(factor: Int, held: Bool)
+    func setPower(factor: Int, postponed: Bool)
     /// The connection is metered (or no longer): scheduled uploads hold back what
     /// `[upload] on_metered` says; back on an unmetered one they send it at once.
     func setMetered(_ metered: Bool)

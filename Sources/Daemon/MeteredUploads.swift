@@ -75,14 +75,14 @@ final class MeteredUploads: Sendable {
                 logger.notice("metering unknown: \(reason); uploads go as on any network")
             }
         }
-        let held = MeteredUploadRule.held(onMetered: onMetered, metered: heard.isMetered).map(\.rawValue).sorted()
+        let held = MeteredUploadRule.deferred(onMetered: onMetered, metered: heard.isMetered).map(\.rawValue).sorted()
         let stored: StoredMeteredState
         switch heard {
         case .watched(let by, let metering):
             stored = StoredMeteredState(watchedBy: by, metered: metering == .unknown ? nil : metering.isMetered,
-                                        value: metering.word, problem: nil, since: since, heldStreams: held)
+                                        value: metering.word, problem: nil, since: since, deferredStreams: held)
         case .unwatched(let reason):
-            stored = StoredMeteredState(watchedBy: nil, metered: nil, value: nil, problem: reason, since: since, heldStreams: [])
+            stored = StoredMeteredState(watchedBy: nil, metered: nil, value: nil, problem: reason, since: since, deferredStreams: [])
         }
         do {
             try StoredMeteredState.store(stored, in: database)

@@ -26,7 +26,7 @@ final class PowerGovernor: Sendable {
         guard config.power.enabled else {
             let had = current.withLock { p -> Bool in defer { p = nil }; return p != nil }
             if had {
-                uploader?.setPower(factor: 1, held: false)
+                uploader?.setPower(factor: 1, postponed: false)
                 try? database.agentState.set(AgentStateKey.powerState, nil)
             }
             return had
@@ -36,16 +36,16 @@ final class PowerGovernor: Sendable {
         let nearLimit = database.fileBytes() * 100 >= cap * Int64(config.power.queueNearLimitPercent)
         let policy = PowerPolicy(reading: reading, config: config.power, queueNearLimit: nearLimit)
         let old = current.withLock { p -> PowerPolicy? in defer { p = policy }; return p }
-        uploader?.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld)
+        uploader?.setPower(factor: policy.uploadFactor, postponed: policy.uploadsPostponed)
         guard old != policy else { return false }
         let effects = policy.effects(uploadInterval: config.upload.interval, config: config.power)
         let level = reading.batteryPercent.map { ", battery \($0) %" } ?? ""
-        if old?.reading.source != reading.source || old?.microphonePaused != policy.microphonePaused || old?.uploadsHeld != policy.uploadsHeld {
+        if old?.reading.source != reading.source || old?.microphonePaused != policy.microphonePaused || old?.uploadsPostponed != policy.uploadsPostponed {
             logger.notice("on \(reading.source.rawValue)\(level): \(effects.isEmpty ? "everything runs as configured" : effects.joined(separator: "; "))")
         }
         let stored = StoredPowerState(source: reading.source.rawValue, batteryPercent: reading.batteryPercent,
                                       batteryStatus: reading.batteryStatus, microphonePaused: policy.microphonePaused,
-                                      uploadsHeld: policy.uploadsHeld, uploadFactor: policy.uploadFactor, effects: effects)
+                                      uploadsPostponed: policy.uploadsPostponed, uploadFactor: policy.uploadFactor, effects: effects)
         do {
             try database.agentState.set(AgentStateKey.powerState, String(decoding: try JSONEncoder().encode(stored), as: UTF8.self))
         } catch {

@@ -69,7 +69,7 @@ final class StreamControl: Sendable {
 
     /// Before the streams start: the switches kept for this configuration's server apply
     /// from the first moment (a restart without network keeps the last answer), ended
-    /// pauses are cleared, the power supply is read. Returns the streams that start held,
+    /// pauses are cleared, the power supply is read. Returns the streams that start not capturing,
     /// each with the word the start's log line uses.
     func prepare() -> [StreamName: String] {
         let config = state.withLock { $0.config }
@@ -78,11 +78,11 @@ final class StreamControl: Sendable {
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)
         power.pass(config: config, uploader: nil)
-        var held: [StreamName: String] = [:]
-        for stream in (try? switches.pausedStreams(at: now)) ?? [] { held[stream] = "paused" }
-        if power.policy?.microphonePaused == true { held[.microphone] = "paused" }
-        for stream in switchKeeper?.current?.switchedOffStreams ?? [] { held[stream] = "switched off by the server" }
-        return held
+        var stopped: [StreamName: String] = [:]
+        for stream in (try? switches.pausedStreams(at: now)) ?? [] { stopped[stream] = "paused" }
+        if power.policy?.microphonePaused == true { stopped[.microphone] = "paused" }
+        for stream in switchKeeper?.current?.switchedOffStreams ?? [] { stopped[stream] = "switched off by the server" }
+        return stopped
     }
 
     /// The streams' supervisors, once made.
@@ -93,7 +93,7 @@ final class StreamControl: Sendable {
     /// The uploader, before it starts: the power policy's upload settings, and the server's
     /// switches asked again when uploads recover after an outage.
     func attach(_ uploader: any UploadComponent) {
-        if let policy = power.policy { uploader.setPower(factor: policy.uploadFactor, held: policy.uploadsHeld) }
+        if let policy = power.policy { uploader.setPower(factor: policy.uploadFactor, postponed: policy.uploadsPostponed) }
         let keeper = switchKeeper
         uploader.onRecovery { keeper?.askSoon("uploads work again after an outage") }
     }

@@ -27,7 +27,7 @@ struct BackfillStep {
         let path = config.storage.database
         let daemonLock = path + ".daemon-lock"
         // Probing creates the lock file; only probe one the daemon has made.
-        if FileManager.default.fileExists(atPath: daemonLock), FileLock(path: daemonLock).isHeld() {
+        if FileManager.default.fileExists(atPath: daemonLock), FileLock(path: daemonLock).isLocked() {
             console.line("  the daemon is running: it imports the health files itself (see ariata-agent status)")
             return
         }

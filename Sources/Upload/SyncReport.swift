@@ -36,7 +36,7 @@ public struct SyncReport: Sendable, Equatable {
         case waiting(until: Date)
         /// Not tried: the connection is metered and `[upload] on_metered` holds the
         /// stream back until an unmetered one.
-        case heldOnMeteredNetwork
+        case deferredOnMeteredNetwork
         /// Tried and failed for a reason outside the records; retried at `at`.
         case retryLater(reason: String, code: AgentErrorCode?, at: Date)
         /// The token was refused.

@@ -35,7 +35,7 @@ public struct SyncSummary: Sendable {
                 }
             case .waiting(let until):
                 lines.append("\(stream.rawValue): not sent, waiting to retry at \(RFC3339.string(from: until))")
-            case .heldOnMeteredNetwork:
+            case .deferredOnMeteredNetwork:
                 lines.append("\(stream.rawValue): not sent, held for an unmetered connection ([upload] on_metered)")
             case .retryLater(let reason, let code, let at):
                 lines.append("\(stream.rawValue): not all sent: \(code.map { "\($0.rawValue) " } ?? "")\(reason); retried at \(RFC3339.string(from: at))")

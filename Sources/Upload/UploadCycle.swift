@@ -160,7 +160,7 @@ struct UploadCycle {
     private mutating func runStream(_ stream: StreamName, into result: inout SyncReport.StreamResult) -> Bool {
         if !MeteredUploadRule.mayGo(stream, onMetered: context.upload.onMetered, metered: context.metered(), forced: forced) {
             // It waits in the queue; the switch to an unmetered connection runs a cycle at once.
-            result.outcome = .heldOnMeteredNetwork
+            result.outcome = .deferredOnMeteredNetwork
             return false
         }
         if !forced, let wait = state.with({ $0.streamWait(stream, at: clock.now()) }) {
@@ -504,7 +504,7 @@ struct UploadCycle {
             s.memory.breaker.recordSuccess()
             s.memory.retries[stream.rawValue] = nil
             s.memory.authPause.clear()
-            s.memory.hold = nil
+            s.memory.rateLimitWait = nil
             s.memory.lastFailure = nil
         }
     }
@@ -530,9 +530,9 @@ struct UploadCycle {
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 return (s.memory.authPause.refused(at: now), true)
             case .rateLimited:
-                var count = s.memory.hold?.count ?? RetryCounter()
+                var count = s.memory.rateLimitWait?.count ?? RetryCounter()
                 let until = now.addingTimeInterval(count.failed(backoff: policy.backoff, retryAfter: failure.retryAfter, random: random()))
-                s.memory.hold = EndpointHold(until: until, count: count, reason: failure.reason)
+                s.memory.rateLimitWait = RateLimitWait(until: until, count: count, reason: failure.reason)
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 return (until, true)
             case .streamRefused:

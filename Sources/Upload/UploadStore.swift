@@ -8,7 +8,7 @@ public protocol UploadStore: UploadQueue {
     func pendingTotals(stream: StreamName) throws -> (records: Int, bytes: Int64)
     func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
                             records: Int, bytes: Int) throws
-    /// The server stored the batch: `markUploaded` and a successful `recordUploadResult`
+    /// The server stored the batch: the records delivered and a successful `recordUploadResult`
     /// in one transaction.
     func markDelivered(_ seqs: [Int64], stream: StreamName, result: String, bytes: Int) throws
     func setState(_ key: String, _ value: String?) throws

@@ -26,10 +26,10 @@ public final class Uploader: Sendable {
     private let scheduler: any TimerScheduling
     private let timer = Mutex<(any ScheduledTimer)?>(nil)
     /// The power policy's say ([power]): the interval multiplied on battery, scheduled
-    /// cycles held on a low battery. `sync` (the user asking) is never held.
-    private let power = Mutex((factor: 1, held: false))
+    /// cycles postponed on a low battery. `sync` (the user asking) is never postponed.
+    private let power = Mutex((factor: 1, postponed: false))
     /// Whether the connection is metered (NetworkManager, through the daemon): scheduled
-    /// cycles then hold back what `[upload] on_metered` says (docs/laptop.md#metered-networks).
+    /// cycles then defer what `[upload] on_metered` says (docs/laptop.md#metered-networks).
     private let metered = MeteredFlag()
     private let suspend: Mutex<SuspendDetector>
     /// Taken for each scheduled cycle (the daemon's), so `ariata-agent sync` and the
@@ -151,16 +151,16 @@ public final class Uploader: Sendable {
 
     private var interval: TimeInterval { TimeInterval(upload.interval * power.withLock { $0.factor }) }
 
-    /// Applies the power policy: a new interval counts from now; leaving a hold (back on
-    /// mains) runs a cycle at once, as the queue has waited.
-    public func setPower(factor: Int, held: Bool) {
+    /// Applies the power policy: a new interval counts from now; the end of a postponement
+    /// (back on mains) runs a cycle at once, as the queue has waited.
+    public func setPower(factor: Int, postponed: Bool) {
         let factor = max(1, factor)
-        let old = power.withLock { p -> (factor: Int, held: Bool) in
-            defer { p = (factor, held) }
+        let old = power.withLock { p -> (factor: Int, postponed: Bool) in
+            defer { p = (factor, postponed) }
             return p
         }
-        guard old.factor != factor || old.held != held, let timer = timer.withLock({ $0 }) else { return }
-        if old.held && !held {
+        guard old.factor != factor || old.postponed != postponed, let timer = timer.withLock({ $0 }) else { return }
+        if old.postponed && !postponed {
             timer.start(interval: interval, firstAfter: 0)
         } else if old.factor != factor {
             timer.start(interval: interval, firstAfter: interval)
@@ -168,15 +168,15 @@ public final class Uploader: Sendable {
     }
 
     /// The connection became metered, or unmetered. Back on an unmetered one, what
-    /// `[upload] on_metered` held back goes at once rather than at the next interval, like
+    /// `[upload] on_metered` deferred goes at once rather than at the next interval, like
     /// the network's return. Works before `start()` too (the daemon says it first).
     public func setMetered(_ metered: Bool) {
         let was = self.metered.exchange(metered)
         guard was != metered else { return }
-        let held = MeteredUploadRule.held(onMetered: upload.onMetered, metered: true).map(\.rawValue).sorted()
-        guard !held.isEmpty else { return }
+        let deferred = MeteredUploadRule.deferred(onMetered: upload.onMetered, metered: true).map(\.rawValue).sorted()
+        guard !deferred.isEmpty else { return }
         if metered {
-            logger.notice("the connection is metered: \(held.joined(separator: ", ")) uploads wait for an unmetered one ([upload] on_metered = \"\(upload.onMetered.rawValue)\"); nothing is dropped")
+            logger.notice("the connection is metered: \(deferred.joined(separator: ", ")) uploads wait for an unmetered one ([upload] on_metered = \"\(upload.onMetered.rawValue)\"); nothing is dropped")
         } else if let timer = timer.withLock({ $0 }) {
             logger.notice("the connection is no longer metered: uploading what waited now")
             timer.fireNow()
@@ -280,7 +280,7 @@ public final class Uploader: Sendable {
                 return .unhealthy(reason: "the server refused the device token\(until): \(AgentErrorCode.invalidToken.hint)",
                                   code: .invalidToken)
             }
-            if let hold = memory.hold, now < hold.until {
+            if let hold = memory.rateLimitWait, now < hold.until {
                 return .unhealthy(reason: "\(hold.reason); no uploads until \(RFC3339.string(from: hold.until)): \(AgentErrorCode.rateLimited.hint)",
                                   code: .rateLimited)
             }
@@ -318,7 +318,7 @@ public final class Uploader: Sendable {
             let waiting = byStream(memory.retries.filter { $0.value.failures > 0 })
             return UploadSchedule(breaker: memory.breaker.state(at: now), breakerTrips: memory.breaker.trips,
                                   authPausedUntil: memory.authPause.isPaused(at: now) ? memory.authPause.until : nil,
-                                  rateLimitedUntil: memory.hold.flatMap { now < $0.until ? $0.until : nil },
+                                  rateLimitedUntil: memory.rateLimitWait.flatMap { now < $0.until ? $0.until : nil },
                                   streamRefusedUntil: byStream(memory.refusals.compactMapValues { $0.isPaused(at: now) ? $0.until : nil }),
                                   streamRetryAt: waiting.compactMapValues(\.nextAttemptAt),
                                   streamFailures: waiting.mapValues(\.failures))
@@ -341,7 +341,7 @@ public final class Uploader: Sendable {
         if memory.authPause.isPaused(at: now), let until = memory.authPause.until {
             parts.append("token pause (E002) until \(RFC3339.string(from: until))")
         }
-        if let hold = memory.hold, now < hold.until { parts.append("429 wait until \(RFC3339.string(from: hold.until))") }
+        if let hold = memory.rateLimitWait, now < hold.until { parts.append("429 wait until \(RFC3339.string(from: hold.until))") }
         if case .open(let until) = memory.breaker.state(at: now) { parts.append("endpoint backoff until \(RFC3339.string(from: until))") }
         for (stream, retry) in memory.retries.sorted(by: { $0.key < $1.key }) {
             if let next = retry.nextAttemptAt, next > now { parts.append("\(stream) retry at \(RFC3339.string(from: next))") }
@@ -358,13 +358,13 @@ public final class Uploader: Sendable {
         if let slept = suspend.withLock({ $0.suspendedSinceLastCheck() }), slept > 2 {
             networkReturned("resumed after \(Int(slept)) s of suspend")
         }
-        if power.withLock({ $0.held }) {
+        if power.withLock({ $0.postponed }) {
             logger.debug("upload cycle skipped: the battery is low, uploads wait for mains ([power] low_battery_percent)")
             return
         }
         // One upload at a time across processes: while `ariata-agent sync` holds the lock,
         // this cycle is skipped (sync is sending the same records right now).
-        var held: FileLock.Held?
+        var held: FileLock.Acquired?
         if let uploadLock {
             held = try? uploadLock.tryAcquire()
             if held == nil {

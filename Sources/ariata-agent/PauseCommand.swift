@@ -31,7 +31,7 @@ func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, option
     if paused { try switches.pause(streams, until: until) } else { try switches.resume(streams) }
     let names = streams.map(\.rawValue).joined(separator: ", ")
     var told = "the daemon is not running; it will start with this setting"
-    if FileLock.daemon(databasePath: config.storage.database).isHeld(),
+    if FileLock.daemon(databasePath: config.storage.database).isLocked(),
        let pid = try database.agentState.value(AgentStateKey.daemonPID).flatMap(Int32.init) {
         told = kill(pid, SIGUSR1) == 0 ? "the daemon (pid \(pid)) applied it"
             : "could not signal the daemon (pid \(pid)): it applies the setting within 30 s"

@@ -82,7 +82,7 @@ enum ExportBench {
         // Half of each stream uploaded, as on a device that syncs: export reads both.
         for stream in StreamName.allCases {
             let seqs = try database.recordQueue.records(stream: stream).map(\.seq)
-            try database.recordQueue.markUploaded(Array(seqs.prefix(seqs.count / 2)))
+            try database.recordQueue.markDelivered(Array(seqs.prefix(seqs.count / 2)))
         }
     }
 

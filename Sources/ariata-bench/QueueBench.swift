@@ -60,7 +60,7 @@ enum QueueBench {
         print(String(format: "filled %d records in %.1f s (bulk, 20,000 per transaction)", records, Date().timeIntervalSince(t0)))
         // Upload a third of one stream so counts have several statuses.
         let firstBatch = try database.recordQueue.pendingBatch(stream: .health, maxCount: 500, maxBytes: 4_000_000)
-        try database.recordQueue.markUploaded(firstBatch.map(\.seq))
+        try database.recordQueue.markDelivered(firstBatch.map(\.seq))
 
         let reps = 50
         var batchTimes: [Double] = []

@@ -97,7 +97,7 @@ final class AttachmentTests: XCTestCase {
         // Retention.
         try database.recordQueue.enqueue(try chunk(1))
         let first = try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).seq
-        try database.recordQueue.markUploaded([first])
+        try database.recordQueue.markDelivered([first])
         clock.advance(by: 4 * 86_400)
         XCTAssertEqual(try database.housekeeping.applyRetention(RetentionPolicy()), 1)
         XCTAssertEqual(storeFiles(), [])

@@ -9,7 +9,7 @@ final class FileLockAndPauseTests: XCTestCase {
         let lock = FileLock.upload(databasePath: dir.file("agent.sqlite"))
         let held = try XCTUnwrap(lock.tryAcquire())
         XCTAssertNil(try lock.tryAcquire(), "a second holder in this process")
-        XCTAssertTrue(lock.isHeld())
+        XCTAssertTrue(lock.isLocked())
         // Another process (flock(1) from util-linux) is refused while we hold it...
         let other = try ChildProcess("flock", ["--nonblock", lock.path, "true"], logDirectory: dir.path)
         XCTAssertEqual(other.wait(), 1)
@@ -17,7 +17,7 @@ final class FileLockAndPauseTests: XCTestCase {
         // ...and gets it once released.
         let again = try ChildProcess("flock", ["--nonblock", lock.path, "true"], logDirectory: dir.path)
         XCTAssertEqual(again.wait(), 0)
-        XCTAssertFalse(lock.isHeld())
+        XCTAssertFalse(lock.isLocked())
         XCTAssertNotNil(try lock.acquire(timeout: 1))
     }
 

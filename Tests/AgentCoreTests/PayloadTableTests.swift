@@ -51,7 +51,7 @@ final class PayloadTableTests: XCTestCase {
 
         let queued = try XCTUnwrap(database.recordQueue.pendingBatch(stream: .microphone, maxCount: 1, maxBytes: 1_000_000).first)
         try database.recordQueue.noteSending(stream: .microphone)
-        try database.recordQueue.markUploaded([queued.seq])
+        try database.recordQueue.markDelivered([queued.seq])
         // Before schema 3 each of the two updates changed the row's size, and SQLite wrote
         // its ~80 KB of overflow pages again: over 160 KB of WAL. Now: the row's page, its
         // index pages and the counts, twice.
@@ -83,7 +83,7 @@ final class PayloadTableTests: XCTestCase {
         try database.recordQueue.forEachRecord(stream: .microphone) { exported.append($0.payload) }
         XCTAssertEqual(exported, [old.payload, new.payload])
 
-        try database.recordQueue.markUploaded(batch.map(\.seq))
+        try database.recordQueue.markDelivered(batch.map(\.seq))
         XCTAssertEqual(try database.recordQueue.count(stream: .microphone, status: .uploaded), 2)
         XCTAssertEqual(try database.integrityCheck(), "ok")
     }
@@ -101,7 +101,7 @@ final class PayloadTableTests: XCTestCase {
         XCTAssertEqual(try database.recordQueue.records(stream: .microphone).first?.payload.count, try audioRecord(at: clock.now()).payload.count,
                        "the schema 3 row reads its payload from the payload table")
         let seq = try XCTUnwrap(database.recordQueue.records(stream: .microphone).first).seq
-        try database.recordQueue.markUploaded([seq])
+        try database.recordQueue.markDelivered([seq])
         clock.advance(by: 30 * 86_400)
         XCTAssertEqual(try database.housekeeping.applyRetention(RetentionPolicy()), 1)
         let py = try ChildProcess("python3", ["-c", """

@@ -19,7 +19,7 @@ final class PurgeTests: XCTestCase {
             }
             try database.recordQueue.enqueue(records, anchor: nil)
             let seqs = try database.recordQueue.records(stream: stream).map(\.seq)
-            try database.recordQueue.markUploaded(Array(seqs.prefix(count / 2)))
+            try database.recordQueue.markDelivered(Array(seqs.prefix(count / 2)))
             try database.recordQueue.markFailed(Array(seqs.suffix(10)), error: "E007 refused")
         }
         try add(.location, 300) { "{\"latitude\":52.\($0)}" }

@@ -48,7 +48,7 @@ final class QueueTests: XCTestCase {
     func testMarkUploadedTakesRecordsOutOfPending() throws {
         for _ in 0..<5 { try database.recordQueue.enqueue(record(.health)) }
         let batch = try database.recordQueue.pendingBatch(stream: .health, maxCount: 3, maxBytes: 1_000_000)
-        try database.recordQueue.markUploaded(batch.map(\.seq))
+        try database.recordQueue.markDelivered(batch.map(\.seq))
         XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .uploaded), 3)
         XCTAssertEqual(try database.recordQueue.count(stream: .health, status: .pending), 2)
         let next = try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000)
@@ -83,7 +83,7 @@ final class QueueTests: XCTestCase {
         for _ in 0..<2 { try database.recordQueue.enqueue(record(.microphone, bytes: 1_000)) }
         let seqs = try database.recordQueue.pendingBatch(stream: .location, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
         try database.recordQueue.markFailed([seqs[0]], error: "server rejected: latitude missing")
-        try database.recordQueue.markUploaded([seqs[1]])
+        try database.recordQueue.markDelivered([seqs[1]])
 
         let counts = try database.recordQueue.counts()
         func n(_ s: StreamName, _ st: RecordStatus) -> Int? { counts.first { $0.stream == s && $0.status == st }?.records }
@@ -94,7 +94,7 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(counts.first { $0.stream == .microphone }?.bytes, 2_000)
         XCTAssertEqual(try database.recordQueue.streamsWithPending(), [.location, .microphone])
         // Marking twice, or marking a record that is no longer pending, changes nothing.
-        try database.recordQueue.markUploaded([seqs[0], seqs[1]])
+        try database.recordQueue.markDelivered([seqs[0], seqs[1]])
         XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .failed), 1)
         XCTAssertEqual(try database.recordQueue.count(stream: .location, status: .uploaded), 1)
     }
@@ -105,19 +105,19 @@ final class QueueTests: XCTestCase {
         try database.recordQueue.enqueue(record(.location, at: -30))
         clock.advance(by: 60)
         XCTAssertEqual(try XCTUnwrap(database.recordQueue.oldestPendingAge(stream: .location)), 180, accuracy: 0.001)
-        try database.recordQueue.markUploaded(try database.recordQueue.pendingBatch(stream: .location, maxCount: 1, maxBytes: 1_000_000).map(\.seq))
+        try database.recordQueue.markDelivered(try database.recordQueue.pendingBatch(stream: .location, maxCount: 1, maxBytes: 1_000_000).map(\.seq))
         XCTAssertEqual(try XCTUnwrap(database.recordQueue.oldestPendingAge(stream: .location)), 90, accuracy: 0.001)
     }
 
     func testRetentionDeletesUploadedAndFailedAfterThreeDaysAndNeverPending() throws {
         for _ in 0..<6 { try database.recordQueue.enqueue(record(.health)) }
         let seqs = try database.recordQueue.pendingBatch(stream: .health, maxCount: 10, maxBytes: 1_000_000).map(\.seq)
-        try database.recordQueue.markUploaded([seqs[0], seqs[1]])
+        try database.recordQueue.markDelivered([seqs[0], seqs[1]])
         try database.recordQueue.markFailed([seqs[2]], error: "bad")
         let policy = RetentionPolicy()
 
         clock.advance(by: 2 * 86_400)
-        try database.recordQueue.markUploaded([seqs[3]])         // uploaded two days later than the others
+        try database.recordQueue.markDelivered([seqs[3]])         // uploaded two days later than the others
         XCTAssertEqual(try database.housekeeping.applyRetention(policy), 0)
 
         clock.advance(by: 86_400 + 1)            // 3 days + 1 s after the first marks

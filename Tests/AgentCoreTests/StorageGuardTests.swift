@@ -59,7 +59,7 @@ final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
         let database = try AgentDatabase(path: fs.file("agent.sqlite"))
         let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         storageGuard.pass()
-        XCTAssertTrue(storageGuard.reserve.isHeld, "the first pass makes the reserve while there is room")
+        XCTAssertTrue(storageGuard.reserve.isInPlace, "the first pass makes the reserve while there is room")
 
         // The server is down: nothing is uploaded, the backlog grows until the disk is
         // below the floor; from then on it is a ring of that size.
@@ -112,7 +112,7 @@ final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
         let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         let written = try writeBacklog(database, audio: 150)          // 12 MB of audio
         XCTAssertFalse(storageGuard.pass().deletedAny, "plenty of room: nothing to do")
-        XCTAssertTrue(storageGuard.reserve.isHeld)
+        XCTAssertTrue(storageGuard.reserve.isInPlace)
         let stored = try database.storedPayloadBytes()
 
         let filler = try fs.fillWithAnotherProgram()
@@ -147,7 +147,7 @@ final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
         storageGuard.pass()
         XCTAssertFalse(storageGuard.isBelowFloor)
         XCTAssertNil(try database.agentState.value(AgentStateKey.storageBelowFloorSince))
-        XCTAssertTrue(storageGuard.reserve.isHeld, "the reserve is made again")
+        XCTAssertTrue(storageGuard.reserve.isInPlace, "the reserve is made again")
         let evicted = try database.housekeeping.evictedTotals()[.microphone]
         try captureWhileFull(database, rounds: 10)
         XCTAssertEqual(try database.housekeeping.evictedTotals()[.microphone], evicted)
@@ -165,7 +165,7 @@ final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
         let storageGuard = StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap))
         try writeBacklog(database, audio: 150)
         let audio = try database.recordQueue.records(stream: .microphone).map(\.seq)
-        try database.recordQueue.markUploaded(Array(audio.prefix(60)))
+        try database.recordQueue.markDelivered(Array(audio.prefix(60)))
         try database.recordQueue.markFailed([audio[60]], error: "refused")
         let pendingBefore = try pending(database)
         storageGuard.pass()
@@ -250,11 +250,11 @@ final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
             try writeBacklog(database, audio: 20)
             StorageGuard(database: database, limits: StorageLimits(minFreeBytes: floor, maxQueueBytes: noCap)).pass()
         }
-        XCTAssertTrue(reserve.isHeld)
+        XCTAssertTrue(reserve.isInPlace)
         try fs.fillWithAnotherProgram("filler-1")
 
         var reopened: AgentDatabase? = try AgentDatabase(path: path)
-        XCTAssertFalse(reserve.isHeld, "opening handed the reserve back")
+        XCTAssertFalse(reserve.isInPlace, "opening handed the reserve back")
         XCTAssertEqual(try reopened?.recordQueue.count(stream: .microphone, status: .pending), 20)
         reopened = nil
 
@@ -273,7 +273,7 @@ final class StorageGuardTests: XCTestCase, StorageBacklogWriting {
         let database = try AgentDatabase(path: path)
         try writeBacklog(database, audio: 40)                             // 3.2 MB of audio
         let audio = try database.recordQueue.records(stream: .microphone).map(\.seq)
-        try database.recordQueue.markUploaded(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
+        try database.recordQueue.markDelivered(Array(audio.suffix(3)))                  // the newest three: uploaded still go first
         let location = try database.recordQueue.records(stream: .location).map(\.seq)
         try database.recordQueue.markFailed([location[39]], error: "refused")
 

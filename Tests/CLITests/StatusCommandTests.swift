@@ -72,7 +72,7 @@ final class StatusCommandTests: XCTestCase {
         try database.recordQueue.enqueue(NewRecord(stream: .microphone, capturedAt: clock.now(), payload: Data(repeating: 65, count: 60_000)))
         let seqs = try database.recordQueue.pendingBatch(stream: .location, maxCount: 2, maxBytes: 1_000).map(\.seq)
         try database.recordQueue.markFailed([seqs[0]], error: "rejected")
-        try database.recordQueue.markUploaded([seqs[1]])
+        try database.recordQueue.markDelivered([seqs[1]])
         try database.recordQueue.recordUploadResult(stream: .location, success: false, result: "503", code: .serverError, records: 3, bytes: 6)
         try database.agentState.storeLiveness(component: "location", .unhealthy(reason: "cannot reach gpsd at localhost:2947", code: nil))
         try PauseSwitches(database: database).pause([.microphone])

@@ -209,7 +209,7 @@ final class BoxDaemonTests: XCTestCase {
         let database = try rig.openDatabase()
         let reserve = StorageReserve(databasePath: databasePath, size: StorageLimits.defaultReserveBytes)
         try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
-            try reserve.isHeld && database.recordQueue.records(stream: .location).count >= 1
+            try reserve.isInPlace && database.recordQueue.records(stream: .location).count >= 1
         }
         try samples.feed(3)
         try fs.fillWithAnotherProgram()

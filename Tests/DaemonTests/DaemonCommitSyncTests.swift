@@ -19,7 +19,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         func updateServer(_ server: ServerConfig, box: BoxConfig) {}
         func networkReturned(_ why: String) {}
         func cycleNow(_ why: String) {}
-        func setPower(factor: Int, held: Bool) {}
+        func setPower(factor: Int, postponed: Bool) {}
         func setMetered(_ metered: Bool) {}
     }
 

@@ -25,7 +25,7 @@ final class DaemonFullDiskTests: XCTestCase {
         let database = try rig.openDatabase()
         let reserve = StorageReserve(databasePath: databasePath, size: StorageLimits.defaultReserveBytes)
         try waitUntil("the daemon's reserve file and a location record", timeout: 60) {
-            try reserve.isHeld && database.recordQueue.records(stream: .location).count >= 1
+            try reserve.isInPlace && database.recordQueue.records(stream: .location).count >= 1
         }
 
         _ = rig.notifySocket.drain()
@@ -89,7 +89,7 @@ final class DaemonFullDiskTests: XCTestCase {
         // The other program lets go: the queue may grow again and the reserve comes back.
         XCTAssertEqual(unlink(fs.file("filler")), 0)
         try waitUntil("the floor given back and the reserve made again", timeout: 30) {
-            try reserve.isHeld && database.agentState.value(AgentStateKey.storageBelowFloorSince) == nil
+            try reserve.isInPlace && database.agentState.value(AgentStateKey.storageBelowFloorSince) == nil
         }
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
         // What happened, in the daemon's words (the journal's view).
@@ -117,7 +117,7 @@ final class DaemonFullDiskTests: XCTestCase {
             StorageGuard(database: database, limits: StorageLimits(minFreeBytes: 4 * StorageLimits.mebibyte,
                                                              maxQueueBytes: 1_000 * StorageLimits.mebibyte)).pass()
         }
-        XCTAssertTrue(StorageReserve(databasePath: databasePath, size: StorageLimits.defaultReserveBytes).isHeld)
+        XCTAssertTrue(StorageReserve(databasePath: databasePath, size: StorageLimits.defaultReserveBytes).isInPlace)
         try fs.fillWithAnotherProgram()
         XCTAssertLessThan(fs.freeBytes, 64 * 1_024, "the disk is full before the daemon starts")
 

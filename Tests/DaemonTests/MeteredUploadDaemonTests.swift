@@ -65,7 +65,7 @@ final class MeteredUploadDaemonTests: XCTestCase {
         XCTAssertEqual(network.watchedBy, "NetworkManager")
         XCTAssertEqual(network.metered, true)
         XCTAssertEqual(network.meteredValue, "yes")
-        XCTAssertEqual(network.heldStreams, ["microphone"])
+        XCTAssertEqual(network.deferredStreams, ["microphone"])
         XCTAssertEqual(network.onMetered, "small")
         let text = try cli.run(["status"], environment: ["NO_COLOR": "1", "ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
         XCTAssertTrue(text.stdout.contains("network    metered (NetworkManager: yes, for "), text.stdout)

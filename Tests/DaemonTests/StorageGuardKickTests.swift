@@ -20,7 +20,7 @@ final class StorageGuardKickTests: XCTestCase {
         let kick = StorageGuardKick(storageGuard, scheduler: scheduler)
         func addUploaded(_ count: Int) throws {
             try database.recordQueue.enqueue((0..<count).map { _ in TestRecords.sized(.location, bytes: 1_000, at: scheduler.now()) }, anchor: nil)
-            try database.recordQueue.markUploaded(database.recordQueue.records(stream: .location, status: .pending).map(\.seq))
+            try database.recordQueue.markDelivered(database.recordQueue.records(stream: .location, status: .pending).map(\.seq))
         }
         func uploaded() throws -> Int { try database.recordQueue.count(stream: .location, status: .uploaded) }
 

@@ -42,7 +42,7 @@ final class StorageStatusTests: XCTestCase, StorageBacklogWriting {
         let database = try AgentDatabase(path: path)
         try writeBacklog(database, audio: 40)
         let audio = try database.recordQueue.records(stream: .microphone).map(\.seq)
-        try database.recordQueue.markUploaded(Array(audio.suffix(3)))
+        try database.recordQueue.markDelivered(Array(audio.suffix(3)))
         var config = AgentConfig()
         config.storage.database = path
         config.storage.minFreeMB = 4

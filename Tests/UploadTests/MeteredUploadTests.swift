@@ -11,11 +11,11 @@ import XCTest
 /// sends it all the same, and the switch to an unmetered connection sends it at once.
 final class MeteredUploadTests: XCTestCase {
     func testTheRuleHoldsAudioOnlyWithSmallEverythingWithNoneAndNothingWithAll() {
-        XCTAssertEqual(MeteredUploadRule.held(onMetered: .small, metered: true), [.microphone])
-        XCTAssertEqual(MeteredUploadRule.held(onMetered: .none, metered: true), [.location, .microphone, .health])
-        XCTAssertEqual(MeteredUploadRule.held(onMetered: .all, metered: true), [])
+        XCTAssertEqual(MeteredUploadRule.deferred(onMetered: .small, metered: true), [.microphone])
+        XCTAssertEqual(MeteredUploadRule.deferred(onMetered: .none, metered: true), [.location, .microphone, .health])
+        XCTAssertEqual(MeteredUploadRule.deferred(onMetered: .all, metered: true), [])
         for setting in OnMetered.allCases {
-            XCTAssertEqual(MeteredUploadRule.held(onMetered: setting, metered: false), [], "\(setting) on an unmetered network")
+            XCTAssertEqual(MeteredUploadRule.deferred(onMetered: setting, metered: false), [], "\(setting) on an unmetered network")
             for stream in StreamName.allCases {
                 XCTAssertTrue(MeteredUploadRule.mayGo(stream, onMetered: setting, metered: true, forced: true),
                               "sync sends \(stream) whatever on_metered = \(setting) says")
@@ -40,7 +40,7 @@ final class MeteredUploadTests: XCTestCase {
         let audio = try f.enqueue(.microphone, count: 2)
 
         let cycle = uploader.runScheduledCycle()
-        XCTAssertEqual(cycle.streams[.microphone]?.outcome, .heldOnMeteredNetwork)
+        XCTAssertEqual(cycle.streams[.microphone]?.outcome, .deferredOnMeteredNetwork)
         XCTAssertEqual(try f.ids(.location, status: .uploaded), Set(fixes))
         XCTAssertEqual(try f.ids(.health, status: .uploaded), Set(samples))
         XCTAssertEqual(try f.ids(.microphone, status: .pending), Set(audio), "held, not dropped, not failed")
@@ -67,8 +67,8 @@ final class MeteredUploadTests: XCTestCase {
         let audio = try f.enqueue(.microphone, count: 1)
 
         let scheduled = uploader.runScheduledCycle()
-        XCTAssertEqual(scheduled.streams[.location]?.outcome, .heldOnMeteredNetwork)
-        XCTAssertEqual(scheduled.streams[.microphone]?.outcome, .heldOnMeteredNetwork)
+        XCTAssertEqual(scheduled.streams[.location]?.outcome, .deferredOnMeteredNetwork)
+        XCTAssertEqual(scheduled.streams[.microphone]?.outcome, .deferredOnMeteredNetwork)
         XCTAssertEqual(try f.receiver.stats().requests, 0, "on_metered = \"none\": nothing goes on its own")
 
         let report = uploader.syncNow()

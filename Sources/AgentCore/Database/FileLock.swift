@@ -20,7 +20,7 @@ public final class FileLock: Sendable {
     }
 
     /// A held lock; released by `release()` or when dropped.
-    public final class Held: @unchecked Sendable {
+    public final class Acquired: @unchecked Sendable {
         // @unchecked: the descriptor is written once at creation and closed once.
         private var fd: Int32
         init(fd: Int32) { self.fd = fd }
@@ -34,7 +34,7 @@ public final class FileLock: Sendable {
     }
 
     /// Takes the lock without waiting; nil when another process or thread holds it.
-    public func tryAcquire() throws -> Held? {
+    public func tryAcquire() throws -> Acquired? {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
@@ -43,18 +43,18 @@ public final class FileLock: Sendable {
             close(fd)
             return nil
         }
-        return Held(fd: fd)
+        return Acquired(fd: fd)
     }
 
     /// True when someone holds the lock now (probes by trying to take it).
-    public func isHeld() -> Bool {
+    public func isLocked() -> Bool {
         guard let held = try? tryAcquire() else { return true }
         held.release()
         return false
     }
 
     /// Waits up to `timeout` seconds for the lock.
-    public func acquire(timeout: TimeInterval) throws -> Held? {
+    public func acquire(timeout: TimeInterval) throws -> Acquired? {
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
             if let held = try tryAcquire() { return held }

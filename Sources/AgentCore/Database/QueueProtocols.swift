@@ -24,7 +24,7 @@ public protocol UploadQueue: Sendable {
     /// waiting for an fsync (the delivery's commit takes it to the disk).
     func noteSending(stream: StreamName) throws
     /// The server stored these: they become `uploaded` (retention deletes them later).
-    func markUploaded(_ seqs: [Int64]) throws
+    func markDelivered(_ seqs: [Int64]) throws
     /// An attempt that blames the records: attempts + 1 and the error kept; a record
     /// that reaches `QueuePolicy.maxAttempts` becomes `failed`.
     func recordFailedAttempt(_ seqs: [Int64], error: String) throws

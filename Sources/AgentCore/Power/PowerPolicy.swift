@@ -9,7 +9,7 @@ public struct PowerPolicy: Sendable, Equatable {
     /// The battery is below `low_battery_percent`: the microphone pauses.
     public var microphonePaused: Bool
     /// Uploads wait for mains (low battery, and the queue not near its cap).
-    public var uploadsHeld: Bool
+    public var uploadsPostponed: Bool
 
     public init(reading: PowerReading, config: PowerConfig, queueNearLimit: Bool) {
         self.reading = reading
@@ -17,19 +17,19 @@ public struct PowerPolicy: Sendable, Equatable {
         let low = onBattery && config.lowBatteryPercent > 0 && (reading.batteryPercent.map { $0 < config.lowBatteryPercent } ?? false)
         uploadFactor = onBattery ? config.batteryUploadFactor : 1
         microphonePaused = low
-        uploadsHeld = low && !queueNearLimit
+        uploadsPostponed = low && !queueNearLimit
     }
 
     /// What changed, for the log and `status`; empty on mains.
     public func effects(uploadInterval: Int, config: PowerConfig) -> [String] {
         var effects: [String] = []
         let level = reading.batteryPercent.map { "\($0) %" } ?? "unknown"
-        if uploadFactor > 1 && !uploadsHeld {
+        if uploadFactor > 1 && !uploadsPostponed {
             effects.append("uploads every \(uploadInterval * uploadFactor) s instead of \(uploadInterval) s (on battery)")
         }
         if microphonePaused { effects.append("microphone paused (battery \(level), below \(config.lowBatteryPercent) %)") }
-        if uploadsHeld { effects.append("uploads wait for mains (battery \(level), below \(config.lowBatteryPercent) %)") }
-        if microphonePaused && !uploadsHeld {
+        if uploadsPostponed { effects.append("uploads wait for mains (battery \(level), below \(config.lowBatteryPercent) %)") }
+        if microphonePaused && !uploadsPostponed {
             effects.append("uploads go on despite the low battery: the queue is near its limit")
         }
         return effects

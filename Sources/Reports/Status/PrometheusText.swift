@@ -50,7 +50,7 @@ public enum PrometheusText {
         out.gauge("ariata_agent_network_metered", "1 while the connection is metered (NetworkManager), 0 while it is not; absent while not known.",
                   r.network?.metered.map { [([:], $0 ? 1 : 0)] } ?? [])
         out.gauge("ariata_agent_upload_held_on_metered", "1 while the stream's scheduled uploads wait for an unmetered connection ([upload] on_metered).",
-                  r.network.map { network in r.streams.map { (["stream": $0.name], network.heldStreams.contains($0.name) ? 1 : 0) } } ?? [])
+                  r.network.map { network in r.streams.map { (["stream": $0.name], network.deferredStreams.contains($0.name) ? 1 : 0) } } ?? [])
         out.gauge("ariata_agent_queue_size_bytes", "Bytes of the queue database on disk (with its WAL).", [([:], Double(r.database.sizeBytes))])
         out.gauge("ariata_agent_disk_free_bytes", "Free bytes on the file system of the queue.",
                   r.database.freeDiskBytes.map { [([:], Double($0))] } ?? [])

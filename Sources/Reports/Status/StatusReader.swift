@@ -22,7 +22,7 @@ public struct StatusReader: Sendable {
             configured: config?.isOnboarded ?? false, configFile: configFile, configError: configError,
             endpoint: config.flatMap { $0.server.endpoint.isEmpty ? nil : $0.box.isPaired ? $0.server.endpoint : $0.server.ingestURL },
             deviceId: config.flatMap { $0.server.deviceID.isEmpty ? nil : $0.server.deviceID },
-            daemon: .init(running: exists && FileLock.daemon(databasePath: path).isHeld(), pid: nil),
+            daemon: .init(running: exists && FileLock.daemon(databasePath: path).isLocked(), pid: nil),
             database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
             streams: [], uploader: .init(health: "unknown"), warnings: [])
 
@@ -49,7 +49,7 @@ public struct StatusReader: Sendable {
         let limits = config.storage.limits
         report.database.maxQueueBytes = limits.queueCap(filesystemBytes: DiskSpace.totalBytes(at: database.path))
         report.database.minFreeBytes = limits.minFreeBytes
-        report.database.reserveBytes = StorageReserve(databasePath: database.path, size: limits.reserveBytes).heldBytes
+        report.database.reserveBytes = StorageReserve(databasePath: database.path, size: limits.reserveBytes).reservedBytes
         do {
             let evicted = try database.housekeeping.evictedTotals()
             let counts = try database.recordQueue.counts()
@@ -185,7 +185,7 @@ public struct StatusReader: Sendable {
             if report.daemon.running, let metered = StoredMeteredState.load(from: database) {
                 report.network = .init(onMetered: config.upload.onMetered.rawValue, watchedBy: metered.watchedBy,
                                        metered: metered.metered, meteredValue: metered.value, since: metered.since,
-                                       heldStreams: metered.heldStreams, problem: metered.problem)
+                                       deferredStreams: metered.deferredStreams, problem: metered.problem)
             }
             if let purge = try database.housekeeping.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)

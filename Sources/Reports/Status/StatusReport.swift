@@ -92,10 +92,51 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var meteredValue: String?
         /// Since when this has been so.
         public var since: Date?
-        /// The streams the scheduled uploads hold back now (`sync` sends them all the same).
-        public var heldStreams: [String]
+        /// The streams whose scheduled uploads are deferred now (`sync` sends them all the same).
+        public var deferredStreams: [String]
         /// Why metering is not known.
         public var problem: String?
+
+        public init(onMetered: String, watchedBy: String?, metered: Bool?, meteredValue: String?, since: Date?,
+                    deferredStreams: [String], problem: String?) {
+            self.onMetered = onMetered
+            self.watchedBy = watchedBy
+            self.metered = metered
+            self.meteredValue = meteredValue
+            self.since = since
+            self.deferredStreams = deferredStreams
+            self.problem = problem
+        }
+
+        // `held_streams` is `deferred_streams` under its former name: deprecated, still
+        // written for the scripts that read it (docs/status.schema.json).
+        private enum CodingKeys: String, CodingKey {
+            case onMetered, watchedBy, metered, meteredValue, since, deferredStreams, heldStreams, problem
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            onMetered = try c.decode(String.self, forKey: .onMetered)
+            watchedBy = try c.decodeIfPresent(String.self, forKey: .watchedBy)
+            metered = try c.decodeIfPresent(Bool.self, forKey: .metered)
+            meteredValue = try c.decodeIfPresent(String.self, forKey: .meteredValue)
+            since = try c.decodeIfPresent(Date.self, forKey: .since)
+            deferredStreams = try c.decodeIfPresent([String].self, forKey: .deferredStreams)
+                ?? c.decode([String].self, forKey: .heldStreams)
+            problem = try c.decodeIfPresent(String.self, forKey: .problem)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(onMetered, forKey: .onMetered)
+            try c.encodeIfPresent(watchedBy, forKey: .watchedBy)
+            try c.encodeIfPresent(metered, forKey: .metered)
+            try c.encodeIfPresent(meteredValue, forKey: .meteredValue)
+            try c.encodeIfPresent(since, forKey: .since)
+            try c.encode(deferredStreams, forKey: .deferredStreams)
+            try c.encode(deferredStreams, forKey: .heldStreams)
+            try c.encodeIfPresent(problem, forKey: .problem)
+        }
     }
 
     public struct Daemon: Codable, Sendable, Equatable {

@@ -167,8 +167,8 @@ public struct StatusText: Sendable {
         let word = "\(by): \(network.meteredValue ?? "unknown")" + (network.since.map { ", for \(age(now.timeIntervalSince($0)))" } ?? "")
         switch network.metered {
         case true?:
-            let held = network.heldStreams.isEmpty ? "everything goes (\(setting))"
-                : "\(network.heldStreams.joined(separator: ", ")) \(network.heldStreams.count == 1 ? "waits" : "wait") for an unmetered connection (\(setting)); 'ariata-agent sync' sends it now"
+            let held = network.deferredStreams.isEmpty ? "everything goes (\(setting))"
+                : "\(network.deferredStreams.joined(separator: ", ")) \(network.deferredStreams.count == 1 ? "waits" : "wait") for an unmetered connection (\(setting)); 'ariata-agent sync' sends it now"
             return "metered (\(word)): \(held)"
         case false?:
             return "not metered (\(word))"

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The wait the whole endpoint owes after a 429: every stream waits, not only the one
 /// that was told to slow down.
-struct EndpointHold: Sendable, Equatable, Codable {
+struct RateLimitWait: Sendable, Equatable, Codable {
     var until: Date
     /// 429s in a row: without a `Retry-After`, the backoff schedule's step for this count.
     var count: RetryCounter
@@ -23,9 +23,14 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     var refusals: [String: GrowingPause] = [:]
     var breaker: CircuitBreaker
     var authPause: GrowingPause
-    var hold: EndpointHold?
+    var rateLimitWait: RateLimitWait?
     /// The last failure that did not blame the records, for `liveness()`.
     var lastFailure: LastFailure?
+
+    // Stored under the names it had before (`hold`), so a restart after an upgrade reads it.
+    private enum CodingKeys: String, CodingKey {
+        case server, retries, refusals, breaker, authPause, rateLimitWait = "hold", lastFailure
+    }
 
     struct LastFailure: Sendable, Equatable, Codable {
         var reason: String
@@ -39,7 +44,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     }
 
     var isEmpty: Bool {
-        retries.isEmpty && refusals.isEmpty && hold == nil && lastFailure == nil && breaker.openUntil == nil
+        retries.isEmpty && refusals.isEmpty && rateLimitWait == nil && lastFailure == nil && breaker.openUntil == nil
             && breaker.consecutiveFailures == 0 && authPause.refusals == 0
     }
 
@@ -60,7 +65,7 @@ struct UploaderMemory: Sendable, Equatable, Codable {
         for (key, retry) in memory.retries {
             if let next = retry.nextAttemptAt, next > latest { memory.retries[key]?.nextAttemptAt = latest }
         }
-        if let hold = memory.hold, hold.until > latest { memory.hold?.until = latest }
+        if let hold = memory.rateLimitWait, hold.until > latest { memory.rateLimitWait?.until = latest }
         return memory
     }
 
@@ -98,7 +103,7 @@ struct UploaderState: Sendable {
     /// When an endpoint-wide wait (token pause, 429 hold, open breaker) ends, nil when none.
     func endpointWait(at now: Date) -> (until: Date, why: SyncReport.Skip)? {
         if memory.authPause.isPaused(at: now), let until = memory.authPause.until { return (until, .authPaused(until: until)) }
-        if let hold = memory.hold, now < hold.until { return (hold.until, .rateLimited(until: hold.until)) }
+        if let hold = memory.rateLimitWait, now < hold.until { return (hold.until, .rateLimited(until: hold.until)) }
         if case .open(let until) = memory.breaker.state(at: now) { return (until, .circuitOpen(until: until)) }
         return nil
     }

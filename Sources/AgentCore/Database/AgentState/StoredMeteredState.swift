@@ -14,16 +14,22 @@ public struct StoredMeteredState: Codable, Sendable, Equatable {
     public var problem: String?
     /// Since when this has been so.
     public var since: Date
-    /// The streams the scheduled uploads hold back now (`[upload] on_metered`).
-    public var heldStreams: [String]
+    /// The streams whose scheduled uploads are deferred now (`[upload] on_metered`).
+    public var deferredStreams: [String]
 
-    public init(watchedBy: String?, metered: Bool?, value: String?, problem: String?, since: Date, heldStreams: [String]) {
+    // Stored under the name it had before (`heldStreams`), so a status of a newer version
+    // reads what a running older daemon stored.
+    private enum CodingKeys: String, CodingKey {
+        case watchedBy, metered, value, problem, since, deferredStreams = "heldStreams"
+    }
+
+    public init(watchedBy: String?, metered: Bool?, value: String?, problem: String?, since: Date, deferredStreams: [String]) {
         self.watchedBy = watchedBy
         self.metered = metered
         self.value = value
         self.problem = problem
         self.since = since
-        self.heldStreams = heldStreams
+        self.deferredStreams = deferredStreams
     }
 
     /// The state as `status` reads it back.

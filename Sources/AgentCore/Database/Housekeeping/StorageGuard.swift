@@ -17,7 +17,7 @@ public struct StorageGuardReport: Sendable, Equatable {
     public var queueBytesBefore: Int64 = 0
     public var queueBytesAfter: Int64 = 0
     public var reserveReleased = false
-    public var reserveHeldAfter = false
+    public var reserveInPlaceAfter = false
     /// The most disk one of the pass's own writes took before it gave space back: the
     /// database's growth at the first checkpoint, or the WAL of a deletion or of a vacuum
     /// step. This is what the reserve must cover on a full disk.
@@ -108,7 +108,7 @@ public final class StorageGuard: CaptureRoom {
             }
             guard let stored = try? database.storedPayloadBytes() else { return false }
             var breach = beginBreach(stored: stored, free: free, floor: floor)
-            if refused && reserve.isHeld {
+            if refused && reserve.isInPlace {
                 // The capture already took the place of older records; what it lacks is
                 // room for SQLite's own writes (the WAL reaching its working size), which
                 // is what the reserve is for. The pass makes it again once there is room.
@@ -149,7 +149,7 @@ public final class StorageGuard: CaptureRoom {
         let slice: EvictedSlice
         do {
             slice = try database.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
-        } catch where QueueError.isStorageFull(error) && reserve.isHeld {
+        } catch where QueueError.isStorageFull(error) && reserve.isInPlace {
             reserve.release()
             report.reserveReleased = true
             slice = try database.housekeeping.evictSlice(tier, maxBytes: max(1, maxBytes))
@@ -230,7 +230,7 @@ public final class StorageGuard: CaptureRoom {
         if writeFailed { report.reasons.append("a write failed: disk full") }
         if report.reasons.isEmpty && !belowFloor() {
             endBreach(free: free, floor: floor)
-            report.reserveHeldAfter = reserve.make()
+            report.reserveInPlaceAfter = reserve.make()
             report.freeBytesAfter = freeBytes()
             report.queueBytesAfter = report.queueBytesBefore
             return report
@@ -242,7 +242,7 @@ public final class StorageGuard: CaptureRoom {
         }
 
         // Short of space for SQLite's own writes: hand the reserve back first.
-        if reserve.isHeld, writeFailed || (free ?? 0) < reserve.size {
+        if reserve.isInPlace, writeFailed || (free ?? 0) < reserve.size {
             reserve.release()
             report.reserveReleased = true
             free = freeBytes()
@@ -294,7 +294,7 @@ public final class StorageGuard: CaptureRoom {
         // Below the floor the reserve is made again as soon as its own size is free: the
         // queue no longer grows, so that space is the guard's, not the captures'.
         let reserveRoom = reserve.size + (stillBelow ? 0 : floor)
-        report.reserveHeldAfter = (freeBytes().map { $0 >= reserveRoom } ?? false) ? reserve.make() : reserve.isHeld
+        report.reserveInPlaceAfter = (freeBytes().map { $0 >= reserveRoom } ?? false) ? reserve.make() : reserve.isInPlace
         report.freeBytesAfter = freeBytes()
         report.queueBytesAfter = queueBytes()
         if report.deletedAny || report.error != nil || report.queueBytesAfter > cap {
@@ -319,7 +319,7 @@ public final class StorageGuard: CaptureRoom {
 
     /// The free disk the floor asks for: the reserve counts as missing space until it is
     /// made, so the space a released reserve gives back is never room for the queue to grow.
-    private func wantedFree(_ floor: Int64) -> Int64 { floor + (reserve.isHeld ? 0 : reserve.size) }
+    private func wantedFree(_ floor: Int64) -> Int64 { floor + (reserve.isInPlace ? 0 : reserve.size) }
 
     /// The E004 line in the log and the event `status` shows: why, what went per stream,
     /// the totals so far, and what to do when it could not help.
@@ -331,7 +331,7 @@ public final class StorageGuard: CaptureRoom {
             + "evicted \(report.evictedPending) pending records (\(perStream(report.evicted.mapValues(Int64.init)))), "
             + "deleted \(report.deletedUploaded) uploaded and \(report.deletedFailed) failed; "
             + "evicted so far: \(perStream(totals))"
-        if !report.reserveHeldAfter { message += "; the \(mb(reserve.size)) reserve could not be made again yet" }
+        if !report.reserveInPlaceAfter { message += "; the \(mb(reserve.size)) reserve could not be made again yet" }
         if let error = report.error {
             message += "; could not finish: \(error)"
         }

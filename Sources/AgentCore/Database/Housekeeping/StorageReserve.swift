@@ -15,18 +15,18 @@ public struct StorageReserve: Sendable {
     }
 
     /// Bytes the file really holds on disk (blocks, not its length: a sparse file holds nothing).
-    public var heldBytes: Int64 {
+    public var reservedBytes: Int64 {
         var info = stat()
         guard stat(path, &info) == 0 else { return 0 }
         return min(Int64(info.st_size), Int64(info.st_blocks) * 512)
     }
 
-    public var isHeld: Bool { heldBytes >= size }
+    public var isInPlace: Bool { reservedBytes >= size }
 
     /// Deletes the file; returns the bytes it held.
     @discardableResult
     public func release() -> Int64 {
-        let held = heldBytes
+        let held = reservedBytes
         unlink(path)
         return held
     }
@@ -36,7 +36,7 @@ public struct StorageReserve: Sendable {
     /// file behind, when the space is not there.
     @discardableResult
     public func make() -> Bool {
-        if isHeld { return true }
+        if isInPlace { return true }
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
         let result = posix_fallocate(fd, 0, off_t(size))
@@ -56,7 +56,7 @@ public struct StorageReserve: Sendable {
     @discardableResult
     public static func releaseIfDiskFull(databasePath: String) -> Bool {
         let reserve = StorageReserve(databasePath: databasePath, size: 0)
-        guard reserve.heldBytes > 0, let free = DiskSpace.availableBytes(at: databasePath), free < fullDiskBytes else {
+        guard reserve.reservedBytes > 0, let free = DiskSpace.availableBytes(at: databasePath), free < fullDiskBytes else {
             return false
         }
         reserve.release()

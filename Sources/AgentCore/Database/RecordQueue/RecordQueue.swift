@@ -155,13 +155,15 @@ public struct RecordQueue: DatabaseStore, RecordSink, UploadQueue {
         }
     }
 
-    public func markUploaded(_ seqs: [Int64]) throws {
+    /// Delivered: the server stored these (the records alone; the uploader's form also
+    /// writes the stream's upload stats in the same transaction).
+    public func markDelivered(_ seqs: [Int64]) throws {
         let now = clock.now().timeIntervalSince1970
         try update(seqs, sql: Self.setUploadedSQL) { [now, now, $0] }
     }
 
-    /// The one statement that makes records `uploaded` (`markUploaded`, `markDelivered`):
-    /// its arguments are the time twice and the seq.
+    /// The one statement that makes records `uploaded`, the queue's word for delivered (both
+    /// forms of `markDelivered`): its arguments are the time twice and the seq.
     static let setUploadedSQL = """
         UPDATE records SET status = 'uploaded', status_changed_at = ?, last_attempt_at = ?, last_error = NULL
         WHERE seq = ? AND status = 'pending'
