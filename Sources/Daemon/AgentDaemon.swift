@@ -8,7 +8,7 @@ import Upload
 /// The running agent: wires the enabled streams, the uploader and the parts that keep
 /// them going, and starts and stops them in order. Each job is a part of its own:
 /// `StreamControl` (which streams capture: pauses, the server's switches, power),
-/// `MaintenanceRound` (the liveness check's round on its timer), `CommitSyncDeadline`,
+/// `MaintenanceRound` (the maintenance round on its timer), `CommitSyncDeadline`,
 /// the storage guard and its kick, the network watch, the sleep watch, the metered watch
 /// (`MeteredUploads`) and the desktop notices. Data moves one way: streams write to
 /// the queue, the uploader reads from it; they never meet (docs/architecture.md).
@@ -36,14 +36,14 @@ public final class AgentDaemon: Sendable {
     }
 
     /// - Parameters:
-    ///   - tickInterval: the supervisor's period (30 s; tests use less).
+    ///   - roundInterval: the supervisor's period (30 s; tests use less).
     ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
     ///     timers and gives the supervisor's monotonic clock; a test passes a
     ///     `VirtualScheduler` (also as `clock`) and moves time itself.
     public init(config: AgentConfig, database: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
-                tickInterval: TimeInterval = 30, logger: Logger) {
+                roundInterval: TimeInterval = 30, logger: Logger) {
         self.database = database
         self.factory = factory
         self.notifier = notifier
@@ -52,20 +52,20 @@ public final class AgentDaemon: Sendable {
         database.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
         supervisor = Supervisor(components: [], store: database, notifier: notifier,
-                                livenessRewrite: 10 * tickInterval, clock: scheduler.monotonicSeconds,
+                                livenessRewrite: 10 * roundInterval, clock: scheduler.monotonicSeconds,
                                 logger: Logger(.supervisor))
         storageGuard = StorageGuard(database: database, limits: config.storage.limits, clock: clock, logger: Logger(.storage))
         storageKick = StorageGuardKick(storageGuard, scheduler: scheduler)
         clockCorrection = ClockCorrection(database: database, clock: clock, logger: Logger(.time))
         control = StreamControl(config: config, database: database, clock: clock, scheduler: scheduler,
                                 power: PowerGovernor(database: database, logger: Logger(.power)), logger: logger)
-        commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, checkInterval: tickInterval)
+        commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, checkInterval: roundInterval)
         metered = MeteredUploads(database: database, clock: clock, logger: Logger(.network))
         let notices = DesktopNotices(sink: factory.makeNoticeSink(logger: Logger(.notify)), logger: Logger(.notify))
         maintenance = MaintenanceRound(.init(database: database, supervisor: supervisor, storageGuard: storageGuard,
                                              commitSync: commitSync, control: control, clockCorrection: clockCorrection,
                                              metrics: MetricsTextfile(logger: Logger(.metrics)), notices: notices),
-                                       config: config, clock: clock, scheduler: scheduler, interval: tickInterval, logger: logger)
+                                       config: config, clock: clock, scheduler: scheduler, interval: roundInterval, logger: logger)
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next round; the pass is coalesced and runs off the capture thread.
         let kick = storageKick
@@ -193,9 +193,9 @@ public final class AgentDaemon: Sendable {
         control.apply()
     }
 
-    /// One liveness check's round now (the timer runs them every `tickInterval`).
+    /// One maintenance round now (the timer runs them every `roundInterval`).
     @discardableResult
-    public func tick() -> [String: Liveness] {
+    public func runMaintenanceRound() -> [String: Liveness] {
         maintenance.run()
     }
 }

@@ -4,7 +4,7 @@ import Platform
 import Synchronization
 
 /// A capture waits for its fsync at most `[storage] sync_seconds`. What would wait longer
-/// than that before the next liveness check is synced at the end of its window, not now:
+/// than that before the next maintenance round is synced at the end of its window, not now:
 /// while the microphone runs, a chunk's commit (every 28 s, always fsynced) takes the
 /// waiting captures first, and the deadline finds nothing left to sync. Syncing at the
 /// check instead cost an fsync every check, each rewriting the WAL's last page
@@ -12,7 +12,7 @@ import Synchronization
 final class CommitSyncDeadline: Sendable {
     private let database: AgentDatabase
     private let scheduler: any TimerScheduling
-    /// The liveness check's period: a capture the next check still finds in its window is that check's.
+    /// The maintenance round's period: a capture the next check still finds in its window is that check's.
     private let checkInterval: TimeInterval
     private let timer: Mutex<(any ScheduledTimer)?> = Mutex(nil)
 
@@ -36,7 +36,7 @@ final class CommitSyncDeadline: Sendable {
         }?.stop()
     }
 
-    /// At each liveness check: the oldest waiting capture is synced at the end of its
+    /// At each maintenance round: the oldest waiting capture is synced at the end of its
     /// window when that comes before the next check (at once when it is nearly there).
     /// A capture committed after this check is the next check's.
     func arm() {

@@ -8,7 +8,7 @@ public struct DesktopNotice: Sendable, Equatable {
     public var body: String
     /// Shown until dismissed (the notification server's "critical" urgency).
     public var urgent: Bool
-    /// Liveness checks in a row the condition must be seen before the notice goes: more
+    /// Maintenance rounds in a row the condition must be seen before the notice goes: more
     /// than one for a condition that a retry of a second may clear by itself.
     public var confirmRounds: Int
 
@@ -25,6 +25,6 @@ public struct DesktopNotice: Sendable, Equatable {
 /// session (`DesktopNotifier`).
 public protocol NoticeSink: Sendable {
     /// Shows `notice`; returns at once (a slow or missing notification server must not
-    /// hold up the liveness check that found it).
+    /// hold up the maintenance round that found it).
     func send(_ notice: DesktopNotice)
 }

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The liveness check's part that tells the person at the laptop what only they can fix:
+/// The maintenance round's part that tells the person at the laptop what only they can fix:
 /// reads the conditions from what the round saw, sends each notice once per episode
 /// (docs/laptop.md#desktop-notices). It outlives reloads, so a reload does not repeat a
 /// notice whose condition lasts.

@@ -4,7 +4,7 @@ import Logging
 import Platform
 import Synchronization
 
-/// The liveness check's round, every `[daemon] check_interval` on its own timer: the
+/// The maintenance round, every `[daemon] check_interval` on its own timer: the
 /// storage guard, the commit-sync deadline, the stream policies, the clock's correction,
 /// the supervisor (health, restarts, the watchdog), the desktop notices, the metrics file,
 /// retention once an hour, and memory handed back (docs/operations.md, "Run").
@@ -78,7 +78,7 @@ final class MaintenanceRound: Sendable {
         let (config, uploader, streams) = state.withLock { ($0.config, $0.uploader, $0.streams) }
         parts.control.check(uploader: uploader)
         parts.clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
-        let results = parts.supervisor.tick()
+        let results = parts.supervisor.checkLiveness()
         parts.notices.check(noticeObservation(config: config, results: results, streams: streams), config: config.notify)
         // After the supervisor, so the file carries this round's health.
         parts.metrics.write(config: config)
@@ -118,7 +118,7 @@ final class MaintenanceRound: Sendable {
             let deleted = try parts.database.housekeeping.applyRetention(retention)
             if deleted > 0 { logger.info("retention deleted \(deleted) uploaded or failed records") }
         } catch {
-            logger.error("retention failed: \(error); it runs again at the next liveness check")
+            logger.error("retention failed: \(error); it runs again at the next maintenance round")
             state.withLock { $0.lastRetention = nil }
         }
     }

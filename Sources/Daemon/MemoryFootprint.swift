@@ -6,7 +6,7 @@ import Upload
 /// arena instead of eight per core (the threads allocate little and seldom, so they share
 /// the main heap; a second arena held 0.4-1.1 MB), so memory freed by one thread is reused
 /// by the others, and memory freed after a burst (an upload's bodies) is handed back at
-/// each liveness check.
+/// each maintenance round.
 public enum MemoryFootprint {
     /// One malloc arena (M_ARENA_MAX), before any thread starts.
     public static func limitMallocArenas() {

@@ -5,7 +5,7 @@ import Platform
 import Reports
 import Synchronization
 
-/// Writes `[metrics] textfile` at every liveness check: the status report in Prometheus
+/// Writes `[metrics] textfile` at every maintenance round: the status report in Prometheus
 /// text format, written to a temporary file beside it and renamed over it, so
 /// node_exporter's textfile collector never reads half a file.
 public final class MetricsTextfile: Sendable {
@@ -32,7 +32,7 @@ public final class MetricsTextfile: Sendable {
 
     /// The temporary name starts with a dot and does not end in .prom, so the collector
     /// never picks it up; mode 0644, as node_exporter runs as another user. Not fsynced:
-    /// the file is rewritten at every liveness check, and a power cut can at worst lose the
+    /// the file is rewritten at every maintenance round, and a power cut can at worst lose the
     /// last one, where a sync each time would cost card writes.
     static func replace(_ path: String, with text: String) throws {
         try FileWrites.replace(path, with: Data(text.utf8), mode: 0o644, durable: false)

@@ -1,7 +1,7 @@
 import AgentCore
 import Foundation
 
-/// What the daemon sees at a liveness check that a person at the laptop may have to act
+/// What the daemon sees at a maintenance round that a person at the laptop may have to act
 /// on: read from the states the daemon keeps anyway (the storage guard, the supervisor's
 /// liveness of the uploader and the microphone, the server's switches).
 struct NoticeObservation: Sendable {

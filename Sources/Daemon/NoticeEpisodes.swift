@@ -1,5 +1,5 @@
 /// Which notices go now: each once per episode. An episode begins when its condition has
-/// been seen `confirmRounds` liveness checks in a row and ends at the first check that
+/// been seen `confirmRounds` maintenance rounds in a row and ends at the first check that
 /// does not see it; then the next episode may send it again (docs/laptop.md#desktop-notices).
 struct NoticeEpisodes: Sendable {
     /// Checks in a row each condition has been seen, by key.

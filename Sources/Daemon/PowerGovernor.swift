@@ -4,7 +4,7 @@ import Logging
 import Platform
 import Synchronization
 
-/// Applies `[power]` at every liveness check: reads /sys/class/power_supply (a handful of
+/// Applies `[power]` at every maintenance round: reads /sys/class/power_supply (a handful of
 /// small files), decides what the power state changes (PowerPolicy), tells the uploader,
 /// and keeps the decision where the daemon's pause switches and `status` read it.
 final class PowerGovernor: Sendable {

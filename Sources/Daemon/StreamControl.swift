@@ -18,7 +18,7 @@ final class StreamControl: Sendable {
     private let logger: Logger
     private let keeper: Mutex<ServerSwitchKeeper?> = Mutex(nil)
     /// Fires when the earliest timed pause ends, so capture resumes on time rather than
-    /// at the next liveness check (a wall-clock deadline: it fires on waking from suspend).
+    /// at the next maintenance round (a wall-clock deadline: it fires on waking from suspend).
     private let pauseEnd: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     private let state: Mutex<State>
 
@@ -117,7 +117,7 @@ final class StreamControl: Sendable {
         state.withLock { $0.supervisors = [:] }
     }
 
-    /// The liveness check's part: the power supply read again (the uploader told of a
+    /// The maintenance round's part: the power supply read again (the uploader told of a
     /// change), then every switch applied.
     func check(uploader: (any UploadComponent)?) {
         power.pass(config: state.withLock { $0.config }, uploader: uploader)
@@ -136,7 +136,7 @@ final class StreamControl: Sendable {
             }
         } catch {
             // They read as not paused all the same; clearing is tidiness, retried next time.
-            logger.warning("cannot clear ended pauses: \(error); retrying at the next liveness check")
+            logger.warning("cannot clear ended pauses: \(error); retrying at the next maintenance round")
         }
         guard let paused = try? pauses.pausedStreams(at: now) else { return }
         let powerPausesMicrophone = power.policy?.microphonePaused == true

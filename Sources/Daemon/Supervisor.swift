@@ -22,21 +22,21 @@ extension SupervisedComponent {
     public func details() -> [String: String] { [:] }
 }
 
-/// The daemon's liveness checks (`[daemon] check_interval`), on one timer for the whole
-/// daemon (no stream keeps its own): on every tick it asks each component whether it is
+/// The daemon's maintenance rounds (`[daemon] check_interval`), on one timer for the whole
+/// daemon (no stream keeps its own): at every maintenance round it asks each component whether it is
 /// live, stores the answer where `status` reads it, restarts a component that stayed
-/// unhealthy for two ticks in a row, and tells systemd all is alive. "Health" is the health
+/// unhealthy for two rounds in a row, and tells systemd all is alive. "Health" is the health
 /// stream's samples; this is liveness (docs/operations.md).
 public final class Supervisor: Sendable {
     private let components: Mutex<[any SupervisedComponent]>
     private let store: AgentDatabase
     private let notifier: SystemdNotifier
     private let logger: Logger
-    /// Consecutive unhealthy ticks per component. A component gets one tick to recover by
+    /// Consecutive unhealthy rounds per component. A component gets one round to recover by
     /// itself (streams reconnect on their own) before it is restarted.
     private let strikes = Mutex<[String: Int]>([:])
     private let restartAfterStrikes: Int
-    /// What was last written for `status`, so unchanged values are not rewritten every tick.
+    /// What was last written for `status`, so unchanged values are not rewritten every round.
     private struct Written {
         var health: [String: (health: Liveness, at: TimeInterval)] = [:]
         var counters: [String: Int] = [:]
@@ -69,9 +69,9 @@ public final class Supervisor: Sendable {
     /// What it stores for `status` goes in one transaction: the health of a component
     /// when it changed, or when its stored `checked_at` is `livenessRewrite` old (so `status`
     /// can tell a live daemon's check from a stale one), and the counters that changed.
-    /// A quiet daemon thus commits once every few minutes, not once per component per tick.
+    /// A quiet daemon thus commits once every few minutes, not once per component per round.
     @discardableResult
-    public func tick(summary: (([String: Liveness]) -> String)? = nil) -> [String: Liveness] {
+    public func checkLiveness(summary: (([String: Liveness]) -> String)? = nil) -> [String: Liveness] {
         let current = components.withLock { $0 }
         let now = clock()
         var results: [String: Liveness] = [:]
@@ -106,7 +106,7 @@ public final class Supervisor: Sendable {
                 written.details.merge(details) { $1 }
             }
         } catch {
-            logger.error("cannot store the liveness check for status: \(error); it is written again at the next check")
+            logger.error("cannot store the liveness of the streams for status: \(error); it is written again at the next check")
         }
         for component in current {
             let name = component.componentName

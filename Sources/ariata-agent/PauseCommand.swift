@@ -17,7 +17,7 @@ struct StreamSelection: ParsableArguments {
 }
 
 /// Writes the pause switches to the queue database and tells a running daemon to apply
-/// them at once (SIGUSR1); the daemon also rereads them every liveness check (30 s).
+/// them at once (SIGUSR1); the daemon also rereads them every maintenance round (30 s).
 /// `until` ends the pause by itself (nil: until `resume`).
 func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, options: ConfigOptions) throws {
     let config = try AgentConfig.load(path: options.config, missingOK: true)

@@ -72,7 +72,7 @@ struct RunCommand: AsyncParsableCommand {
             "endpoint": "\(config.server.ingestURL)", "device_id": "\(config.server.deviceID)",
         ])
         let daemon = AgentDaemon(config: config, database: database, factory: LiveComponents(),
-                                 tickInterval: TimeInterval(config.daemon.checkInterval), logger: logger)
+                                 roundInterval: TimeInterval(config.daemon.checkInterval), logger: logger)
         let path = options.config
         let service = AgentService(daemon: daemon, logger: logger) { try AgentConfig.load(path: path) }
         let group = ServiceGroup(configuration: .init(

@@ -18,7 +18,7 @@ struct StatusCommand: ParsableCommand {
             --json prints the same as JSON with a stable schema (docs/operations.md, "status --json"; the schema is docs/status.schema.json).
 
             --prometheus prints the same numbers in the Prometheus text format (the file \
-            [metrics] textfile has the daemon write at every liveness check, for \
+            [metrics] textfile has the daemon write at every maintenance round, for \
             node_exporter's textfile collector): ariata_agent_pending_records{stream=...}, \
             ..._pending_bytes, ..._oldest_pending_age_seconds, ..._last_capture_timestamp_seconds, \
             ..._last_upload_success_timestamp_seconds, ..._sent_records_total, \

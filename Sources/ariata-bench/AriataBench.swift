@@ -264,7 +264,7 @@ struct ExportCommand: ParsableCommand {
 struct MetricsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "metrics",
-        abstract: "Cost of one [metrics] textfile write, the work the daemon adds to each liveness check.")
+        abstract: "Cost of one [metrics] textfile write, the work the daemon adds to each maintenance round.")
 
     @Option(help: "Writes to time.")
     var ticks = 200
@@ -276,7 +276,7 @@ struct MetricsCommand: ParsableCommand {
 struct PowerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "power",
-        abstract: "Cost of the power policy's read, the work [power] adds to each liveness check.")
+        abstract: "Cost of the power policy's read, the work [power] adds to each maintenance round.")
 
     @Option(help: "Reads to time.")
     var reads = 2_000

@@ -15,7 +15,7 @@ import Upload
 /// through a socat pty, ALSA capture through the `file` plugin fed speech at real-time pace,
 /// a health file that gains a sample every `--health-every` seconds, the reference
 /// receiver) and the defaults of a real device (30 s chunks with 2 s overlap, a fix every
-/// 10 s, uploads every 300 s, liveness checks every 30 s). From 10 s after the start to the
+/// 10 s, uploads every 300 s, maintenance rounds every 30 s). From 10 s after the start to the
 /// end it reads /proc/PID and prints: peak RSS, CPU % of one core and its split by thread,
 /// voluntary context switches per second, bytes written to storage (`write_bytes`) per
 /// hour and per byte captured (Opus bytes of the chunks plus the other records' bytes), and

@@ -4,10 +4,10 @@ import Foundation
 import Logging
 import Rigs
 
-/// Cost of one `[metrics] textfile` write, the work the daemon adds to each liveness check:
+/// Cost of one `[metrics] textfile` write, the work the daemon adds to each maintenance round:
 /// `swift run -c release ariata-bench metrics [--ticks 200]`. The queue holds a day of
 /// data (ExportBench's), the file goes to a temporary directory. The write happens inside
-/// the liveness check's existing wake-up, so it adds no wake-ups of its own.
+/// the maintenance round's existing wake-up, so it adds no wake-ups of its own.
 enum MetricsBench {
     static func run(ticks: Int) throws {
         let dir = try TemporaryDirectory("metrics-bench")

@@ -3,7 +3,7 @@ import Foundation
 import Platform
 import Rigs
 
-/// Cost of the power policy's read, the work `[power]` adds to each liveness check:
+/// Cost of the power policy's read, the work `[power]` adds to each maintenance round:
 /// `swift run -c release ariata-bench power [--reads 2000] [--sysfs PATH]`. Without
 /// --sysfs, a laptop-like fake tree (AC, BAT0, a mouse battery) in a temporary directory;
 /// with it, the machine's own /sys/class/power_supply. The read happens inside the health

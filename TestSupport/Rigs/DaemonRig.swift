@@ -216,11 +216,11 @@ public final class DaemonRig: @unchecked Sendable {
     public var agentLog: String { agent?.stderr() ?? "" }
 
     /// The agent's queue, read-only, once the daemon has created it and run its first
-    /// liveness check.
+    /// maintenance round.
     public func openDatabase(timeout: TimeInterval = 30) throws -> AgentDatabase {
         var database: AgentDatabase?
         do {
-            try waitUntil("the daemon's first liveness check", timeout: timeout) {
+            try waitUntil("the daemon's first maintenance round", timeout: timeout) {
                 if database == nil { database = try? AgentDatabase(readOnlyPath: databasePath) }
                 return (try? database?.agentState.storedLiveness().isEmpty == false) ?? false
             }

@@ -149,7 +149,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(config.health.sources[1].name, "Polar H10 12345678")
     }
 
-    /// `[daemon] health_interval`, the name of `check_interval` before the liveness checks
+    /// `[daemon] health_interval`, the name of `check_interval` before the maintenance rounds
     /// were told apart from health samples, is still read; a rewrite writes the new name.
     func testTheFormerNameOfCheckIntervalIsStillRead() throws {
         let config = try AgentConfig(toml: "[daemon]\nhealth_interval = 12", file: "a.toml")

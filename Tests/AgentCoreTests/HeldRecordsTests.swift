@@ -271,7 +271,7 @@ final class HeldRecordsTests: XCTestCase {
         XCTAssertNil(try database.agentState.storedTimeEvidence(bootID: "boot-now"), "an earlier boot's evidence is of no more use")
     }
 
-    /// A synchronised clock is evidence too, kept once; the passes of the liveness checks
+    /// A synchronised clock is evidence too, kept once; the passes of the maintenance rounds
     /// after it (every 30 s, ten minutes of them) write nothing while it stays where it was.
     func testQuietPassesKeepTheEvidenceOnceAndWriteNothingMore() throws {
         try setSynchronised(true)

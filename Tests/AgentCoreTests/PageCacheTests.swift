@@ -7,7 +7,7 @@ import XCTest
 
 /// The queue's one connection holds its page cache to `AgentDatabase.pageCacheKiB`
 /// (docs/architecture.md#memory). A cache fills up to its cap and stays full: the storage
-/// guard's size of the queue (`fileBytes`, at every liveness check) reads the whole
+/// guard's size of the queue (`fileBytes`, at every maintenance round) reads the whole
 /// attachments table, and three days of 30 s chunks, the default retention, are 8,640 rows.
 final class PageCacheTests: XCTestCase {
     func testThreeDaysOfChunksDoNotFillMoreThanTheCap() throws {

@@ -27,7 +27,7 @@ final class QueueDurabilityTests: XCTestCase {
 
     /// In the queue: a fix's commit waits (and the writer is back at FULL for every other
     /// commit), a chunk's commit is fsynced and takes the waiting fix with it, the uploader's
-    /// read syncs before it reads, and the liveness check's sync leaves nothing waiting.
+    /// read syncs before it reads, and the maintenance round's sync leaves nothing waiting.
     func testAFixWaitsAChunkDoesNotAndNothingIsReadForUploadBeforeItsSync() throws {
         let dir = try TemporaryDirectory("durability")
         let database = try AgentDatabase(path: dir.file("agent.sqlite"), syncWindow: 30)

@@ -190,7 +190,7 @@ final class ClockTrustTests: XCTestCase {
     /// The daemon killed (no clean stop) with chunks held and no NTP: `sync`, which never
     /// saw a fix, corrects them from the fix the daemon kept in the database and sends them.
     func testSyncCorrectsWhatAKilledDaemonHeldFromTheFixItKept() throws {
-        // One liveness check at 5 s (when the fix is kept), the next a minute later: the
+        // One maintenance round at 5 s (when the fix is kept), the next a minute later: the
         // chunks written meanwhile stay held.
         let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 3_600, checkInterval: 60)
         let startedAt = Date()

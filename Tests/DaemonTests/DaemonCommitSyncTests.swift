@@ -6,7 +6,7 @@ import TestRigs
 import XCTest
 
 /// The daemon's part in `[storage] sync_seconds` (docs/queue.md, Durability): the window comes
-/// from the configuration (and a reload), the liveness check arms a deadline for what would
+/// from the configuration (and a reload), the maintenance round arms a deadline for what would
 /// otherwise wait past the window before the next check, and a clean stop leaves nothing
 /// waiting.
 final class DaemonCommitSyncTests: XCTestCase {
@@ -38,14 +38,14 @@ final class DaemonCommitSyncTests: XCTestCase {
         for stream in StreamName.allCases { config.setEnabled(stream, false) }
         config.storage.database = dir.file("agent.sqlite")
         let database = try AgentDatabase(path: config.storage.database)
-        let daemon = AgentDaemon(config: config, database: database, factory: NoStreams(), tickInterval: 30,
+        let daemon = AgentDaemon(config: config, database: database, factory: NoStreams(), roundInterval: 30,
                                  logger: Logger(label: "test"))
         XCTAssertEqual(database.commitSync.window, 45, "the window is the configuration's")
         daemon.start()
 
         try database.recordQueue.enqueue(fix())
         XCTAssertTrue(database.commitSync.isWaiting)
-        daemon.tick()
+        daemon.runMaintenanceRound()
         XCTAssertTrue(database.commitSync.isWaiting, "45 s window, 30 s checks: a fix of a moment ago can wait for the next check")
 
         config.storage.syncSeconds = 30
@@ -54,7 +54,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         XCTAssertFalse(database.commitSync.isWaiting, "the reload's stop synced what waited")
         try database.recordQueue.enqueue(fix())
         XCTAssertTrue(database.commitSync.isWaiting)
-        daemon.tick()
+        daemon.runMaintenanceRound()
         XCTAssertTrue(database.commitSync.isWaiting,
                       "30 s window, 30 s checks: the check leaves a fix of a moment ago to the deadline it arms (or an earlier fsync)")
 
@@ -64,7 +64,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         daemon.reload(config)
         XCTAssertFalse(database.commitSync.isWaiting, "the reload's stop synced what waited")
         try database.recordQueue.enqueue(fix())
-        daemon.tick()
+        daemon.runMaintenanceRound()
         XCTAssertTrue(database.commitSync.isWaiting, "2 s window: the fix is not synced at the check")
         let synced = expectation(description: "the deadline syncs the waiting fix")
         let poll = Thread {

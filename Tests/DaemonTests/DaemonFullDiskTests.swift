@@ -48,8 +48,8 @@ final class DaemonFullDiskTests: XCTestCase {
         Thread.sleep(forTimeInterval: 30)
         let event = try XCTUnwrap(database.agentState.latestEvent(code: .storageFull))
         XCTAssertTrue(event.message.contains("the disk was filled by something else"), event.message)
-        // The liveness checks went on through it and kept telling systemd the daemon is alive.
-        try waitUntil("a liveness check after the disk filled", timeout: 30) {
+        // The maintenance rounds went on through it and kept telling systemd the daemon is alive.
+        try waitUntil("a maintenance round after the disk filled", timeout: 30) {
             try database.agentState.storedLiveness().contains { $0.component == "location" && $0.checkedAt > filledAt }
         }
         try waitUntil("WATCHDOG=1 after the disk filled", timeout: 30) { rig.notifySocket.drain().contains("WATCHDOG=1") }

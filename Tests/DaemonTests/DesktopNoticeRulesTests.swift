@@ -4,7 +4,7 @@ import XCTest
 @testable import Daemon
 
 /// Which desktop notices hold, and which go (docs/laptop.md#desktop-notices): each
-/// condition read from what a liveness check saw, each notice once per episode.
+/// condition read from what a maintenance round saw, each notice once per episode.
 final class DesktopNoticeRulesTests: XCTestCase {
     private let megabyte: Int64 = 1_048_576
 

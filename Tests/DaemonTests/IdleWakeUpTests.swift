@@ -4,7 +4,7 @@ import TestRigs
 import XCTest
 
 /// `ariata-agent run` with nothing to capture sleeps (docs/decisions/0006-main-thread-executor.md): no thread of
-/// it wakes on a timer of its own between two liveness checks. Before `MainThreadExecutor`
+/// it wakes on a timer of its own between two maintenance rounds. Before `MainThreadExecutor`
 /// libdispatch's watch of its worker pool woke it every second, from the service
 /// lifecycle's first `await` on: at least 15 voluntary switches in the 15 s counted here.
 final class IdleWakeUpTests: XCTestCase {
@@ -37,7 +37,7 @@ final class IdleWakeUpTests: XCTestCase {
         // The daemon reads and writes its queue through one connection: a pool's readers
         // meet on concurrent Dispatch queues, which may hand a waiting reader to the
         // default global queue and start the watch (in 1 of the CI's runs). By now the first
-        // upload cycle and a liveness check have read it.
+        // upload cycle and a maintenance round have read it.
         XCTAssertEqual(try Self.openFiles(pid: pid, named: "agent.sqlite"), 1,
                        "one connection to the queue (one descriptor of the database file)")
 

@@ -58,7 +58,7 @@ final class PrivacyZoneDaemonTests: XCTestCase {
             }
         }
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
-        Thread.sleep(forTimeInterval: 2)   // one more liveness check stores the counters
+        Thread.sleep(forTimeInterval: 2)   // one more maintenance round stores the counters
         let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
 

@@ -51,13 +51,13 @@ final class SupervisorTests: XCTestCase {
         let supervisor = Supervisor(components: [gps, mic], store: database,
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
-        supervisor.tick()
+        supervisor.checkLiveness()
         XCTAssertEqual(try database.agentState.storedLiveness().map(\.state), ["healthy", "disabled"])
 
         gps.current = .unhealthy(reason: "cannot reach gpsd at localhost:2947")
-        supervisor.tick()
+        supervisor.checkLiveness()
         XCTAssertEqual(gps.restarts, 0, "one tick of grace to recover alone")
-        supervisor.tick()
+        supervisor.checkLiveness()
         XCTAssertEqual(gps.restarts, 1)
         XCTAssertEqual(mic.restarts, 0, "a disabled stream is never restarted")
         let stored = try XCTUnwrap(database.agentState.storedLiveness().first { $0.component == "location" })
@@ -69,7 +69,7 @@ final class SupervisorTests: XCTestCase {
         XCTAssertTrue(messages.contains("STATUS=location unhealthy, microphone disabled"), "\(messages)")
     }
 
-    /// A liveness check is one commit at most, and none when nothing changed: a quiet daemon
+    /// A maintenance round is one commit at most, and none when nothing changed: a quiet daemon
     /// must not append to the WAL (and fsync) every 30 s for the same rows.
     func testAQuietCheckWritesNothingAndAChangeOrTheRewriteIntervalWritesOnce() throws {
         let dir = try TemporaryDirectory("supervisor-writes")
@@ -83,14 +83,14 @@ final class SupervisorTests: XCTestCase {
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         func checked(_ name: String) throws -> Date? { try database.agentState.storedLiveness().first { $0.component == name }?.checkedAt }
 
-        supervisor.tick()
+        supervisor.checkLiveness()
         let first = walBytes()
         XCTAssertEqual(try checked("location"), wall.now())
 
         for _ in 0..<5 {
             monotonic.withLock { $0 += 30 }
             wall.advance(by: 30)
-            supervisor.tick()
+            supervisor.checkLiveness()
         }
         XCTAssertEqual(walBytes(), first, "five quiet checks wrote nothing")
         XCTAssertEqual(try checked("location"), Date(timeIntervalSince1970: 1_800_000_000))
@@ -98,7 +98,7 @@ final class SupervisorTests: XCTestCase {
         gps.current = .unhealthy(reason: "cannot reach gpsd")
         monotonic.withLock { $0 += 30 }
         wall.advance(by: 30)
-        supervisor.tick()
+        supervisor.checkLiveness()
         let changed = walBytes()
         XCTAssertGreaterThan(changed, first, "a change is written at once")
         XCTAssertEqual(try database.agentState.storedLiveness().first { $0.component == "location" }?.reason, "cannot reach gpsd")
@@ -107,7 +107,7 @@ final class SupervisorTests: XCTestCase {
         // Past the rewrite interval every component's checked_at is fresh again.
         monotonic.withLock { $0 += 300 }
         wall.advance(by: 300)
-        supervisor.tick()
+        supervisor.checkLiveness()
         XCTAssertEqual(try checked("microphone"), wall.now())
         XCTAssertEqual(try checked("location"), wall.now())
     }

@@ -14,7 +14,7 @@ final class TimedPauseDaemonTests: XCTestCase {
         let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
         try waitUntil("a first audio chunk", timeout: 40) { try !database.recordQueue.records(stream: .microphone).isEmpty }
 
-        // The liveness check runs every 30 s here: resuming on time is the pause-end timer's doing.
+        // The maintenance round runs every 30 s here: resuming on time is the pause-end timer's doing.
         let pausedAt = Date()
         let pause = try cli.run(["pause", "microphone", "--for", "20s"])
         XCTAssertEqual(pause.status, 0, pause.stderr)

@@ -80,10 +80,10 @@ final class VirtualTimeDaemonTests: XCTestCase {
                                     clock: scheduler, syncClock: scheduler.monotonicSeconds)
         }
 
-        func daemon(uploads: Bool = false, tickInterval: TimeInterval = 30) -> AgentDaemon {
+        func daemon(uploads: Bool = false, roundInterval: TimeInterval = 30) -> AgentDaemon {
             AgentDaemon(config: config, database: database,
                         factory: VirtualComponents(counts: counts, scheduler: scheduler, uploads: uploads),
-                        clock: scheduler, scheduler: scheduler, tickInterval: tickInterval, logger: Logger(label: "test"))
+                        clock: scheduler, scheduler: scheduler, roundInterval: roundInterval, logger: Logger(label: "test"))
         }
 
         /// A fix as the location stream writes it, stamped now on the virtual clock.
@@ -103,11 +103,11 @@ final class VirtualTimeDaemonTests: XCTestCase {
         try switches.pause([.location], until: rig.scheduler.now().addingTimeInterval(20), at: rig.scheduler.now())
         daemon.applyPauseSwitches()
         XCTAssertFalse(rig.counts.running(.location), "paused")
-        // The liveness check runs at 5 s and 35 s: resuming at 20 s is the pause-end timer's doing.
+        // The maintenance round runs at 5 s and 35 s: resuming at 20 s is the pause-end timer's doing.
         rig.scheduler.advance(by: 19.9)
         XCTAssertFalse(rig.counts.running(.location), "not resumed before the end")
         rig.scheduler.advance(by: 0.2)
-        XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next liveness check")
+        XCTAssertTrue(rig.counts.running(.location), "resumed at the end, not at the next maintenance round")
         XCTAssertEqual(try switches.pausedStreams(at: rig.scheduler.now()), [])
         XCTAssertNil(try rig.database.agentState.value("paused.location"), "the ended pause is cleared")
 
@@ -125,10 +125,10 @@ final class VirtualTimeDaemonTests: XCTestCase {
         XCTAssertEqual(rig.counts.starts(.location), starts, "the restarted daemon keeps the pause")
         rig.scheduler.advance(by: end.timeIntervalSince(rig.scheduler.now()) - 0.1)
         XCTAssertFalse(rig.counts.running(.location), "not resumed before the end")
-        XCTAssertEqual(restarted.tick()["location"], .disabled, "a paused stream reads as disabled")
+        XCTAssertEqual(restarted.runMaintenanceRound()["location"], .disabled, "a paused stream reads as disabled")
         rig.scheduler.advance(by: 0.2)
         XCTAssertTrue(rig.counts.running(.location), "resumed at the end by the new daemon's timer")
-        XCTAssertEqual(restarted.tick()["location"], .healthy)
+        XCTAssertEqual(restarted.runMaintenanceRound()["location"], .healthy)
         restarted.stop()
     }
 
@@ -220,7 +220,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         func uploaded() throws -> Int { try database.recordQueue.count(stream: .location, status: .uploaded) }
 
         // Checks every second, uploads every 5 s on mains.
-        let daemon = rig.daemon(uploads: true, tickInterval: 1)
+        let daemon = rig.daemon(uploads: true, roundInterval: 1)
         daemon.start()
         scheduler.advance(by: 1)
         XCTAssertEqual(try power()?.source, "mains")

@@ -1,8 +1,8 @@
 /// `[daemon]`: the daemon's own rhythm.
 public struct DaemonConfig: Sendable, Equatable {
-    /// Seconds between the supervisor's checks of the streams and the uploader (which also
-    /// feed systemd's watchdog and apply pause switches). Keep it well under the unit's
-    /// WatchdogSec (120 s). `check_interval`; `health_interval` before (still read).
+    /// Seconds between the daemon's maintenance rounds (the streams' and the uploader's
+    /// liveness, systemd's watchdog, pause switches, the storage guard: docs/operations.md).
+    /// Keep it well under the unit's WatchdogSec (120 s). `check_interval`; `health_interval` before (still read).
     public var checkInterval: Int = 30
     /// Believe the system clock whenever it reads after 2000, even when the kernel says it
     /// is not synchronised: for a machine without NTP whose clock the user knows is right.

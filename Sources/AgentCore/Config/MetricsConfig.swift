@@ -1,6 +1,6 @@
 /// `[metrics]`: a Prometheus text file for node_exporter's textfile collector.
 public struct MetricsConfig: Sendable, Equatable {
-    /// Where the daemon writes the metrics at every liveness check; nil: no file.
+    /// Where the daemon writes the metrics at every maintenance round; nil: no file.
     public var textfile: String?
 
     public init() {}

@@ -15,7 +15,7 @@ import Platform
 /// Each process holds one connection (a GRDB `DatabaseQueue`): its reads and writes take
 /// turns on that connection's serial Dispatch queue. Not a `DatabasePool`: the pool hands
 /// out its readers through concurrent Dispatch queues, and two threads meeting there (an
-/// upload reading while a liveness check reads) put the waiting one on Dispatch's default
+/// upload reading while a maintenance round reads) put the waiting one on Dispatch's default
 /// global queue, whose workers libdispatch then watches with a timer every second for the
 /// life of the process (docs/decisions/0001-one-sqlite-connection.md). One connection also holds one page cache.
 public final class AgentDatabase: @unchecked Sendable {
@@ -203,7 +203,7 @@ public final class AgentDatabase: @unchecked Sendable {
 
     /// One transaction, fsynced before it returns (the writer's synchronous=FULL), which
     /// takes every capture that waited for an fsync to the disk with it: `commitSync` hears
-    /// so, and the next liveness check finds nothing to sync (an upload cycle's marks
+    /// so, and the next maintenance round finds nothing to sync (an upload cycle's marks
     /// followed by a sync of their own would cost a second fsync).
     func fsyncedWrite(_ body: (Database) throws -> Void) throws {
         try connection.writeWithoutTransaction { db in
@@ -241,7 +241,7 @@ public final class AgentDatabase: @unchecked Sendable {
     }
 
     /// fsyncs the WAL when a capture has waited for it at least `age` seconds (0: any): the
-    /// liveness check, a clean stop and the uploader's reads (docs/queue.md, Durability). On the
+    /// maintenance round, a clean stop and the uploader's reads (docs/queue.md, Durability). On the
     /// writer, in order with the commits. False when a sync was due and failed.
     @discardableResult
     public func syncWaitingCaptures(waitedAtLeast age: TimeInterval = 0) -> Bool {

@@ -13,7 +13,7 @@ import Synchronization
 ///   committed with the fsync, which makes every commit before it durable too;
 /// - any other fsynced commit (an audio chunk's, every 28 s while the microphone runs)
 ///   does the same;
-/// - the daemon's liveness check syncs what would otherwise wait past the window before the
+/// - the daemon's maintenance round syncs what would otherwise wait past the window before the
 ///   next check, a clean stop syncs what waits, and nothing waiting is read for upload
 ///   (the uploader's reads sync first), so the server never holds a record that a power
 ///   cut could take back from the queue.

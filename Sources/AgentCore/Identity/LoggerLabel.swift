@@ -6,7 +6,7 @@ import Logging
 /// unique by construction (docs/operations.md, "Run", its logging).
 public enum LoggerLabel: String, CaseIterable, Sendable {
     case agent = "ariata.agent"
-    /// The liveness checks of the streams and the uploader (not the health stream).
+    /// The maintenance rounds of the streams and the uploader (not the health stream).
     case supervisor = "ariata.supervisor"
     case database = "ariata.database"
     case upload = "ariata.upload"

@@ -10,7 +10,7 @@ public protocol CaptureStream: AnyObject, Sendable {
     /// Running totals `status` shows (e.g. the health stream's malformed lines), by name.
     func counters() -> [String: Int]
     /// What the stream is doing right now that `status` shows as text (the microphone's
-    /// device in use and why), by name; replaced at every health check.
+    /// device in use and why), by name; replaced at every maintenance round.
     func details() -> [String: String]
 }
 

@@ -116,7 +116,7 @@ public final class ClockCorrection: Sendable {
             }
             outcome.stillHeld = try database.recordQueue.heldCounts(currentBootID: boot?.bootID)
         } catch {
-            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next liveness check")
+            logger.error("cannot correct held records: \(error); they stay held and are tried again at the next maintenance round")
             return outcome
         }
         report(outcome, trustSystemClock: trustSystemClock)

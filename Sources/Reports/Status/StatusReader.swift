@@ -271,10 +271,10 @@ public struct StatusReader: Sendable {
             warnings.append("uploads: \(report.uploader.reason ?? "failing")")
         }
         if let clock = report.clock, clock.heldRecords > 0, !clock.trusted, let source = clock.trueTimeFrom {
-            warnings.append("clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times; this boot's true time is known from \(source), so the daemon corrects and releases them at its next liveness check ('ariata-agent sync' does it now)")
+            warnings.append("clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times; this boot's true time is known from \(source), so the daemon corrects and releases them at its next maintenance round ('ariata-agent sync' does it now)")
         } else if let clock = report.clock, clock.heldRecords > 0 {
             warnings.append(clock.trusted
-                ? "\(clock.heldRecords) records held with provisional times: the clock can be believed now, so the daemon corrects and releases them at its next liveness check"
+                ? "\(clock.heldRecords) records held with provisional times: the clock can be believed now, so the daemon corrects and releases them at its next maintenance round"
                 : "clock not synchronised (\(clock.reason ?? "unknown")): \(clock.heldRecords) records are held with provisional times and are corrected and sent once it is; enable NTP (timedatectl set-ntp true), or set [daemon] trust_system_clock = true if this clock is right")
         }
         if let clock = report.clock, clock.heldEarlierBoots > 0 {
