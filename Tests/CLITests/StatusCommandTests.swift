@@ -25,7 +25,7 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertFalse(report.database.exists)
         XCTAssertFalse(report.daemon.running)
         XCTAssertEqual(report.streams.map(\.name), ["location", "microphone", "health"])
-        XCTAssertEqual(report.streams.map(\.health), ["unknown", "unknown", "disabled"])
+        XCTAssertEqual(report.streams.map(\.liveness), ["unknown", "unknown", "disabled"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.file("agent.sqlite")), "status must not create the database")
     }
 
@@ -88,12 +88,12 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertEqual(location.pending, 3)
         XCTAssertEqual(location.failed, 1)
         XCTAssertEqual(location.uploaded, 1)
-        XCTAssertEqual(location.health, "unhealthy")
+        XCTAssertEqual(location.liveness, "unhealthy")
         XCTAssertEqual(try XCTUnwrap(location.oldestPendingAgeSeconds), 7_198, accuracy: 120)
         XCTAssertEqual(location.lastUploadErrorCode, "E003")
         let mic = try XCTUnwrap(report.streams.first { $0.name == "microphone" })
         XCTAssertTrue(mic.paused)
-        XCTAssertEqual(mic.health, "paused")
+        XCTAssertEqual(mic.liveness, "paused")
         XCTAssertEqual(mic.pendingBytes, 60_000)
         XCTAssertEqual(report.uploader.lastErrorCode, "E003")
         XCTAssertEqual(report.uploader.lastErrorMeaning, "server error (5xx)")

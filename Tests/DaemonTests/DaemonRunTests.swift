@@ -109,7 +109,7 @@ final class DaemonRunTests: XCTestCase {
         XCTAssertEqual(try database.recordQueue.records(stream: .microphone).count, chunksWhenPaused, "no audio while paused")
         let status = try cli.run(["status", "--json"])
         let report = try StatusReport.decode(Data(status.stdout.utf8))
-        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.health, "paused")
+        XCTAssertEqual(report.streams.first { $0.name == "microphone" }?.liveness, "paused")
         XCTAssertTrue(report.daemon.running)
 
         let resume = try cli.run(["resume", "microphone"])

@@ -42,7 +42,7 @@ final class GeoClueDaemonTests: XCTestCase {
         let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
         let location = try XCTUnwrap(report.streams.first { $0.name == "location" })
         XCTAssertEqual(location.sourceReason, "gpsd at 127.0.0.1:\(rig.gps.port) has no receiver")
-        XCTAssertEqual(location.health, "healthy", location.reason ?? "")
+        XCTAssertEqual(location.liveness, "healthy", location.reason ?? "")
         let text = try cli.run(["status"], environment: ["NO_COLOR": "1"]).stdout
         XCTAssertTrue(text.contains("location: fixes from GeoClue (gpsd at 127.0.0.1:\(rig.gps.port) has no receiver)"), text)
         XCTAssertEqual(rig.stopAgent(), 0)

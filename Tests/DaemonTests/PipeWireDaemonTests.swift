@@ -84,7 +84,7 @@ final class PipeWireDaemonTests: XCTestCase {
             guard agent.isRunning else { throw RigFailed("the agent exited: \(agent.stderr())") }
             let status = try setup.cli.run(["status", "--json"], environment: ["ARIATA_CLOCK_SYNC_FILE": setup.clockSyncFile])
             microphone = (try? StatusReport.decode(Data(status.stdout.utf8)))?.streams.first { $0.name == "microphone" }
-            return microphone?.health == "unhealthy"
+            return microphone?.liveness == "unhealthy"
         }
         let reason = try XCTUnwrap(microphone?.reason)
         XCTAssertTrue(reason.contains("goes to a sound server (PipeWire or PulseAudio)"), reason)

@@ -40,7 +40,7 @@ final class PowerDaemonTests: XCTestCase {
             rig.agentLog.contains("microphone paused: capture stopped because the battery is low")
         }
         let low = try status()
-        XCTAssertEqual(low.streams.first { $0.name == "microphone" }?.health, "paused")
+        XCTAssertEqual(low.streams.first { $0.name == "microphone" }?.liveness, "paused")
         XCTAssertEqual(low.power?.effects, ["microphone paused (battery 10 %, below 20 %)", "uploads wait for mains (battery 10 %, below 20 %)"])
         let chunks = try database.recordQueue.records(stream: .microphone).count
         let requests = try rig.receiver.stats().requests
@@ -56,7 +56,7 @@ final class PowerDaemonTests: XCTestCase {
         let back = try status()
         XCTAssertEqual(back.power?.source, "mains")
         XCTAssertEqual(back.power?.effects, [])
-        XCTAssertNotEqual(back.streams.first { $0.name == "microphone" }?.health, "paused")
+        XCTAssertNotEqual(back.streams.first { $0.name == "microphone" }?.liveness, "paused")
         XCTAssertTrue(try cli.run(["status"]).stdout.contains("power      on mains, battery 11 % (Charging)"))
         XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
     }

@@ -92,7 +92,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
         var report = status(rig)
         let location = try XCTUnwrap(report.streams.first { $0.name == "location" })
         XCTAssertEqual(location.switchedOffBy, "server")
-        XCTAssertEqual(location.health, "disabled")
+        XCTAssertEqual(location.liveness, "disabled")
         XCTAssertEqual(report.serverSwitches?.switchedOff, ["location"])
         XCTAssertNotNil(report.serverSwitches?.fetchedAt)
         XCTAssertTrue(StatusText(colour: false, now: rig.scheduler.now()).render(report).contains("off (server)"))

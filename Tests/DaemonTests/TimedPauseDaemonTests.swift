@@ -24,7 +24,7 @@ final class TimedPauseDaemonTests: XCTestCase {
         let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
         let mic = try XCTUnwrap(report.streams.first { $0.name == "microphone" })
         XCTAssertTrue(mic.paused)
-        XCTAssertEqual(mic.health, "paused")
+        XCTAssertEqual(mic.liveness, "paused")
         let until = try XCTUnwrap(mic.pausedUntil)
         XCTAssertEqual(until.timeIntervalSince(pausedAt), 20, accuracy: 5)
         let text = try cli.run(["status"]).stdout

@@ -31,7 +31,7 @@ public enum PrometheusText {
         out.counter("ariata_agent_upload_errors_total", "Failed upload attempts by error code (docs/operations.md, Error codes).",
                     (r.uploader.errors ?? []).map { (["code": $0.code], Double($0.count)) })
         out.gauge("ariata_agent_stream_healthy", "1 when the stream is healthy (0 when unhealthy, paused, disabled or unknown).",
-                  perStream { $0.health == "healthy" ? 1 : 0 })
+                  perStream { $0.liveness == "healthy" ? 1 : 0 })
         out.gauge("ariata_agent_stream_paused", "1 when the stream is paused (ariata-agent pause).", perStream { $0.paused ? 1 : 0 })
         out.gauge("ariata_agent_stream_paused_until_timestamp_seconds", "When a timed pause ends by itself.",
                   perStream { $0.pausedUntil?.timeIntervalSince1970 })

@@ -24,7 +24,7 @@ public struct StatusReader: Sendable {
             deviceId: config.flatMap { $0.server.deviceID.isEmpty ? nil : $0.server.deviceID },
             daemon: .init(running: exists && FileLock.daemon(databasePath: path).isLocked(), pid: nil),
             database: .init(path: path, exists: exists, sizeBytes: 0, freeDiskBytes: DiskSpace.availableBytes(at: path)),
-            streams: [], uploader: .init(health: "unknown"), warnings: [])
+            streams: [], uploader: .init(liveness: "unknown"), warnings: [])
 
         var database: AgentDatabase?
         if exists {
@@ -125,20 +125,20 @@ public struct StatusReader: Sendable {
                     }
                 }
                 if let h = health[name.rawValue] {
-                    s.health = h.state
+                    s.liveness = h.state
                     s.reason = h.reason
                     s.errorCode = h.code?.rawValue
                     s.checkedAt = h.checkedAt
                 }
                 if !s.enabled {
-                    s.health = "disabled"
+                    s.liveness = "disabled"
                     s.switchedOffBy = "config"
                 } else if let why = server?.offReason(name) {
-                    s.health = "disabled"
+                    s.liveness = "disabled"
                     s.switchedOffBy = "server"
                     s.reason = why
                 } else if s.paused {
-                    s.health = "paused"
+                    s.liveness = "paused"
                 }
                 s.oldestPendingAgeSeconds = try database.recordQueue.oldestPendingAge(stream: name)
                 s.lastCapturedAt = try database.recordQueue.lastCapture(stream: name)
@@ -153,7 +153,7 @@ public struct StatusReader: Sendable {
                 return s
             }
             if let h = health["uploader"] {
-                report.uploader.health = h.state
+                report.uploader.liveness = h.state
                 report.uploader.reason = h.reason
             }
             report.uploader.lastAttemptAt = stats.values.compactMap(\.lastAttemptAt).max()
@@ -177,7 +177,7 @@ public struct StatusReader: Sendable {
                                      batteryStatus: power.batteryStatus, effects: power.effects)
                 if power.microphonePaused, let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }),
                    report.streams[i].enabled, !report.streams[i].paused, report.streams[i].switchedOffBy == nil {
-                    report.streams[i].health = "paused"
+                    report.streams[i].liveness = "paused"
                     report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
                 }
             }
@@ -213,7 +213,7 @@ public struct StatusReader: Sendable {
     }
 
     private func emptyStream(_ name: StreamName, enabled: Bool) -> StatusReport.Stream {
-        StatusReport.Stream(name: name.rawValue, enabled: enabled, paused: false, health: enabled ? "unknown" : "disabled",
+        StatusReport.Stream(name: name.rawValue, enabled: enabled, paused: false, liveness: enabled ? "unknown" : "disabled",
                             pending: 0, pendingBytes: 0, failed: 0, uploaded: 0, recordsSent: 0, bytesSent: 0)
     }
 
@@ -264,10 +264,10 @@ public struct StatusReader: Sendable {
         if let guardEvent = report.database.lastStorageGuard, now.timeIntervalSince(guardEvent.at) < 86_400 {
             warnings.append("E004 storage guard at \(RFC3339.string(from: guardEvent.at)): \(guardEvent.message)")
         }
-        for stream in report.streams where stream.health == "unhealthy" {
+        for stream in report.streams where stream.liveness == "unhealthy" {
             warnings.append("\(stream.name) unhealthy: \(stream.reason ?? "no reason given")")
         }
-        if report.daemon.running, report.uploader.health == "unhealthy", report.uploader.authPausedUntil == nil {
+        if report.daemon.running, report.uploader.liveness == "unhealthy", report.uploader.authPausedUntil == nil {
             warnings.append("uploads: \(report.uploader.reason ?? "failing")")
         }
         if let clock = report.clock, clock.heldRecords > 0, !clock.trusted, let source = clock.trueTimeFrom {

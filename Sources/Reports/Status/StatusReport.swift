@@ -107,36 +107,6 @@ public struct StatusReport: Codable, Sendable, Equatable {
             self.deferredStreams = deferredStreams
             self.problem = problem
         }
-
-        // `held_streams` is `deferred_streams` under its former name: deprecated, still
-        // written for the scripts that read it (docs/status.schema.json).
-        private enum CodingKeys: String, CodingKey {
-            case onMetered, watchedBy, metered, meteredValue, since, deferredStreams, heldStreams, problem
-        }
-
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            onMetered = try c.decode(String.self, forKey: .onMetered)
-            watchedBy = try c.decodeIfPresent(String.self, forKey: .watchedBy)
-            metered = try c.decodeIfPresent(Bool.self, forKey: .metered)
-            meteredValue = try c.decodeIfPresent(String.self, forKey: .meteredValue)
-            since = try c.decodeIfPresent(Date.self, forKey: .since)
-            deferredStreams = try c.decodeIfPresent([String].self, forKey: .deferredStreams)
-                ?? c.decode([String].self, forKey: .heldStreams)
-            problem = try c.decodeIfPresent(String.self, forKey: .problem)
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(onMetered, forKey: .onMetered)
-            try c.encodeIfPresent(watchedBy, forKey: .watchedBy)
-            try c.encodeIfPresent(metered, forKey: .metered)
-            try c.encodeIfPresent(meteredValue, forKey: .meteredValue)
-            try c.encodeIfPresent(since, forKey: .since)
-            try c.encode(deferredStreams, forKey: .deferredStreams)
-            try c.encode(deferredStreams, forKey: .heldStreams)
-            try c.encodeIfPresent(problem, forKey: .problem)
-        }
     }
 
     public struct Daemon: Codable, Sendable, Equatable {
@@ -175,7 +145,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var enabled: Bool
         public var paused: Bool
         /// `healthy`, `unhealthy`, `disabled`, `paused` or `unknown` (never checked).
-        public var health: String
+        public var liveness: String
         public var reason: String?
         public var errorCode: String?
         public var checkedAt: Date?
@@ -256,7 +226,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
     }
 
     public struct Uploader: Codable, Sendable, Equatable {
-        public var health: String
+        /// `healthy`, `unhealthy`, `disabled` or `unknown`.
+        public var liveness: String
         public var reason: String?
         public var lastAttemptAt: Date?
         public var lastSuccessAt: Date?
@@ -284,7 +255,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
             var container = encoder.singleValueContainer()
             try container.encode(RFC3339.string(from: date))
         }
-        return try encoder.encode(self)
+        return try StatusFormerNames.add(to: encoder.encode(self), formatting: encoder.outputFormatting)
     }
 
     public static func decode(_ data: Data) throws -> StatusReport {

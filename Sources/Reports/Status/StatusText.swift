@@ -41,7 +41,7 @@ public struct StatusText: Sendable {
         let waiting = r.serverSwitches?.configurationComplete == false
         for s in r.streams {
             rows.append([
-                s.name, waiting && s.switchedOffBy == "server" ? "waiting (server)" : s.switchedOffBy.map { "off (\($0))" } ?? s.health,
+                s.name, waiting && s.switchedOffBy == "server" ? "waiting (server)" : s.switchedOffBy.map { "off (\($0))" } ?? s.liveness,
                 s.pending == 0 ? "0" : "\(s.pending) (\(bytes(s.pendingBytes)))",
                 "\(s.failed)",
                 s.oldestPendingAgeSeconds.map(age) ?? "-",
@@ -61,7 +61,7 @@ public struct StatusText: Sendable {
         if waiting {
             out.append("  \(ServerSwitches.notConfiguredReason)")
         }
-        for s in r.streams where s.reason != nil && s.health == "unhealthy" {
+        for s in r.streams where s.reason != nil && s.liveness == "unhealthy" {
             out.append("  \(s.name): \(s.errorCode.map { "\($0) " } ?? "")\(s.reason ?? "")")
         }
         for s in r.streams where s.paused && s.enabled {
@@ -73,11 +73,11 @@ public struct StatusText: Sendable {
         for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
             out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")
         }
-        for s in r.streams where !s.paused && s.health != "disabled" {
+        for s in r.streams where !s.paused && s.liveness != "disabled" {
             guard let device = s.device, let inUse = device.inUse else { continue }
             out.append("  \(s.name): capturing from '\(inUse)'" + (device.onFallback ? " (\(device.reason))" : ""))
         }
-        for s in r.streams where !s.paused && s.health != "disabled" {
+        for s in r.streams where !s.paused && s.liveness != "disabled" {
             guard let source = s.source else { continue }
             out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : "gpsd")" + (s.sourceReason.map { " (\($0))" } ?? ""))
         }
