@@ -51,7 +51,7 @@ public final class AgentDaemon: Sendable {
         state = Mutex(State(config: config))
         database.commitSync.window = TimeInterval(config.storage.syncSeconds)
         // An unchanged health is stored again every 10 checks (5 min by default).
-        supervisor = Supervisor(components: [], store: database, notifier: notifier,
+        supervisor = Supervisor(components: [], database: database, notifier: notifier,
                                 livenessRewrite: 10 * roundInterval, clock: scheduler.monotonicSeconds,
                                 logger: Logger(.supervisor))
         storageGuard = StorageGuard(database: database, limits: config.storage.limits, clock: clock, logger: Logger(.storage))

@@ -24,7 +24,7 @@ public struct LiveComponents: ComponentFactory {
     }
 
     public func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
-        Uploader(server: config.server, box: config.box, upload: config.upload, store: database.recordQueue, logger: logger,
+        Uploader(server: config.server, box: config.box, upload: config.upload, queue: database.recordQueue, logger: logger,
                  makeTransport: MemoryFootprint.droppingPagesFirst(CurlTransport.factory),
                  uploadLock: FileLock.upload(databasePath: database.path))
     }

@@ -29,7 +29,7 @@ extension SupervisedComponent {
 /// stream's samples; this is liveness (docs/operations.md).
 public final class Supervisor: Sendable {
     private let components: Mutex<[any SupervisedComponent]>
-    private let store: AgentDatabase
+    private let database: AgentDatabase
     private let notifier: SystemdNotifier
     private let logger: Logger
     /// Consecutive unhealthy rounds per component. A component gets one round to recover by
@@ -47,13 +47,13 @@ public final class Supervisor: Sendable {
     private let livenessRewrite: TimeInterval
     private let clock: @Sendable () -> TimeInterval
 
-    public init(components: [any SupervisedComponent], store: AgentDatabase, notifier: SystemdNotifier,
+    public init(components: [any SupervisedComponent], database: AgentDatabase, notifier: SystemdNotifier,
                 restartAfterStrikes: Int = 2, livenessRewrite: TimeInterval = 300,
                 clock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds, logger: Logger) {
         self.livenessRewrite = livenessRewrite
         self.clock = clock
         self.components = Mutex(components)
-        self.store = store
+        self.database = database
         self.notifier = notifier
         self.restartAfterStrikes = restartAfterStrikes
         self.logger = logger
@@ -99,14 +99,14 @@ public final class Supervisor: Sendable {
             }
         }
         do {
-            try store.agentState.store(write)
+            try database.agentState.store(write)
             written.withLock { written in
                 for (name, health) in write.liveness { written.health[name] = (health, now) }
                 for (key, value) in write.state where details[key] == nil { written.counters[key] = Int(value) }
                 written.details.merge(details) { $1 }
             }
         } catch {
-            logger.error("cannot store the liveness of the streams for status: \(error); it is written again at the next check")
+            logger.error("cannot store the liveness of the streams for status: \(error); it is written again at the next round")
         }
         for component in current {
             let name = component.componentName

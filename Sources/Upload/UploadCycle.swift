@@ -7,7 +7,7 @@ import Platform
 struct UploadContext: Sendable {
     let upload: UploadConfig
     let policy: UploadPolicy
-    let store: any UploadStore
+    let queue: any UploadStore
     let clock: any WallClock
     let logger: Logger
     let state: UploaderStateBox
@@ -51,7 +51,7 @@ struct UploadCycle {
         }
     }
 
-    private var store: any UploadStore { context.store }
+    private var queue: any UploadStore { context.queue }
     private var logger: Logger { context.logger }
     private var clock: any WallClock { context.clock }
     private var state: UploaderStateBox { context.state }
@@ -123,7 +123,7 @@ struct UploadCycle {
         }
         let streams: [StreamName]
         do {
-            streams = try store.streamsWithPending()
+            streams = try queue.streamsWithPending()
         } catch {
             logger.error("cannot read the queue: \(error)")
             report.skipped = .storeError(reason: "\(error)")
@@ -167,7 +167,7 @@ struct UploadCycle {
             result.outcome = .waiting(until: wait)
             return false
         }
-        let totals = (try? store.pendingTotals(stream: stream)) ?? (records: 0, bytes: 0)
+        let totals = (try? queue.pendingTotals(stream: stream)) ?? (records: 0, bytes: 0)
         var progress = SyncProgress(stream: stream, recordsTotal: totals.records, bytesTotal: totals.bytes,
                                     recordsSent: 0, bytesSent: 0, recordsFailed: 0)
         self.progress?(progress)
@@ -179,7 +179,7 @@ struct UploadCycle {
             let maxBody = probe ? min(policy.probeMaxBytes, context.upload.batchMaxBytes) : context.upload.batchMaxBytes
             let batch: [QueuedRecord]
             do {
-                batch = try store.pendingBatch(stream: stream, maxCount: maxRecords,
+                batch = try queue.pendingBatch(stream: stream, maxCount: maxRecords,
                                                maxBytes: IngestBody.payloadBudget(maxBodyBytes: maxBody, maxRecords: maxRecords))
             } catch {
                 logger.error("cannot read the \(stream.rawValue) queue: \(error)")
@@ -237,7 +237,7 @@ struct UploadCycle {
         }
         guard let transport else { return .cancelled }
         do {
-            try store.noteSending(stream: stream)
+            try queue.noteSending(stream: stream)
         } catch {
             // Sent now, the records could not be marked delivered afterwards and would be
             // sent again: wait until the queue takes writes (the storage guard makes room).
@@ -320,10 +320,10 @@ struct UploadCycle {
     private func publishBoxAnswer() {
         guard let answer = boxLastAnswer else { return }
         if let identity = answer.identity {
-            try? store.setState(AgentStateKey.serverIdentity, try? AgentStateStore.jsonText(identity))
+            try? queue.setState(AgentStateKey.serverIdentity, try? AgentStateStore.jsonText(identity))
         }
         if let box = transport as? BoxTransport {
-            try? store.setState(AgentStateKey.boxReach, try? AgentStateStore.jsonText(BoxReach(path: box.bridge.path, answeredAt: answer.at)))
+            try? queue.setState(AgentStateKey.boxReach, try? AgentStateStore.jsonText(BoxReach(path: box.bridge.path, answeredAt: answer.at)))
         }
     }
 
@@ -342,7 +342,7 @@ struct UploadCycle {
         settings.ingestURL = BoxConfig.url(path: "/webhook/\(applet)")
         let kept = settings
         state.with { $0.settings.box = kept.box; $0.settings.ingestURL = kept.ingestURL }
-        try? store.setState(AgentStateKey.boxApplet, "\(box.nodeID) \(box.pairing) \(applet)")
+        try? queue.setState(AgentStateKey.boxApplet, "\(box.nodeID) \(box.pairing) \(applet)")
         return applet
     }
 
@@ -368,7 +368,7 @@ struct UploadCycle {
             $0.uncompressed = true
             $0.uncompressedNoted = true
         }
-        try? store.setState(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: clock.now()))
+        try? queue.setState(AgentStateKey.uploadPlainBodiesSince, RFC3339.string(from: clock.now()))
         logger.warning("the server does not inflate gzip bodies (it read the batch uncompressed): uploads go uncompressed from now on; set [server] gzip = false, or put a proxy that inflates bodies in front of the server (a reload tries gzip again)")
     }
 
@@ -379,7 +379,7 @@ struct UploadCycle {
             defer { s.uncompressedNoted = false }
             return s.uncompressedNoted
         }
-        if noted { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
+        if noted { try? queue.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
     }
 
     /// Sends the records of a refused batch again as `plan` says (after marking what the
@@ -424,7 +424,7 @@ struct UploadCycle {
                            result: inout SyncReport.StreamResult, progress: inout SyncProgress) -> String? {
         guard !records.isEmpty else { return nil }
         do {
-            try store.markDelivered(records.map(\.seq), stream: stream, result: "delivered \(records.count) records",
+            try queue.markDelivered(records.map(\.seq), stream: stream, result: "delivered \(records.count) records",
                                     bytes: requestBytes)
         } catch {
             // The server has them; left pending they are sent again and the server
@@ -451,7 +451,7 @@ struct UploadCycle {
         let refusedSeqs = Set(refused.map(\.record.seq))
         let newest: QueuedRecord?
         do {
-            newest = try store.newestPending(stream: stream)
+            newest = try queue.newestPending(stream: stream)
         } catch {
             return .storeError("\(error)")
         }
@@ -477,8 +477,8 @@ struct UploadCycle {
             let id = record.id.uuidString.lowercased()
             logger.error("the server refuses \(record.stream.rawValue) record \(id) (queue seq \(record.seq)): \(reason); it is marked failed and will not be sent again")
             do {
-                try store.markFailed([record.seq], error: reason)
-                try store.recordUploadResult(stream: record.stream, success: false, result: "record \(id) refused: \(reason)",
+                try queue.markFailed([record.seq], error: reason)
+                try queue.recordUploadResult(stream: record.stream, success: false, result: "record \(id) refused: \(reason)",
                                              code: nil, records: 0, bytes: 0)
             } catch {
                 logger.error("cannot mark record \(id) failed: \(error)")
@@ -517,11 +517,11 @@ struct UploadCycle {
         let now = clock.now()
         let seqs = batch.map(\.seq)
         if failure.kind == .blamed {
-            try? store.recordFailedAttempt(seqs, error: failure.noted)
+            try? queue.recordFailedAttempt(seqs, error: failure.noted)
         } else {
-            try? store.noteAttempt(seqs, error: failure.noted)
+            try? queue.noteAttempt(seqs, error: failure.noted)
         }
-        try? store.recordUploadResult(stream: stream, success: false, result: failure.noted, code: failure.code, records: 0, bytes: 0)
+        try? queue.recordUploadResult(stream: stream, success: false, result: failure.noted, code: failure.code, records: 0, bytes: 0)
 
         let random = context.random
         let (until, endsCycle) = state.with { s -> (Date, Bool) in
@@ -595,9 +595,9 @@ struct UploadCycle {
             return (s.memory, pause, wait.flatMap { pause == nil ? $0.until : nil })
         }
         guard let snapshot else { return }
-        try? store.setState(AgentStateKey.uploadMemory, snapshot.memory.isEmpty ? nil : snapshot.memory.encoded())
-        try? store.setState(AgentStateKey.uploadAuthPausedUntil, snapshot.pause.map(RFC3339.string(from:)))
-        try? store.setState(AgentStateKey.uploadRetryAt, snapshot.retry.map(RFC3339.string(from:)))
+        try? queue.setState(AgentStateKey.uploadMemory, snapshot.memory.isEmpty ? nil : snapshot.memory.encoded())
+        try? queue.setState(AgentStateKey.uploadAuthPausedUntil, snapshot.pause.map(RFC3339.string(from:)))
+        try? queue.setState(AgentStateKey.uploadRetryAt, snapshot.retry.map(RFC3339.string(from:)))
     }
 
     private func logSummary(_ report: SyncReport) {

@@ -16,7 +16,7 @@ import Synchronization
 public final class Uploader: Sendable {
     private let upload: UploadConfig
     private let policy: UploadPolicy
-    private let store: any UploadStore
+    private let queue: any UploadStore
     private let clock: any WallClock
     private let logger: Logger
     private let state: UploaderStateBox
@@ -60,7 +60,7 @@ public final class Uploader: Sendable {
     }
 
     /// - Parameters:
-    ///   - store: the record queue (`database.recordQueue`). What decides the next
+    ///   - queue: the record queue (`database.recordQueue`). What decides the next
     ///     attempt (backoff, breaker, token pause, 429 hold, refused streams) is read back
     ///     from it, so a restart does not hammer a failing server.
     ///   - clock: the time used for backoff, pauses and the body's `timestamp`;
@@ -72,7 +72,7 @@ public final class Uploader: Sendable {
     ///   - scheduler: makes the cycle timer and gives the clocks a suspend is told by; a
     ///     test passes a `VirtualScheduler` (also as `clock`) to run intervals, backoff and
     ///     suspends without waiting.
-    public init(server: ServerConfig, box: BoxConfig = BoxConfig(), upload: UploadConfig, store: any UploadStore,
+    public init(server: ServerConfig, box: BoxConfig = BoxConfig(), upload: UploadConfig, queue: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(.upload),
                 policy: UploadPolicy = UploadPolicy(),
                 makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
@@ -83,20 +83,20 @@ public final class Uploader: Sendable {
         suspend = Mutex(SuspendDetector(clocks: scheduler))
         self.upload = upload
         self.policy = policy
-        self.store = store
+        self.queue = queue
         self.clock = clock
         self.logger = logger
-        let settings = Self.settings(server, box: box, store: store)
+        let settings = Self.settings(server, box: box, queue: queue)
         let fingerprint = UploaderMemory.fingerprint(settings)
-        let stored = try? store.state(AgentStateKey.uploadMemory)
+        let stored = try? queue.state(AgentStateKey.uploadMemory)
         let restored = UploaderMemory.restore(from: stored, server: fingerprint, policy: policy, now: clock.now())
         if let restored, !restored.isEmpty {
             logger.info("upload waits read back from the last run: \(Self.describe(restored, at: clock.now()))")
         }
         // A new process (or a reload) tries gzip again (a proxy may have been put in front);
         // what the last one saw stays for `status` until a gzip body is read.
-        let plainNoted = (try? store.state(AgentStateKey.uploadPlainBodiesSince)) != nil
-        if plainNoted, !settings.gzip { try? store.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
+        let plainNoted = (try? queue.state(AgentStateKey.uploadPlainBodiesSince)) != nil
+        if plainNoted, !settings.gzip { try? queue.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
         var initial = UploaderState(settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
                                     published: restored)
         initial.uncompressedNoted = plainNoted && settings.gzip
@@ -105,23 +105,23 @@ public final class Uploader: Sendable {
             // Another server or token than the memory was about: its waits do not apply,
             // and `status` must not go on showing them.
             for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt] {
-                try? store.setState(key, nil)
+                try? queue.setState(key, nil)
             }
         }
         let stopping = StopFlag()
         self.stopping = stopping
         let recovery = self.recovery
         let metered = self.metered
-        context = UploadContext(upload: upload, policy: policy, store: store, clock: clock, logger: logger, state: state,
+        context = UploadContext(upload: upload, policy: policy, queue: queue, clock: clock, logger: logger, state: state,
                                 makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
                                 recovered: { recovery.call() }, metered: { metered.isSet }, endpoint: server.endpoint)
     }
 
     /// The settings of `server` and `box`, with the ingest applet a box named after a 404
     /// (kept in the queue database) in place of the configured one.
-    static func settings(_ server: ServerConfig, box: BoxConfig, store: any UploadStore) -> ServerSettings {
+    static func settings(_ server: ServerConfig, box: BoxConfig, queue: any UploadStore) -> ServerSettings {
         var box = box
-        if box.isPaired, let kept = try? store.state(AgentStateKey.boxApplet) {
+        if box.isPaired, let kept = try? queue.state(AgentStateKey.boxApplet) {
             let words = kept.split(separator: " ").map(String.init)
             if words.count == 3, words[0] == box.nodeID, words[1] == box.pairing { box.appletID = words[2] }
         }
@@ -215,7 +215,7 @@ public final class Uploader: Sendable {
     /// New `[server]` settings (a new token after `onboard`, say): ends a token pause and
     /// forgets the failures of the old endpoint, then runs a cycle soon.
     public func updateServer(_ server: ServerConfig, box: BoxConfig) {
-        let settings = Self.settings(server, box: box, store: store)
+        let settings = Self.settings(server, box: box, queue: queue)
         let changed = state.with { s -> Bool in
             guard s.settings != settings else { return false }
             s.settings = settings
@@ -228,7 +228,7 @@ public final class Uploader: Sendable {
         guard changed else { return }
         for key in [AgentStateKey.uploadMemory, AgentStateKey.uploadAuthPausedUntil, AgentStateKey.uploadRetryAt,
                     AgentStateKey.uploadPlainBodiesSince] {
-            try? store.setState(key, nil)
+            try? queue.setState(key, nil)
         }
         timer.withLock { $0 }?.fireNow()
     }

@@ -63,7 +63,7 @@ struct SyncCommand: ParsableCommand {
             print("corrected the times of \(corrected.corrected) held records (true time from \(corrected.source ?? "?"))")
         }
 
-        let uploader = Uploader(server: config.server, box: config.box, upload: config.upload, store: database.recordQueue,
+        let uploader = Uploader(server: config.server, box: config.box, upload: config.upload, queue: database.recordQueue,
                                 logger: Logger(.sync))
         var bars: [StreamName: ProgressBar] = [:]
         var last: [StreamName: SyncProgress] = [:]

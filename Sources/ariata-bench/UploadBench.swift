@@ -43,7 +43,7 @@ enum UploadBench {
         upload.batchMaxRecords = options.batchMaxRecords
         var logger = Logger(.upload)
         logger.logLevel = .warning
-        let uploader = Uploader(server: server, upload: upload, store: database.recordQueue, logger: logger)
+        let uploader = Uploader(server: server, upload: upload, queue: database.recordQueue, logger: logger)
 
         let sampler = RSSSampler()
         sampler.resetPeak()

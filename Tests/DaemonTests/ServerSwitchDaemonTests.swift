@@ -31,7 +31,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
 
         func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent {
             guard uploads else { return DaemonCommitSyncTests.IdleUploader() }
-            return Uploader(server: config.server, upload: config.upload, store: database.recordQueue, clock: scheduler,
+            return Uploader(server: config.server, upload: config.upload, queue: database.recordQueue, clock: scheduler,
                             logger: logger, random: { 0 }, scheduler: scheduler)
         }
     }

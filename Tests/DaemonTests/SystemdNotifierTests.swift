@@ -48,7 +48,7 @@ final class SupervisorTests: XCTestCase {
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         mic.current = .disabled
-        let supervisor = Supervisor(components: [gps, mic], store: database,
+        let supervisor = Supervisor(components: [gps, mic], database: database,
                                             notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]),
                                             logger: .init(label: "test"))
         supervisor.checkLiveness()
@@ -78,7 +78,7 @@ final class SupervisorTests: XCTestCase {
         let gps = Switchable("location")
         let mic = Switchable("microphone")
         let monotonic = Mutex<TimeInterval>(0)
-        let supervisor = Supervisor(components: [gps, mic], store: database, notifier: SystemdNotifier(environment: [:]),
+        let supervisor = Supervisor(components: [gps, mic], database: database, notifier: SystemdNotifier(environment: [:]),
                                             livenessRewrite: 300, clock: { monotonic.withLock { $0 } }, logger: .init(label: "test"))
         func walBytes() -> Int64 { DatabaseFiles.walBytes(dir.file("agent.sqlite")) }
         func checked(_ name: String) throws -> Date? { try database.agentState.storedLiveness().first { $0.component == name }?.checkedAt }

@@ -52,7 +52,7 @@ final class BoxUploaderTests: XCTestCase {
     private func uploader(_ scheduler: VirtualScheduler) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, box: boxConfig, upload: UploadConfig(), store: database.recordQueue, clock: scheduler,
+        return Uploader(server: server, box: boxConfig, upload: UploadConfig(), queue: database.recordQueue, clock: scheduler,
                         logger: logger, random: { 0 }, scheduler: scheduler)
     }
 

@@ -40,7 +40,7 @@ final class UploadFixture {
     func makeUploader(clock: (any WallClock)? = nil) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, store: database.recordQueue, clock: clock ?? self.clock,
+        return Uploader(server: server, upload: upload, queue: database.recordQueue, clock: clock ?? self.clock,
                         logger: logger, policy: policy)
     }
 
@@ -48,7 +48,7 @@ final class UploadFixture {
     func makeUploader(scheduler: VirtualScheduler) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, store: database.recordQueue, clock: scheduler, logger: logger, policy: policy,
+        return Uploader(server: server, upload: upload, queue: database.recordQueue, clock: scheduler, logger: logger, policy: policy,
                         random: { 0 }, scheduler: scheduler)
     }
 
