@@ -6,7 +6,7 @@ import Platform
 /// What every upload cycle works with: built once by the `Uploader`, handed to each cycle.
 struct UploadContext: Sendable {
     let upload: UploadConfig
-    let policy: UploadPolicy
+    let tuning: UploadTuning
     let queue: any UploadStore
     let clock: any WallClock
     let logger: Logger
@@ -55,7 +55,7 @@ struct UploadCycle {
     private var logger: Logger { context.logger }
     private var clock: any WallClock { context.clock }
     private var state: UploaderStateBox { context.state }
-    private var policy: UploadPolicy { context.policy }
+    private var tuning: UploadTuning { context.tuning }
 
     /// Why a batch did not go through, for the one piece of bookkeeping all failures share.
     private struct Failure {
@@ -175,8 +175,8 @@ struct UploadCycle {
         while true {
             if context.isStopping() { return true }
             let probe = !forced && state.with { $0.memory.breaker.state(at: clock.now()) == .halfOpen }
-            let maxRecords = probe ? min(policy.probeMaxRecords, context.upload.batchMaxRecords) : context.upload.batchMaxRecords
-            let maxBody = probe ? min(policy.probeMaxBytes, context.upload.batchMaxBytes) : context.upload.batchMaxBytes
+            let maxRecords = probe ? min(tuning.probeMaxRecords, context.upload.batchMaxRecords) : context.upload.batchMaxRecords
+            let maxBody = probe ? min(tuning.probeMaxBytes, context.upload.batchMaxBytes) : context.upload.batchMaxBytes
             let batch: [QueuedRecord]
             do {
                 batch = try queue.pendingBatch(stream: stream, maxCount: maxRecords,
@@ -531,23 +531,23 @@ struct UploadCycle {
                 return (s.memory.authPause.refused(at: now), true)
             case .rateLimited:
                 var count = s.memory.rateLimitWait?.count ?? RetryCounter()
-                let until = now.addingTimeInterval(count.failed(backoff: policy.backoff, retryAfter: failure.retryAfter, random: random()))
+                let until = now.addingTimeInterval(count.failed(backoff: tuning.backoff, retryAfter: failure.retryAfter, random: random()))
                 s.memory.rateLimitWait = RateLimitWait(until: until, count: count, reason: failure.reason)
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 return (until, true)
             case .streamRefused:
-                var pause = s.memory.refusals[stream.rawValue] ?? policy.newStreamRefusal()
+                var pause = s.memory.refusals[stream.rawValue] ?? tuning.newStreamRefusal()
                 let until = pause.refused(at: now)
                 s.memory.refusals[stream.rawValue] = pause
                 return (until, false)
             case .blamed, .outage:
                 var retry = s.retry(stream) ?? RetryState()
                 retry.failed(at: now, reason: failure.reason, code: failure.code, retryAfter: failure.retryAfter,
-                             schedule: policy.backoff, random: random())
+                             schedule: tuning.backoff, random: random())
                 s.memory.retries[stream.rawValue] = retry
                 guard failure.kind == .outage else { return (retry.nextAttemptAt ?? now, false) }
                 s.sawOutage = true
-                s.memory.breaker.recordFailure(at: now, retryAfter: failure.retryAfter, schedule: policy.backoff, random: random())
+                s.memory.breaker.recordFailure(at: now, retryAfter: failure.retryAfter, schedule: tuning.backoff, random: random())
                 s.memory.lastFailure = .init(reason: failure.reason, code: failure.code)
                 guard case .open(let until) = s.memory.breaker.state(at: now) else { return (retry.nextAttemptAt ?? now, false) }
                 // The endpoint as a whole is failing: the breaker alone says when to try

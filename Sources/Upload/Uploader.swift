@@ -15,7 +15,7 @@ import Synchronization
 /// breaker, token pause) sits behind a lock that is never held across a request.
 public final class Uploader: Sendable {
     private let upload: UploadConfig
-    private let policy: UploadPolicy
+    private let tuning: UploadTuning
     private let queue: any UploadStore
     private let clock: any WallClock
     private let logger: Logger
@@ -74,7 +74,7 @@ public final class Uploader: Sendable {
     ///     suspends without waiting.
     public init(server: ServerConfig, box: BoxConfig = BoxConfig(), upload: UploadConfig, queue: any UploadStore,
                 clock: any WallClock = SystemClock(), logger: Logger = Logger(.upload),
-                policy: UploadPolicy = UploadPolicy(),
+                tuning: UploadTuning = UploadTuning(),
                 makeTransport: @escaping HTTPTransportFactory = CurlTransport.factory,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 uploadLock: FileLock? = nil, scheduler: any TimerScheduling = DispatchScheduler()) {
@@ -82,14 +82,14 @@ public final class Uploader: Sendable {
         self.scheduler = scheduler
         suspend = Mutex(SuspendDetector(clocks: scheduler))
         self.upload = upload
-        self.policy = policy
+        self.tuning = tuning
         self.queue = queue
         self.clock = clock
         self.logger = logger
         let settings = Self.settings(server, box: box, queue: queue)
         let fingerprint = UploaderMemory.fingerprint(settings)
         let stored = try? queue.state(AgentStateKey.uploadMemory)
-        let restored = UploaderMemory.restore(from: stored, server: fingerprint, policy: policy, now: clock.now())
+        let restored = UploaderMemory.restore(from: stored, server: fingerprint, tuning: tuning, now: clock.now())
         if let restored, !restored.isEmpty {
             logger.info("upload waits read back from the last run: \(Self.describe(restored, at: clock.now()))")
         }
@@ -97,7 +97,7 @@ public final class Uploader: Sendable {
         // what the last one saw stays for `status` until a gzip body is read.
         let plainNoted = (try? queue.state(AgentStateKey.uploadPlainBodiesSince)) != nil
         if plainNoted, !settings.gzip { try? queue.setState(AgentStateKey.uploadPlainBodiesSince, nil) }
-        var initial = UploaderState(settings: settings, memory: restored ?? UploaderMemory(policy: policy, server: fingerprint),
+        var initial = UploaderState(settings: settings, memory: restored ?? UploaderMemory(tuning: tuning, server: fingerprint),
                                     published: restored)
         initial.uncompressedNoted = plainNoted && settings.gzip
         state = UploaderStateBox(initial)
@@ -112,7 +112,7 @@ public final class Uploader: Sendable {
         self.stopping = stopping
         let recovery = self.recovery
         let metered = self.metered
-        context = UploadContext(upload: upload, policy: policy, queue: queue, clock: clock, logger: logger, state: state,
+        context = UploadContext(upload: upload, tuning: tuning, queue: queue, clock: clock, logger: logger, state: state,
                                 makeTransport: makeTransport, random: random, isStopping: { stopping.isSet },
                                 recovered: { recovery.call() }, metered: { metered.isSet }, endpoint: server.endpoint)
     }
@@ -221,7 +221,7 @@ public final class Uploader: Sendable {
             s.settings = settings
             s.uncompressed = false
             s.uncompressedNoted = false
-            s.memory = UploaderMemory(policy: policy, server: UploaderMemory.fingerprint(settings))
+            s.memory = UploaderMemory(tuning: tuning, server: UploaderMemory.fingerprint(settings))
             s.published = s.memory
             return true
         }
@@ -241,7 +241,7 @@ public final class Uploader: Sendable {
         let waited = state.with { s -> Bool in
             let waiting = s.memory.breaker.consecutiveFailures > 0 || s.memory.breaker.openUntil != nil
                 || s.memory.retries.values.contains { !$0.serverAsked }
-            s.forgetNetworkFailures(policy: policy)
+            s.forgetNetworkFailures(tuning: tuning)
             return waiting
         }
         guard waited else { return }
@@ -253,7 +253,7 @@ public final class Uploader: Sendable {
     /// the network did before is forgotten as after a network return; a power hold or an
     /// auth pause still applies.
     public func cycleNow(_ why: String) {
-        state.with { s in s.forgetNetworkFailures(policy: policy) }
+        state.with { s in s.forgetNetworkFailures(tuning: tuning) }
         logger.notice("\(why): uploading now")
         timer.withLock { $0 }?.fireNow()
     }

@@ -14,7 +14,7 @@ final class UploadFixture {
     let clock: ManualClock
     var server = ServerConfig()
     var upload = UploadConfig()
-    var policy = UploadPolicy()
+    var tuning = UploadTuning()
 
     /// - Parameters:
     ///   - receiverRunning: false to start with the receiver down (it can be started later
@@ -41,14 +41,14 @@ final class UploadFixture {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
         return Uploader(server: server, upload: upload, queue: database.recordQueue, clock: clock ?? self.clock,
-                        logger: logger, policy: policy)
+                        logger: logger, tuning: tuning)
     }
 
     /// An uploader whose timer and clock are `scheduler`'s, with no jitter (full steps).
     func makeUploader(scheduler: VirtualScheduler) -> Uploader {
         var logger = Logger(label: "ariata.upload")
         logger.logLevel = .debug
-        return Uploader(server: server, upload: upload, queue: database.recordQueue, clock: scheduler, logger: logger, policy: policy,
+        return Uploader(server: server, upload: upload, queue: database.recordQueue, clock: scheduler, logger: logger, tuning: tuning,
                         random: { 0 }, scheduler: scheduler)
     }
 

@@ -7,7 +7,7 @@ import XCTest
 /// The pure rules: schedule, Retry-After, batch ids, the body, answer classification.
 final class UploadRulesTests: XCTestCase {
     func testBackoffFollowsTheScheduleWithDownwardJitter() {
-        let schedule = UploadPolicy().backoff
+        let schedule = UploadTuning().backoff
         let steps: [TimeInterval] = [30, 60, 120, 240, 300, 300, 300]
         for (index, step) in steps.enumerated() {
             XCTAssertEqual(schedule.delay(afterFailures: index + 1, random: 0), step)
@@ -231,7 +231,7 @@ final class UploadRulesTests: XCTestCase {
     }
 
     func testGrowingPauseDoublesUpToAnHour() {
-        var pause = GrowingPause(UploadPolicy().authPause)
+        var pause = GrowingPause(UploadTuning().authPause)
         let t = Date()
         let lengths = (0..<7).map { _ in pause.refused(at: t).timeIntervalSince(t) }
         XCTAssertEqual(lengths, [300, 600, 1_200, 2_400, 3_600, 3_600, 3_600])

@@ -17,7 +17,7 @@ final class UploaderMemoryFormatTests: XCTestCase {
              "authPause":{"schedule":{"base":300,"cap":3600,"factor":2,"jitter":0},"refusals":1,"until":\(later)},
              "hold":{"until":\(later),"count":5,"reason":"HTTP 429"}}
             """
-        let memory = try XCTUnwrap(UploaderMemory.restore(from: stored, server: "abc", policy: UploadPolicy(), now: now))
+        let memory = try XCTUnwrap(UploaderMemory.restore(from: stored, server: "abc", tuning: UploadTuning(), now: now))
         XCTAssertEqual(memory.retries["location"]?.failures, 2)
         XCTAssertEqual(memory.refusals["health"]?.refusals, 3)
         XCTAssertEqual(memory.breaker.consecutiveFailures, 4)
@@ -33,6 +33,6 @@ final class UploaderMemoryFormatTests: XCTestCase {
         XCTAssertEqual((object["breaker"] as? [String: Any])?["trips"] as? Int, 2, written)
         XCTAssertEqual(((object["retries"] as? [String: Any])?["location"] as? [String: Any])?["failures"] as? Int, 2, written)
         XCTAssertEqual((object["authPause"] as? [String: Any])?["refusals"] as? Int, 1, written)
-        XCTAssertEqual(UploaderMemory.restore(from: written, server: "abc", policy: UploadPolicy(), now: now), memory)
+        XCTAssertEqual(UploaderMemory.restore(from: written, server: "abc", tuning: UploadTuning(), now: now), memory)
     }
 }

@@ -84,7 +84,7 @@ final class UploaderOutageTests: XCTestCase {
         // The probes were small and all carried the same batch (same records, same X-Batch-Id).
         let probes = try f.receiver.requests().prefix(4)
         XCTAssertEqual(probes.map(\.statusText), ["500", "reset", "429", "200"])
-        XCTAssertTrue(probes.allSatisfy { $0.records <= UploadPolicy().probeMaxRecords })
+        XCTAssertTrue(probes.allSatisfy { $0.records <= UploadTuning().probeMaxRecords })
         XCTAssertEqual(Set(probes.compactMap(\.batch_id)).count, 1, "a retried batch keeps its X-Batch-Id")
         XCTAssertEqual(Set(probes.map(\.record_ids)).count, 1)
     }
@@ -220,7 +220,7 @@ final class UploaderOutageTests: XCTestCase {
     func testTheTimerRunsCyclesAndBringsARetryForward() throws {
         let f = try UploadFixture(receiverArguments: ["--fault", "status=503"])
         f.upload.interval = 3_600
-        f.policy.backoff = .constant(1)
+        f.tuning.backoff = .constant(1)
         let ids = Set(try f.enqueue(.health, count: 6))
         let uploader = f.makeUploader(clock: SystemClock())
         uploader.start()

@@ -4,10 +4,9 @@ import Foundation
 /// then shortened by up to `jitter` of itself (never lengthened, so the cap holds), so that
 /// many devices cut off by the same outage do not all come back in the same second.
 ///
-/// The one way retry delays are computed in the agent. Each user keeps its own numbers in
-/// one visible place: the uploader's outage backoff and token pause (`UploadPolicy`), the
-/// gpsd reconnect (`LocationTuning`), a failing capture device (`MicrophoneStream`), the
-/// health sources' waits (`HealthSourceTiming`).
+/// The one way retry delays are computed in the agent, with `RetryCounter` the one way
+/// failures in a row are counted. Each user keeps its own numbers in its `…Tuning`, the
+/// one home of a component's tunables (docs/architecture.md, "Names").
 public struct Backoff: Sendable, Equatable, Codable {
     public var base: TimeInterval
     public var cap: TimeInterval

@@ -8,7 +8,7 @@ import Foundation
 /// Two refusals pause this way: the device token (401/403, E002: 5 min doubling to an hour;
 /// a new token ends it at once) and a stream whose every record the server refuses (E007).
 public struct GrowingPause: Sendable, Equatable, Codable {
-    /// How long each pause lasts (`UploadPolicy.authPause`, `.streamRefusal`).
+    /// How long each pause lasts (`UploadTuning.authPause`, `.streamRefusal`).
     public var schedule: Backoff
     private var counter = RetryCounter()
     /// Refusals since the last success: each doubles the pause.

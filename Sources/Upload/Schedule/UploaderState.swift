@@ -37,10 +37,10 @@ struct UploaderMemory: Sendable, Equatable, Codable {
         var code: AgentErrorCode?
     }
 
-    init(policy: UploadPolicy, server: String) {
+    init(tuning: UploadTuning, server: String) {
         self.server = server
-        breaker = CircuitBreaker(threshold: policy.breakerThreshold)
-        authPause = policy.newAuthPause()
+        breaker = CircuitBreaker(threshold: tuning.breakerThreshold)
+        authPause = tuning.newAuthPause()
     }
 
     var isEmpty: Bool {
@@ -49,17 +49,17 @@ struct UploaderMemory: Sendable, Equatable, Codable {
     }
 
     /// Read back from the queue database: the policy's numbers win over the stored ones,
-    /// and no wait ends later than `now + policy.longestRestoredWait`.
-    static func restore(from text: String?, server: String, policy: UploadPolicy, now: Date) -> UploaderMemory? {
+    /// and no wait ends later than `now + tuning.longestRestoredWait`.
+    static func restore(from text: String?, server: String, tuning: UploadTuning, now: Date) -> UploaderMemory? {
         guard let data = text?.data(using: .utf8),
               var memory = try? JSONDecoder().decode(UploaderMemory.self, from: data),
               memory.server == server else { return nil }
-        let latest = now.addingTimeInterval(policy.longestRestoredWait)
-        memory.authPause.schedule = policy.authPause
+        let latest = now.addingTimeInterval(tuning.longestRestoredWait)
+        memory.authPause.schedule = tuning.authPause
         memory.authPause.limit(endingBy: latest)
         memory.breaker.limit(endingBy: latest)
         for key in memory.refusals.keys {
-            memory.refusals[key]?.schedule = policy.streamRefusal
+            memory.refusals[key]?.schedule = tuning.streamRefusal
             memory.refusals[key]?.limit(endingBy: latest)
         }
         for (key, retry) in memory.retries {
@@ -118,8 +118,8 @@ struct UploaderState: Sendable {
     /// The network came back (or the machine resumed): the failures it caused say nothing
     /// about the server any more. The server's own words stay: a token pause, a 429 hold, a
     /// `Retry-After`, a refused stream.
-    mutating func forgetNetworkFailures(policy: UploadPolicy) {
-        memory.breaker = CircuitBreaker(threshold: policy.breakerThreshold)
+    mutating func forgetNetworkFailures(tuning: UploadTuning) {
+        memory.breaker = CircuitBreaker(threshold: tuning.breakerThreshold)
         memory.retries = memory.retries.filter { $0.value.serverAsked }
         memory.lastFailure = nil
     }

@@ -1,9 +1,9 @@
 import AgentCore
 import Foundation
 
-/// The uploader's fixed rules, in one place (the tunable numbers live in `[upload]`
-/// and `[server]`; these are the contract's and rarely worth changing).
-public struct UploadPolicy: Sendable, Equatable {
+/// The uploader's tunables, in one place: its waits and thresholds (those a person sets
+/// live in `[upload]` and `[server]`; these are the contract's and rarely worth changing).
+public struct UploadTuning: Sendable, Equatable {
     /// Delays after failures that do not blame the records (the contract's): 30 s, 60 s,
     /// 120 s, 240 s, then 300 s at most, each shortened by up to 20 % (jitter).
     public var backoff = Backoff(base: 30, cap: 300, jitter: 0.2)
