@@ -6,7 +6,7 @@ import Foundation
 ///
 /// The one way retry delays are computed in the agent. Each user keeps its own numbers in
 /// one visible place: the uploader's outage backoff and token pause (`UploadPolicy`), the
-/// gpsd reconnect (`LocationTuning`), a failing capture device (`MicrophoneStream`), the
+/// gpsd reconnect (`LocationTuning`), a failing capture device (`MicrophoneTuning`), the
 /// health sources' waits (`HealthSourceTiming`).
 public struct Backoff: Sendable, Equatable, Codable {
     public var base: TimeInterval
