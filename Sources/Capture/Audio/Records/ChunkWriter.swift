@@ -2,7 +2,6 @@ import AgentCore
 import Dispatch
 import Foundation
 import Logging
-import Platform
 import Synchronization
 
 /// Writes finished chunks to the queue off the capture thread, one transaction per chunk,
