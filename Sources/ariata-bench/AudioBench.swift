@@ -103,7 +103,7 @@ enum AudioBench {
                 }
                 return wrap(EndingCapture(try ALSACapture(device: device, sampleRate: rate), frames: frames, ended: ended))
             },
-            retry: .constant(3_600), maxClockSkew: nil, journal: journal)
+            tuning: MicrophoneTuning(deviceRetry: .constant(3_600), maxClockSkew: nil), journal: journal)
         stream.start()
         while !ended.value { Thread.sleep(forTimeInterval: 0.05) }
         stream.stop()

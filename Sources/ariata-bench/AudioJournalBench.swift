@@ -83,7 +83,7 @@ enum AudioJournalBench {
             journal.remove(beginning.id)
             offset += chunkFrames
         }
-        journal.waitForSyncs()
+        journal.durability.waitForSyncs()
         return EncodeResult(bytesPerChunk: Double(bytes) / Double(chunks), pagesPerChunk: Double(pages) / Double(chunks),
                             meanLag: lags.reduce(0, +) / Double(lags.count), worstLag: lags.max() ?? 0)
     }

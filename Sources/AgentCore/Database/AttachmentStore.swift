@@ -64,22 +64,20 @@ struct AttachmentStore: Sendable {
     /// first: the link's directory entry and the file's last blocks then go to the disk in
     /// one file-system journal commit (ext4's, say), where a sync before the link made two;
     /// `place` then fsyncs the directory. A crash before the record's commit leaves a
-    /// linked file no row names (`sweep`). The file is synced even when it cannot be
-    /// linked: the microphone leaves its chunk's last pages to this sync
-    /// (`JournalFile.pagesComplete`), and a chunk the queue cannot take now stays in the
-    /// journal, whole across a power cut.
+    /// linked file no row names (`sweep`). A source that is not linked is not synced: its
+    /// durability is its owner's (the microphone's `JournalDurability`).
     private func link(durable source: String, expectedBytes: Int, to destination: String) -> Bool {
         let descriptor = open(source, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, Int(info.st_size) == expectedBytes else { return false }
-        let linked = Foundation.link(source, destination) == 0
+        guard Foundation.link(source, destination) == 0 else { return false }
         guard fdatasync(descriptor) == 0 else {
-            if linked { unlink(destination) }
+            unlink(destination)
             return false
         }
-        return linked
+        return true
     }
 
     /// Removes a file placed for a record whose commit then failed.

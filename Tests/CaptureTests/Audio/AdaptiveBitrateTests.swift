@@ -260,7 +260,7 @@ final class AdaptiveBitrateTests: XCTestCase {
             + speech.prefix(3 * rate)
         let killed = try encode(input, adaptive: adaptive, journal: try journal.begin(beginning, bitrate: 16_000), finish: false)
         XCTAssertGreaterThanOrEqual(killed.encoder.rateChanges.count, 4, "\(killed.encoder.rateChanges)")
-        journal.waitForSyncs()
+        journal.durability.waitForSyncs()
         let pages = try Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(journal.oggPath(beginning.id))))
         let repaired = try XCTUnwrap(OggOpusRepair.repair(pages))
         // As without rate changes (AudioJournalTests): all but the audio libopusenc has not

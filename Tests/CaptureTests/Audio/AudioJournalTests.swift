@@ -28,7 +28,7 @@ final class AudioJournalTests: XCTestCase {
         for start in stride(from: 0, to: fed.count, by: rate / 2) {
             try fed[start ..< min(start + rate / 2, fed.count)].withUnsafeBufferPointer { try encoder.append($0) }
         }
-        journal.waitForSyncs()
+        journal.durability.waitForSyncs()
         try FileManager.default.createDirectory(atPath: snapshot, withIntermediateDirectories: true)
         for name in try FileManager.default.contentsOfDirectory(atPath: journal.directory) {
             try FileManager.default.copyItem(atPath: "\(journal.directory)/\(name)", toPath: "\(snapshot)/\(name)")
@@ -144,7 +144,7 @@ final class AudioJournalTests: XCTestCase {
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
-                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
+                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
                                       journal: .init(directory: directory, knownRecords: database.recordQueue))
         stream.start()
         try waitUntil("the recovered chunks written", timeout: 30) { stream.stats().chunksWritten == 2 }
@@ -240,7 +240,7 @@ extension MicrophoneStreamTests {
         let first = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
                                      captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet,
                                                                                          progress: progress, calls: CallCounter()),
-                                     retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
+                                     tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
                                      journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
         first.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
@@ -257,7 +257,7 @@ extension MicrophoneStreamTests {
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
-                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
+                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
                                       journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
         second.start()
         try waitUntil("both chunks written from the journal", timeout: 30) { second.stats().chunksWritten == 2 }
@@ -279,23 +279,24 @@ extension MicrophoneStreamTests {
         let journal = AudioJournal(directory: directory.file("journal"), logger: logger, syncInterval: .zero)
         try journal.prepare()
         let file = try journal.begin(ChunkBeginning(start: t0, overlapFrames: 0, sampleRate: rate), bitrate: 16_000)
-        journal.waitForSyncs()
-        XCTAssertEqual(journal.currentStats().syncs, 1, "the directory (the header is the file's name)")
+        journal.durability.waitForSyncs()
+        XCTAssertEqual(journal.durability.currentStats().syncs, 1, "the directory (the header is the file's name)")
         let page = [UInt8](repeating: 7, count: 2_000)
         page.withUnsafeBytes { file.append($0) }
         page.withUnsafeBytes { file.append($0) }
-        XCTAssertEqual(journal.currentStats().syncs, 1, "a block's pages are appended, not synced one by one")
-        journal.syncDue()
-        XCTAssertEqual(journal.currentStats().syncs, 2, "both pages in one sync, done when syncDue returns")
-        XCTAssertGreaterThan(journal.currentStats().longestUnsynced, .zero)
-        journal.syncDue()
-        XCTAssertEqual(journal.currentStats().syncs, 2, "nothing waiting, no sync")
+        XCTAssertEqual(journal.durability.currentStats().syncs, 1, "a block's pages are appended, not synced one by one")
+        journal.durability.syncDue()
+        XCTAssertEqual(journal.durability.currentStats().syncs, 2, "both pages in one sync, done when syncDue returns")
+        XCTAssertGreaterThan(journal.durability.currentStats().longestUnsynced, .zero)
+        journal.durability.syncDue()
+        XCTAssertEqual(journal.durability.currentStats().syncs, 2, "nothing waiting, no sync")
         // The last pages: their sync is the queue's, as it links the file in (one sync, and
-        // one file-system journal commit, per chunk instead of two), or ChunkWriter's.
+        // one file-system journal commit, per chunk instead of two), or, for a chunk left
+        // waiting, `chunkWaits`'s (JournalDurabilityTests).
         page.withUnsafeBytes { file.append($0) }
         file.pagesComplete()
-        journal.syncDue()
-        XCTAssertEqual(journal.currentStats().syncs, 2, "a finished chunk is not synced by the journal")
+        journal.durability.syncDue()
+        XCTAssertEqual(journal.durability.currentStats().syncs, 2, "a finished chunk is not synced by the journal")
         journal.remove(file.id)
     }
 
@@ -312,7 +313,7 @@ extension MicrophoneStreamTests {
         let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 10, afterLimit: .quiet,
                                                                                           progress: progress, calls: CallCounter()),
-                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil,
+                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
                                       journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
         stream.start()
         try waitUntil("10 s read", timeout: 60) { progress.frames == 10 * rate }

@@ -8,7 +8,7 @@ import TestRigs
 import XCTest
 
 /// The microphone's writer with a real SQLite queue that refuses writes for a while
-/// (`RefusingQueue`): chunks left waiting keep their journal file durable.
+/// (`RefusingQueue`): chunks left waiting keep their journal file durable (`JournalDurability`).
 final class ChunkWriterTests: XCTestCase {
     let logger = Logger(label: "test")
 
@@ -20,10 +20,11 @@ final class ChunkWriterTests: XCTestCase {
         let database = try AgentDatabase(path: directory.file("queue.sqlite"))
         let sink = RefusingQueue(database)
         let synced = Mutex<[String]>([])
-        let writer = ChunkWriter(sink: sink, logger: logger, syncJournal: { path in
+        let durability = JournalDurability(directory: directory.path, syncInterval: .seconds(10), syncFile: { path in
             synced.withLock { $0.append(path) }
             FileWrites.syncFile(path)
         })
+        let writer = ChunkWriter(sink: sink, logger: logger, durability: durability)
         var paths: [String] = []
         for index in 0..<2 {
             let bytes = Data(repeating: UInt8(index + 1), count: 3_000)

@@ -44,7 +44,7 @@ final class MicrophoneFallbackTests: XCTestCase {
                                 captureFactory: { device, sampleRate throws(AudioCaptureError) in
                                     try UnpluggableCapture(rig: rig, device: device, sampleRate: sampleRate)
                                 },
-                                retry: Backoff(base: 0.2, cap: 1), chosenRetry: 1)
+                                tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.2, cap: 1), chosenDeviceRetry: 1))
     }
 
     func chunks(in database: AgentDatabase, directory: TemporaryDirectory) throws -> [Chunk] {

@@ -47,7 +47,7 @@ final class MicrophoneLevelTests: XCTestCase {
                                           return ScriptedCapture(try ALSACapture(device: device, sampleRate: sampleRate),
                                                                  limit: samples.count, afterLimit: .end, progress: progress)
                                       },
-                                      retry: Backoff(base: 5, cap: 5), maxClockSkew: nil,
+                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 5, cap: 5), maxClockSkew: nil),
                                       journal: .init(directory: journal, knownRecords: database.recordQueue))
         stream.start()
         try waitUntil("the input captured to its end", timeout: 120) { progress.closed }

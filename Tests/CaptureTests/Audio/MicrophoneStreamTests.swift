@@ -54,7 +54,7 @@ final class MicrophoneStreamTests: XCTestCase {
         var config = MicrophoneConfig()
         config.device = rig.device
         return MicrophoneStream(config: config, sink: database.recordQueue, clock: clock, logger: logger, captureFactory: factory,
-                         retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
+                         tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil))
     }
 
     func testNinetyFiveSecondsOfSpeechGiveOverlappingChunksThatDecodeToTheirDuration() throws {
@@ -285,7 +285,7 @@ extension MicrophoneStreamTests {
         config.device = rig.device
         let stream = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
-                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil)
+                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil))
         stream.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
             progress.frames == 35 * rate && stream.liveness().code == .storageFull
@@ -314,7 +314,7 @@ extension MicrophoneStreamTests {
         config.device = rig.device
         let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
-                                      retry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: 2)
+                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: 2))
         stream.start()
         try waitUntil("35 s read", timeout: 60) { progress.frames == 35 * rate && stream.stats().chunksWritten == 1 }
         stream.stop()

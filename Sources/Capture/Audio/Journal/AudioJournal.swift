@@ -1,9 +1,7 @@
-import Dispatch
 import AgentCore
 import Foundation
 import Logging
 import Platform
-import Synchronization
 
 /// The microphone's audio journal: a directory beside the queue database that holds, for
 /// every chunk not yet in the queue, one file of the Ogg pages encoded so far, named by
@@ -13,33 +11,17 @@ import Synchronization
 /// is in the queue (or linked into it: `AttachmentStore`).
 public final class AudioJournal: Sendable {
     public let directory: String
-    /// Pages are fdatasync'ed on the capture thread between two reads (one every 2 s) once
-    /// the oldest of them has waited this long (the daemon passes `[microphone]
-    /// journal_sync_seconds`, 10 s by default), so a page waits at most this plus one read
-    /// for its sync (docs/streams/microphone.md; the measured cost is in docs/performance.md).
-    let syncInterval: Duration
     let logger: Logger
-    /// The directory's fsync after a chunk's file is made runs here, off the capture thread
-    /// (a page's sync waits for this queue once, so the file's name, its header, is durable
-    /// before any of its pages).
-    let syncQueue = DispatchQueue(label: "ariata.microphone.journal")
+    /// When each chunk's journal reaches the disk (docs/streams/microphone.md; the measured
+    /// cost is in docs/performance.md).
+    public let durability: JournalDurability
 
-    public struct Stats: Sendable, Equatable {
-        /// Ogg bytes appended to journal files.
-        public var bytes = 0
-        /// fdatasync/fsync calls made (pages and the directory).
-        public var syncs = 0
-        /// The longest a page waited between its write and the end of its fdatasync: what
-        /// a power cut can cost besides the audio not yet in a page.
-        public var longestUnsynced: Duration = .zero
-    }
-    private let stats = Mutex(Stats())
-    private let open = Mutex<[UUID: JournalFile]>([:])
-
+    /// - Parameter syncInterval: how long a page may wait for its fdatasync (the daemon
+    ///   passes `[microphone] journal_sync_seconds`).
     public init(directory: String, logger: Logger, syncInterval: Duration = .milliseconds(1_500)) {
         self.directory = directory
         self.logger = logger
-        self.syncInterval = syncInterval
+        self.durability = JournalDurability(directory: directory, syncInterval: syncInterval)
     }
 
     /// `<database>.audio-journal`: beside the database, on the same file system (the storage
@@ -47,8 +29,6 @@ public final class AudioJournal: Sendable {
     public static func directory(forDatabase path: String) -> String {
         path + ".audio-journal"
     }
-
-    public func currentStats() -> Stats { stats.withLock { $0 } }
 
     /// Creates the directory (0700: it holds recordings).
     public func prepare() throws {
@@ -74,32 +54,14 @@ public final class AudioJournal: Sendable {
     }
 
     /// Starts the journal of a chunk: its file is made under a name that holds its header
-    /// (the directory synced on the sync queue, before any of its pages) and opened for
-    /// appending.
+    /// and opened for appending (`JournalDurability` makes the name durable before any page).
     public func begin(_ beginning: ChunkBeginning, bitrate: Int, provisional: ProvisionalTime? = nil) throws -> JournalFile {
         let name = try JournalHeader(beginning: beginning, bitrate: bitrate, provisional: provisional).fileName()
         let path = "\(directory)/\(name)"
         let descriptor = try create(path)
         let file = JournalFile(id: beginning.id, path: path, descriptor: descriptor, journal: self)
-        open.withLock { $0[beginning.id] = file }
-        syncQueue.async { [self] in
-            FileWrites.syncDirectory(directory)
-            stats.withLock { $0.syncs += 1 }
-        }
+        durability.began(file)
         return file
-    }
-
-    /// The chunk's last page is in its file: no more appends.
-    func closed(_ id: UUID) {
-        open.withLock { _ = $0.removeValue(forKey: id) }
-    }
-
-    /// Called from the capture loop before every read, so after each block's pages: syncs,
-    /// on the capture thread, the files whose oldest unsynced page is `syncInterval` old.
-    public func syncDue() {
-        for file in open.withLock({ Array($0.values) }) {
-            file.syncIfDue()
-        }
     }
 
     /// Removes a chunk's journal: its record is in the queue, or the chunk was dropped.
@@ -107,7 +69,7 @@ public final class AudioJournal: Sendable {
     /// queued and removes the journal again. (A version 1 journal: pages first, then the
     /// header, so a crash in between leaves a header alone, "nothing to recover".)
     public func remove(_ id: UUID) {
-        open.withLock { _ = $0.removeValue(forKey: id) }
+        durability.forget(id)
         let files = files(of: id)
         for path in files where path.hasSuffix(JournalHeader.fileExtension) { unlink(path) }
         for path in files where !path.hasSuffix(JournalHeader.fileExtension) { unlink(path) }
@@ -140,17 +102,6 @@ public final class AudioJournal: Sendable {
         let strays = names.filter { !claimed.contains($0) }.map { "\(directory)/\($0)" }
         return (journals.sorted { $0.header.start < $1.header.start }, strays)
     }
-
-    func counted(bytes: Int) { stats.withLock { $0.bytes += bytes } }
-    func countedSync(waited: Duration? = nil) {
-        stats.withLock { stats in
-            stats.syncs += 1
-            if let waited, waited > stats.longestUnsynced { stats.longestUnsynced = waited }
-        }
-    }
-
-    /// Waits until every sync asked for so far is done (tests, benchmarks, stop).
-    public func waitForSyncs() { syncQueue.sync {} }
 
     private func create(_ path: String) throws -> Int32 {
         let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)

@@ -8,11 +8,8 @@ import Synchronization
 /// as they come (one file, its name the chunk's header: `JournalHeader`).
 ///
 /// Appends are plain write(2) calls on the capture thread: they reach the page cache at
-/// once, which is all a SIGKILL needs. fdatasync, which a power cut needs, runs on the
-/// capture thread too, between two reads, once bytes have waited `syncInterval`: no
-/// hand-over to another thread (each woke a Dispatch worker), and the ALSA buffer
-/// (`ALSACapture`: 6 s beyond a wake) is what lets a slow SD card's flush hold the
-/// thread up without losing audio.
+/// once, which is all a SIGKILL needs. When they reach the disk, which a power cut needs,
+/// is `JournalDurability`'s to decide.
 public final class JournalFile: @unchecked Sendable {
     // @unchecked: `descriptor` is immutable; the mutable state sits in `state`.
     public let id: UUID
@@ -22,13 +19,6 @@ public final class JournalFile: @unchecked Sendable {
     private let journal: AudioJournal
 
     private struct State {
-        var unsyncedBytes = 0
-        /// When the oldest byte not yet synced was written: how long bytes wait for their
-        /// fsync is what a power cut can cost.
-        var unsyncedSince: ContinuousClock.Instant?
-        /// The directory's fsync (queued by `AudioJournal.begin`) was waited for: pages are
-        /// never durable before the file's name, their header.
-        var headerSynced = false
         var closed = false
         var failure: String?
     }
@@ -52,34 +42,13 @@ public final class JournalFile: @unchecked Sendable {
             fail("write failed: \(String(cString: strerror(code)))")
             return
         }
-        state.withLock { state in
-            state.unsyncedBytes += bytes.count
-            if state.unsyncedSince == nil { state.unsyncedSince = .now }
-        }
-        journal.counted(bytes: bytes.count)
-        // No sync here: a block's pages come in several appends, and a sync after the
-        // first would leave the others waiting a whole interval. The capture loop asks
-        // (`AudioJournal.syncDue`) once the block is in.
+        journal.durability.appended(bytes.count, to: id)
     }
 
-    /// fdatasyncs, on the calling (capture) thread, when the oldest byte not yet synced
-    /// has waited `syncInterval`.
-    public func syncIfDue() {
-        let due = state.withLock { state -> Bool in
-            guard state.unsyncedBytes > 0, let since = state.unsyncedSince else { return false }
-            return ContinuousClock.now - since >= journal.syncInterval
-        }
-        if due { sync() }
-    }
-
-    /// The chunk is finished (its last pages are in). Their sync is left to whoever takes
-    /// the chunk next, a few milliseconds later: the queue's attachment store links this
-    /// file in and fdatasyncs it (even when it cannot take the chunk), and `ChunkWriter`
-    /// syncs the file of every chunk left waiting (disk full). One sync instead of two, and
-    /// on ext4 one journal commit instead of two, per chunk; a chunk that waits for the
-    /// queue (disk full) still survives a power cut whole.
+    /// The chunk is finished (its last pages are in): no more appends, and the sync of
+    /// those pages is left to whoever takes the chunk next (`JournalDurability`).
     func pagesComplete() {
-        journal.closed(id)
+        journal.durability.pagesComplete(id)
         state.withLock { $0.closed = true }
     }
 
@@ -90,22 +59,11 @@ public final class JournalFile: @unchecked Sendable {
         journal.remove(id)
     }
 
-    private func sync() {
-        let (bytes, since, headerSynced) = state.withLock { state -> (Int, ContinuousClock.Instant?, Bool) in
-            defer {
-                state.unsyncedBytes = 0
-                state.unsyncedSince = nil
-                state.headerSynced = true
-            }
-            return (state.unsyncedBytes, state.unsyncedSince, state.headerSynced)
-        }
-        // Once per chunk: the directory's fsync was queued when it began and is long done by
-        // the first sync (seconds later), so this returns at once without waking anyone.
-        if !headerSynced { journal.waitForSyncs() }
-        if bytes > 0, fdatasync(descriptor) != 0 {
+    /// fdatasyncs the file on the calling thread (`JournalDurability.syncDue`).
+    func syncData() {
+        if fdatasync(descriptor) != 0 {
             fail("fdatasync failed: \(String(cString: strerror(errno)))")
         }
-        journal.countedSync(waited: since.map { ContinuousClock.now - $0 })
     }
 
     private func fail(_ reason: String) {

@@ -8,8 +8,10 @@ import Platform
 /// to the anchor in force when it began, so a clock that is stepped right (NTP) in the
 /// middle of a chunk cannot make that chunk pass for a trusted one.
 ///
-/// Lives on the capture thread only.
-struct ChunkTimes {
+/// Lives on the capture thread only. A class: the chunk assembly anchors the timeline and
+/// takes a finished chunk's time, the encoder maker (`JournaledEncoderMaker`) places each
+/// chunk that begins, and both must see one timeline.
+final class ChunkTimes {
     private struct Anchor {
         var wall: Date
         /// The boot clock at `wall`; nil when the clock was believed (nothing to correct).
@@ -27,7 +29,7 @@ struct ChunkTimes {
 
     /// The run's timeline (re)starts: its next sample was captured `lag` seconds before
     /// `now`, at wall time `now - lag`.
-    mutating func anchored(now: Date, lag: TimeInterval) {
+    func anchored(now: Date, lag: TimeInterval) {
         let trusted = trust.isTrusted(now: now)
         var boot = trusted ? nil : BootClock.now()
         boot?.seconds -= lag
@@ -37,7 +39,7 @@ struct ChunkTimes {
     /// A chunk begins at `start` on the current timeline; returns its provisional time (nil
     /// when the clock is believed), which the audio journal keeps beside its pages.
     @discardableResult
-    mutating func began(_ id: UUID, start: Date) -> ProvisionalTime? {
+    func began(_ id: UUID, start: Date) -> ProvisionalTime? {
         guard let anchor, !anchor.trusted else { return nil }
         let provisional = anchor.boot.map {
             ProvisionalTime(bootID: $0.bootID, bootTime: $0.seconds + start.timeIntervalSince(anchor.wall))
@@ -47,7 +49,7 @@ struct ChunkTimes {
     }
 
     /// The provisional time of a finished chunk (nil when its time can be believed); forgets it.
-    mutating func take(_ id: UUID) -> ProvisionalTime? {
+    func take(_ id: UUID) -> ProvisionalTime? {
         chunks.removeValue(forKey: id)
     }
 }

@@ -2,19 +2,19 @@ import AgentCore
 import Dispatch
 import Foundation
 import Logging
-import Platform
 import Synchronization
 
 /// Writes finished chunks to the queue off the capture thread, one transaction per chunk,
 /// so a slow disk (an SD card's fsync) never holds up capture long enough to overrun.
 ///
 /// A chunk whose write fails (disk full) is kept and retried before the next one, up to
-/// `maxBacklog` chunks (about ten minutes of audio); beyond that the oldest is dropped
-/// from memory with a logged error rather than growing memory without bound (with the
-/// audio journal on, it stays there and is written at the next start of the stream).
+/// `maxBacklog` chunks (`MicrophoneTuning.maxChunksWaiting`); beyond that the oldest is
+/// dropped from memory with a logged error rather than growing memory without bound (with
+/// the audio journal on, it stays there and is written at the next start of the stream).
 ///
 /// `written` is told each record id once its enqueue returned: only then may the chunk's
-/// journal go.
+/// journal go. `durability` is told of every chunk left waiting, whose journal must then
+/// survive a power cut whole.
 final class ChunkWriter: @unchecked Sendable {
     // @unchecked: `backlog` is touched only on `queue`, a serial queue. What other threads
     // read (`status`) sits in a Mutex, so liveness() never waits for a slow write.
@@ -23,9 +23,8 @@ final class ChunkWriter: @unchecked Sendable {
     private let queue = DispatchQueue(label: "ariata.microphone.writer")
     private let maxBacklog: Int
     private let written: @Sendable (UUID) -> Void
+    private let durability: JournalDurability?
     private var backlog: [NewRecord] = []
-    /// Chunks in `backlog` whose journal file was synced here (see `keepJournalsDurable`).
-    private var journalSynced: Set<UUID> = []
 
     struct Status: Sendable {
         var written = 0
@@ -35,16 +34,14 @@ final class ChunkWriter: @unchecked Sendable {
     }
     private let status = Mutex(Status())
 
-    private let syncJournal: @Sendable (String) -> Void
-
-    /// - Parameter syncJournal: fdatasyncs a waiting chunk's journal file (tests watch it).
-    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = 20, written: @escaping @Sendable (UUID) -> Void = { _ in },
-         syncJournal: @escaping @Sendable (String) -> Void = { FileWrites.syncFile($0) }) {
+    /// - Parameter durability: the audio journal's, nil without a journal.
+    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = MicrophoneTuning().maxChunksWaiting,
+         written: @escaping @Sendable (UUID) -> Void = { _ in }, durability: JournalDurability? = nil) {
         self.sink = sink
         self.logger = logger
         self.maxBacklog = maxBacklog
         self.written = written
-        self.syncJournal = syncJournal
+        self.durability = durability
     }
 
     func write(_ record: NewRecord) {
@@ -53,7 +50,7 @@ final class ChunkWriter: @unchecked Sendable {
             self.backlog.append(record)
             if self.backlog.count > self.maxBacklog {
                 let dropped = self.backlog.removeFirst()
-                self.journalSynced.remove(dropped.id)
+                self.durability?.forget(dropped.id)
                 self.status.withLock { $0.waiting -= 1 }
                 self.logger.error("microphone chunk dropped from memory: the queue refused writes for too long (it stays in the audio journal, when on, until the next start)",
                                   metadata: ["id": "\(dropped.id)", "captured_at": "\(RFC3339.string(from: dropped.capturedAt))"])
@@ -76,7 +73,7 @@ final class ChunkWriter: @unchecked Sendable {
             do {
                 try sink.enqueue(record)
                 backlog.removeFirst()
-                journalSynced.remove(record.id)
+                durability?.forget(record.id)
                 written(record.id)
                 status.withLock {
                     $0.written += 1
@@ -95,20 +92,12 @@ final class ChunkWriter: @unchecked Sendable {
                     logger.error("cannot write microphone chunk to the queue; keeping it to retry",
                                  metadata: ["error": "\(error)", "waiting": "\(backlog.count)"])
                 }
-                keepJournalsDurable()
+                // The chunks left waiting keep their journal whole across a power cut.
+                for waiting in backlog {
+                    if let file = waiting.attachment?.existingFile { durability?.chunkWaits(waiting.id, file: file) }
+                }
                 return
             }
-        }
-    }
-
-    /// A finished chunk's last pages are synced by the queue as it takes the chunk
-    /// (`JournalFile.pagesComplete`); chunks left waiting here have their journal file
-    /// synced once instead, so a chunk that waits for the queue survives a power cut whole.
-    private func keepJournalsDurable() {
-        for record in backlog where !journalSynced.contains(record.id) {
-            guard let file = record.attachment?.existingFile else { continue }
-            journalSynced.insert(record.id)
-            syncJournal(file)
         }
     }
 }
