@@ -31,7 +31,7 @@ public struct FixTime: Sendable, Hashable, Comparable, CustomStringConvertible {
 
 /// Which kind of source a fix came from. Each kind declares its own beside its source
 /// (`FixSource.gpsd` in GPSD/, `.geoclue` in GeoClue/), so a new kind adds no case here.
-public struct FixSource: Sendable, Hashable, CustomStringConvertible {
+public struct FixSource: Sendable, Hashable {
     /// The record's `location_source` and the status's `source`, so the server's map can
     /// tell a Wi-Fi position from a satellite one.
     public let rawValue: String
@@ -47,15 +47,13 @@ public struct FixSource: Sendable, Hashable, CustomStringConvertible {
         self.name = name
         self.timeIsIndependent = timeIsIndependent
     }
-
-    public var description: String { name }
 }
 
 /// One position fix as its source reported it. Optional fields are the ones the source
 /// left unknown (NaN, or its own marker for unknown): they stay nil and never turn into 0.
 public struct LocationFix: Sendable, Equatable {
-    /// 2 (2D) or 3 (3D) when the source says (gpsd: a report below 2 is not a fix and never
-    /// becomes one of these); nil when it does not (GeoClue), and the record has no `fix_mode`.
+    /// 2 (2D) or 3 (3D) when the source says (gpsd: a report below 2 is not a fix and
+    /// never becomes one of these); nil when it does not (GeoClue): no `fix_mode` then.
     public var mode: Int?
     public var time: FixTime
     public var latitude: Double

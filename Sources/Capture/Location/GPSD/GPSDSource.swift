@@ -4,7 +4,8 @@ import Logging
 import Platform
 
 extension FixSource {
-    /// Fixes from a receiver through gpsd: satellite time, which stands without the system clock.
+    /// Fixes from a receiver through gpsd: the satellites' time, which stands without the
+    /// system clock.
     public static let gpsd = FixSource(rawValue: "gpsd", name: "gpsd", timeIsIndependent: true)
 }
 
@@ -12,8 +13,8 @@ extension FixSource {
 /// per interval. `GPSDReader` runs the connection and the ticks (see `SamplingPace`), so
 /// the thread wakes once per interval rather than once per report.
 struct GPSDSource: LocationSource {
-    let host: String
-    let port: Int
+    private let host: String
+    private let port: Int
     private let interval: Int
     private let tuning: LocationTuning
     private let clock: any WallClock

@@ -8,7 +8,8 @@ import Platform
 /// gone, the bus lost) or the thread is stopped, and open another with backoff. Fixes
 /// arrive on the session's bus thread, not here. With a `handover` (source `auto`) it
 /// also asks, every `handover.checkEvery`, whether that source can serve now (gpsd has a
-/// receiver), and returns to hand over when it can. Logs once per outage, like the gpsd reader.
+/// receiver), and returns to hand over when it can. Logs once per outage, like the gpsd
+/// reader.
 final class GeoClueReader: Sendable {
     private let bus: DBusBus
     private let settings: GeoClueSettings
