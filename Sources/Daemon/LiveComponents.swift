@@ -4,8 +4,9 @@ import Foundation
 import Logging
 import Upload
 
-/// The real wiring: gpsd, ALSA and health sources into the queue; the libcurl uploader
-/// out of it; NetworkManager on the system bus for metering, the session bus for notices.
+/// The real wiring: location (gpsd or GeoClue), ALSA and health sources into the queue;
+/// the libcurl uploader out of it; NetworkManager on the system bus for metering, the
+/// session bus for notices.
 public struct LiveComponents: ComponentFactory {
     public init() {}
 

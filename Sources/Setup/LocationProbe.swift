@@ -4,7 +4,8 @@ import DBus
 import Foundation
 
 /// Where will fixes come from? The same choice the location stream makes
-/// (`[location] source`): gpsd when it has a receiver, GeoClue otherwise (docs/laptop.md).
+/// (`[location] source`, by `LocationSourceChooser`'s rule for `auto`): gpsd when it has a
+/// receiver, GeoClue otherwise (docs/laptop.md).
 struct LocationProbe {
     let config: LocationConfig
     let gpsdTimeout: TimeInterval
@@ -20,7 +21,7 @@ struct LocationProbe {
             return geoClue(because: nil)
         case .auto:
             let receivers = (try? GPSDClient.receiverCount(host: config.gpsdHost, port: config.gpsdPort, timeout: gpsdTimeout)) ?? nil
-            if let receivers, receivers > 0 {
+            if let receivers, LocationSourceChooser.autoTakesGPSD(receivers: receivers) {
                 var check = gpsd.check()
                 check.detail += " with \(receivers) receiver\(receivers == 1 ? "" : "s"): fixes from gpsd"
                 return check

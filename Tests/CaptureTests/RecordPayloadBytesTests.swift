@@ -14,13 +14,13 @@ final class RecordPayloadBytesTests: XCTestCase {
     func testLocationPayloadsAreJSONSerializationsBytes() throws {
         let now = Date(timeIntervalSince1970: 1_790_000_000)
         let fixes = [
-            GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
+            LocationFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
                    latitude: 52.520008, longitude: -13.404954, altitude: 34.5, speed: 5.144, course: 45.25,
-                   horizontalAccuracy: 17.1, verticalAccuracy: 34.5, satellitesUsed: 8),
-            GPSFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: -0.000001),
-            GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_999, nanoseconds: 999_000_000),
+                   horizontalAccuracy: 17.1, verticalAccuracy: 34.5, satellitesUsed: 8, source: .gpsd),
+            LocationFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: -0.000001, source: .gpsd),
+            LocationFix(mode: 3, time: FixTime(seconds: 1_789_999_999, nanoseconds: 999_000_000),
                    latitude: -33.868820000000007, longitude: 151.20929, altitude: -12, speed: 0, course: 359.99999,
-                   horizontalAccuracy: 1e-3, verticalAccuracy: 123_456.75, satellitesUsed: 0),
+                   horizontalAccuracy: 1e-3, verticalAccuracy: 123_456.75, satellitesUsed: 0, source: .gpsd),
         ]
         for fix in fixes {
             let record = try LocationRecord.make(from: fix, now: now)

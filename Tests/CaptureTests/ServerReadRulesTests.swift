@@ -238,8 +238,8 @@ final class ServerReadRulesTests: XCTestCase {
     }
 
     func testLocationAndMicrophoneRecordsAreReadByBothGenerations() throws {
-        let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
-                         latitude: 52.52, longitude: 13.405, altitude: 34)
+        let fix = LocationFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
+                         latitude: 52.52, longitude: 13.405, altitude: 34, source: .gpsd)
         let location = try LocationRecord.make(from: fix, now: Date(timeIntervalSince1970: 1_790_000_000))
         let chunk = AudioChunk(start: Date(timeIntervalSince1970: 1_790_000_000), frames: 480_000, overlapFrames: 32_000,
                                sampleRate: 16_000, data: Data("OggS".utf8))

@@ -8,7 +8,7 @@ enum LocationRecordError: Error, Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case .timeOutOfRange(let fixTime, let now, let source):
-            return "\(source == .gpsd ? "gpsd" : "GeoClue")'s fix time \(fixTime) is before 2000 or more than 5 minutes ahead of the "
+            return "\(source.name)'s fix time \(fixTime) is before 2000 or more than 5 minutes ahead of the "
                 + "system clock (\(now)); the server would reject it, so it is not written. "
                 + "Check the system clock (timedatectl) and the receiver's time"
         }
@@ -21,12 +21,12 @@ enum LocationRecordError: Error, Equatable, CustomStringConvertible {
 enum LocationRecord {
     /// `clockTrusted` false: the system clock cannot be believed (ClockTrust), so the fix
     /// time is not compared with it.
-    static func make(from fix: GPSFix, now: Date, clockTrusted: Bool = true, id: UUID = RecordID.make()) throws -> NewRecord {
+    static func make(from fix: LocationFix, now: Date, clockTrusted: Bool = true, id: UUID = RecordID.make()) throws -> NewRecord {
         let time = fix.time.date
-        // GeoClue's time is the system clock's own, never the satellites': the plain rule.
-        let acceptable = fix.source == .geoclue
-            ? CaptureTimeRule.isAcceptable(time, now: now)
-            : isAcceptable(time, now: now, clockTrusted: clockTrusted)
+        // A time that is the system clock's own (GeoClue's) gets the plain rule.
+        let acceptable = fix.source.timeIsIndependent
+            ? isAcceptable(time, now: now, clockTrusted: clockTrusted)
+            : CaptureTimeRule.isAcceptable(time, now: now)
         guard acceptable else {
             throw LocationRecordError.timeOutOfRange(fixTime: RFC3339.string(from: time),
                                                      now: RFC3339.string(from: now), source: fix.source)
@@ -38,7 +38,7 @@ enum LocationRecord {
             "location_source": fix.source.rawValue,
         ]
         // gpsd's 2D/3D; GeoClue does not say.
-        if fix.source == .gpsd { fields["fix_mode"] = fix.mode }
+        if let mode = fix.mode { fields["fix_mode"] = mode }
         // Unknown values are left out, never written as 0 or null.
         let optional: [(String, (any Sendable)?)] = [
             ("altitude", fix.altitude),
@@ -54,7 +54,8 @@ enum LocationRecord {
         return try NewRecord(id: id, stream: .location, capturedAt: time, fields: fields)
     }
 
-    /// The contract's time rule. A GPS fix carries its own time from the satellites, so
+    /// The contract's time rule for a fix whose time is independent of the system clock
+    /// (`FixSource.timeIsIndependent`). A GPS fix carries its own time from the satellites, so
     /// while the system clock is still unset (an SBC without RTC before NTP, often waiting
     /// on this very gpsd) the fix time is trusted on its own rather than compared with 1970;
     /// so it is while the clock cannot be believed (a clock restored days behind would

@@ -3,14 +3,15 @@ import Foundation
 
 /// A snapshot of the location stream for the supervisor and `status`.
 public struct LocationStatus: Sendable, Equatable {
-    /// gpsd's host and port.
-    public var endpoint: String
+    /// Where the source in use is (gpsd's host:port, GeoClue's bus); nil until the stream
+    /// has chosen one.
+    public var address: String?
     /// The source in use (nil until the stream has chosen one) and, for source `auto`, why.
     public var source: FixSource?
     public var choice: String?
-    /// The link to that source (GeoClue's too: connected once it gives fixes).
-    public var link: GPSDLinkState
-    /// gpsd's time of the latest fix received (not necessarily written yet).
+    /// The link to that source.
+    public var link: LocationLink
+    /// The source's time of the latest fix received (not necessarily written yet).
     public var lastFixTime: Date?
     /// Seconds since that fix arrived, by the wall clock.
     public var lastFixAge: TimeInterval?
@@ -19,10 +20,10 @@ public struct LocationStatus: Sendable, Equatable {
     /// The latest failure to write a record, cleared by the next success.
     public var writeError: String?
 
-    public init(endpoint: String, source: FixSource? = nil, choice: String? = nil, link: GPSDLinkState,
+    public init(address: String? = nil, source: FixSource? = nil, choice: String? = nil, link: LocationLink,
                 lastFixTime: Date? = nil, lastFixAge: TimeInterval? = nil, recordsWritten: Int = 0,
                 lastRecordAt: Date? = nil, writeError: String? = nil) {
-        self.endpoint = endpoint
+        self.address = address
         self.source = source
         self.choice = choice
         self.link = link
@@ -35,10 +36,10 @@ public struct LocationStatus: Sendable, Equatable {
 
     public var connected: Bool { link.isConnected }
 
-    /// Healthy while connected, writing, and fixes keep arriving. A receiver without a fix
-    /// for longer than `staleFixAfter` counts as unhealthy: no fix means no records, and
-    /// the user should hear why the stream went quiet.
-    public func health(now: Date, staleFixAfter: TimeInterval) -> Liveness {
+    /// Healthy while connected, writing, and the source not quiet for too long: how long is
+    /// too long is the source's to say (`quiet`, given since when the link is up), as no
+    /// fix means no records and the user should hear why the stream went quiet.
+    public func health(now: Date, quiet: (_ connectedSince: Date) -> Liveness) -> Liveness {
         switch link {
         case .idle:
             return .unhealthy(reason: "the location stream is not running")
@@ -50,20 +51,7 @@ public struct LocationStatus: Sendable, Equatable {
             if let writeError {
                 return .unhealthy(reason: "cannot write location records to the queue: \(writeError)")
             }
-            if source == .geoclue {
-                // GeoClue sends a fix only when the device moves: only none at all counts.
-                let quiet = now.timeIntervalSince(since)
-                guard lastFixAge == nil, quiet > staleFixAfter else { return .healthy }
-                return .unhealthy(reason: "GeoClue has given no position in \(Int(quiet)) s since it started: "
-                    + "check that Wi-Fi is on (GeoClue locates by the networks in reach) or that its sources are "
-                    + "enabled in /etc/geoclue/geoclue.conf (docs/laptop.md)")
-            }
-            let quietSince = lastFixAge.map { now.addingTimeInterval(-$0) } ?? since
-            let quiet = now.timeIntervalSince(quietSince)
-            guard quiet > staleFixAfter else { return .healthy }
-            let what = lastFixAge == nil ? "no fix since connecting" : "no fix"
-            return .unhealthy(reason: "connected to gpsd at \(endpoint) but \(what) for \(Int(quiet)) s; "
-                + "check the receiver is attached and sees the sky (cgps or gpsmon show what gpsd gets)")
+            return quiet(since)
         }
     }
 }

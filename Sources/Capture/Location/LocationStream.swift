@@ -1,18 +1,16 @@
 import AgentCore
-import DBus
 import Foundation
 import Logging
 import Platform
 import Synchronization
 
-/// The `location` stream: gpsd or GeoClue fixes in, one record per interval out, straight
-/// to the queue. One thread (`ariata-location`) chooses the source (`[location] source`)
-/// and runs it. On gpsd it talks to gpsd (blocking libgps calls stay off the daemon's
-/// threads) and samples: it sleeps until each tick, every `interval` seconds, reads the
-/// reports gpsd sent meanwhile and writes the latest fix, so it wakes once per interval
-/// rather than once per report (see `SamplingPace`). On GeoClue, GeoClue paces the fixes
-/// (its time and distance thresholds) and each is written as it comes (docs/laptop.md).
-public final class LocationStream: CaptureStream {
+/// The `location` stream: fixes from a location source in, at most one record per interval
+/// out, straight to the queue. One thread (`ariata-location`) has `LocationSourceChooser`
+/// pick the source (`[location] source`) and runs it, so the source's blocking calls stay
+/// off the daemon's threads. The source hands each fix to the stream and says when the
+/// latest is due (`LocationFeed.tick`); the stream keeps privacy zones, writes the records
+/// and reports status. The kinds are in GPSD/ and GeoClue/ (docs/streams/location.md).
+public final class LocationStream: CaptureStream, LocationFeed {
     public let stream: StreamName = .location
     public let config: LocationConfig
     private let sink: any RecordSink
@@ -28,7 +26,7 @@ public final class LocationStream: CaptureStream {
     /// What the thread and the other threads (health, status, stop) share.
     private struct Shared {
         var sampler = FixSampler()
-        var link: GPSDLinkState = .idle
+        var link: LocationLink = .idle
         var lastFixReceivedAt: Date?
         var recordsWritten = 0
         var lastRecordAt: Date?
@@ -40,7 +38,7 @@ public final class LocationStream: CaptureStream {
         /// The zone the last fix lay in, so entering and leaving are logged once each.
         var inZone: String?
         /// The source in use, and why (source `auto`).
-        var source: FixSource?
+        var source: (any LocationSource)?
         var choice: String?
     }
 
@@ -75,7 +73,6 @@ public final class LocationStream: CaptureStream {
     /// A stream dropped without stop() must not leave its reader thread behind.
     deinit { stop() }
 
-    public var endpoint: String { "\(config.gpsdHost):\(config.gpsdPort)" }
     private let serviceMode: ServiceMode
 
     public func start() {
@@ -97,69 +94,26 @@ public final class LocationStream: CaptureStream {
         }
     }
 
-    /// The location thread: the configured source, or for `auto` gpsd when it has a
-    /// receiver and GeoClue until one appears.
+    /// The location thread: the chosen source, and the one it hands over to when it does.
     private func run(until waker: Waker) {
-        switch config.source {
-        case .gpsd:
-            use(.gpsd, because: nil)
-            makeGPSDReader().run(until: waker)
-        case .geoclue:
-            use(.geoclue, because: nil)
-            _ = makeGeoClueReader(probing: false).run(until: waker)
-        case .auto:
-            if gpsdHasReceiver() {
-                use(.gpsd, because: "gpsd at \(endpoint) has a receiver")
-                return makeGPSDReader().run(until: waker)
-            }
-            use(.geoclue, because: "gpsd at \(endpoint) has no receiver")
-            guard makeGeoClueReader(probing: true).run(until: waker) == .gpsdAppeared else { return }
-            use(.gpsd, because: "a receiver appeared at gpsd \(endpoint)")
+        let chooser = LocationSourceChooser(config: config, tuning: tuning, clock: clock, logger: logger,
+                                            timeEvidence: timeEvidence, serviceMode: serviceMode)
+        var (source, reason) = chooser.choose()
+        while true {
+            use(source, because: reason)
+            guard case .handOver(let handover) = source.run(until: waker, feed: self) else { return }
             shared.withLock { $0.link = .connecting }
-            makeGPSDReader().run(until: waker)
+            source = handover.next
+            reason = handover.reason
         }
     }
 
-    private func use(_ source: FixSource, because reason: String?) {
+    private func use(_ source: any LocationSource, because reason: String?) {
         shared.withLock { s in
             s.source = source
             s.choice = reason
         }
-        if let reason { logger.notice("location source: \(source == .gpsd ? "gpsd" : "GeoClue") (\(reason))") }
-    }
-
-    /// Whether gpsd answers and lists at least one receiver: a socket-activated gpsd with
-    /// nothing plugged in (a laptop) answers with none.
-    private func gpsdHasReceiver() -> Bool {
-        ((try? GPSDClient.receiverCount(host: config.gpsdHost, port: config.gpsdPort, timeout: tuning.gpsdProbeTimeout)) ?? nil ?? 0) > 0
-    }
-
-    private func makeGPSDReader() -> GPSDReader {
-        GPSDReader(
-            host: config.gpsdHost, port: config.gpsdPort,
-            backoff: tuning.reconnect,
-            clock: clock, logger: logger,
-            interval: TimeInterval(config.interval), maxReadGap: tuning.maxReadGap,
-            onReport: { [weak self] report in self?.received(report) },
-            onTick: { [weak self] in self?.writePendingFix() },
-            hasPending: { [weak self] in self?.shared.withLock { $0.sampler.pending != nil } ?? false },
-            onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
-    }
-
-    private func makeGeoClueReader(probing: Bool) -> GeoClueReader {
-        let settings = GeoClueSettings(accuracy: config.accuracyLevel, timeThreshold: UInt32(config.interval),
-                                       distanceThreshold: UInt32(config.distanceThreshold),
-                                       actsAsItsOwnAgent: serviceMode == .system, startTimeout: tuning.geoClueStartTimeout)
-        let probe: (@Sendable () -> Bool)?
-        if probing {
-            probe = { @Sendable [weak self] in self?.gpsdHasReceiver() ?? false }
-        } else {
-            probe = nil
-        }
-        return GeoClueReader(bus: tuning.geoClueBus, settings: settings, retry: tuning.geoClueRetry, probeGPSD: probe,
-                             probeInterval: tuning.gpsdProbeInterval, clock: clock, logger: logger,
-                             onFix: { [weak self] fix in self?.received(fix) },
-                             onLink: { [weak self] state in self?.shared.withLock { $0.link = state } })
+        if let reason { logger.notice("location source: \(source.kind.name) (\(reason))") }
     }
 
     public func stop() {
@@ -168,24 +122,29 @@ public final class LocationStream: CaptureStream {
             return running
         }) else { return }
         if !current.thread.stop(timeout: tuning.stopTimeout) {
-            logger.warning("the gpsd reader did not stop within \(tuning.stopTimeout) s (a connect to \(endpoint) still pending); leaving it to end by itself")
+            let source = shared.withLock { $0.source }
+            let what = source.map { "\($0.kind.name) at \($0.address)" } ?? "the location source"
+            logger.warning("the location thread did not stop within \(tuning.stopTimeout) s (a connect to \(what) still pending); leaving it to end by itself")
         }
         // The last fix may not have had its tick yet: write it rather than lose it.
-        writePendingFix()
+        tick()
         shared.withLock { $0.link = .idle }
         logger.info("location stream stopped")
     }
 
     public func liveness() -> Liveness {
         let status = status()
-        let staleAfter = status.source == .geoclue ? tuning.geoClueFirstFixLimit : tuning.staleFixLimit(interval: config.interval)
-        return status.health(now: clock.now(), staleFixAfter: staleAfter)
+        let source = shared.withLock { $0.source }
+        let now = clock.now()
+        return status.health(now: now) { since in
+            source?.quietLiveness(connectedSince: since, lastFixAge: status.lastFixAge, now: now) ?? .healthy
+        }
     }
 
     public func status() -> LocationStatus {
         let now = clock.now()
         return shared.withLock { s in
-            LocationStatus(endpoint: endpoint, source: s.source, choice: s.choice, link: s.link,
+            LocationStatus(address: s.source?.address, source: s.source?.kind, choice: s.choice, link: s.link,
                            lastFixTime: s.sampler.latest?.time.date,
                            lastFixAge: s.lastFixReceivedAt.map { max(0, now.timeIntervalSince($0)) },
                            recordsWritten: s.recordsWritten, lastRecordAt: s.lastRecordAt,
@@ -198,54 +157,38 @@ public final class LocationStream: CaptureStream {
         shared.withLock { [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened] }
     }
 
-    /// A GeoClue fix, on the session's bus thread: GeoClue has paced it already (its time
-    /// threshold is the interval), so it is written now.
-    private func received(_ fix: GeoClueFix) {
-        let first = shared.withLock { s -> Bool in
-            defer {
-                s.sampler.offer(fix.fix)
-                s.lastFixReceivedAt = clock.now()
-            }
-            return s.sampler.latest == nil
-        }
-        if first {
-            logger.info("first fix from GeoClue\(fix.accuracy.map { " (accuracy \(Int($0.rounded())) m)" } ?? "") at \(fix.time)")
-        }
-        writePendingFix()
-    }
-
     /// The source in use and why, for `status`.
     public func details() -> [String: String] {
         shared.withLock { s in
             guard let source = s.source else { return [:] }
-            var details = [StreamCounter.locationSource: source.rawValue]
+            var details = [StreamCounter.locationSource: source.kind.rawValue]
             if let choice = s.choice { details[StreamCounter.locationSourceReason] = choice }
             return details
         }
     }
 
-    private func received(_ report: GPSDReport) {
-        guard case .position(let fix?) = report else { return }
+    // MARK: LocationFeed: what the running source calls, on its own thread.
+
+    func received(_ fix: LocationFix) -> Bool {
         let now = clock.now()
-        // A 3D fix carries the satellites' time: evidence of the true time on this boot.
-        if fix.mode >= 3, let boot = BootClock.now() {
-            timeEvidence.record(trueTime: fix.time.date, at: boot, source: "gpsd 3D fix")
-        }
-        let first = shared.withLock { s -> Bool in
+        return shared.withLock { s -> Bool in
             defer {
                 s.sampler.offer(fix)
                 s.lastFixReceivedAt = now
             }
             return s.sampler.latest == nil
         }
-        if first {
-            logger.info("first fix from gpsd: \(fix.mode)D at \(fix.time)")
-        }
     }
 
-    /// One sampling tick: write the latest fix if it is new. Runs on the location thread
+    var hasPendingFix: Bool { shared.withLock { $0.sampler.pending != nil } }
+
+    func linkChanged(_ link: LocationLink) {
+        shared.withLock { $0.link = link }
+    }
+
+    /// One sampling tick: write the latest fix if it is new. Runs on the source's thread
     /// (and once in stop()), one at a time.
-    private func writePendingFix() {
+    func tick() {
         writing.withLock { _ in writeLatest() }
     }
 
@@ -284,7 +227,7 @@ public final class LocationStream: CaptureStream {
 
     /// The fix as it may be written, nil when it lies in a zone that skips (it is then
     /// marked written, so it is never offered again, and counted). Runs inside `writing`.
-    private func applyZones(to fix: GPSFix) -> GPSFix? {
+    private func applyZones(to fix: LocationFix) -> LocationFix? {
         let decision = zones.decide(latitude: fix.latitude, longitude: fix.longitude)
         let zone: PrivacyZone?
         switch decision {
@@ -314,7 +257,7 @@ public final class LocationStream: CaptureStream {
             shared.withLock { $0.privacyCoarsened += 1 }
             // Only what places the fix no closer than the rounding: altitude, speed and
             // course would narrow it down again, and the accuracy says how coarse it is.
-            return GPSFix(mode: fix.mode, time: fix.time,
+            return LocationFix(mode: fix.mode, time: fix.time,
                           latitude: PrivacyZones.coarsen(fix.latitude), longitude: PrivacyZones.coarsen(fix.longitude),
                           horizontalAccuracy: 1_000, satellitesUsed: fix.satellitesUsed, source: fix.source)
         }

@@ -9,11 +9,12 @@ public struct LocationTuning: Sendable, Equatable {
     /// because gpsd is a local service that comes back in seconds (a restart, or socket
     /// activation at boot), and every attempt is one cheap local connect.
     public var reconnect = Backoff(base: 0.5, cap: 10)
-    /// Connected but no fix for this long makes the stream unhealthy (nil: three sampling
-    /// intervals, at least two minutes, so a receiver's cold start does not count).
+    /// Connected to gpsd but no fix for this long makes the stream unhealthy (nil: three
+    /// sampling intervals, at least two minutes, so a receiver's cold start does not count).
     public var staleFixAfter: TimeInterval?
-    /// How long `stop()` waits for the reader thread. Only a TCP connect to a remote
-    /// gpsd_host that does not answer can take longer; the thread then ends by itself.
+    /// How long `stop()` waits for the location thread. Only a TCP connect to a remote
+    /// gpsd_host that does not answer, or GeoClue's start (`geoClueStartTimeout`), can take
+    /// longer; the thread then ends by itself.
     public var stopTimeout: TimeInterval = 5
     /// The longest gpsd's reports wait unread in the socket while connected, when the
     /// sampling interval is longer: 10 s of reports (a TPV and a SKY a second, ~1 KB each)

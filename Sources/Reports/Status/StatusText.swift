@@ -79,7 +79,8 @@ public struct StatusText: Sendable {
         }
         for s in r.streams where !s.paused && s.liveness != "disabled" {
             guard let source = s.source else { continue }
-            out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : "gpsd")" + (s.sourceReason.map { " (\($0))" } ?? ""))
+            // The JSON value is the source's own name but for GeoClue's capitals.
+            out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : source)" + (s.sourceReason.map { " (\($0))" } ?? ""))
         }
         for s in r.streams {
             for sensor in s.sensors ?? [] { out.append("  \(s.name): \(Self.sensorLine(sensor))") }

@@ -2,9 +2,9 @@
 import XCTest
 
 final class FixSamplerTests: XCTestCase {
-    private func fix(_ second: Int, latitude: Double = 52.5) -> GPSFix {
-        GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_000 + second, nanoseconds: 0),
-               latitude: latitude, longitude: 13.4)
+    private func fix(_ second: Int, latitude: Double = 52.5) -> LocationFix {
+        LocationFix(mode: 3, time: FixTime(seconds: 1_790_000_000 + second, nanoseconds: 0),
+               latitude: latitude, longitude: 13.4, source: .gpsd)
     }
 
     func testNothingToWriteWithoutAFix() {

@@ -10,9 +10,9 @@ final class LocationRecordTests: XCTestCase {
     }
 
     func testA3DFixCarriesEveryContractField() throws {
-        let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
+        let fix = LocationFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
                          latitude: 52.520008, longitude: -13.404954, altitude: 34.5, speed: 5.144, course: 45.25,
-                         horizontalAccuracy: 17.1, verticalAccuracy: 34.5, satellitesUsed: 8)
+                         horizontalAccuracy: 17.1, verticalAccuracy: 34.5, satellitesUsed: 8, source: .gpsd)
         let id = UUID()
         let record = try LocationRecord.make(from: fix, now: now, id: id)
         XCTAssertEqual(record.stream, .location)
@@ -36,7 +36,7 @@ final class LocationRecordTests: XCTestCase {
     }
 
     func testFieldsGpsdDidNotKnowAreAbsentNotZero() throws {
-        let fix = GPSFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2)
+        let fix = LocationFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         let json = try object(LocationRecord.make(from: fix, now: now))
         XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "fix_mode", "location_source"])
         XCTAssertEqual(json["fix_mode"] as? Int, 2)
@@ -45,32 +45,32 @@ final class LocationRecordTests: XCTestCase {
     /// GeoClue says nothing of 2D or 3D, and its time is the system clock's: the plain
     /// time rule, even while the clock is not trusted.
     func testAGeoClueFixHasItsSourceAndNoFixMode() throws {
-        let fix = GPSFix(mode: 2, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2,
+        let fix = LocationFix(mode: nil, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2,
                          horizontalAccuracy: 40, source: .geoclue)
         let json = try object(LocationRecord.make(from: fix, now: now))
         XCTAssertEqual(Set(json.keys), ["id", "timestamp", "latitude", "longitude", "horizontal_accuracy", "location_source"])
         XCTAssertEqual(json["location_source"] as? String, "geoclue")
-        let in1970 = GPSFix(mode: 2, time: FixTime(seconds: 60, nanoseconds: 0), latitude: 1, longitude: 2, source: .geoclue)
+        let in1970 = LocationFix(mode: nil, time: FixTime(seconds: 60, nanoseconds: 0), latitude: 1, longitude: 2, source: .geoclue)
         XCTAssertThrowsError(try LocationRecord.make(from: in1970, now: Date(timeIntervalSince1970: 60), clockTrusted: false))
     }
 
     func testTimesTheServerWouldRejectAreRefused() {
-        let before2000 = GPSFix(mode: 3, time: FixTime(seconds: 900_000_000, nanoseconds: 0), latitude: 1, longitude: 2)
+        let before2000 = LocationFix(mode: 3, time: FixTime(seconds: 900_000_000, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         XCTAssertThrowsError(try LocationRecord.make(from: before2000, now: now))
-        let ahead = GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_301, nanoseconds: 0), latitude: 1, longitude: 2)
+        let ahead = LocationFix(mode: 3, time: FixTime(seconds: 1_790_000_301, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         XCTAssertThrowsError(try LocationRecord.make(from: ahead, now: now)) { error in
             XCTAssertTrue("\(error)".contains("timedatectl"), "\(error)")
         }
-        let justInside = GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_299, nanoseconds: 0), latitude: 1, longitude: 2)
+        let justInside = LocationFix(mode: 3, time: FixTime(seconds: 1_790_000_299, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         XCTAssertNoThrow(try LocationRecord.make(from: justInside, now: now))
     }
 
     func testAnUnsetSystemClockDefersToGPSTime() throws {
         // An SBC without RTC before NTP: the clock says 1970, the satellites know better.
         let bootClock = Date(timeIntervalSince1970: 60)
-        let fix = GPSFix(mode: 3, time: FixTime(seconds: 1_790_000_000, nanoseconds: 0), latitude: 1, longitude: 2)
+        let fix = LocationFix(mode: 3, time: FixTime(seconds: 1_790_000_000, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         XCTAssertNoThrow(try LocationRecord.make(from: fix, now: bootClock))
-        let bogus = GPSFix(mode: 3, time: FixTime(seconds: 100, nanoseconds: 0), latitude: 1, longitude: 2)
+        let bogus = LocationFix(mode: 3, time: FixTime(seconds: 100, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         XCTAssertThrowsError(try LocationRecord.make(from: bogus, now: bootClock))
     }
 }

@@ -6,32 +6,29 @@ import XCTest
 final class LocationStatusTests: XCTestCase {
     private let now = Date(timeIntervalSince1970: 1_790_000_000)
 
-    private func status(_ link: GPSDLinkState, fixAge: TimeInterval? = nil, writeError: String? = nil) -> LocationStatus {
-        LocationStatus(endpoint: "localhost:2947", link: link, lastFixTime: nil, lastFixAge: fixAge,
+    private func status(_ link: LocationLink, fixAge: TimeInterval? = nil, writeError: String? = nil) -> LocationStatus {
+        LocationStatus(address: "localhost:2947", source: .gpsd, link: link, lastFixTime: nil, lastFixAge: fixAge,
                        recordsWritten: 0, lastRecordAt: nil, writeError: writeError)
     }
 
-    func testConnectedWithRecentFixesIsHealthy() {
-        let health = status(.connected(since: now.addingTimeInterval(-600)), fixAge: 5).health(now: now, staleFixAfter: 120)
-        XCTAssertEqual(health, .healthy)
+    /// The source judges its own quiet only while the link is up and records are written.
+    func testTheSourceJudgesOnlyAConnectedStreamsQuiet() {
+        let quiet = Liveness.unhealthy(reason: "quiet")
+        let since = now.addingTimeInterval(-600)
+        var askedSince: Date?
+        XCTAssertEqual(status(.connected(since: since), fixAge: 5).health(now: now) { askedSince = $0; return quiet }, quiet)
+        XCTAssertEqual(askedSince, since)
+        XCTAssertEqual(status(.connecting).health(now: now) { _ in quiet }, .healthy)
+        XCTAssertEqual(status(.idle).health(now: now) { _ in quiet }, .unhealthy(reason: "the location stream is not running"))
     }
 
-    func testAReceiverWithoutAFixForTooLongIsReported() {
-        let neverFixed = status(.connected(since: now.addingTimeInterval(-300))).health(now: now, staleFixAfter: 120)
-        XCTAssertEqual(neverFixed.reason?.contains("no fix since connecting for 300 s"), true, "\(neverFixed)")
-        let lostFix = status(.connected(since: now.addingTimeInterval(-900)), fixAge: 200).health(now: now, staleFixAfter: 120)
-        XCTAssertEqual(lostFix.reason?.contains("but no fix for 200 s"), true, "\(lostFix)")
-        // A cold start within the limit is fine.
-        XCTAssertEqual(status(.connected(since: now.addingTimeInterval(-60))).health(now: now, staleFixAfter: 120), .healthy)
-    }
-
-    func testUnreachableGpsdCarriesItsReason() {
-        let health = status(.unreachable(reason: "cannot reach gpsd at x", since: now)).health(now: now, staleFixAfter: 120)
+    func testUnreachableSourceCarriesItsReason() {
+        let health = status(.unreachable(reason: "cannot reach gpsd at x", since: now)).health(now: now) { _ in .healthy }
         XCTAssertEqual(health, .unhealthy(reason: "cannot reach gpsd at x"))
     }
 
     func testAQueueThatRefusesRecordsIsReported() {
-        let health = status(.connected(since: now), fixAge: 1, writeError: "disk full").health(now: now, staleFixAfter: 120)
+        let health = status(.connected(since: now), fixAge: 1, writeError: "disk full").health(now: now) { _ in .healthy }
         XCTAssertEqual(health.reason, "cannot write location records to the queue: disk full")
     }
 

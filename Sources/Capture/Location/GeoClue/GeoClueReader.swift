@@ -6,37 +6,34 @@ import Platform
 
 /// The location thread's loop on GeoClue: open a session, sleep until it ends (GeoClue
 /// gone, the bus lost) or the thread is stopped, and open another with backoff. Fixes
-/// arrive on the session's bus thread, not here. With `probeGPSD` (source `auto`) it
-/// also asks gpsd every `probeInterval` whether a receiver has appeared, and hands over to
-/// gpsd when one has. Logs once per outage, like the gpsd reader.
+/// arrive on the session's bus thread, not here. With a `handover` (source `auto`) it
+/// also asks, every `handover.checkEvery`, whether that source can serve now (gpsd has a
+/// receiver), and returns to hand over when it can. Logs once per outage, like the gpsd
+/// reader.
 final class GeoClueReader: Sendable {
-    enum Outcome: Equatable { case stopped, gpsdAppeared }
-
     private let bus: DBusBus
     private let settings: GeoClueSettings
     private let retry: Backoff
-    private let probeGPSD: (@Sendable () -> Bool)?
-    private let probeInterval: TimeInterval
+    private let handover: LocationHandover?
     private let clock: any WallClock
     private let logger: Logger
     private let onFix: @Sendable (GeoClueFix) -> Void
-    private let onLink: @Sendable (GPSDLinkState) -> Void
+    private let onLink: @Sendable (LocationLink) -> Void
 
-    init(bus: DBusBus, settings: GeoClueSettings, retry: Backoff, probeGPSD: (@Sendable () -> Bool)?,
-         probeInterval: TimeInterval, clock: any WallClock, logger: Logger,
-         onFix: @escaping @Sendable (GeoClueFix) -> Void, onLink: @escaping @Sendable (GPSDLinkState) -> Void) {
+    init(bus: DBusBus, settings: GeoClueSettings, retry: Backoff, handover: LocationHandover?,
+         clock: any WallClock, logger: Logger,
+         onFix: @escaping @Sendable (GeoClueFix) -> Void, onLink: @escaping @Sendable (LocationLink) -> Void) {
         self.bus = bus
         self.settings = settings
         self.retry = retry
-        self.probeGPSD = probeGPSD
-        self.probeInterval = probeInterval
+        self.handover = handover
         self.clock = clock
         self.logger = logger
         self.onFix = onFix
         self.onLink = onLink
     }
 
-    func run(until waker: Waker) -> Outcome {
+    func run(until waker: Waker) -> LocationSourceEnd {
         var session: GeoClueSession?
         var failures = 0
         var outageStart: Date?
@@ -66,7 +63,7 @@ final class GeoClueReader: Sendable {
                 }
             }
             let retryIn = session == nil ? retry.delay(afterFailures: failures) : nil
-            let timeout = [retryIn, probeGPSD == nil ? nil : probeInterval].compactMap { $0 }.min()
+            let timeout = [retryIn, handover?.checkEvery].compactMap { $0 }.min()
             let outcome = waker.wait(for: session?.ended.fd, timeout: timeout)
             if outcome == .woken || waker.isWoken { return .stopped }
             if let current = session, current.ended.isWoken {
@@ -78,7 +75,7 @@ final class GeoClueReader: Sendable {
                 onLink(.unreachable(reason: GeoClueProblem.gone.description, since: now))
                 failures = 1
             }
-            if let probeGPSD, probeGPSD() { return .gpsdAppeared }
+            if let handover, handover.isReady() { return .handOver(handover) }
         }
     }
 }

@@ -29,7 +29,7 @@ final class GPSDReader: Sendable {
     private let onReport: @Sendable (GPSDReport) -> Void
     private let onTick: @Sendable () -> Void
     private let hasPending: @Sendable () -> Bool
-    private let onLink: @Sendable (GPSDLinkState) -> Void
+    private let onLink: @Sendable (LocationLink) -> Void
 
     /// - Parameters:
     ///   - interval: seconds between sampling ticks (`onTick`), connected or not.
@@ -40,7 +40,7 @@ final class GPSDReader: Sendable {
          onReport: @escaping @Sendable (GPSDReport) -> Void,
          onTick: @escaping @Sendable () -> Void,
          hasPending: @escaping @Sendable () -> Bool,
-         onLink: @escaping @Sendable (GPSDLinkState) -> Void) {
+         onLink: @escaping @Sendable (LocationLink) -> Void) {
         self.host = host
         self.port = port
         self.backoff = backoff
@@ -60,7 +60,7 @@ final class GPSDReader: Sendable {
     func run(until waker: Waker) {
         // A reader that outlives stop() (stuck in a remote connect) must not overwrite
         // the stopped state.
-        let onLink = { (state: GPSDLinkState) in
+        let onLink = { (state: LocationLink) in
             if !waker.isWoken { self.onLink(state) }
         }
         var failures = 0

@@ -20,6 +20,7 @@ final class GeoClueFixTests: XCTestCase {
         XCTAssertNil(fix.heading)
         XCTAssertEqual(fix.time, FixTime(seconds: 1_795_728_960, nanoseconds: 250_000_000))
         XCTAssertEqual(fix.fix.source, .geoclue)
+        XCTAssertNil(fix.fix.mode, "GeoClue does not say 2D or 3D")
     }
 
     func testKnownValuesAreKept() throws {

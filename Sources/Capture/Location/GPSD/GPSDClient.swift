@@ -6,7 +6,7 @@ import Synchronization
 /// What one message from gpsd meant to us.
 enum GPSDReport: Sendable, Equatable {
     /// A TPV report: a fix, or nil when gpsd says there is none (mode below 2D, or no time).
-    case position(GPSFix?)
+    case position(LocationFix?)
     /// A SKY report's count of satellites used in the solution (nil when unknown).
     case satellites(used: Int?)
     /// The VERSION banner gpsd sends first on every connection: its release.
@@ -189,7 +189,7 @@ public final class GPSDClient: @unchecked Sendable {
             return .satellites(used: satellitesUsed)
         }
         if set & GPSDMask.mode != 0 {
-            return .position(GPSFix(reported: data.pointee.fix, set: set, satellitesUsed: satellitesUsed))
+            return .position(LocationFix(reported: data.pointee.fix, set: set, satellitesUsed: satellitesUsed))
         }
         return nil
     }
@@ -205,7 +205,7 @@ enum GPSDMask {
     static let version: UInt64 = 1 << 28
 }
 
-extension GPSFix {
+extension LocationFix {
     /// A fix from gpsd's TPV data, or nil when it is not one: mode below 2D, no time, or
     /// a position that is not a position. NaN fields become nil.
     init?(reported fix: gps_fix_t, set: UInt64, satellitesUsed: Int?) {
@@ -226,7 +226,8 @@ extension GPSFix {
             course: finite(fix.track).flatMap { (0.0...360.0).contains($0) ? $0 : nil },
             horizontalAccuracy: finite(fix.eph).flatMap { $0 >= 0 ? $0 : nil },
             verticalAccuracy: is3D ? finite(fix.epv).flatMap { $0 >= 0 ? $0 : nil } : nil,
-            satellitesUsed: satellitesUsed
+            satellitesUsed: satellitesUsed,
+            source: .gpsd
         )
     }
 }
