@@ -28,6 +28,11 @@ public struct RetryCounter: Sendable, Equatable, Codable, ExpressibleByIntegerLi
         return retryAfter ?? backoff.delay(afterFailures: failures, random: random)
     }
 
+    /// The wait the failures so far earn from `backoff`, without counting another.
+    public func delay(from backoff: Backoff, random: Double = 0) -> TimeInterval {
+        backoff.delay(afterFailures: failures, random: random)
+    }
+
     /// One more failure, when what it waits is decided elsewhere.
     public mutating func failed() {
         failures += 1

@@ -39,7 +39,7 @@ public struct LocationStatus: Sendable, Equatable {
     /// Healthy while connected, writing, and the source not quiet for too long: how long is
     /// too long is the source's to say (`quiet`, given since when the link is up), as no
     /// fix means no records and the user should hear why the stream went quiet.
-    public func health(now: Date, quiet: (_ connectedSince: Date) -> Liveness) -> Liveness {
+    public func liveness(now: Date, quiet: (_ connectedSince: Date) -> Liveness) -> Liveness {
         switch link {
         case .idle:
             return .unhealthy(reason: "the location stream is not running")

@@ -136,7 +136,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         let status = status()
         let source = shared.withLock { $0.source }
         let now = clock.now()
-        return status.health(now: now) { since in
+        return status.liveness(now: now) { since in
             source?.quietLiveness(connectedSince: since, lastFixAge: status.lastFixAge, now: now) ?? .healthy
         }
     }

@@ -61,7 +61,7 @@ final class ALSACaptureTests: XCTestCase {
             guard let error = error as? AudioCaptureError else { return XCTFail("\(error)") }
             XCTAssertEqual(error.kind, .permissionDenied)
             XCTAssertEqual(error.code, .permissionDenied)
-            XCTAssertEqual(error.health.code, .permissionDenied)
+            XCTAssertEqual(error.liveness.code, .permissionDenied)
             XCTAssertTrue(error.description.hasPrefix("E005"), error.description)
             XCTAssertTrue(error.description.contains("'audio' group"), error.description)
         }

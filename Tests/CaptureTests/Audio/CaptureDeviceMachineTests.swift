@@ -47,7 +47,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
         XCTAssertEqual(machine.state, .onChosen)
         XCTAssertEqual(reports.take(), [.opened(device: chosen, settings: "16000 Hz mono S16_LE"),
                                         .inUse(chosen, reason: "the chosen device ([microphone] device)"),
-                                        .health(.healthy)])
+                                        .liveness(.healthy)])
         scheduler.advance(by: 60)
         XCTAssertEqual(try reading(machine.next()), chosen)
         XCTAssertEqual(reports.take(), [], "reading on is nothing to report")
@@ -63,7 +63,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
         XCTAssertEqual(reports.take(), [.opened(device: fallback, settings: "16000 Hz mono S16_LE"),
                                         .switched(to: fallback, reason: awayReason),
                                         .inUse(fallback, reason: fallbackReason),
-                                        .health(.healthy)])
+                                        .liveness(.healthy)])
         XCTAssertEqual(microphones.attempts, [chosen, fallback])
     }
 
@@ -129,12 +129,12 @@ final class CaptureDeviceMachineTests: XCTestCase {
             XCTAssertEqual(waits, (1...7).map { retry.delay(afterFailures: $0) }, "\(kind)")
             XCTAssertEqual(waits, [1, 2, 4, 8, 16, 30, 30], "\(kind): doubling to the cap")
             XCTAssertEqual(microphones.attempts, Array(repeating: chosen, count: 7), "\(kind): tried once a wait, the fallback never")
-            XCTAssertEqual(reports.take(), Array(repeating: .health(error.health), count: 7),
+            XCTAssertEqual(reports.take(), Array(repeating: .liveness(error.liveness), count: 7),
                            "\(kind): unhealthy with the device's own reason; nothing opened, no switch")
 
             microphones.failing[chosen] = nil
             XCTAssertEqual(try reading(machine.next()), chosen, "\(kind): fixed, it is opened at the next retry")
-            XCTAssertEqual(reports.take().last, .health(.healthy))
+            XCTAssertEqual(reports.take().last, .liveness(.healthy))
             machine.readFailed(error)
             XCTAssertEqual(try waiting(machine.next()), 1, "\(kind): the open reset the failures, so the waits start over")
             XCTAssertFalse(microphones.attempts.contains(fallback), "\(kind): a read failing so is not stood in for either")
@@ -147,13 +147,13 @@ final class CaptureDeviceMachineTests: XCTestCase {
 
         XCTAssertEqual(try waiting(machine.next()), 1)
         let reason = "\(microphones.error(.notFound, chosen).description); the fallback '\(fallback)' cannot be opened either (\(FakeMicrophones.missingDetail))"
-        XCTAssertEqual(reports.take(), [.health(.unhealthy(reason: reason))])
+        XCTAssertEqual(reports.take(), [.liveness(.unhealthy(reason: reason))])
         XCTAssertEqual(machine.state, .waitingToRetry(until: 1))
 
         microphones.plugIn(fallback)
         scheduler.advance(by: 1)
         XCTAssertEqual(try reading(machine.next()), fallback)
-        XCTAssertEqual(reports.take().last, .health(.healthy))
+        XCTAssertEqual(reports.take().last, .liveness(.healthy))
     }
 
     func testWithoutAFallbackAMissingChosenDeviceIsUnhealthyAndNothingElseIsOpened() throws {
@@ -164,8 +164,8 @@ final class CaptureDeviceMachineTests: XCTestCase {
         scheduler.advance(by: 1)
         XCTAssertEqual(try waiting(machine.next()), 2)
         XCTAssertEqual(microphones.attempts, [chosen, chosen], "only the chosen device is tried")
-        let missing = microphones.error(.notFound, chosen).health
-        XCTAssertEqual(reports.take(), [.health(missing), .health(missing)])
+        let missing = microphones.error(.notFound, chosen).liveness
+        XCTAssertEqual(reports.take(), [.liveness(missing), .liveness(missing)])
 
         microphones.plugIn(chosen)
         scheduler.advance(by: 2)
@@ -192,7 +192,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
                                         .opened(device: fallback, settings: "16000 Hz mono S16_LE"),
                                         .switched(to: fallback, reason: awayReason),
                                         .inUse(fallback, reason: fallbackReason),
-                                        .health(.healthy)], "never unhealthy on the way")
+                                        .liveness(.healthy)], "never unhealthy on the way")
     }
 
     func testTheFallbackLostWhileCapturingWaitsAndReopensWithoutASecondSwitch() throws {
@@ -207,7 +207,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
         XCTAssertEqual(try reading(machine.next()), fallback)
         let events = reports.take()
         XCTAssertFalse(events.contains { if case .switched = $0 { true } else { false } }, "back on the same device: \(events)")
-        XCTAssertEqual(events.last, .health(.healthy))
+        XCTAssertEqual(events.last, .liveness(.healthy))
 
         microphones.plugIn(chosen)
         machine.inputEnded()
@@ -225,7 +225,7 @@ final class CaptureDeviceMachineTests: XCTestCase {
             XCTAssertEqual(try reading(machine.next()), chosen)
             machine.inputEnded()
             XCTAssertEqual(reports.take().suffix(3), [.runEnds, .inUse(nil, reason: "no device open"),
-                                                      .health(.unhealthy(reason: "capture input from '\(chosen)' ended; retrying"))])
+                                                      .liveness(.unhealthy(reason: "capture input from '\(chosen)' ended; retrying"))])
             let wait = try waiting(machine.next())
             waits.append(wait)
             scheduler.advance(by: wait)

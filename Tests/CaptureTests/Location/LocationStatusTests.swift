@@ -16,19 +16,19 @@ final class LocationStatusTests: XCTestCase {
         let quiet = Liveness.unhealthy(reason: "quiet")
         let since = now.addingTimeInterval(-600)
         var askedSince: Date?
-        XCTAssertEqual(status(.connected(since: since), fixAge: 5).health(now: now) { askedSince = $0; return quiet }, quiet)
+        XCTAssertEqual(status(.connected(since: since), fixAge: 5).liveness(now: now) { askedSince = $0; return quiet }, quiet)
         XCTAssertEqual(askedSince, since)
-        XCTAssertEqual(status(.connecting).health(now: now) { _ in quiet }, .healthy)
-        XCTAssertEqual(status(.idle).health(now: now) { _ in quiet }, .unhealthy(reason: "the location stream is not running"))
+        XCTAssertEqual(status(.connecting).liveness(now: now) { _ in quiet }, .healthy)
+        XCTAssertEqual(status(.idle).liveness(now: now) { _ in quiet }, .unhealthy(reason: "the location stream is not running"))
     }
 
     func testUnreachableSourceCarriesItsReason() {
-        let health = status(.unreachable(reason: "cannot reach gpsd at x", since: now)).health(now: now) { _ in .healthy }
+        let health = status(.unreachable(reason: "cannot reach gpsd at x", since: now)).liveness(now: now) { _ in .healthy }
         XCTAssertEqual(health, .unhealthy(reason: "cannot reach gpsd at x"))
     }
 
     func testAQueueThatRefusesRecordsIsReported() {
-        let health = status(.connected(since: now), fixAge: 1, writeError: "disk full").health(now: now) { _ in .healthy }
+        let health = status(.connected(since: now), fixAge: 1, writeError: "disk full").liveness(now: now) { _ in .healthy }
         XCTAssertEqual(health.reason, "cannot write location records to the queue: disk full")
     }
 

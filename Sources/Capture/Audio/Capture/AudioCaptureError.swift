@@ -80,7 +80,7 @@ public struct AudioCaptureError: Error, Sendable, Equatable, CustomStringConvert
         getpwuid(getuid()).map { "user '\(String(cString: $0.pointee.pw_name))'" } ?? "uid \(getuid())"
     }
 
-    public var health: Liveness {
+    public var liveness: Liveness {
         .unhealthy(reason: description, code: code)
     }
 }

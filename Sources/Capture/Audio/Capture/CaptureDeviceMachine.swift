@@ -35,7 +35,7 @@ struct CaptureDeviceMachine {
         case switched(to: String, reason: String)
         /// The device in use (nil: none open) and why: `status`'s device detail.
         case inUse(String?, reason: String)
-        case health(Liveness)
+        case liveness(Liveness)
     }
 
     /// What the capture loop does next.
@@ -59,7 +59,7 @@ struct CaptureDeviceMachine {
     /// The device read from while `state` is `.onChosen` or `.onFallback`.
     private var capture: (any AudioCapture)?
     /// Failed attempts in a row: the retry's wait grows with them.
-    private var failures = 0
+    private var failures = RetryCounter()
     /// Whether the device last opened was the fallback, kept while none is open: opening
     /// it again is no switch, opening the chosen one is the switch back.
     private var awayFromChosen = false
@@ -106,7 +106,7 @@ struct CaptureDeviceMachine {
         let wasOnChosen = state == .onChosen
         release()
         if wasOnChosen && fallsBack(after: error) { return }
-        failed(error.health)
+        failed(error.liveness)
     }
 
     /// The input has no more samples (a recording; a live device never ends).
@@ -136,11 +136,11 @@ struct CaptureDeviceMachine {
     private mutating func open() {
         do throws(AudioCaptureError) {
             try openChosen()
-            failures = 0
-            report(.health(.healthy))
+            failures.succeeded()
+            report(.liveness(.healthy))
         } catch {
             guard fallsBack(after: error), let fallback else {
-                failed(error.health)
+                failed(error.liveness)
                 return
             }
             do throws(AudioCaptureError) {
@@ -156,8 +156,8 @@ struct CaptureDeviceMachine {
                 report(.switched(to: fallback, reason: "the chosen device '\(chosen)' is missing (\(error.detail)); it is tried again every \(retrySeconds) s"))
             }
             report(.inUse(fallback, reason: "fallback: the chosen device '\(chosen)' is missing (\(error.detail)); it is tried again every \(retrySeconds) s and used again when it returns"))
-            failures = 0
-            report(.health(.healthy))
+            failures.succeeded()
+            report(.liveness(.healthy))
         }
     }
 
@@ -204,11 +204,10 @@ struct CaptureDeviceMachine {
         return opened
     }
 
-    /// A failure: unhealthy with `health`, and the next attempt after the backoff's wait.
-    private mutating func failed(_ health: Liveness) {
-        failures += 1
-        report(.health(health))
-        state = .waitingToRetry(until: clock() + retry.delay(afterFailures: failures))
+    /// A failure: unhealthy with `liveness`, and the next attempt after the backoff's wait.
+    private mutating func failed(_ liveness: Liveness) {
+        report(.liveness(liveness))
+        state = .waitingToRetry(until: clock() + failures.failed(backoff: retry))
     }
 
     private var retrySeconds: Int { Int(chosenRetry.rounded()) }

@@ -27,7 +27,7 @@ struct CaptureDeviceReport {
                        metadata: ["device": "\(device)", "chosen": "\(chosen)"])
         case .inUse(let device, let reason):
             status.setDevice(device, reason: reason, at: clock.now())
-        case .health(let liveness):
+        case .liveness(let liveness):
             let previous = status.setCaptureLiveness(liveness)
             guard previous != liveness else { return }
             if case .unhealthy(let reason, _) = liveness {

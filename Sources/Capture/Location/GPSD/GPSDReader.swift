@@ -63,7 +63,7 @@ final class GPSDReader: Sendable {
         let onLink = { (state: LocationLink) in
             if !waker.isWoken { self.onLink(state) }
         }
-        var failures = 0
+        var failures = RetryCounter()
         var outageStart: Date?
         var everConnected = false
         var pace = SamplingPace(interval: interval, maxReadGap: maxReadGap, now: Monotonic.now)
@@ -80,7 +80,7 @@ final class GPSDReader: Sendable {
                         // The outage ends when gpsd actually talks, not on a bare TCP
                         // connect, so a listener that accepts and drops at once stays one
                         // logged outage with growing delays.
-                        failures = 0
+                        failures.succeeded()
                         if let start = outageStart {
                             let seconds = Int(clock.now().timeIntervalSince(start).rounded())
                             logger.notice("gpsd at \(endpoint) is back after \(seconds) s; location capture resumes")
@@ -106,8 +106,7 @@ final class GPSDReader: Sendable {
                 logger.debug("still no gpsd: \(error.description)")
             }
             onLink(.unreachable(reason: error.description, since: outageStart ?? now))
-            failures += 1
-            if sleep(backoff.delay(afterFailures: failures), waker: waker, pace: &pace) == .woken { return }
+            if sleep(failures.failed(backoff: backoff), waker: waker, pace: &pace) == .woken { return }
         }
     }
 

@@ -35,7 +35,7 @@ final class GeoClueReader: Sendable {
 
     func run(until waker: Waker) -> LocationSourceEnd {
         var session: GeoClueSession?
-        var failures = 0
+        var failures = RetryCounter()
         var outageStart: Date?
         defer { session?.close() }
         while true {
@@ -47,7 +47,7 @@ final class GeoClueReader: Sendable {
                     } else {
                         logger.info("location from GeoClue at accuracy \(settings.accuracy.rawValue)\(settings.actsAsItsOwnAgent ? ", as its own GeoClue agent" : ", authorized by the desktop's agent")")
                     }
-                    failures = 0
+                    failures.succeeded()
                     outageStart = nil
                     if !waker.isWoken { onLink(.connected(since: clock.now())) }
                 } catch {
@@ -58,11 +58,11 @@ final class GeoClueReader: Sendable {
                     } else {
                         logger.debug("still no GeoClue: \(error.description)")
                     }
-                    failures += 1
+                    failures.failed()
                     if !waker.isWoken { onLink(.unreachable(reason: error.description, since: outageStart ?? now)) }
                 }
             }
-            let retryIn = session == nil ? retry.delay(afterFailures: failures) : nil
+            let retryIn = session == nil ? failures.delay(from: retry) : nil
             let timeout = [retryIn, handover?.checkEvery].compactMap { $0 }.min()
             let outcome = waker.wait(for: session?.ended.fd, timeout: timeout)
             if outcome == .woken || waker.isWoken { return .stopped }
@@ -73,7 +73,7 @@ final class GeoClueReader: Sendable {
                 outageStart = now
                 logger.warning("\(GeoClueProblem.gone.description)")
                 onLink(.unreachable(reason: GeoClueProblem.gone.description, since: now))
-                failures = 1
+                failures = RetryCounter(failures: 1)
             }
             if let handover, handover.isReady() { return .handOver(handover) }
         }
