@@ -70,7 +70,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(config.microphone.overlapSeconds, 3)
         XCTAssertEqual(config.health.sources.count, 2)
         XCTAssertEqual(config.health.sources[0].kind, .serial)
-        XCTAssertEqual(config.health.sources[0].baud, 115_200)
+        guard case .serial(let serial) = config.health.sources[0] else { return XCTFail("not a serial source") }
+        XCTAssertEqual(serial.baud, 115_200)
         XCTAssertEqual(config.health.sources[1].name, "watch")
         XCTAssertEqual(config.health.sources[1].kind, .file)
         XCTAssertEqual(config.logLevel, "debug")
@@ -143,10 +144,8 @@ final class ConfigTests: XCTestCase {
             """, file: "a.toml")
         XCTAssertEqual(config.health.bleHeartRateSeconds, 10)
         XCTAssertEqual(config.health.hrvWindowSeconds, 300)
-        XCTAssertEqual(config.health.sources[0].address, "A0:9E:1A:12:34:56")
-        XCTAssertEqual(config.health.sources[0].name, "ble:A0:9E:1A:12:34:56")
-        XCTAssertNil(config.health.sources[1].address)
-        XCTAssertEqual(config.health.sources[1].name, "Polar H10 12345678")
+        XCTAssertEqual(config.health.sources, [.ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "ble:A0:9E:1A:12:34:56")),
+                                               .ble(BLESourceSettings(address: nil, name: "Polar H10 12345678"))])
     }
 
     /// `[daemon] health_interval`, the name of `check_interval` before the liveness checks

@@ -7,7 +7,7 @@ import Foundation
 /// The one way retry delays are computed in the agent. Each user keeps its own numbers in
 /// one visible place: the uploader's outage backoff and token pause (`UploadPolicy`), the
 /// gpsd reconnect (`LocationTuning`), a failing capture device (`MicrophoneStream`), the
-/// health sources' waits (`HealthSourceTiming`).
+/// health sources' waits (`HealthSourceTuning`).
 public struct Backoff: Sendable, Equatable, Codable {
     public var base: TimeInterval
     public var cap: TimeInterval
