@@ -54,7 +54,7 @@ struct BackfillStep {
                 let status = try HealthBackfill.run(source, queue: database.recordQueue, logger: logger) { p in
                     bar.update(done: p.bytesDone, total: p.bytesTotal, detail: "\(ProgressBar.count(p.samples)) samples")
                 }
-                let backfill = status.detail(FileSourceStatus.self)?.backfill
+                let backfill = status.kindStatus(FileSourceStatus.self)?.backfill
                 bar.finish(done: backfill?.bytesDone ?? 0, total: backfill?.bytesTotal ?? 0,
                            detail: "\(ProgressBar.count(status.samplesWritten)) samples")
                 if let reason = status.liveness.reason {

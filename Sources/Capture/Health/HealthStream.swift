@@ -90,7 +90,7 @@ public final class HealthStream: CaptureStream, Sendable {
 
     /// The Bluetooth LE sensors' battery and connection, for `status` (nothing without one).
     public func details() -> [String: String] {
-        let sensors = statuses().compactMap { status in status.detail?.sensor(of: status) }
+        let sensors = statuses().compactMap { status in status.kindStatus?.sensor(of: status) }
         return sensors.isEmpty ? [:] : [StreamCounter.bleSensors: SensorStatus.encode(sensors)]
     }
 

@@ -173,7 +173,7 @@ final class HealthFileSourceTests: XCTestCase {
         stream.start()
         defer { stream.stop() }
         try bed.waitForCount(3)
-        try waitUntil("the backfill to finish") { stream.statuses()[0].detail(FileSourceStatus.self)?.backfill?.finished == true }
+        try waitUntil("the backfill to finish") { stream.statuses()[0].kindStatus(FileSourceStatus.self)?.backfill?.finished == true }
         // Lines written after the first start are new, whatever their time.
         try FileManager.default.append(#"{"timestamp":"\#(RFC3339.string(from: now.addingTimeInterval(-9 * 86_400)))","steps":5}"# + "\n", to: path)
         try bed.waitForCount(4)
@@ -181,7 +181,7 @@ final class HealthFileSourceTests: XCTestCase {
         let status = stream.statuses()[0]
         XCTAssertEqual(try bed.values(), [2, 3, 4, 5])
         XCTAssertEqual(status.skippedOld, 2)
-        let backfill = status.detail(FileSourceStatus.self)?.backfill
+        let backfill = status.kindStatus(FileSourceStatus.self)?.backfill
         XCTAssertEqual(backfill?.bytesTotal, Int64(text.utf8.count))
         XCTAssertEqual(backfill?.fraction, 1)
         XCTAssertEqual(backfill?.samples, 3)
@@ -229,7 +229,7 @@ final class HealthBackfillTests: XCTestCase {
         config.backfillDays = 7
         var reports: [BackfillProgress] = []
         let status = try HealthBackfill.run(config, queue: bed.database.recordQueue, logger: HealthTestBed.logger) { reports.append($0) }
-        XCTAssertEqual(status.detail(FileSourceStatus.self)?.caughtUp, true)
+        XCTAssertEqual(status.kindStatus(FileSourceStatus.self)?.caughtUp, true)
         XCTAssertEqual(status.skippedOld, 1, "older than backfill_days")
         XCTAssertEqual(reports.last?.finished, true)
         XCTAssertEqual(reports.last?.bytesTotal, FileIdentity.of(path: path)?.size)

@@ -51,7 +51,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         self.clock = clock
         self.clockTrust = clockTrust
         self.logger = logger
-        let counters = HealthSourceCounters(name: config.name, kind: .ble, detail: BLESourceStatus())
+        let counters = HealthSourceCounters(name: config.name, kind: .ble, kindStatus: BLESourceStatus())
         self.counters = counters
         doorbell = try? Doorbell()
         committer = HealthCommitter(queue: queue, interval: min(commitInterval, tuning.commitDelay), batchSize: 500,
@@ -134,14 +134,14 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             inbox.append(bytes, receipt)
             doorbell.ring()
         }, onBattery: { percentage in
-            let previous = counters.snapshot().detail(BLESourceStatus.self)?.battery
+            let previous = counters.snapshot().kindStatus(BLESourceStatus.self)?.battery
             counters.update(BLESourceStatus.self) { $1.battery = percentage }
             if percentage < Self.lowBattery, previous.map({ $0 >= Self.lowBattery }) ?? true {
                 logger.warning("health source \(name): the sensor's battery is at \(percentage) %: charge or replace it soon")
             }
         }))
         let now = clock.now()
-        let gap = counters.snapshot().detail(BLESourceStatus.self)?.disconnectedSince
+        let gap = counters.snapshot().kindStatus(BLESourceStatus.self)?.disconnectedSince
         counters.update(BLESourceStatus.self) { status, ble in
             status.liveness = .healthy
             if let gap {

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// What `status` shows of a source: its liveness and the counters every kind keeps since
-/// the agent started, plus what only its kind counts (`detail`).
+/// the agent started, plus what only its kind counts (`kindStatus`).
 public struct HealthSourceStatus: Sendable, Equatable {
     public var name: String
     public var kind: HealthSourceKindName
@@ -25,23 +25,23 @@ public struct HealthSourceStatus: Sendable, Equatable {
     /// Times the source's thread woke up (the idle cost: 0 a minute when nothing is written).
     public var wakeups = 0
     /// What only this kind counts; nil for a kind that counts nothing more.
-    public var detail: (any HealthSourceKindStatus)?
+    public var kindStatus: (any HealthSourceKindStatus)?
 
-    public init(name: String, kind: HealthSourceKindName, detail: (any HealthSourceKindStatus)? = nil) {
+    public init(name: String, kind: HealthSourceKindName, kindStatus: (any HealthSourceKindStatus)? = nil) {
         self.name = name
         self.kind = kind
-        self.detail = detail
+        self.kindStatus = kindStatus
     }
 
     /// The kind's part, when it is of `type`.
-    public func detail<Detail: HealthSourceKindStatus>(_ type: Detail.Type) -> Detail? { detail as? Detail }
+    public func kindStatus<KindStatus: HealthSourceKindStatus>(_ type: KindStatus.Type) -> KindStatus? { kindStatus as? KindStatus }
 
     public static func == (a: Self, b: Self) -> Bool {
         a.name == b.name && a.kind == b.kind && a.liveness == b.liveness && a.linesRead == b.linesRead
             && a.samplesWritten == b.samplesWritten && a.malformedLines == b.malformedLines
             && a.rejectedSamples == b.rejectedSamples && a.serverSkippedSamples == b.serverSkippedSamples
             && a.skippedOld == b.skippedOld && a.wakeups == b.wakeups
-            && (a.detail.map { d in b.detail.map { d.isEqual(to: $0) } ?? false } ?? (b.detail == nil))
+            && (a.kindStatus.map { part in b.kindStatus.map { part.isEqual(to: $0) } ?? false } ?? (b.kindStatus == nil))
     }
 }
 
@@ -62,8 +62,8 @@ extension HealthSourceKindStatus {
 final class HealthSourceCounters: Sendable {
     private let value: Mutex<HealthSourceStatus>
 
-    init(name: String, kind: HealthSourceKindName, detail: (any HealthSourceKindStatus)? = nil) {
-        value = Mutex(HealthSourceStatus(name: name, kind: kind, detail: detail))
+    init(name: String, kind: HealthSourceKindName, kindStatus: (any HealthSourceKindStatus)? = nil) {
+        value = Mutex(HealthSourceStatus(name: name, kind: kind, kindStatus: kindStatus))
     }
 
     func update(_ body: (inout HealthSourceStatus) -> Void) {
@@ -73,11 +73,12 @@ final class HealthSourceCounters: Sendable {
     /// Updates the common counters and the kind's part together (one lock: a reader never
     /// sees a sensor connected and still gone). The source made these counters with its
     /// part, so the part is of `type`.
-    func update<Detail: HealthSourceKindStatus>(_ type: Detail.Type, _ body: (inout HealthSourceStatus, inout Detail) -> Void) {
+    func update<KindStatus: HealthSourceKindStatus>(_ type: KindStatus.Type,
+                                                    _ body: (inout HealthSourceStatus, inout KindStatus) -> Void) {
         value.withLock { status in
-            guard var detail = status.detail as? Detail else { return }
-            body(&status, &detail)
-            status.detail = detail
+            guard var part = status.kindStatus as? KindStatus else { return }
+            body(&status, &part)
+            status.kindStatus = part
         }
     }
 

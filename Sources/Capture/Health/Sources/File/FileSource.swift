@@ -37,7 +37,7 @@ public final class FileSource: HealthSource {
         self.logger = logger
         self.commitInterval = commitInterval
         self.batchSize = batchSize
-        counters = HealthSourceCounters(name: config.name, kind: .file, detail: FileSourceStatus())
+        counters = HealthSourceCounters(name: config.name, kind: .file, kindStatus: FileSourceStatus())
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }

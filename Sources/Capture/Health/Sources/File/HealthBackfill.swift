@@ -16,7 +16,7 @@ public enum HealthBackfill {
         let thread = try NamedThread(name: "ariata-backfill") { stop in source.run(until: stop) }
         while true {
             let status = source.status()
-            let file = status.detail(FileSourceStatus.self)
+            let file = status.kindStatus(FileSourceStatus.self)
             if let backfill = file?.backfill { progress(backfill) }
             let failed = !status.liveness.isHealthy && status.liveness.reason != "starting"
             if file?.caughtUp == true || failed { break }
@@ -24,7 +24,7 @@ public enum HealthBackfill {
         }
         thread.stop()
         let status = source.status()
-        if let backfill = status.detail(FileSourceStatus.self)?.backfill { progress(backfill) }
+        if let backfill = status.kindStatus(FileSourceStatus.self)?.backfill { progress(backfill) }
         return status
     }
 }
