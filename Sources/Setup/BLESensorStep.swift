@@ -26,7 +26,7 @@ struct BLESensorStep {
         let sensor: BLESensorSighting
         if let requested {
             console.line("  heart-rate sensor \(requested) (--ble-sensor)")
-            let known = health.sources.first { $0.kind == .ble && $0.address == requested }
+            let known = Self.sensors(in: health).first { $0.address == requested }
             sensor = BLESensorSighting(address: requested, name: known?.name ?? "", rssi: nil, paired: false)
         } else {
             guard scanRequested || (health.enabled && prompter.isInteractive) else { return }
@@ -64,7 +64,7 @@ struct BLESensorStep {
                 return nil
             }
             if let number = Int(answer), sensors.indices.contains(number - 1) { return sensors[number - 1] }
-            if let address = HealthSourceConfig.bluetoothAddress(answer), let sensor = sensors.first(where: { $0.address == address }) {
+            if let address = BLESourceSettings.bluetoothAddress(answer), let sensor = sensors.first(where: { $0.address == address }) {
                 return sensor
             }
             guard prompter.isInteractive else { return nil }
@@ -105,7 +105,7 @@ struct BLESensorStep {
                 result = .failure(BLESensorProbe.ProbeFailure(description: pairing.description))
             }
         }
-        let check = BLESensorCheck.check(result, name: "heart-rate sensor \(label)")
+        let check = BLESourceKind.check(result, name: "heart-rate sensor \(label)")
         console.write(printer.render(check))
         let advertised = (try? result.get())?.name ?? sensor.name
         if check.outcome == .failed {
@@ -126,14 +126,14 @@ struct BLESensorStep {
     /// Adds the sensor as a source, or updates the one with its address; health is
     /// switched on with it.
     private func add(address: String, name: String, to health: inout HealthConfig) {
-        let source = HealthSourceConfig.ble(address: address, name: name.isEmpty ? nil : name)
-        if let index = health.sources.firstIndex(where: { $0.kind == .ble && $0.address == address }) {
-            health.sources[index] = source
+        let source = BLESourceSettings(address: address, name: name.isEmpty ? nil : name)
+        if let index = health.sources.firstIndex(where: { if case .ble(let ble) = $0 { ble.address == address } else { false } }) {
+            health.sources[index] = .ble(source)
         } else {
-            health.sources.append(source)
+            health.sources.append(.ble(source))
         }
         console.line("  health source: kind = \"ble\", address = \"\(address)\", name = \"\(source.name)\"")
-        let others = health.sources.filter { $0.kind == .ble && $0.address != address }
+        let others = Self.sensors(in: health).filter { $0.address != address }
         if !others.isEmpty {
             console.line("  also configured: \(others.map { $0.address ?? $0.name }.joined(separator: ", ")) (remove its [[health.source]] if it is gone)")
         }
@@ -141,5 +141,10 @@ struct BLESensorStep {
             health.enabled = true
             console.line("  health switched on ([health] enabled = true)")
         }
+    }
+
+    /// The Bluetooth LE sources already configured.
+    private static func sensors(in health: HealthConfig) -> [BLESourceSettings] {
+        health.sources.compactMap { if case .ble(let ble) = $0 { ble } else { nil } }
     }
 }

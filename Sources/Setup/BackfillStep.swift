@@ -19,7 +19,10 @@ struct BackfillStep {
             console.line("  health is off: nothing to import")
             return
         }
-        let files = config.health.sources.filter { $0.kind == .file && $0.backfillDays > 0 }
+        let files = config.health.sources.compactMap { source -> FileSourceSettings? in
+            guard case .file(let file) = source, file.backfillDays > 0 else { return nil }
+            return file
+        }
         guard !files.isEmpty else {
             console.line("  no health file with backfill_days > 0: nothing to import")
             return
@@ -51,9 +54,10 @@ struct BackfillStep {
                 let status = try HealthBackfill.run(source, queue: database.recordQueue, logger: logger) { p in
                     bar.update(done: p.bytesDone, total: p.bytesTotal, detail: "\(ProgressBar.count(p.samples)) samples")
                 }
-                bar.finish(done: status.backfill?.bytesDone ?? 0, total: status.backfill?.bytesTotal ?? 0,
+                let backfill = status.kindStatus(FileSourceStatus.self)?.backfill
+                bar.finish(done: backfill?.bytesDone ?? 0, total: backfill?.bytesTotal ?? 0,
                            detail: "\(ProgressBar.count(status.samplesWritten)) samples")
-                if let reason = status.health.reason {
+                if let reason = status.liveness.reason {
                     console.line("  FAIL  \(source.name): \(reason); the daemon tries again when it starts")
                 } else {
                     var line = "  ok    \(source.name): imported \(ProgressBar.count(status.samplesWritten)) samples"

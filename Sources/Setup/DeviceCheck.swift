@@ -1,30 +1,7 @@
 import AgentCore
+import Capture
 import Foundation
 import Platform
-
-/// The outcome of one device check of `onboard` and `doctor`: the Linux version of the
-/// iOS app's permission prompts.
-public struct DeviceCheck: Sendable, Equatable {
-    public enum Outcome: String, Sendable {
-        case ok, warning, failed
-    }
-
-    public var name: String
-    /// The stream that cannot work when this check fails (nil for checks of the machine).
-    public var stream: StreamName?
-    public var outcome: Outcome
-    public var detail: String
-    /// The command (or config change) that fixes it.
-    public var fix: String?
-
-    public init(name: String, stream: StreamName? = nil, outcome: Outcome, detail: String, fix: String? = nil) {
-        self.name = name
-        self.stream = stream
-        self.outcome = outcome
-        self.detail = detail
-        self.fix = fix
-    }
-}
 
 /// Runs the device checks for a configuration.
 public struct DeviceChecks: Sendable {
@@ -53,7 +30,7 @@ public struct DeviceChecks: Sendable {
         }
         if config.health.enabled {
             for source in config.health.sources {
-                checks.append(SourceProbe(source: source, serviceUser: serviceUser).check())
+                checks.append(HealthSourceKinds.check(source, context: HealthCheckContext(serviceUser: serviceUser)))
             }
         }
         checks.append(contentsOf: ServiceUserProbe(user: serviceUser, config: config).checks())

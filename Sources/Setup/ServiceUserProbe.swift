@@ -21,8 +21,8 @@ struct ServiceUserProbe {
         let viaSoundServer = SoundCardGuard.card(of: config.microphone.device) == nil
             && !SoundServerSession.find(runtimeDirectory: SoundServerSession.runtimeDirectory(uid: entry.pointee.pw_uid)).isEmpty
         if config.microphone.enabled && !viaSoundServer { needed.append(("audio", .microphone)) }
-        if config.health.enabled && config.health.sources.contains(where: { $0.kind == .serial }) {
-            needed.append(("dialout", .health))
+        if config.health.enabled {
+            for group in HealthSourceKinds.serviceUserGroups(config.health.sources) { needed.append((group, .health)) }
         }
         return needed.map { group, stream in
             let name = "service user \(user) in group \(group)"

@@ -212,7 +212,7 @@ struct OnboardCommand: ParsableCommand {
         if let microphoneDevice, microphoneDevice.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ValidationError("--microphone-device: give an ALSA capture device name (see 'arecord -L'), e.g. default")
         }
-        if let bleSensor, HealthSourceConfig.bluetoothAddress(bleSensor) == nil {
+        if let bleSensor, BLESourceSettings.bluetoothAddress(bleSensor) == nil {
             throw ValidationError("--ble-sensor: \(bleSensor) is not a Bluetooth address: give six hex pairs such as A0:9E:1A:12:34:56 (onboard --ble-scan lists the sensors nearby)")
         }
         if bleSensor != nil && bleScan { throw ValidationError("give one of --ble-sensor and --ble-scan") }
@@ -249,7 +249,7 @@ struct OnboardCommand: ParsableCommand {
                 link: link, linkTimeout: linkTimeout.map(TimeInterval.init) ?? OnboardRequest.defaultLinkTimeout,
                 sourceID: pendingSource?.sourceID,
                 serviceMode: userService ? .user : systemService ? .system : nil, microphoneDevice: microphoneDevice,
-                bleSensor: bleSensor.flatMap(HealthSourceConfig.bluetoothAddress), bleScan: bleScan,
+                bleSensor: bleSensor.flatMap(BLESourceSettings.bluetoothAddress), bleScan: bleScan,
                 bleScanSeconds: bleScanSeconds.map(TimeInterval.init) ?? OnboardRequest.defaultBLEScanSeconds)
             let onboarding = Onboarding(request: request, prompter: try request.prompter(console: console),
                                         console: console, logger: Logger(.onboard))

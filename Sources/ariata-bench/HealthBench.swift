@@ -14,11 +14,11 @@ enum HealthBench {
         return logger
     }
 
-    static func fileConfig(_ path: String, format: HealthSourceConfig.Format = .jsonl, name: String = "bench") -> HealthConfig {
+    static func fileConfig(_ path: String, format: HealthLineFormat = .jsonl, name: String = "bench") -> HealthConfig {
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
-        config.sources = [HealthSourceConfig(kind: .file, path: path, format: format, name: name)]
+        config.sources = [.file(FileSourceSettings(path: path, format: format, name: name))]
         return config
     }
 

@@ -52,15 +52,14 @@ struct HealthIngest: ParsableCommand {
     @Argument(help: "The health file.")
     var file: String
     @Argument(help: "Its format: jsonl, csv or keyvalue.")
-    var format: HealthSourceConfig.Format = .jsonl
+    var format: HealthLineFormat = .jsonl
 
     func run() throws {
         let database = try AgentDatabase(path: self.database)
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
-        config.sources = [HealthSourceConfig(kind: .file, path: file,
-                                             format: format, name: "ingest")]
+        config.sources = [.file(FileSourceSettings(path: file, format: format, name: "ingest"))]
         let stream = HealthStream(config: config, database: database, logger: Logger(label: "ariata.health"))
         signal(SIGTERM, SIG_IGN)
         let term = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
@@ -85,7 +84,7 @@ struct HealthProbe: ParsableCommand {
     @Argument(help: "The queue's database file.")
     var database: String
     @Argument(help: "The source's kind: file or serial.")
-    var kind: HealthSourceConfig.Kind
+    var kind: LineKind
     @Argument(help: "The file or device.")
     var path: String
 
@@ -93,7 +92,8 @@ struct HealthProbe: ParsableCommand {
         let database = try AgentDatabase(path: self.database)
         var config = HealthConfig()
         config.enabled = true
-        config.sources = [HealthSourceConfig(kind: kind, path: path, format: .jsonl, name: "probe")]
+        config.sources = [kind == .serial ? .serial(SerialSourceSettings(path: path, name: "probe"))
+                                          : .file(FileSourceSettings(path: path, name: "probe"))]
         var logger = Logger(label: "ariata.health")
         logger.logLevel = .error
         let stream = HealthStream(config: config, database: database, logger: logger)
@@ -105,7 +105,9 @@ struct HealthProbe: ParsableCommand {
         print(stream.liveness())
         stream.stop()
     }
+
+    /// The kinds of source that have a path.
+    enum LineKind: String, ExpressibleByArgument { case file, serial }
 }
 
-extension HealthSourceConfig.Kind: ExpressibleByArgument {}
-extension HealthSourceConfig.Format: ExpressibleByArgument {}
+extension HealthLineFormat: ExpressibleByArgument {}

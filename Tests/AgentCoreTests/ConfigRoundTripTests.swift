@@ -77,13 +77,11 @@ final class ConfigRoundTripTests: XCTestCase {
             c.location.exclude = [PrivacyZone(latitude: 52.52, longitude: 13.405, radius: 200, name: "home", action: .coarsen),
                                   PrivacyZone(latitude: -33.5, longitude: 151.25, radius: 75)]
             c.health.enabled = true
-            var serial = HealthSourceConfig(kind: .serial, path: "/dev/ttyUSB0", format: .keyvalue, name: "chest")
+            var serial = SerialSourceSettings(path: "/dev/ttyUSB0", format: .keyvalue, name: "chest")
             serial.baud = 115_200
-            var file = HealthSourceConfig(kind: .file, path: "/var/log/hr.csv", format: .csv)
+            var file = FileSourceSettings(path: "/var/log/hr.csv", format: .csv)
             file.backfillDays = 0
-            var ble = HealthSourceConfig.ble(address: "A0:9E:1A:12:34:56", name: "strap")
-            ble.backfillDays = 1
-            c.health.sources = [serial, file, ble]
+            c.health.sources = [.serial(serial), .file(file), .ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "strap"))]
         }
         return c
     }

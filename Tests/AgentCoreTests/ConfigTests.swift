@@ -70,7 +70,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(config.microphone.overlapSeconds, 3)
         XCTAssertEqual(config.health.sources.count, 2)
         XCTAssertEqual(config.health.sources[0].kind, .serial)
-        XCTAssertEqual(config.health.sources[0].baud, 115_200)
+        guard case .serial(let serial) = config.health.sources[0] else { return XCTFail("not a serial source") }
+        XCTAssertEqual(serial.baud, 115_200)
         XCTAssertEqual(config.health.sources[1].name, "watch")
         XCTAssertEqual(config.health.sources[1].kind, .file)
         XCTAssertEqual(config.logLevel, "debug")
@@ -127,6 +128,35 @@ final class ConfigTests: XCTestCase {
         }
     }
 
+    /// A source reads its kind's keys; another kind's key, as earlier versions wrote for
+    /// every source (`format`, `baud`, `backfill_days` under a sensor), is checked as its
+    /// kind checks it and ignored; the writer writes only the kind's own.
+    func testAnotherKindsKeyIsCheckedThenIgnoredAndNotWritten() throws {
+        let earlier = """
+            [[health.source]]
+            kind = "ble"
+            format = "jsonl"
+            baud = 9600
+            name = "strap"
+            backfill_days = 7
+            address = "A0:9E:1A:12:34:56"
+            [[health.source]]
+            path = "/var/log/hr.jsonl"
+            baud = 9600
+            """
+        let config = try AgentConfig(toml: earlier, file: "a.toml")
+        XCTAssertEqual(config.health.sources, [.ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "strap")),
+                                               .file(FileSourceSettings(path: "/var/log/hr.jsonl"))])
+        let written = TOMLKeyLines(ConfigWriter.render(config)).values
+        XCTAssertEqual(written["health.source.kind"], ["'ble'", "'file'"])
+        XCTAssertNil(written["health.source.baud"], "neither is a serial port")
+        XCTAssertEqual(written["health.source.format"], ["'jsonl'"], "the file's only")
+        XCTAssertEqual(written["health.source.backfill_days"], ["7"], "the file's only")
+        XCTAssertThrowsError(try AgentConfig(toml: "[[health.source]]\nkind = \"ble\"\nname = \"strap\"\nbaud = 10", file: "b.toml")) {
+            XCTAssertEqual(($0 as? ConfigError)?.key, "health.source[1].baud")
+        }
+    }
+
     /// A Bluetooth LE source: by address (upper-cased, named after it when no name is
     /// given) or by the name it advertises.
     func testBluetoothSources() throws {
@@ -143,10 +173,8 @@ final class ConfigTests: XCTestCase {
             """, file: "a.toml")
         XCTAssertEqual(config.health.bleHeartRateSeconds, 10)
         XCTAssertEqual(config.health.hrvWindowSeconds, 300)
-        XCTAssertEqual(config.health.sources[0].address, "A0:9E:1A:12:34:56")
-        XCTAssertEqual(config.health.sources[0].name, "ble:A0:9E:1A:12:34:56")
-        XCTAssertNil(config.health.sources[1].address)
-        XCTAssertEqual(config.health.sources[1].name, "Polar H10 12345678")
+        XCTAssertEqual(config.health.sources, [.ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "ble:A0:9E:1A:12:34:56")),
+                                               .ble(BLESourceSettings(address: nil, name: "Polar H10 12345678"))])
     }
 
     /// `[daemon] health_interval`, the name of `check_interval` before the maintenance rounds

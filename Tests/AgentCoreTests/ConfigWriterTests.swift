@@ -14,8 +14,8 @@ final class ConfigWriterTests: XCTestCase {
         config.location.enabled = false
         config.microphone.device = "plughw:CARD=Mic,DEV=0"
         config.health.enabled = true
-        config.health.sources = [HealthSourceConfig(kind: .serial, path: "/dev/ttyUSB0", format: .keyvalue),
-                                 HealthSourceConfig(kind: .file, path: "/var/log/hr.csv", format: .csv, name: "watch")]
+        config.health.sources = [.serial(SerialSourceSettings(path: "/dev/ttyUSB0", format: .keyvalue)),
+                                 .file(FileSourceSettings(path: "/var/log/hr.csv", format: .csv, name: "watch"))]
         let path = dir.file("etc/agent.toml")
         config.file = path
         try ConfigWriter.write(config, to: path)
@@ -87,14 +87,14 @@ final class ConfigWriterTests: XCTestCase {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         var config = try AgentConfig.load(path: path, environment: [:])
         config.health.enabled = true
-        config.health.sources.append(.ble(address: "A0:9E:1A:12:34:56", name: "Polar H10 12345678"))
+        config.health.sources.append(.ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "Polar H10 12345678")))
         try ConfigWriter.write(config, to: path)
         let written = try String(contentsOfFile: path, encoding: .utf8)
         XCTAssertTrue(written.hasPrefix(text + "\n"), written)
         XCTAssertTrue(written.contains("[health]\nenabled = true\n"), written)
         XCTAssertTrue(written.contains("\n[[health.source]]\n"), written)
         let back = try AgentConfig.load(path: path, environment: [:])
-        XCTAssertEqual(back.health.sources.first?.address, "A0:9E:1A:12:34:56")
+        XCTAssertEqual(back.health.sources.first, .ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "Polar H10 12345678")))
         XCTAssertEqual(back.health.sources.first?.name, "Polar H10 12345678")
 
         // A source replaced (not appended) renders the file anew: still the same configuration.

@@ -91,9 +91,8 @@ final class OnboardBLESensorTests: XCTestCase {
         let written = try AgentConfig.load(path: cli.configPath, environment: [:])
         XCTAssertTrue(written.health.enabled)
         XCTAssertEqual(written.health.sources.map(\.kind), [.file, .ble])
-        XCTAssertEqual(written.health.sources.first?.path, heartFile)
-        XCTAssertEqual(written.health.sources.last?.address, Self.tickr)
-        XCTAssertEqual(written.health.sources.last?.name, Self.tickrName)
+        XCTAssertEqual(written.health.sources.first.flatMap { if case .file(let file) = $0 { file.path } else { nil } }, heartFile)
+        XCTAssertEqual(written.health.sources.last, .ble(BLESourceSettings(address: Self.tickr, name: Self.tickrName)))
         let text = try String(contentsOfFile: cli.configPath, encoding: .utf8)
         XCTAssertTrue(text.contains("path = \"\(heartFile)\""), "the file's own lines stay as they were: the sensor is appended\n\(text)")
     }
@@ -123,9 +122,7 @@ final class OnboardBLESensorTests: XCTestCase {
         let written = try AgentConfig.load(path: cli.configPath, environment: [:])
         XCTAssertTrue(written.health.enabled)
         XCTAssertEqual(written.health.sources.count, 1)
-        XCTAssertEqual(written.health.sources.first?.kind, .ble)
-        XCTAssertEqual(written.health.sources.first?.address, sensor.sensorAddress)
-        XCTAssertEqual(written.health.sources.first?.name, sensor.sensorName)
+        XCTAssertEqual(written.health.sources.first, .ble(BLESourceSettings(address: sensor.sensorAddress, name: sensor.sensorName)))
 
         // Again with --yes alone: the configured sensor is checked with the others, no scan,
         // and the source stays one.

@@ -19,7 +19,7 @@ struct HealthLineProcessor {
     let serverMetrics: Set<String>?
     private var toldServerSkip = false
 
-    init(format: HealthSourceConfig.Format, sourceName: String, counters: HealthSourceCounters, logger: Logger,
+    init(format: HealthLineFormat, sourceName: String, counters: HealthSourceCounters, logger: Logger,
          clockTrust: ClockTrust = .live(trustSystemClock: false), serverMetrics: Set<String>? = nil) {
         self.serverMetrics = serverMetrics
         parser = HealthLineParsers.make(format)

@@ -26,16 +26,17 @@ public final class HealthStream: CaptureStream, Sendable {
                 clockTrust: ClockTrust = .live(trustSystemClock: false), bleTuning: BLETuning = BLETuning(), logger: Logger) {
         self.config = config
         self.logger = logger
-        sources = config.sources.map { source in
-            var source = source
-            source.serverMetrics = config.serverMetrics
-            source.heartRateSeconds = config.bleHeartRateSeconds
-            source.hrvWindowSeconds = config.hrvWindowSeconds
+        let context = HealthSourceContext(health: config, queue: queue, clock: clock, clockTrust: clockTrust,
+                                          bleTuning: bleTuning, logger: logger)
+        var unmade: [String] = []
+        sources = config.sources.compactMap { settings in
+            guard let source = HealthSourceKinds.make(settings, context: context) else {
+                unmade.append("\(settings.name): cannot start: no kind \"\(settings.kind)\" in this agent")
+                return nil
+            }
             return source
-        }.map {
-            HealthSourceFactory.make($0, queue: queue, commitInterval: TimeInterval(config.commitInterval),
-                                     clock: clock, clockTrust: clockTrust, bleTuning: bleTuning, logger: logger)
         }
+        failures.withLock { $0 = unmade }
     }
 
     /// The kernel's name of the thread that reads source `index` (0-based): `ariata-health-1`
@@ -78,22 +79,18 @@ public final class HealthStream: CaptureStream, Sendable {
 
     public func liveness() -> Liveness {
         if let failure = failures.withLock({ $0.first }) { return .unhealthy(reason: failure) }
-        let unhealthy = statuses().filter { !$0.health.isHealthy }
+        let unhealthy = statuses().filter { !$0.liveness.isHealthy }
         guard let first = unhealthy.first else { return .healthy }
-        let reason = unhealthy.map { "\($0.name): \($0.health.reason ?? $0.health.state)" }.joined(separator: "; ")
-        return .unhealthy(reason: reason, code: first.health.code)
+        let reason = unhealthy.map { "\($0.name): \($0.liveness.reason ?? $0.liveness.state)" }.joined(separator: "; ")
+        return .unhealthy(reason: reason, code: first.liveness.code)
     }
 
-    /// Each source's health and counters (for `status` and the backfill progress).
+    /// Each source's liveness and counters (for `status` and the backfill progress).
     public func statuses() -> [HealthSourceStatus] { sources.map { $0.status() } }
 
     /// The Bluetooth LE sensors' battery and connection, for `status` (nothing without one).
     public func details() -> [String: String] {
-        let sensors = statuses().filter { $0.kind == .ble }.map { s in
-            SensorStatus(name: s.name, connected: s.health.isHealthy, battery: s.battery, disconnectedSince: s.disconnectedSince,
-                         lastGapFrom: s.lastGap?.from, lastGapSeconds: s.lastGap.map { ($0.seconds * 10).rounded() / 10 },
-                         hrvWindowsDropped: s.hrvWindowsDropped, noContactReadings: s.noContactReadings)
-        }
+        let sensors = statuses().compactMap { status in status.kindStatus?.sensor(of: status) }
         return sensors.isEmpty ? [:] : [StreamCounter.bleSensors: SensorStatus.encode(sensors)]
     }
 

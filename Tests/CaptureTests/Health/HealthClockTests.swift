@@ -97,7 +97,7 @@ final class HealthClockTests: XCTestCase {
             var config = HealthConfig()
             config.enabled = true
             config.commitInterval = 1
-            config.sources = [HealthSourceConfig(kind: .file, path: path, format: .jsonl, name: "test-source")]
+            config.sources = [HealthTestBed.lineSource(.file, path: path)]
             let stream = HealthStream(config: config, database: bed.database,
                                       clockTrust: ClockTrust(sync: FileClockSync(path: syncFile), trustSystemClock: false,
                                                              evidence: evidence),

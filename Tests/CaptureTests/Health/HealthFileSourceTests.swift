@@ -173,7 +173,7 @@ final class HealthFileSourceTests: XCTestCase {
         stream.start()
         defer { stream.stop() }
         try bed.waitForCount(3)
-        try waitUntil("the backfill to finish") { stream.statuses()[0].backfill?.finished == true }
+        try waitUntil("the backfill to finish") { stream.statuses()[0].kindStatus(FileSourceStatus.self)?.backfill?.finished == true }
         // Lines written after the first start are new, whatever their time.
         try FileManager.default.append(#"{"timestamp":"\#(RFC3339.string(from: now.addingTimeInterval(-9 * 86_400)))","steps":5}"# + "\n", to: path)
         try bed.waitForCount(4)
@@ -181,9 +181,10 @@ final class HealthFileSourceTests: XCTestCase {
         let status = stream.statuses()[0]
         XCTAssertEqual(try bed.values(), [2, 3, 4, 5])
         XCTAssertEqual(status.skippedOld, 2)
-        XCTAssertEqual(status.backfill?.bytesTotal, Int64(text.utf8.count))
-        XCTAssertEqual(status.backfill?.fraction, 1)
-        XCTAssertEqual(status.backfill?.samples, 3)
+        let backfill = status.kindStatus(FileSourceStatus.self)?.backfill
+        XCTAssertEqual(backfill?.bytesTotal, Int64(text.utf8.count))
+        XCTAssertEqual(backfill?.fraction, 1)
+        XCTAssertEqual(backfill?.samples, 3)
     }
 
     func testIdleSourceDoesNotWakeUp() throws {
@@ -224,11 +225,11 @@ final class HealthBackfillTests: XCTestCase {
         let path = bed.file("export.jsonl")
         let old = #"{"timestamp":"\#(RFC3339.string(from: Date().addingTimeInterval(-30 * 86_400)))","steps":999}"# + "\n"
         try FileManager.default.append(old + SampleLines.jsonl(0..<20_000), to: path)
-        var config = HealthSourceConfig(kind: .file, path: path, format: .jsonl, name: "test-source")
+        var config = FileSourceSettings(path: path, format: .jsonl, name: "test-source")
         config.backfillDays = 7
         var reports: [BackfillProgress] = []
         let status = try HealthBackfill.run(config, queue: bed.database.recordQueue, logger: HealthTestBed.logger) { reports.append($0) }
-        XCTAssertTrue(status.caughtUp)
+        XCTAssertEqual(status.kindStatus(FileSourceStatus.self)?.caughtUp, true)
         XCTAssertEqual(status.skippedOld, 1, "older than backfill_days")
         XCTAssertEqual(reports.last?.finished, true)
         XCTAssertEqual(reports.last?.bytesTotal, FileIdentity.of(path: path)?.size)

@@ -15,7 +15,7 @@ final class HealthFuzzTests: XCTestCase {
     func testCSV() throws { try fuzz(.csv, seed: 0x5EED_0002) }
     func testKeyValue() throws { try fuzz(.keyvalue, seed: 0x5EED_0003) }
 
-    private func fuzz(_ format: HealthSourceConfig.Format, seed: UInt64) throws {
+    private func fuzz(_ format: HealthLineFormat, seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
         let now = Date()
         let counters = HealthSourceCounters(name: "fuzz", kind: .file)
@@ -169,7 +169,7 @@ private struct GeneratedSample {
     private var jsonValue: String { NumberText.parse(value) != nil ? value : "\"\(value)\"" }
     private var jsonTime: String { NumberText.parse(time) != nil ? time : "\"\(time)\"" }
 
-    func render(_ format: HealthSourceConfig.Format, _ r: inout SplitMix64) -> String {
+    func render(_ format: HealthLineFormat, _ r: inout SplitMix64) -> String {
         let wide = r.next(upperBound: 2) == 0 && unit == nil
         switch format {
         case .jsonl:
@@ -184,7 +184,7 @@ private struct GeneratedSample {
     }
 
     /// The same sample spelled so that no parser can read it.
-    func renderBroken(_ format: HealthSourceConfig.Format, _ r: inout SplitMix64) -> String {
+    func renderBroken(_ format: HealthLineFormat, _ r: inout SplitMix64) -> String {
         switch (format, r.next(upperBound: 3)) {
         case (.jsonl, 0): return String(render(.jsonl, &r).dropLast()) // unclosed object
         case (.jsonl, 1): return #"{"ts":\#(jsonTime),"mood":3}"# // no known metric

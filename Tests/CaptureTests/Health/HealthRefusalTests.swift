@@ -12,12 +12,12 @@ extension RefusingQueue: HealthRecordQueue {}
 /// reads its lines again later, the serial source holds them; neither loses nor repeats
 /// a sample, and neither spins while it waits to try again.
 final class HealthRefusalTests: XCTestCase {
-    private func stream(_ path: String, queue: any HealthRecordQueue, kind: HealthSourceConfig.Kind,
-                        format: HealthSourceConfig.Format = .jsonl) -> HealthStream {
+    private func stream(_ path: String, queue: any HealthRecordQueue, kind: HealthSourceKindName,
+                        format: HealthLineFormat = .jsonl) -> HealthStream {
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
-        config.sources = [HealthSourceConfig(kind: kind, path: path, format: format, name: "test-source")]
+        config.sources = [HealthTestBed.lineSource(kind, path: path, format: format)]
         return HealthStream(config: config, queue: queue, clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true),
                             logger: HealthTestBed.logger)
     }

@@ -24,12 +24,10 @@ final class HealthTestBed {
     }
 
     /// - Parameter serverMetrics: the server's `enabled_metrics` (nil: every metric).
-    func stream(file path: String, format: HealthSourceConfig.Format = .jsonl, backfillDays: Int = 7,
-                kind: HealthSourceConfig.Kind = .file, baud: Int = 9_600, logger: Logger = HealthTestBed.logger,
+    func stream(file path: String, format: HealthLineFormat = .jsonl, backfillDays: Int = 7,
+                kind: HealthSourceKindName = .file, baud: Int = 9_600, logger: Logger = HealthTestBed.logger,
                 serverMetrics: Set<String>? = nil) -> HealthStream {
-        var source = HealthSourceConfig(kind: kind, path: path, format: format, name: "test-source")
-        source.backfillDays = backfillDays
-        source.baud = baud
+        let source = Self.lineSource(kind, path: path, format: format, backfillDays: backfillDays, baud: baud)
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
@@ -39,6 +37,19 @@ final class HealthTestBed {
         // may say "unsynchronised"): these tests are about reading, not about the clock.
         return HealthStream(config: config, database: database,
                             clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true), logger: logger)
+    }
+
+    /// A file or serial source named `test-source`.
+    static func lineSource(_ kind: HealthSourceKindName, path: String, format: HealthLineFormat = .jsonl,
+                           backfillDays: Int = 7, baud: Int = 9_600) -> HealthSourceSettings {
+        if kind == .serial {
+            var serial = SerialSourceSettings(path: path, format: format, name: "test-source")
+            serial.baud = baud
+            return .serial(serial)
+        }
+        var file = FileSourceSettings(path: path, format: format, name: "test-source")
+        file.backfillDays = backfillDays
+        return .file(file)
     }
 
     /// The records' JSON objects in queue order.

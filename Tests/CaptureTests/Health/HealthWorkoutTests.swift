@@ -19,7 +19,7 @@ final class HealthWorkoutTests: XCTestCase {
 
     /// Reads a file of `lines` lines to its end through a file source; the stopped stream
     /// is returned for its counters.
-    private func readFile(_ path: String, in bed: HealthTestBed, format: HealthSourceConfig.Format = .jsonl, lines: Int,
+    private func readFile(_ path: String, in bed: HealthTestBed, format: HealthLineFormat = .jsonl, lines: Int,
                           records: Int, logger: Logger = HealthTestBed.logger) throws -> HealthStream {
         let stream = bed.stream(file: path, format: format, logger: logger)
         stream.start()

@@ -15,7 +15,7 @@ public extension HealthLineParser {
 }
 
 public enum HealthLineParsers {
-    public static func make(_ format: HealthSourceConfig.Format) -> any HealthLineParser {
+    public static func make(_ format: HealthLineFormat) -> any HealthLineParser {
         switch format {
         case .jsonl: return JSONLinesParser()
         case .csv: return CSVLineParser()

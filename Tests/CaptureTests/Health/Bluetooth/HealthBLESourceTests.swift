@@ -10,13 +10,13 @@ import XCTest
 /// mock heart-rate sensor whose notifications, disconnections and battery the test drives.
 final class HealthBLESourceTests: XCTestCase {
     func stream(_ bed: HealthTestBed, bus: DBusRig, heartRateSeconds: Int = 1, hrvSeconds: Int = 3,
-                source: HealthSourceConfig = .ble(address: "A0:9E:1A:12:34:56", name: "chest")) -> HealthStream {
+                source: BLESourceSettings = BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "chest")) -> HealthStream {
         var config = HealthConfig()
         config.enabled = true
         config.commitInterval = 1
         config.bleHeartRateSeconds = heartRateSeconds
         config.hrvWindowSeconds = hrvSeconds
-        config.sources = [source]
+        config.sources = [.ble(source)]
         var tuning = BLETuning()
         tuning.bus = .address(bus.address)
         tuning.commitDelay = 0.2
@@ -71,8 +71,8 @@ final class HealthBLESourceTests: XCTestCase {
         let metadata = try XCTUnwrap(rates.first?["metadata"] as? [String: Any])
         XCTAssertEqual(metadata["source"] as? String, "chest")
         XCTAssertEqual(metadata["readings"] as? Int, 3)
-        XCTAssertEqual(stream.statuses()[0].noContactReadings, 2)
-        XCTAssertEqual(stream.statuses()[0].battery, 84)
+        XCTAssertEqual(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.noContactReadings, 2)
+        XCTAssertEqual(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.battery, 84)
     }
 
     func testVariabilityOfTheRecordedSequence() throws {
@@ -121,16 +121,16 @@ final class HealthBLESourceTests: XCTestCase {
         try sensor.goAway()
         try waitUntil("the source to say the sensor went") { stream.liveness().reason?.contains("disconnected") == true }
         Thread.sleep(forTimeInterval: away)
-        XCTAssertNotNil(stream.statuses()[0].disconnectedSince)
+        XCTAssertNotNil(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.disconnectedSince)
         XCTAssertTrue(stream.liveness().reason?.contains("cannot connect") == true, "\(stream.liveness())")
         let back = Date()
         try sensor.comeBack()
         try waitUntil("the sensor taken up again", timeout: 10) { try sensor.isNotifying() && stream.liveness().isHealthy }
         print(String(format: "measured: the sensor away %.0f s was taken up again %.2f s after its return", away, Date().timeIntervalSince(back)))
         XCTAssertLessThan(Date().timeIntervalSince(back), 10)
-        let gap = try XCTUnwrap(stream.statuses()[0].lastGap)
+        let gap = try XCTUnwrap(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.lastGap)
         XCTAssertGreaterThanOrEqual(gap.seconds, away)
-        XCTAssertNil(stream.statuses()[0].disconnectedSince)
+        XCTAssertNil(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.disconnectedSince)
         try sensor.notify(HeartRateMeasurement(heartRate: 59, contact: .detected).bytes())
         try waitUntil("a heart rate after the return") { try records(bed, "heart_rate").count == 2 }
 
@@ -141,13 +141,13 @@ final class HealthBLESourceTests: XCTestCase {
         try sensor.setBattery(12)
         try sensor.notify(HeartRateMeasurement(heartRate: 61, contact: .detected).bytes())
         try waitUntil("a heart rate after the restart") { try records(bed, "heart_rate").count == 3 }
-        try waitUntil("the battery") { stream.statuses()[0].battery == 12 }
+        try waitUntil("the battery") { stream.statuses()[0].kindStatus(BLESourceStatus.self)?.battery == 12 }
         stream.stop()
 
         let rates = try records(bed, "heart_rate")
         XCTAssertEqual(rates.map { $0["value"] as? Int }, [58, 59, 61])
         XCTAssertEqual(Set(rates.compactMap { $0["id"] as? String }).count, 3)
-        XCTAssertEqual(stream.statuses()[0].connections, 3)
+        XCTAssertEqual(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.connections, 3)
         XCTAssertFalse(try sensor.isConnected(), "let go at the stop")
     }
 
@@ -156,7 +156,7 @@ final class HealthBLESourceTests: XCTestCase {
         let bed = try HealthTestBed()
         let bus = try DBusRig(.system)
         let sensor = try BlueZMockRig(on: bus, knownToBlueZ: false)
-        let stream = stream(bed, bus: bus, source: .ble(address: nil, name: "Polar H10 12345678"))
+        let stream = stream(bed, bus: bus, source: BLESourceSettings(address: nil, name: "Polar H10 12345678"))
         stream.start()
         defer { stream.stop() }
         try waitUntil("a discovery") { try !sensor.adapterCalls(of: "StartDiscovery").isEmpty }
@@ -185,6 +185,6 @@ final class HealthBLESourceTests: XCTestCase {
         stream.stop()
         XCTAssertEqual(try records(bed, "heart_rate").map { $0["value"] as? Int }, [71])
         XCTAssertEqual(try records(bed, "heart_rate_variability").count, 0)
-        XCTAssertEqual(stream.statuses()[0].hrvWindowsDropped, 1)
+        XCTAssertEqual(stream.statuses()[0].kindStatus(BLESourceStatus.self)?.hrvWindowsDropped, 1)
     }
 }

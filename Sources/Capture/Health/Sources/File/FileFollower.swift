@@ -110,7 +110,7 @@ final class FileFollower {
         do {
             inotify = try Inotify()
         } catch {
-            logger.warning("inotify is not available (\(error)); checking \(path) every \(Int(HealthSourceTiming.pollWithoutInotify.delay(afterFailures: 1))) s instead")
+            logger.warning("inotify is not available (\(error)); checking \(path) every \(Int(HealthSourceTuning.pollWithoutInotify.delay(afterFailures: 1))) s instead")
         }
         while !stop.isWoken {
             if retryAt.map({ Monotonic.now >= $0 }) ?? true {
@@ -132,7 +132,7 @@ final class FileFollower {
             directoryWatch = inotify.add(directory.isEmpty ? "." : directory, mask: mask)
             if directoryWatch == nil {
                 setHealth(.unhealthy(reason: "directory of \(path) does not exist: create it or fix [health.source] path"))
-                retry(after: HealthSourceTiming.retry)
+                retry(after: HealthSourceTuning.retry)
                 return
             }
         }
@@ -156,7 +156,7 @@ final class FileFollower {
             anchor = try output.resumePoint()
         } catch {
             setHealth(.unhealthy(reason: "cannot read the anchor of \(path) from the queue: \(error)"))
-            retry(after: HealthSourceTiming.retry)
+            retry(after: HealthSourceTuning.retry)
             return false
         }
         guard let anchor else { return true }
@@ -231,19 +231,19 @@ final class FileFollower {
                 setHealth(.unhealthy(reason: "cannot read \(file): permission denied: give the service user read access to it (its group or mode)",
                                      code: .permissionDenied))
                 logger.error("\(AgentErrorCode.permissionDenied.rawValue) cannot read \(file): permission denied; \(AgentErrorCode.permissionDenied.hint)")
-                retry(after: HealthSourceTiming.permissionRetry)
+                retry(after: HealthSourceTuning.permissionRetry)
             } else if code == ENOENT {
                 setHealth(.unhealthy(reason: "waiting for \(file) to be created"))
-                if inotify == nil { retry(after: HealthSourceTiming.pollWithoutInotify) }
+                if inotify == nil { retry(after: HealthSourceTuning.pollWithoutInotify) }
             } else {
                 setHealth(.unhealthy(reason: "cannot open \(file): \(String(cString: strerror(code)))"))
-                retry(after: HealthSourceTiming.retry)
+                retry(after: HealthSourceTuning.retry)
             }
             return false
         }
         guard let identity = FileIdentity.of(fd: fd), lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
             close(fd)
-            retry(after: HealthSourceTiming.retry)
+            retry(after: HealthSourceTuning.retry)
             return false
         }
         let watchDescriptor = watch ? inotify?.add(file, mask: UInt32(IN_MODIFY)) : nil
@@ -316,7 +316,7 @@ final class FileFollower {
                 if errno == EINTR { continue }
                 if errno != EAGAIN {
                     setHealth(.unhealthy(reason: "cannot read \(file.path): \(String(cString: strerror(errno)))"))
-                    retry(after: HealthSourceTiming.retry)
+                    retry(after: HealthSourceTuning.retry)
                 }
                 return
             }
@@ -370,12 +370,12 @@ final class FileFollower {
     // MARK: Committing
 
     /// Commits through the output with the current position; a refusal pauses the
-    /// follower for `HealthSourceTiming.retry`.
+    /// follower for `HealthSourceTuning.retry`.
     @discardableResult
     private func commit(force: Bool = false) -> Bool {
         guard let file = current else { return true }
         guard output.commit(force: force, at: { mark(file) }) else {
-            retry(after: HealthSourceTiming.retry)
+            retry(after: HealthSourceTuning.retry)
             return false
         }
         committedOffset = consumedOffset
@@ -408,7 +408,7 @@ final class FileFollower {
         }
         // Commits are made in a step, and no step runs before a retry is due.
         if let retryAt { earliest(retryAt) } else if let due = output.commitDueAt { earliest(due) }
-        if inotify == nil { earliest(Monotonic.now + HealthSourceTiming.pollWithoutInotify.delay(afterFailures: 1)) }
+        if inotify == nil { earliest(Monotonic.now + HealthSourceTuning.pollWithoutInotify.delay(afterFailures: 1)) }
         var fds = [stop.fd]
         if let inotify { fds.append(inotify.fd) }
         _ = Poll.wait(fds, timeout: timeout)
@@ -423,6 +423,6 @@ final class FileFollower {
     }
 
     private func setHealth(_ health: Liveness) {
-        counters.update { $0.health = health }
+        counters.update { $0.liveness = health }
     }
 }

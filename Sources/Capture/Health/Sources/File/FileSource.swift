@@ -15,7 +15,8 @@ import Platform
 /// days (the backfill), with progress in `status()`.
 public final class FileSource: HealthSource {
     public let name: String
-    let config: HealthSourceConfig
+    let config: FileSourceSettings
+    let serverMetrics: Set<String>?
     let queue: any HealthRecordQueue
     let clock: any WallClock
     let clockTrust: ClockTrust
@@ -24,18 +25,19 @@ public final class FileSource: HealthSource {
     let batchSize: Int
     let counters: HealthSourceCounters
 
-    public init(config: HealthSourceConfig, queue: any HealthRecordQueue, commitInterval: TimeInterval,
-                batchSize: Int = 500, clock: any WallClock = SystemClock(),
+    public init(config: FileSourceSettings, serverMetrics: Set<String>? = nil, queue: any HealthRecordQueue,
+                commitInterval: TimeInterval, batchSize: Int = 500, clock: any WallClock = SystemClock(),
                 clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         name = config.name
         self.config = config
+        self.serverMetrics = serverMetrics
         self.queue = queue
         self.clock = clock
         self.clockTrust = clockTrust
         self.logger = logger
         self.commitInterval = commitInterval
         self.batchSize = batchSize
-        counters = HealthSourceCounters(name: config.name, kind: .file)
+        counters = HealthSourceCounters(name: config.name, kind: .file, kindStatus: FileSourceStatus())
     }
 
     public func status() -> HealthSourceStatus { counters.snapshot() }
@@ -65,7 +67,7 @@ private final class FileReading: FileFollowerOutput {
         anchorKey = "file:" + source.config.path
         processor = HealthLineProcessor(format: source.config.format, sourceName: source.name, counters: source.counters,
                                         logger: source.logger, clockTrust: source.clockTrust,
-                                        serverMetrics: source.config.serverMetrics)
+                                        serverMetrics: source.serverMetrics)
         committer = HealthCommitter(queue: source.queue, interval: source.commitInterval, batchSize: source.batchSize,
                                     path: source.config.path, sourceName: source.name, counters: source.counters,
                                     logger: source.logger)
@@ -130,13 +132,13 @@ private final class FileReading: FileFollowerOutput {
     func dropUncommitted() { committer.dropUncommitted() }
 
     func caughtUp() {
-        if backfill == nil { source.counters.update { $0.caughtUp = true } }
+        if backfill == nil { source.counters.update(FileSourceStatus.self) { $1.caughtUp = true } }
     }
 
     private func reportBackfill(done: Int64, total: Int64? = nil) {
         guard let total = total ?? backfill?.end else { return }
         let progress = BackfillProgress(bytesDone: done, bytesTotal: total, samples: backfillSamples)
-        source.counters.update { $0.backfill = progress }
+        source.counters.update(FileSourceStatus.self) { $1.backfill = progress }
         let decile = Int(progress.fraction * 10)
         if decile != lastReportedDecile {
             lastReportedDecile = decile

@@ -10,20 +10,21 @@ import Platform
 public enum HealthBackfill {
     /// Reads `config`'s file to its end, calling `progress` about five times a second,
     /// and returns the source's final status (its health says why when it could not read).
-    public static func run(_ config: HealthSourceConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
+    public static func run(_ config: FileSourceSettings, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
                            logger: Logger, progress: (BackfillProgress) -> Void) throws -> HealthSourceStatus {
         let source = FileSource(config: config, queue: queue, commitInterval: 1, clock: clock, logger: logger)
         let thread = try NamedThread(name: "ariata-backfill") { stop in source.run(until: stop) }
         while true {
             let status = source.status()
-            if let backfill = status.backfill { progress(backfill) }
-            let failed = !status.health.isHealthy && status.health.reason != "starting"
-            if status.caughtUp || failed { break }
+            let file = status.kindStatus(FileSourceStatus.self)
+            if let backfill = file?.backfill { progress(backfill) }
+            let failed = !status.liveness.isHealthy && status.liveness.reason != "starting"
+            if file?.caughtUp == true || failed { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
         thread.stop()
         let status = source.status()
-        if let backfill = status.backfill { progress(backfill) }
+        if let backfill = status.kindStatus(FileSourceStatus.self)?.backfill { progress(backfill) }
         return status
     }
 }

@@ -20,7 +20,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     // @unchecked: `counters`, `inbox` and `battery` are shared with other threads behind
     // locks; every var is touched only by the thread inside run().
     public let name: String
-    let config: HealthSourceConfig
+    let config: BLESourceSettings
     let target: BLESensorTarget
     let tuning: BLETuning
     let clock: any WallClock
@@ -38,8 +38,11 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     public static let lowBattery = SensorStatus.lowBattery
     private static let maxHeld = 50_000
 
-    public init(config: HealthSourceConfig, queue: any RecordSink, commitInterval: TimeInterval = 300,
-                tuning: BLETuning = BLETuning(), clock: any WallClock = SystemClock(),
+    /// - Parameters:
+    ///   - heartRateSeconds: one heart-rate sample per this many seconds (`[health] ble_heart_rate_seconds`).
+    ///   - hrvWindowSeconds: one variability sample per this many seconds (`[health] hrv_window_seconds`).
+    public init(config: BLESourceSettings, heartRateSeconds: Int = 5, hrvWindowSeconds: Int = 300, queue: any RecordSink,
+                commitInterval: TimeInterval = 300, tuning: BLETuning = BLETuning(), clock: any WallClock = SystemClock(),
                 clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         name = config.name
         self.config = config
@@ -48,13 +51,13 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         self.clock = clock
         self.clockTrust = clockTrust
         self.logger = logger
-        let counters = HealthSourceCounters(name: config.name, kind: .ble)
+        let counters = HealthSourceCounters(name: config.name, kind: .ble, kindStatus: BLESourceStatus())
         self.counters = counters
         doorbell = try? Doorbell()
         committer = HealthCommitter(queue: queue, interval: min(commitInterval, tuning.commitDelay), batchSize: 500,
                                     holdAtMost: Self.maxHeld, path: "Bluetooth sensor \(target)", sourceName: config.name,
                                     counters: counters, logger: logger)
-        windows = BeatWindows(heartRateSeconds: TimeInterval(config.heartRateSeconds), hrvSeconds: TimeInterval(config.hrvWindowSeconds))
+        windows = BeatWindows(heartRateSeconds: TimeInterval(heartRateSeconds), hrvSeconds: TimeInterval(hrvWindowSeconds))
         log = RateLimitedLog(logger: logger)
     }
 
@@ -62,7 +65,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
 
     public func run(until stop: Waker) {
         guard let doorbell else {
-            counters.update { $0.health = .unhealthy(reason: "cannot make the Bluetooth source's wake-up descriptor") }
+            counters.update { $0.liveness = .unhealthy(reason: "cannot make the Bluetooth source's wake-up descriptor") }
             return
         }
         var session: BlueZSensorSession?
@@ -104,7 +107,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
                 windows.gap()
                 failures = 1
                 retryAt = Monotonic.now + tuning.reconnect.delay(afterFailures: failures)
-                counters.update { $0.disconnectedSince = clock.now() }
+                counters.update(BLESourceStatus.self) { $1.disconnectedSince = clock.now() }
                 report(problem, previous: nil)
                 lastProblem = problem
             }
@@ -131,21 +134,21 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             inbox.append(bytes, receipt)
             doorbell.ring()
         }, onBattery: { percentage in
-            let previous = counters.snapshot().battery
-            counters.update { $0.battery = percentage }
+            let previous = counters.snapshot().kindStatus(BLESourceStatus.self)?.battery
+            counters.update(BLESourceStatus.self) { $1.battery = percentage }
             if percentage < Self.lowBattery, previous.map({ $0 >= Self.lowBattery }) ?? true {
                 logger.warning("health source \(name): the sensor's battery is at \(percentage) %: charge or replace it soon")
             }
         }))
         let now = clock.now()
-        let gap = counters.snapshot().disconnectedSince
-        counters.update {
-            $0.health = .healthy
+        let gap = counters.snapshot().kindStatus(BLESourceStatus.self)?.disconnectedSince
+        counters.update(BLESourceStatus.self) { status, ble in
+            status.liveness = .healthy
             if let gap {
-                $0.lastGap = HealthSourceStatus.Gap(from: gap, to: now)
-                $0.disconnectedSince = nil
+                ble.lastGap = BLESourceStatus.Gap(from: gap, to: now)
+                ble.disconnectedSince = nil
             }
-            $0.connections += 1
+            ble.connections += 1
         }
         if let gap {
             logger.notice("health source \(name): heart-rate sensor \(target) is back after \(Int(now.timeIntervalSince(gap).rounded())) s")
@@ -157,9 +160,9 @@ public final class BLESource: HealthSource, @unchecked Sendable {
 
     private func report(_ problem: BlueZProblem, previous: BlueZProblem?) {
         let code: AgentErrorCode? = if case .accessDenied = problem { .permissionDenied } else { nil }
-        counters.update {
-            $0.health = .unhealthy(reason: problem.description, code: code)
-            if $0.disconnectedSince == nil { $0.disconnectedSince = clock.now() }
+        counters.update(BLESourceStatus.self) { status, ble in
+            status.liveness = .unhealthy(reason: problem.description, code: code)
+            if ble.disconnectedSince == nil { ble.disconnectedSince = clock.now() }
         }
         // Once per kind of outage, not once per attempt.
         guard problem != previous else { return }
@@ -180,7 +183,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             log.warning("skipping a notification of \(target): \(error.description)")
             return
         }
-        if measurement.contact == .notDetected { counters.update { $0.noContactReadings += 1 } }
+        if measurement.contact == .notDetected { counters.update(BLESourceStatus.self) { $1.noContactReadings += 1 } }
         take(windows.add(measurement, at: receipt))
     }
 
@@ -205,7 +208,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
                                   "window_seconds": seconds]
                 start = begin
             case .hrvInsufficient(let why, _):
-                counters.update { $0.hrvWindowsDropped += 1 }
+                counters.update(BLESourceStatus.self) { $1.hrvWindowsDropped += 1 }
                 log.logger.info("health source \(name): no HRV sample for this window: \(why.description)")
                 continue
             }

@@ -36,7 +36,7 @@ public struct BLESensorTarget: Sendable, Equatable, CustomStringConvertible {
         self.name = name
     }
 
-    init(_ config: HealthSourceConfig) {
+    init(_ config: BLESourceSettings) {
         address = config.address
         name = config.address == nil ? config.name : nil
     }

@@ -3,7 +3,7 @@ import AgentCore
 /// The health sources' waits, in one place. They are constant, not growing: each is one
 /// cheap local check (a file, a directory, a device node), and a source that comes back
 /// should be read again within these seconds.
-enum HealthSourceTiming {
+enum HealthSourceTuning {
     /// After a step that failed: the directory missing, the anchor unreadable, a file that
     /// would not open, a commit the queue refused.
     static let retry = Backoff.constant(5)

@@ -8,7 +8,7 @@ import Platform
 /// nor skipped. It batches: a commit is due `interval` seconds after the first line not
 /// yet committed, or at once when a batch is full. A commit the queue refuses makes the
 /// source unhealthy (E004 when the disk is full) and is tried again after
-/// `HealthSourceTiming.retry`; what was read stays pending (a serial source drops the
+/// `HealthSourceTuning.retry`; what was read stays pending (a serial source drops the
 /// oldest beyond `holdAtMost`) unless the source drops it to read it again
 /// (`dropUncommitted`: a file is its own buffer).
 ///
@@ -98,7 +98,7 @@ struct HealthCommitter {
         let cleared = refusal
         counters.update {
             $0.samplesWritten += written
-            if let cleared, $0.health == cleared { $0.health = .healthy }
+            if let cleared, $0.liveness == cleared { $0.liveness = .healthy }
         }
         refusal = nil
         pending.removeAll(keepingCapacity: true)
@@ -119,8 +119,8 @@ struct HealthCommitter {
         let health = Liveness.unhealthy(reason: "cannot write samples of \(path) to the queue: \(error)",
                                             code: QueueError.isStorageFull(error) ? .storageFull : nil)
         refusal = health
-        counters.update { $0.health = health }
-        let wait = HealthSourceTiming.retry.delay(afterFailures: 1)
+        counters.update { $0.liveness = health }
+        let wait = HealthSourceTuning.retry.delay(afterFailures: 1)
         retryAt = Monotonic.now + wait
         logger.error("health source \(sourceName): commit failed, retrying in \(Int(wait)) s: \(error)")
         if let holdAtMost, pending.count > holdAtMost {

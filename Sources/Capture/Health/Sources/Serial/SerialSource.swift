@@ -13,7 +13,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
     // @unchecked: `counters` (a Mutex) is shared with other threads; every var is touched
     // only by the thread inside run().
     public let name: String
-    let config: HealthSourceConfig
+    let config: SerialSourceSettings
     let clock: any WallClock
     let logger: Logger
 
@@ -29,7 +29,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
     private var lineNumber: Int64 = 0
     private var lastOpenError: SerialPort.OpenError?
 
-    public init(config: HealthSourceConfig, queue: any RecordSink, commitDelay: TimeInterval = 1,
+    public init(config: SerialSourceSettings, serverMetrics: Set<String>? = nil, queue: any RecordSink, commitDelay: TimeInterval = 1,
                 batchSize: Int = 500, clock: any WallClock = SystemClock(),
                 clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
         name = config.name
@@ -39,7 +39,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
         let counters = HealthSourceCounters(name: config.name, kind: .serial)
         self.counters = counters
         processor = HealthLineProcessor(format: config.format, sourceName: config.name, counters: counters, logger: logger,
-                                        clockTrust: clockTrust, serverMetrics: config.serverMetrics)
+                                        clockTrust: clockTrust, serverMetrics: serverMetrics)
         committer = HealthCommitter(queue: queue, interval: commitDelay, batchSize: batchSize, holdAtMost: Self.maxHeld,
                                     path: config.path, sourceName: config.name, counters: counters, logger: logger)
     }
@@ -56,7 +56,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             if port == nil { openPort() }
             var fds = [stop.fd]
             if let port { fds.append(port.fd) } else if let inotify { fds.append(inotify.fd) }
-            var timeout: TimeInterval? = port == nil ? HealthSourceTiming.serialReopen.delay(afterFailures: 1) : nil
+            var timeout: TimeInterval? = port == nil ? HealthSourceTuning.serialReopen.delay(afterFailures: 1) : nil
             if let due = committer.dueAt {
                 let wait = max(0, due - Monotonic.now)
                 timeout = min(timeout ?? wait, wait)
@@ -78,7 +78,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             lastOpenError = nil
             lineNumber = 0
             buffer.reset()
-            counters.update { $0.health = .healthy }
+            counters.update { $0.liveness = .healthy }
             logger.info("health source \(name): reading \(config.path) at \(config.baud) baud")
         case .failure(let error):
             let health: Liveness
@@ -93,7 +93,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             case .other(let message):
                 health = .unhealthy(reason: "cannot open \(config.path): \(message)")
             }
-            counters.update { $0.health = health }
+            counters.update { $0.liveness = health }
             if error != lastOpenError {
                 lastOpenError = error
                 if case .permissionDenied = error {
@@ -126,7 +126,7 @@ public final class SerialSource: HealthSource, @unchecked Sendable {
             commit()
             closePort()
             counters.update {
-                $0.health = .unhealthy(reason: "serial device \(config.path) went away (unplugged?); it is opened again when it returns")
+                $0.liveness = .unhealthy(reason: "serial device \(config.path) went away (unplugged?); it is opened again when it returns")
             }
             logger.warning("health source \(name): \(config.path) went away\(dropped > 0 ? "; an unfinished line of \(dropped) bytes was dropped" : "")")
             return

@@ -55,7 +55,7 @@ public struct BLESensorScan: Sendable {
         defer { discovery.stop() }
         Thread.sleep(forTimeInterval: seconds)
         return try BlueZObjects.fetch(connection).heartRateDevices.compactMap { _, device in
-            guard let address = device["Address"]?.string.flatMap(HealthSourceConfig.bluetoothAddress) else { return nil }
+            guard let address = device["Address"]?.string.flatMap(BLESourceSettings.bluetoothAddress) else { return nil }
             let name = device["Name"]?.string ?? device["Alias"]?.string ?? address
             return BLESensorSighting(address: address, name: name, rssi: device["RSSI"]?.int, paired: device["Paired"]?.bool == true)
         }.sorted { a, b in
