@@ -14,11 +14,11 @@ public struct LiveComponents: ComponentFactory {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
-            return LocationStream(config: config.location, sink: database.recordQueue, logger: logger, clockTrust: clockTrust)
+            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, clockTrust: clockTrust)
         case .microphone:
-            return MicrophoneStream(config: config.microphone, sink: database.recordQueue, logger: logger, clockTrust: clockTrust,
+            return MicrophoneStream(config: config.microphone, queue: database.recordQueue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: database.path),
-                                                   knownRecords: database.recordQueue))
+                                                   queue: database.recordQueue))
         case .health:
             return HealthStream(config: config.health, database: database, clockTrust: clockTrust, logger: logger)
         }

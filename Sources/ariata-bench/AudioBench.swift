@@ -96,7 +96,7 @@ enum AudioBench {
         let ended = EndFlag()
         let opened = EndFlag()
         let stream = MicrophoneStream(
-            config: config, sink: database.recordQueue, logger: Logger(.microphone),
+            config: config, queue: database.recordQueue, logger: Logger(.microphone),
             captureFactory: { device, rate throws(AudioCaptureError) in
                 guard !opened.swap() else {
                     throw AudioCaptureError(kind: .notFound, device: device, detail: "benchmark input used up")

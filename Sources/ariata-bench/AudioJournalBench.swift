@@ -97,7 +97,7 @@ enum AudioJournalBench {
         microphone.device = device
         let start = Date()
         let stream = AudioBench.runStream(config: microphone, database: database, frames: seconds * 16_000,
-                                          journal: .init(directory: AudioJournal.directory(forDatabase: database.path), knownRecords: database.recordQueue),
+                                          journal: .init(directory: AudioJournal.directory(forDatabase: database.path), queue: database.recordQueue),
                                           wrap: { PacedCapture($0) })
         return (stream.stats(), Date().timeIntervalSince(start))
     }

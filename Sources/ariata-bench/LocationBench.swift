@@ -41,7 +41,7 @@ enum LocationBench {
         config.interval = options.interval
         var logger = Logger(.location)
         logger.logLevel = .warning
-        let stream = LocationStream(config: config, sink: database.recordQueue, logger: logger)
+        let stream = LocationStream(config: config, queue: database.recordQueue, logger: logger)
         stream.start()
         defer { stream.stop() }
         try waitUntil("the stream to connect to gpsd") { stream.status().connected }

@@ -43,11 +43,11 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     /// in the queue.
     public struct Journaling: Sendable {
         public var directory: String
-        public var knownRecords: any RecordLookup
+        public var queue: any RecordLookup
 
-        public init(directory: String, knownRecords: any RecordLookup) {
+        public init(directory: String, queue: any RecordLookup) {
             self.directory = directory
-            self.knownRecords = knownRecords
+            self.queue = queue
         }
     }
 
@@ -66,7 +66,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///   - tuning: the stream's internal timings and sizes (device retries, clock skew).
     ///   - monotonicClock: the clock the device retries are timed on.
     ///   - journal: the audio journal; nil keeps chunks in progress in memory only.
-    public init(config: MicrophoneConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
+    public init(config: MicrophoneConfig, queue: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false),
                 captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
                 tuning: MicrophoneTuning = MicrophoneTuning(),
@@ -79,8 +79,8 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             AudioJournal(directory: $0.directory, logger: logger, syncInterval: .seconds(config.journalSyncSeconds))
         }
         self.journal = audioJournal
-        let chunkJournal = ChunkJournal(journal: audioJournal, knownRecords: journal?.knownRecords, bitrate: config.bitrate, logger: logger)
-        writer = ChunkWriter(sink: sink, logger: logger, maxBacklog: tuning.maxChunksWaiting,
+        let chunkJournal = ChunkJournal(journal: audioJournal, queue: journal?.queue, bitrate: config.bitrate, logger: logger)
+        writer = ChunkWriter(queue: queue, logger: logger, maxBacklog: tuning.maxChunksWaiting,
                              written: { id in audioJournal?.remove(id) }, durability: audioJournal?.durability)
         loop = AudioCaptureLoop(
             config: config, tuning: tuning, captureFactory: captureFactory, monotonicClock: monotonicClock,

@@ -13,7 +13,7 @@ import Synchronization
 public final class LocationStream: CaptureStream, LocationFeed {
     public let stream: StreamName = .location
     public let config: LocationConfig
-    private let sink: any RecordSink
+    private let queue: any RecordSink
     private let clock: any WallClock
     private let logger: Logger
     private let tuning: LocationTuning
@@ -55,13 +55,13 @@ public final class LocationStream: CaptureStream, LocationFeed {
     ///     compared with it.
     ///   - timeEvidence: told the time of every 3D fix (ClockCorrection corrects held
     ///     records from it before NTP answers).
-    public init(config: LocationConfig, sink: any RecordSink, clock: any WallClock = SystemClock(),
+    public init(config: LocationConfig, queue: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, tuning: LocationTuning = LocationTuning(),
                 clockTrust: ClockTrust = .live(trustSystemClock: false), timeEvidence: TimeEvidence = .shared,
                 serviceMode: ServiceMode = .current()) {
         self.serviceMode = serviceMode
         self.config = config
-        self.sink = sink
+        self.queue = queue
         self.clock = clock
         self.logger = logger
         self.tuning = tuning
@@ -198,7 +198,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         guard let written = applyZones(to: fix) else { return }
         do {
             let record = try LocationRecord.make(from: written, now: now, clockTrusted: clockTrust.isTrusted(now: now))
-            try sink.enqueue(record)
+            try queue.enqueue(record)
             let recovered = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
                 s.recordsWritten += 1

@@ -140,12 +140,12 @@ final class AudioJournalTests: XCTestCase {
         let newer = "\(UUID().uuidString.lowercased())_3_z1.ogg"
         try Data("OggS".utf8).write(to: URL(fileURLWithPath: "\(directory)/\(newer)"))
 
-        let stream = MicrophoneStream(config: MicrophoneConfig(), sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: MicrophoneConfig(), queue: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
                                       tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
-                                      journal: .init(directory: directory, knownRecords: database.recordQueue))
+                                      journal: .init(directory: directory, queue: database.recordQueue))
         stream.start()
         try waitUntil("the recovered chunks written", timeout: 30) { stream.stats().chunksWritten == 2 }
         stream.stop()
@@ -212,7 +212,7 @@ final class AudioJournalTests: XCTestCase {
         XCTAssertEqual(header.provisional, provisional)
 
         let database = try AgentDatabase(path: work.file("queue.sqlite"))
-        let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), knownRecords: database.recordQueue, logger: logger).run()
+        let recovered = JournalRecovery(journal: AudioJournal(directory: snapshot, logger: logger), queue: database.recordQueue, logger: logger).run()
         XCTAssertEqual(recovered.map(\.chunk.id), [id])
         XCTAssertEqual(recovered.first?.provisional, provisional)
 
@@ -237,11 +237,11 @@ extension MicrophoneStreamTests {
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
-        let first = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
+        let first = MicrophoneStream(config: config, queue: sink, clock: ManualClock(t0), logger: logger,
                                      captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet,
                                                                                          progress: progress, calls: CallCounter()),
                                      tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
-                                     journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
+                                     journal: .init(directory: journalDirectory, queue: database.recordQueue))
         first.start()
         try waitUntil("35 s read and the first chunk refused", timeout: 60) {
             progress.frames == 35 * rate && first.liveness().code == .storageFull
@@ -253,12 +253,12 @@ extension MicrophoneStreamTests {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 2, "two chunks, a file each")
 
         sink.setRefusing(false)
-        let second = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
+        let second = MicrophoneStream(config: config, queue: sink, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, _ throws(AudioCaptureError) in
                                           throw AudioCaptureError(kind: .notFound, device: device, detail: "no device in this test")
                                       },
                                       tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
-                                      journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
+                                      journal: .init(directory: journalDirectory, queue: database.recordQueue))
         second.start()
         try waitUntil("both chunks written from the journal", timeout: 30) { second.stats().chunksWritten == 2 }
         second.stop()
@@ -310,11 +310,11 @@ extension MicrophoneStreamTests {
         var config = MicrophoneConfig()
         config.device = rig.device
         config.journalSyncSeconds = 60   // no periodic page sync in this test: the count is exact
-        let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, queue: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 10, afterLimit: .quiet,
                                                                                           progress: progress, calls: CallCounter()),
                                       tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil),
-                                      journal: .init(directory: journalDirectory, knownRecords: database.recordQueue))
+                                      journal: .init(directory: journalDirectory, queue: database.recordQueue))
         stream.start()
         try waitUntil("10 s read", timeout: 60) { progress.frames == 10 * rate }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: journalDirectory).count, 1, "the chunk in progress: one file")

@@ -24,7 +24,7 @@ final class ChunkWriterTests: XCTestCase {
             synced.withLock { $0.append(path) }
             FileWrites.syncFile(path)
         })
-        let writer = ChunkWriter(sink: sink, logger: logger, durability: durability)
+        let writer = ChunkWriter(queue: sink, logger: logger, durability: durability)
         var paths: [String] = []
         for index in 0..<2 {
             let bytes = Data(repeating: UInt8(index + 1), count: 3_000)

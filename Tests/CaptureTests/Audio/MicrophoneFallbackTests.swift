@@ -40,7 +40,7 @@ final class MicrophoneFallbackTests: XCTestCase {
         config.fallbackDevice = fallbackDevice
         config.chunkSeconds = 6
         config.overlapSeconds = 1
-        return MicrophoneStream(config: config, sink: database.recordQueue, logger: logger, clockTrust: .live(trustSystemClock: true),
+        return MicrophoneStream(config: config, queue: database.recordQueue, logger: logger, clockTrust: .live(trustSystemClock: true),
                                 captureFactory: { device, sampleRate throws(AudioCaptureError) in
                                     try UnpluggableCapture(rig: rig, device: device, sampleRate: sampleRate)
                                 },

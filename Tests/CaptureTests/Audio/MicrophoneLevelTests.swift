@@ -39,7 +39,7 @@ final class MicrophoneLevelTests: XCTestCase {
         let progress = ScriptedCapture.Progress()
         let calls = CallCounter()
         let journal = directory.file("journal")
-        let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, queue: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: { device, sampleRate throws(AudioCaptureError) in
                                           guard calls.next() == 1 else {
                                               throw AudioCaptureError(kind: .notFound, device: device, detail: "the test input is used up")
@@ -48,7 +48,7 @@ final class MicrophoneLevelTests: XCTestCase {
                                                                  limit: samples.count, afterLimit: .end, progress: progress)
                                       },
                                       tuning: MicrophoneTuning(deviceRetry: Backoff(base: 5, cap: 5), maxClockSkew: nil),
-                                      journal: .init(directory: journal, knownRecords: database.recordQueue))
+                                      journal: .init(directory: journal, queue: database.recordQueue))
         stream.start()
         try waitUntil("the input captured to its end", timeout: 120) { progress.closed }
         stream.stop()

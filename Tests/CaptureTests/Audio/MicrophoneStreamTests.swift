@@ -53,7 +53,7 @@ final class MicrophoneStreamTests: XCTestCase {
     func makeStream(rig: ALSARig, database: AgentDatabase, clock: any WallClock, factory: @escaping AudioCaptureFactory) -> MicrophoneStream {
         var config = MicrophoneConfig()
         config.device = rig.device
-        return MicrophoneStream(config: config, sink: database.recordQueue, clock: clock, logger: logger, captureFactory: factory,
+        return MicrophoneStream(config: config, queue: database.recordQueue, clock: clock, logger: logger, captureFactory: factory,
                          tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil))
     }
 
@@ -283,7 +283,7 @@ extension MicrophoneStreamTests {
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
-        let stream = MicrophoneStream(config: config, sink: sink, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, queue: sink, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
                                       tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: nil))
         stream.start()
@@ -312,7 +312,7 @@ extension MicrophoneStreamTests {
         let progress = ScriptedCapture.Progress()
         var config = MicrophoneConfig()
         config.device = rig.device
-        let stream = MicrophoneStream(config: config, sink: database.recordQueue, clock: ManualClock(t0), logger: logger,
+        let stream = MicrophoneStream(config: config, queue: database.recordQueue, clock: ManualClock(t0), logger: logger,
                                       captureFactory: onceFactory(limitSeconds: 35, afterLimit: .quiet, progress: progress, calls: CallCounter()),
                                       tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.05, cap: 0.2), maxClockSkew: 2))
         stream.start()

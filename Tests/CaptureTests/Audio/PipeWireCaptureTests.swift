@@ -29,7 +29,7 @@ final class PipeWireCaptureTests: XCTestCase {
         config.chunkSeconds = 5
         config.overlapSeconds = 1
         let logger = Logger(label: "ariata.microphone.pipewire") { _ in RecordingLogHandler(store: log) }
-        return MicrophoneStream(config: config, sink: sink, logger: logger, tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.5, cap: 1)))
+        return MicrophoneStream(config: config, queue: sink, logger: logger, tuning: MicrophoneTuning(deviceRetry: Backoff(base: 0.5, cap: 1)))
     }
 
     /// The agent and another recorder (`arecord -D default`) capture the same source at the

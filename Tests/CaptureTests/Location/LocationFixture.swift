@@ -29,7 +29,7 @@ final class LocationFixture {
         let store = log
         var logger = Logger(label: "ariata.location") { _ in RecordingLogHandler(store: store) }
         logger.logLevel = .debug
-        stream = LocationStream(config: config, sink: database.recordQueue, logger: logger, tuning: tuning,
+        stream = LocationStream(config: config, queue: database.recordQueue, logger: logger, tuning: tuning,
                                 serviceMode: serviceMode)
     }
 

@@ -9,7 +9,7 @@ import Logging
 struct ChunkJournal: Sendable {
     let journal: AudioJournal?
     /// How to ask whether a recovered chunk is already in the queue.
-    let knownRecords: (any RecordLookup)?
+    let queue: (any RecordLookup)?
     /// The configured rate for sound, in each journal's header.
     let bitrate: Int
     let logger: Logger
@@ -44,13 +44,13 @@ struct ChunkJournal: Sendable {
     /// as chunks to write, oldest first. Nothing when there is no journal, or when its
     /// directory cannot be made (the journal is then off, which is logged).
     func recover() -> [JournalRecovery.Recovered] {
-        guard let journal, let knownRecords else { return [] }
+        guard let journal, let queue else { return [] }
         do {
             try journal.prepare()
         } catch {
             logger.error("audio journal off: \(error)")
             return []
         }
-        return JournalRecovery(journal: journal, knownRecords: knownRecords, logger: logger).run()
+        return JournalRecovery(journal: journal, queue: queue, logger: logger).run()
     }
 }

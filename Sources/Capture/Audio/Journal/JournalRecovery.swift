@@ -10,7 +10,7 @@ import Logging
 /// and the unlink; a second enqueue would be a duplicate).
 struct JournalRecovery {
     let journal: AudioJournal
-    let knownRecords: any RecordLookup
+    let queue: any RecordLookup
     let logger: Logger
 
     struct Recovered {
@@ -34,7 +34,7 @@ struct JournalRecovery {
         for (header, pagesPath) in journals {
             let id = header.recordID
             do {
-                if try knownRecords.containsRecord(id: id) {
+                if try queue.containsRecord(id: id) {
                     logger.info("audio journal: chunk already in the queue; journal removed", metadata: ["id": "\(id)"])
                     journal.remove(id)
                     continue

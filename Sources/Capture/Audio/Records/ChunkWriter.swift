@@ -16,11 +16,11 @@ import Synchronization
 /// journal go. `durability` is told of every chunk left waiting, whose journal must then
 /// survive a power cut whole.
 final class ChunkWriter: @unchecked Sendable {
-    // @unchecked: `backlog` is touched only on `queue`, a serial queue. What other threads
+    // @unchecked: `backlog` is touched only on `writing`, a serial queue. What other threads
     // read (`status`) sits in a Mutex, so liveness() never waits for a slow write.
-    private let sink: any RecordSink
+    private let queue: any RecordSink
     private let logger: Logger
-    private let queue = DispatchQueue(label: "ariata.microphone.writer")
+    private let writing = DispatchQueue(label: "ariata.microphone.writer")
     private let maxBacklog: Int
     private let written: @Sendable (UUID) -> Void
     private let durability: JournalDurability?
@@ -35,9 +35,9 @@ final class ChunkWriter: @unchecked Sendable {
     private let status = Mutex(Status())
 
     /// - Parameter durability: the audio journal's, nil without a journal.
-    init(sink: any RecordSink, logger: Logger, maxBacklog: Int = MicrophoneTuning().maxChunksWaiting,
+    init(queue: any RecordSink, logger: Logger, maxBacklog: Int = MicrophoneTuning().maxChunksWaiting,
          written: @escaping @Sendable (UUID) -> Void = { _ in }, durability: JournalDurability? = nil) {
-        self.sink = sink
+        self.queue = queue
         self.logger = logger
         self.maxBacklog = maxBacklog
         self.written = written
@@ -46,7 +46,7 @@ final class ChunkWriter: @unchecked Sendable {
 
     func write(_ record: NewRecord) {
         status.withLock { $0.waiting += 1 }
-        queue.async {
+        writing.async {
             self.backlog.append(record)
             if self.backlog.count > self.maxBacklog {
                 let dropped = self.backlog.removeFirst()
@@ -61,7 +61,7 @@ final class ChunkWriter: @unchecked Sendable {
 
     /// Waits until every chunk handed over has been written (or has failed again).
     func flush() {
-        queue.sync { drain() }
+        writing.sync { drain() }
     }
 
     func current() -> Status {
@@ -71,7 +71,7 @@ final class ChunkWriter: @unchecked Sendable {
     private func drain() {
         while let record = backlog.first {
             do {
-                try sink.enqueue(record)
+                try queue.enqueue(record)
                 backlog.removeFirst()
                 durability?.forget(record.id)
                 written(record.id)

@@ -69,7 +69,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             return
         }
         var session: BlueZSensorSession?
-        var failures = 0
+        var failures = RetryCounter()
         var retryAt: TimeInterval = 0
         var lastProblem: BlueZProblem?
         defer { session?.close(disconnect: true) }
@@ -77,12 +77,11 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             if session == nil, Monotonic.now >= retryAt {
                 do {
                     session = try open(stop: stop, doorbell: doorbell)
-                    failures = 0
+                    failures.succeeded()
                     lastProblem = nil
                 } catch {
                     if stop.isWoken { break }
-                    failures += 1
-                    retryAt = Monotonic.now + tuning.reconnect.delay(afterFailures: failures)
+                    retryAt = Monotonic.now + failures.failed(backoff: tuning.reconnect)
                     report(error, previous: lastProblem)
                     lastProblem = error
                 }
@@ -105,8 +104,8 @@ public final class BLESource: HealthSource, @unchecked Sendable {
                 current.close(disconnect: false)
                 session = nil
                 windows.gap()
-                failures = 1
-                retryAt = Monotonic.now + tuning.reconnect.delay(afterFailures: failures)
+                failures = RetryCounter(failures: 1)
+                retryAt = Monotonic.now + failures.delay(from: tuning.reconnect)
                 counters.update(BLESourceStatus.self) { $1.disconnectedSince = clock.now() }
                 report(problem, previous: nil)
                 lastProblem = problem
