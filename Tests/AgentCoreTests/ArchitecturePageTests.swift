@@ -88,10 +88,10 @@ final class ArchitecturePageTests: XCTestCase {
 
 /// What `ArchitecturePageTests` reads of the page and of the code.
 enum ArchitecturePage {
-    /// Swift files of the agent's modules and test support, by path from the root.
+    /// Swift files of the agent's modules, test support and tests, by path from the root.
     static func sources(root: String) throws -> [String: String] {
         var files: [String: String] = [:]
-        for top in ["Sources", "TestSupport"] {
+        for top in ["Sources", "TestSupport", "Tests"] {
             guard let walker = FileManager.default.enumerator(atPath: "\(root)/\(top)") else { continue }
             for case let path as String in walker where path.hasSuffix(".swift") {
                 // Generated bindings: not the agent's code.
@@ -107,7 +107,7 @@ enum ArchitecturePage {
     static func threadNames(sources: [String: String]) -> [String] {
         let pattern = /(?:NamedThread\(name: |NamedThread\.run\(name: |threadName: )"(ariata-[a-z0-9-]*)(\\\()?/
         var names: [String] = []
-        for path in sources.keys.sorted() where !path.contains("ariata-bench/") && !path.hasPrefix("TestSupport/") {
+        for path in sources.keys.sorted() where path.hasPrefix("Sources/") && !path.contains("ariata-bench/") {
             for match in sources[path, default: ""].matches(of: pattern) {
                 let name = String(match.1)
                 if !names.contains(name) { names.append(name) }
@@ -220,7 +220,8 @@ enum ArchitecturePage {
     static let externalNames: Set<String> = [
         "DatabaseQueue", "DatabasePool",                    // GRDB
         "EmbeddedEventLoop",                                // swift-nio, as the model of VirtualScheduler
-        "DispatchWallTime", "Mutex", "Task", "Thread",      // Dispatch, Synchronization, Foundation
+        "DispatchWallTime", "Mutex", "Task", "Thread", "JSONSerialization", // Dispatch, Synchronization, Foundation
+        "Metered", "PrepareForSleep",                       // NetworkManager's property, logind's signal
         "CLOCK_MONOTONIC", "WATCHDOG", "MADV_DONTNEED", "EINTR",
         "ArgumentParser", "Logging", "TOMLKit", "GRDB", "ServiceLifecycle", "UnixSignals",
     ]
