@@ -85,7 +85,7 @@ let package = Package(
         // The D-Bus seam: one connection per bus on a thread of its own, values, calls,
         // signals and exported objects (docs/dbus.md). Knows no service.
         .target(name: "DBus", dependencies: ["Platform", "CSystemd"]),
-        // The queue, records, config, error codes, time evidence, health types.
+        // The queue, records, config, error codes, time evidence, retries, liveness.
         .target(name: "AgentCore", dependencies: [
             "Platform",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -96,8 +96,8 @@ let package = Package(
         // database and the configuration: status (text, JSON, Prometheus) and export (GPX,
         // GeoJSON, CSV, JSON Lines, audio files).
         .target(name: "Reports", dependencies: ["AgentCore", "Platform"]),
-        // The three streams: Location/ (gpsd), Audio/ (ALSA, Opus, Ogg, chunker),
-        // Health/ (sources, parsers, normaliser).
+        // The three streams: Location/ (gpsd, GeoClue), Audio/ (ALSA, Opus, Ogg, the
+        // chunks and their journal), Health/ (sources by kind, parsers, normaliser).
         .target(name: "Capture", dependencies: [
             "AgentCore", "Platform", "DBus", "CGPS", "CALSA", "COpus", "COgg",
             .product(name: "Logging", package: "swift-log"),

@@ -8,8 +8,8 @@ import Platform
 /// The daemon drops the library pages it mapped while starting (`MADV_PAGEOUT`), but the
 /// kernel leaves a page that another process maps too. On this machine the benchmark
 /// itself, the reference receiver (Python: SQLite, OpenSSL) and socat (OpenSSL) map the
-/// same library files, so about 12 MB of the daemon's pages stayed resident because of
-/// processes a board does not run. Here those processes, this one included, load private
+/// same library files, so many of the daemon's pages stayed resident because of processes
+/// a board does not run. Here those processes, this one included, load private
 /// copies of the daemon's libraries (`LD_LIBRARY_PATH`: other files, so other pages), and
 /// the daemon is started without it. glibc's own libraries
 /// (libc, libm, the loader) are not copied: on a board every process maps them (gpsd,

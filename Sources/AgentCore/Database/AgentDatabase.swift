@@ -71,10 +71,10 @@ public final class AgentDatabase: @unchecked Sendable {
                 try db.execute(sql: "PRAGMA page_size = \(Self.pageSize)")
                 try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             }
-            // Memory (docs/architecture.md#memory): the page cache is held to 256 KiB (SQLite's
-            // default is 2 MiB). A cache fills up to its cap and stays full: each liveness
-            // check sums the attachments table, every page of it, and three days of chunks
-            // (the default retention) make that table 0.5 MB.
+            // Memory (docs/architecture.md#memory): the page cache is held small (SQLite's
+            // default is 2 MiB). A cache fills up to its cap and stays full: each maintenance
+            // round sums the attachments table, every page of it, and with the default
+            // retention that table is larger than the cap (docs/performance.md).
             try db.execute(sql: "PRAGMA cache_size = -\(Self.pageCacheKiB)")
             // Durability (set again once WAL is on, see below):
             // synchronous=FULL makes a commit fsync the WAL before it returns. A record
@@ -116,9 +116,9 @@ public final class AgentDatabase: @unchecked Sendable {
 
     /// Page size of a new queue (docs/queue.md). Each commit appends every page it changed to
     /// the WAL, and a capture changes about five (its row, two index pages, the counts,
-    /// the page-1 header): with SQLite's default 4 KiB pages a location fix cost about 30 KB
-    /// written to the card; with 1 KiB pages, about 13 KB (rows are a few hundred bytes now
-    /// that audio is in files). Set once, when the file is made; a queue made by an earlier
+    /// the page-1 header), so smaller pages write less to the card for each capture (rows are
+    /// a few hundred bytes now that audio is in files; the WAL a fix writes:
+    /// docs/performance.md). Set once, when the file is made; a queue made by an earlier
     /// version keeps its 4 KiB pages.
     static let pageSize = 1_024
     /// WAL bytes that wait for a checkpoint, at most.

@@ -4,7 +4,7 @@ import Upload
 
 /// The daemon's anonymous memory (docs/architecture.md, Memory): glibc keeps to one malloc
 /// arena instead of eight per core (the threads allocate little and seldom, so they share
-/// the main heap; a second arena held 0.4-1.1 MB), so memory freed by one thread is reused
+/// the main heap rather than each keeping an arena's pages), so memory freed by one thread is reused
 /// by the others, and memory freed after a burst (an upload's bodies) is handed back at
 /// each maintenance round.
 public enum MemoryFootprint {

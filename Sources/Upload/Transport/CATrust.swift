@@ -3,8 +3,8 @@ import Foundation
 /// Where TLS verification finds the certificates it trusts (docs/upload.md). Verification
 /// is always on; this only says where the CAs come from.
 ///
-/// A CA bundle is parsed whole into memory for every upload cycle (the system's 139 CAs:
-/// about 0.5 MB of heap at the peak of a cycle), while a directory of certificates named
+/// A CA bundle is parsed whole into memory for every upload cycle (every one of the
+/// system's CAs, a large part of a cycle's heap), while a directory of certificates named
 /// by their subject's hash (what `update-ca-certificates` and `openssl rehash` make) is
 /// looked up one certificate at a time, only for the chain the server presents. So the
 /// system's CAs are used through their directory when it has such names.

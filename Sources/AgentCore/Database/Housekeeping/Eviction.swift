@@ -51,8 +51,8 @@ extension Housekeeping {
     /// pending ones to the per-stream eviction totals in `agent_state`.
     ///
     /// `secure_delete` is set to FAST for it: Debian's SQLite overwrites every freed page
-    /// by default, which writes as much WAL as the records being deleted (measured: 1.5 MB
-    /// for 20 audio chunks); FAST writes only the b-tree pages (under 50 kB), which is what
+    /// by default, which writes as much WAL as the records being deleted; FAST writes only
+    /// the b-tree pages, which is what
     /// lets a deletion fit in the reserve on a full disk. The freed pages are cut off the
     /// file right after by `compact`, so little deleted audio stays on disk.
     public func evictSlice(_ tier: EvictionTier, maxBytes: Int64, maxRecords: Int = 5_000) throws -> EvictedSlice {

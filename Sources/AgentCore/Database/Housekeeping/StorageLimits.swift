@@ -3,14 +3,13 @@
 public struct StorageLimits: Sendable, Equatable {
     public static let mebibyte: Int64 = 1_048_576
 
-    /// Size of the reserve file beside the database. Measured (StorageGuardTests, a
-    /// 40 MB tmpfs at 0 bytes free): the first checkpoint after the disk filled grows the
-    /// database by at most the WAL not yet copied into it, which `wal_autocheckpoint` (1 MiB
-    /// of pages) bounds to about 1 MiB plus the last transaction; a slice's deletion with
-    /// `secure_delete = FAST` writes under 50 kB of WAL, and a vacuum step, sized to a
-    /// quarter of the free space, about 1.1 MiB here. The largest of these measured
-    /// 1.2–1.4 MiB; 4 MiB covers that with room for a large health batch (up to 5,000
-    /// samples, about 2 MiB) being the last transaction before the disk filled.
+    /// Size of the reserve file beside the database: what SQLite's own writes need on a
+    /// full disk. The first checkpoint after the disk filled grows the database by at most
+    /// the WAL not yet copied into it, which `wal_autocheckpoint` bounds to its pages plus
+    /// the last transaction; a slice's deletion with `secure_delete = FAST` writes little
+    /// WAL; a vacuum step is sized to a quarter of the free space. The reserve covers the
+    /// largest of these with room for a large health batch being the last transaction
+    /// before the disk filled (the figures: docs/performance.md; StorageGuardTests).
     public static let defaultReserveBytes: Int64 = 4 * mebibyte
     /// The automatic cap: the smaller of this and a quarter of the file system.
     public static let automaticCapCeiling: Int64 = 2_048 * mebibyte
