@@ -36,7 +36,7 @@ public final class AgentDaemon: Sendable {
     }
 
     /// - Parameters:
-    ///   - roundInterval: the supervisor's period (30 s; tests use less).
+    ///   - roundInterval: the maintenance round's period (`[daemon] check_interval`; tests use less).
     ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
     ///     timers and gives the supervisor's monotonic clock; a test passes a
     ///     `VirtualScheduler` (also as `clock`) and moves time itself.
@@ -50,7 +50,7 @@ public final class AgentDaemon: Sendable {
         self.logger = logger
         state = Mutex(State(config: config))
         database.commitSync.window = TimeInterval(config.storage.syncSeconds)
-        // An unchanged health is stored again every 10 checks (5 min by default).
+        // An unchanged liveness is stored again every 10 rounds.
         supervisor = Supervisor(components: [], database: database, notifier: notifier,
                                 livenessRewrite: 10 * roundInterval, clock: scheduler.monotonicSeconds,
                                 logger: Logger(.supervisor))
@@ -59,7 +59,7 @@ public final class AgentDaemon: Sendable {
         clockCorrection = ClockCorrection(database: database, clock: clock, logger: Logger(.time))
         control = StreamControl(config: config, database: database, clock: clock, scheduler: scheduler,
                                 power: PowerGovernor(database: database, logger: Logger(.power)), logger: logger)
-        commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, checkInterval: roundInterval)
+        commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, roundInterval: roundInterval)
         metered = MeteredUploads(database: database, clock: clock, logger: Logger(.network))
         let notices = DesktopNotices(sink: factory.makeNoticeSink(logger: Logger(.notify)), logger: Logger(.notify))
         maintenance = MaintenanceRound(.init(database: database, supervisor: supervisor, storageGuard: storageGuard,
@@ -94,30 +94,15 @@ public final class AgentDaemon: Sendable {
         control.askServerBeforeCapture()
         MemoryFootprint.dropMappedFilePages()
         let stopped = control.prepare()
-        var supervisors: [StreamName: StreamSupervisor] = [:]
-        for stream in StreamName.allCases where config.isEnabled(stream) {
-            let factory = self.factory, database = self.database, control = self.control
-            let streamLogger = Logger(.stream(stream))
-            // Each start reads the settings then in force, the server's latest included.
-            supervisors[stream] = StreamSupervisor(stream: stream, paused: stopped[stream] != nil, logger: logger) {
-                factory.makeStream(stream, config: control.streamConfig(), database: database, logger: streamLogger)
-            }
-        }
+        let supervisors = StreamSupervisor.forEnabledStreams(of: config, stopped: stopped, factory: factory, control: control,
+                                                             database: database, logger: logger)
         control.attach(supervisors)
         let uploader = factory.makeUploader(config: config, database: database, logger: Logger(.upload))
         // A start-up stage ends (docs/decisions/0005-start-up-page-drop.md): the streams and
         // the first upload cycle start on a resident set without the queue's opening in it.
         MemoryFootprint.dropMappedFilePages()
         let watcher = NetworkWatcher(logger: Logger(.network)) { [weak uploader] what in uploader?.networkReturned(what) }
-        let database = self.database, streams = Array(supervisors.values)
-        let sleep = SleepWatch(logger: Logger(.sleep)) {
-            // Everything captured so far is in the queue and on disk before the lock goes.
-            for supervisor in streams { supervisor.sleep() }
-            database.syncWaitingCaptures()
-        } onWake: { [weak uploader] in
-            for supervisor in streams { supervisor.wake() }
-            uploader?.cycleNow("the machine woke from sleep")
-        }
+        let sleep = SleepWatch.holding(Array(supervisors.values), database: database, uploader: uploader, logger: Logger(.sleep))
         state.withLock { s in
             s.supervisors = supervisors
             s.uploader = uploader

@@ -1,3 +1,4 @@
+import AgentCore
 import DBus
 import Foundation
 import Logging
@@ -139,6 +140,22 @@ public final class SleepWatch: Sendable {
             logger.notice("woke from sleep: capture starts again with a new chunk, and an upload cycle runs now")
             if let connection { takeLock(on: connection) }
             onWake()
+        }
+    }
+}
+
+extension SleepWatch {
+    /// The daemon's sleep watch: the streams stop before sleep, with everything captured so
+    /// far in the queue and on disk before the lock goes, and start again after it, with an
+    /// upload cycle at once.
+    static func holding(_ streams: [StreamSupervisor], database: AgentDatabase, uploader: any UploadComponent,
+                        logger: Logger) -> SleepWatch {
+        SleepWatch(logger: logger) {
+            for supervisor in streams { supervisor.sleep() }
+            database.syncWaitingCaptures()
+        } onWake: { [weak uploader] in
+            for supervisor in streams { supervisor.wake() }
+            uploader?.cycleNow("the machine woke from sleep")
         }
     }
 }

@@ -13,16 +13,16 @@ final class CommitSyncDeadline: Sendable {
     private let database: AgentDatabase
     private let scheduler: any TimerScheduling
     /// The maintenance round's period: a capture the next check still finds in its window is that check's.
-    private let checkInterval: TimeInterval
+    private let roundInterval: TimeInterval
     private let timer: Mutex<(any ScheduledTimer)?> = Mutex(nil)
 
     /// How early a deadline may sync (the timer's leeway and the clocks' difference).
     static let slack: TimeInterval = 0.5
 
-    init(database: AgentDatabase, scheduler: any TimerScheduling, checkInterval: TimeInterval) {
+    init(database: AgentDatabase, scheduler: any TimerScheduling, roundInterval: TimeInterval) {
         self.database = database
         self.scheduler = scheduler
-        self.checkInterval = checkInterval
+        self.roundInterval = roundInterval
     }
 
     func start() {
@@ -42,7 +42,7 @@ final class CommitSyncDeadline: Sendable {
     func arm() {
         guard let waited = database.commitSync.oldestWait else { return }
         let left = database.commitSync.window - waited
-        guard left < checkInterval else { return }
+        guard left < roundInterval else { return }
         guard left > Self.slack, let timer = timer.withLock({ $0 }) else {
             database.syncWaitingCaptures()
             return

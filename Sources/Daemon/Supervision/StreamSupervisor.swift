@@ -110,3 +110,19 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         start()
     }
 }
+
+extension StreamSupervisor {
+    /// One supervisor per stream `config` enables, paused when `stopped` names it; each
+    /// start makes the stream with the settings then in force, the server's latest included.
+    static func forEnabledStreams(of config: AgentConfig, stopped: [StreamName: String], factory: any ComponentFactory,
+                                  control: StreamControl, database: AgentDatabase, logger: Logger) -> [StreamName: StreamSupervisor] {
+        var supervisors: [StreamName: StreamSupervisor] = [:]
+        for stream in StreamName.allCases where config.isEnabled(stream) {
+            let streamLogger = Logger(.stream(stream))
+            supervisors[stream] = StreamSupervisor(stream: stream, paused: stopped[stream] != nil, logger: logger) {
+                factory.makeStream(stream, config: control.streamConfig(), database: database, logger: streamLogger)
+            }
+        }
+        return supervisors
+    }
+}
