@@ -81,7 +81,10 @@ HOT=$("${NM:-nm}" --defined-only "$PROGRAM" | awk -v order="$WANT" -v start="$TE
   END { printf "%d %d %d %d\n", listed, found, last, hex(size) }')
 read -r LISTED FOUND SPAN TEXT_BYTES <<<"$HOT"
 [ "$LISTED" -gt 0 ] || die "$ORDER lists no functions$($UNOPTIMIZED && echo " of the package's own modules")"
-STALE="only $FOUND of the $LISTED functions of $ORDER$($UNOPTIMIZED && echo " (the package's own, unoptimised)") are in $PROGRAM"
+# (Not `$($UNOPTIMIZED && echo …)` in an assignment: its status would end the script under set -e.)
+OWN=
+if $UNOPTIMIZED; then OWN=" (the package's own, unoptimised)"; fi
+STALE="only $FOUND of the $LISTED functions of $ORDER$OWN are in $PROGRAM"
 [ "$FOUND" -ge $(( (LISTED * MIN_FOUND + 99) / 100 )) ] ||
   die "$STALE (less than $MIN_FOUND %): regenerate it (scripts/hot-code.sh)"
 [ "$FOUND" -ge $(( (LISTED * 90 + 99) / 100 )) ] ||

@@ -10,12 +10,12 @@ import XCTest
 final class HotCodeOrderTests: XCTestCase {
     static let root = BenchCommandTests.root
 
-    func check(order: String? = nil, minFound: Int? = nil) throws -> (status: Int32?, output: String) {
+    func check(order: String? = nil, minFound: Int? = nil, release: Bool = false) throws -> (status: Int32?, output: String) {
         let dir = try TemporaryDirectory("hot-code")
         let program = try BuildProducts.executable("ariata-agent")
         let child = try ChildProcess("/bin/bash", ["\(Self.root)/scripts/check-hot-code.sh"]
                                      + (order.map { ["--order", $0] } ?? []) + (minFound.map { ["--min-found", "\($0)"] } ?? [])
-                                     + ["--unoptimized", program],
+                                     + (release ? [] : ["--unoptimized"]) + [program],
                                      name: "check", logDirectory: dir.path)
         let status = child.wait(timeout: 120)
         return (status, child.stdout() + child.stderr())
@@ -54,5 +54,15 @@ final class HotCodeOrderTests: XCTestCase {
         let release = try check(order: path, minFound: 90)
         XCTAssertEqual(release.status, 1, release.output)
         XCTAssertTrue(release.output.contains("regenerate it (scripts/hot-code.sh)"), release.output)
+    }
+
+    /// The release path of the check runs to its layout checks: a debug program, whose
+    /// link ignores the order, gets past the share (a note) and fails on the layout, with
+    /// the reason, as a package build whose link ignored the list would.
+    func testTheReleaseCheckRunsToTheLayoutAndNamesWhatIsWrong() throws {
+        let result = try check(release: true)
+        XCTAssertEqual(result.status, 1, result.output)
+        XCTAssertTrue(result.output.contains("note: only "), result.output)
+        XCTAssertTrue(result.output.contains("the release link did not use the ordering"), result.output)
     }
 }

@@ -32,7 +32,7 @@ final class DaemonCommitSyncTests: XCTestCase {
 
     func fix() throws -> NewRecord { try TestRecords.fix(at: Date()) }
 
-    func testTheHealthCheckAndAStopSyncWhatWaitsAndAReloadSetsTheWindow() throws {
+    func testTheMaintenanceRoundAndAStopSyncWhatWaitsAndAReloadSetsTheWindow() throws {
         let dir = try TemporaryDirectory("commit-sync")
         var config = try AgentConfig(toml: "[storage]\nsync_seconds = 45\n", file: dir.file("agent.toml"))
         for stream in StreamName.allCases { config.setEnabled(stream, false) }

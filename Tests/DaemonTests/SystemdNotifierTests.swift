@@ -41,7 +41,7 @@ final class SupervisorTests: XCTestCase {
         func restart() { restarts += 1 }
     }
 
-    func testStoresHealthRestartsAfterTwoUnhealthyTicksAndFeedsTheWatchdog() throws {
+    func testStoresLivenessRestartsAfterTwoUnhealthyRoundsAndFeedsTheWatchdog() throws {
         let dir = try TemporaryDirectory("supervisor")
         let database = try AgentDatabase(path: dir.file("agent.sqlite"))
         let socket = try NotifySocket(path: dir.file("notify.sock"))
