@@ -259,7 +259,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
             // course would narrow it down again, and the accuracy says how coarse it is.
             return LocationFix(mode: fix.mode, time: fix.time,
                           latitude: PrivacyZones.coarsen(fix.latitude), longitude: PrivacyZones.coarsen(fix.longitude),
-                          horizontalAccuracy: 1_000, satellitesUsed: fix.satellitesUsed, source: fix.source)
+                          horizontalAccuracy: PrivacyZones.coarsen(accuracy: fix.horizontalAccuracy), satellitesUsed: fix.satellitesUsed, source: fix.source)
         }
     }
 }
