@@ -113,6 +113,25 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertFalse(text.stdout.contains("status-test-token"))
     }
 
+    /// The location stream's fixes kept back while a receiver stood still, in text, JSON
+    /// and the metrics.
+    func testLocationFixesKeptBackWhileTheReceiverStoodStill() throws {
+        let dir = try TemporaryDirectory("status-location-kept-back")
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        try database.agentState.set(StreamCounter.key("location", StreamCounter.stationaryThinned), "42")
+
+        let json = try cli.run(["status", "--json"])
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
+        let report = try StatusReport.decode(Data(json.stdout.utf8))
+        let location = try XCTUnwrap(report.streams.first { $0.name == "location" })
+        XCTAssertEqual(location.stationaryThinned, 42)
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertTrue(text.stdout.contains("location: 42 fixes not written while the receiver stood still since the daemon started"), text.stdout)
+        let metrics = PrometheusText.render(report)
+        XCTAssertTrue(metrics.contains("ariata_agent_location_stationary_thinned_total{stream=\"location\"} 42"), metrics)
+    }
+
     func testWorksWhileAWriterIsBusy() throws {
         let dir = try TemporaryDirectory("status-busy")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)

@@ -13,6 +13,9 @@ public enum StreamCounter {
     public static let privacySkipped = "privacy_skipped"
     /// Location fixes written coarsened (about 1 km) because they lay in a zone with `action = "coarsen"`.
     public static let privacyCoarsened = "privacy_coarsened"
+    /// Location fixes not written because the receiver stood still (`[location]
+    /// stationary_interval`) or had not moved `min_distance`.
+    public static let stationaryThinned = "stationary_thinned"
     /// Microphone chunks dropped at capture as silent (`[microphone] upload_silent = false`).
     public static let silentChunksDropped = "silent_chunks_dropped"
 

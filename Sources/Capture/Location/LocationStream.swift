@@ -5,7 +5,7 @@ import Platform
 import Synchronization
 
 /// The `location` stream: fixes from a location source in, at most one record per interval
-/// out, straight to the queue. One thread (`ariata-location`) has `LocationSourceChooser`
+/// out (fewer while a receiver stands still), straight to the queue. One thread (`ariata-location`) has `LocationSourceChooser`
 /// pick the source (`[location] source`) and runs it, so the source's blocking calls stay
 /// off the daemon's threads. The source hands each fix to the stream and says when the
 /// latest is due (`LocationFeed.tick`); the stream keeps privacy zones, writes the records
@@ -35,6 +35,10 @@ public final class LocationStream: CaptureStream, LocationFeed {
         /// Fixes inside a privacy zone: not written, or written coarsened.
         var privacySkipped = 0
         var privacyCoarsened = 0
+        /// Which of a receiver's fixes are worth a record while it stands still, and the
+        /// fixes it kept back.
+        var filter: StationaryFilter
+        var stationaryThinned = 0
         /// The zone the last fix lay in, so entering and leaving are logged once each.
         var inZone: String?
         /// The source in use, and why (source `auto`).
@@ -47,7 +51,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         let thread: NamedThread
     }
 
-    private let shared = Mutex(Shared())
+    private let shared: Mutex<Shared>
     private let running = Mutex<Running?>(nil)
 
     /// - Parameters:
@@ -68,6 +72,9 @@ public final class LocationStream: CaptureStream, LocationFeed {
         self.clockTrust = clockTrust
         self.timeEvidence = timeEvidence
         zones = PrivacyZones(config.exclude)
+        shared = Mutex(Shared(filter: StationaryFilter(interval: config.interval, stationaryInterval: config.stationaryInterval,
+                                                       minDistance: config.minDistance, window: tuning.stationaryWindow,
+                                                       minimumRadius: tuning.stationaryMinRadius)))
     }
 
     /// A stream dropped without stop() must not leave its reader thread behind.
@@ -152,9 +159,13 @@ public final class LocationStream: CaptureStream, LocationFeed {
         }
     }
 
-    /// Fixes kept out by privacy zones, for `status` (the supervisor stores them).
+    /// Fixes kept out by privacy zones and the stationary state, for `status` (the
+    /// supervisor stores them).
     public func counters() -> [String: Int] {
-        shared.withLock { [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened] }
+        shared.withLock {
+            [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened,
+             StreamCounter.stationaryThinned: $0.stationaryThinned]
+        }
     }
 
     /// The source in use and why, for `status`.
@@ -171,13 +182,16 @@ public final class LocationStream: CaptureStream, LocationFeed {
 
     func received(_ fix: LocationFix) -> Bool {
         let now = clock.now()
-        return shared.withLock { s -> Bool in
-            defer {
-                s.sampler.offer(fix)
-                s.lastFixReceivedAt = now
-            }
-            return s.sampler.latest == nil
+        let (first, leftStill) = shared.withLock { s -> (Bool, Bool) in
+            let first = s.sampler.latest == nil
+            s.sampler.offer(fix)
+            s.lastFixReceivedAt = now
+            let left = fix.source.repeatsWhileStill && s.filter.observe(fix)
+            return (first, left)
         }
+        // The fix that ends a stationary stretch does not wait for the tick.
+        if leftStill { tick() }
+        return first
     }
 
     var hasPendingFix: Bool { shared.withLock { $0.sampler.pending != nil } }
@@ -195,12 +209,13 @@ public final class LocationStream: CaptureStream, LocationFeed {
     private func writeLatest() {
         guard let fix = shared.withLock({ $0.sampler.pending }) else { return }
         let now = clock.now()
-        guard let written = applyZones(to: fix) else { return }
+        guard !thinned(fix), let written = applyZones(to: fix) else { return }
         do {
             let record = try LocationRecord.make(from: written, now: now, clockTrusted: clockTrust.isTrusted(now: now))
             try queue.enqueue(record)
             let recovered = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
+                s.filter.passed(fix)
                 s.recordsWritten += 1
                 s.lastRecordAt = now
                 s.timeRejectionLogged = false
@@ -211,6 +226,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         } catch let rejected as LocationRecordError {
             let firstInStreak = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
+                s.filter.passed(fix)
                 defer { s.timeRejectionLogged = true }
                 return !s.timeRejectionLogged
             }
@@ -222,6 +238,18 @@ public final class LocationStream: CaptureStream, LocationFeed {
                 return s.writeError == nil
             }
             if firstInStreak { logger.error("cannot write a location record to the queue: \(error); retrying every \(config.interval) s") }
+        }
+    }
+
+    /// True when a receiver standing still need not write this fix (`StationaryFilter`):
+    /// it is then marked written and counted. Runs inside `writing`.
+    private func thinned(_ fix: LocationFix) -> Bool {
+        guard fix.source.repeatsWhileStill else { return false }
+        return shared.withLock { s -> Bool in
+            guard s.filter.decide(fix) == .thin else { return false }
+            s.sampler.markWritten(fix)
+            s.stationaryThinned += 1
+            return true
         }
     }
 
@@ -250,6 +278,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         case .skip:
             shared.withLock { s in
                 s.sampler.markWritten(fix)
+                s.filter.passed(fix)
                 s.privacySkipped += 1
             }
             return nil

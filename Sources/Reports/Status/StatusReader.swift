@@ -119,6 +119,7 @@ public struct StatusReader: Sendable {
                 if name == .location {
                     s.privacySkipped = try counter(StreamCounter.privacySkipped)
                     s.privacyCoarsened = try counter(StreamCounter.privacyCoarsened)
+                    s.stationaryThinned = try counter(StreamCounter.stationaryThinned)
                     if report.daemon.running && s.enabled && !s.paused {
                         s.source = try detail(StreamCounter.locationSource)
                         s.sourceReason = try detail(StreamCounter.locationSourceReason)

@@ -175,6 +175,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// written coarsened (`action = "coarsen"`), since the daemon started.
         public var privacySkipped: Int? = nil
         public var privacyCoarsened: Int? = nil
+        /// Location only: fixes not written because the receiver stood still or had not
+        /// moved `min_distance` (docs/streams/location.md), since the daemon started.
+        public var stationaryThinned: Int? = nil
         /// Microphone only: chunks dropped at capture as silent (`[microphone] upload_silent
         /// = false`), since the daemon started.
         public var silentChunksDropped: Int? = nil

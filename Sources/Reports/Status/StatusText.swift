@@ -82,6 +82,9 @@ public struct StatusText: Sendable {
             // The JSON value is the source's own name but for GeoClue's capitals.
             out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : source)" + (s.sourceReason.map { " (\($0))" } ?? ""))
         }
+        for s in r.streams where (s.stationaryThinned ?? 0) > 0 {
+            out.append("  \(s.name): \(s.stationaryThinned ?? 0) fixes not written while the receiver stood still since the daemon started")
+        }
         for s in r.streams {
             for sensor in s.sensors ?? [] { out.append("  \(s.name): \(Self.sensorLine(sensor))") }
         }
