@@ -41,6 +41,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.location.distanceThreshold = 100
         c.location.stationaryInterval = 300
         c.location.minDistance = 25
+        c.location.maxAccuracy = 150
         c.microphone.enabled = false
         c.microphone.device = "plughw:CARD=Mic,DEV=0"
         c.microphone.fallbackDevice = "none"

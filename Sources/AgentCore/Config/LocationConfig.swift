@@ -41,6 +41,8 @@ public struct LocationConfig: Sendable, Equatable {
     public var stationaryInterval: Int = 60
     /// Metres a fix must lie from the last record to be written (0: any).
     public var minDistance: Int = 0
+    /// Metres: a fix whose accuracy is coarser is not written (0: every fix is).
+    public var maxAccuracy: Int = 1_000
     /// `[[location.exclude]]`: privacy zones where fixes are not written (or coarsened).
     public var exclude: [PrivacyZone] = []
 
@@ -65,6 +67,7 @@ extension LocationConfig: ConfigTable {
          }, write: { $0.intervalIsExplicit ? $0.interval : nil }),
          .int("stationary_interval", \.stationaryInterval, range: 1...86_400, unit: "seconds"),
          .int("min_distance", \.minDistance, range: 0...100_000, unit: "metres"),
+         .int("max_accuracy", \.maxAccuracy, range: 0...10_000_000, unit: "metres"),
          .tables("exclude", \.exclude)]
     }
 }

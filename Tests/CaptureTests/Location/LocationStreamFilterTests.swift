@@ -3,8 +3,9 @@ import AgentCore
 import Foundation
 import XCTest
 
-/// What the stream keeps back, fed fixes as a source would (`received`, then `tick`): a
-/// receiver standing still; and what a coarsening privacy zone writes.
+/// What the stream keeps back, fed fixes as a source would (`received`, then `tick`):
+/// fixes coarser than `max_accuracy`, a receiver standing still, and what a coarsening
+/// privacy zone writes.
 final class LocationStreamFilterTests: XCTestCase {
     private let now = Int(Date().timeIntervalSince1970) - 600
 
@@ -18,9 +19,35 @@ final class LocationStreamFilterTests: XCTestCase {
         fixture.stream.tick()
     }
 
+    func testAFixCoarserThanMaxAccuracyIsNotWrittenButCountedAndItsAccuracyKept() throws {
+        let fixture = try LocationFixture(port: 1) { $0.source = .geoclue }
+        feed(fixture, fix(0, accuracy: 25_000))
+        feed(fixture, fix(10, accuracy: 25_000))
+        XCTAssertEqual(try fixture.records().count, 0, "an IP-address lookup is no position")
+        XCTAssertEqual(fixture.stream.counters()[StreamCounter.tooCoarse], 2)
+        feed(fixture, fix(20, accuracy: 40))
+        // Without accuracy nothing says it is coarse.
+        feed(fixture, fix(30, accuracy: nil))
+        feed(fixture, fix(40, accuracy: 1_000))
+        let records = try fixture.records()
+        XCTAssertEqual(records.map { $0["horizontal_accuracy"] as? Double }, [40, nil, 1_000])
+        XCTAssertEqual(fixture.stream.counters()[StreamCounter.tooCoarse], 2)
+        feed(fixture, fix(50, accuracy: 1_001))
+        XCTAssertEqual(fixture.stream.counters()[StreamCounter.tooCoarse], 3)
+        XCTAssertEqual(fixture.log.count(.notice, containing: "gives only coarse fixes"), 2, "once per run of coarse fixes")
+    }
+
+    func testMaxAccuracyZeroKeepsEveryFix() throws {
+        let fixture = try LocationFixture(port: 1) { $0.source = .geoclue; $0.maxAccuracy = 0 }
+        feed(fixture, fix(0, accuracy: 25_000))
+        XCTAssertEqual(try fixture.records().first?["horizontal_accuracy"] as? Double, 25_000)
+        XCTAssertEqual(fixture.stream.counters()[StreamCounter.tooCoarse], 0)
+    }
+
     func testACoarsenedFixKeepsItsOwnAccuracyWhenCoarserThanTheZones() throws {
         let fixture = try LocationFixture(port: 1) { c in
             c.source = .geoclue
+            c.maxAccuracy = 0
             c.exclude = [PrivacyZone(latitude: 52.52, longitude: 13.40, radius: 5_000, name: "city", action: .coarsen)]
         }
         feed(fixture, fix(0, accuracy: 5_000))

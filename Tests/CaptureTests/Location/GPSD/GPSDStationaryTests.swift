@@ -4,7 +4,7 @@ import Foundation
 import TestRigs
 import XCTest
 
-/// A parked receiver against a real gpsd fed with
+/// A parked receiver, and one whose fixes are too coarse, against a real gpsd fed with
 /// generated NMEA through a pty pair. Epochs go five times faster than real time and the
 /// stationary state is judged by the fixes' own times, so a parked minute takes 12 s.
 final class GPSDStationaryTests: XCTestCase {
@@ -82,5 +82,51 @@ final class GPSDStationaryTests: XCTestCase {
             XCTAssertEqual(record["latitude"] as? Double ?? 0, epoch.latitude, accuracy: 1e-7)
             XCTAssertEqual(record["longitude"] as? Double ?? 0, epoch.longitude, accuracy: 1e-7)
         }
+    }
+
+    func testFixesCoarserThanMaxAccuracyAreNotWrittenAndCounted() throws {
+        let rig = try GPSDRig()
+        let fixture = try LocationFixture(port: rig.port, interval: 1)
+        XCTAssertEqual(fixture.stream.config.maxAccuracy, 1_000, "the default ceiling")
+        fixture.stream.start()
+        try fixture.waitUntilConnected()
+
+        // An HDOP of 70 makes gpsd's eph well over a kilometre.
+        let start = Date().addingTimeInterval(-120)
+        let coarse = NMEADrive.synthetic(epochs: 20, start: start).map { epoch in
+            var e = epoch
+            e.hdop = 70
+            e.vdop = 90
+            e.pdop = 99
+            return e
+        }
+        let fine = NMEADrive.synthetic(epochs: 20, start: start.addingTimeInterval(20))
+        let feeder = NMEAFeeder(rig: rig, epochs: coarse, period: feedPeriod)
+        feeder.start()
+        defer { feeder.stop() }
+        XCTAssertTrue(feeder.waitUntilDone(timeout: 30))
+        try waitUntil("the coarse fixes to be counted", timeout: 10) {
+            (fixture.stream.counters()[StreamCounter.tooCoarse] ?? 0) >= 2
+        }
+        XCTAssertEqual(try fixture.records().count, 0, "no record from a fix over max_accuracy")
+        let seen = try XCTUnwrap(fixture.stream.details()[StreamCounter.lastAccuracy].flatMap { Double($0) })
+        XCTAssertGreaterThan(seen, 1_000, "the last accuracy seen is the coarse one")
+        XCTAssertEqual(fixture.log.count(.notice, containing: "gives only coarse fixes"), 1, "said once")
+
+        let feeder2 = NMEAFeeder(rig: rig, epochs: fine, period: feedPeriod)
+        feeder2.start()
+        defer { feeder2.stop() }
+        XCTAssertTrue(feeder2.waitUntilDone(timeout: 30))
+        let lastTime = RFC3339.string(from: fine[fine.count - 1].time)
+        try waitUntil("the fine fixes to be recorded", timeout: 15) { try fixture.recordTimestamps().contains(lastTime) }
+        fixture.stream.stop()
+        let records = try fixture.records()
+        XCTAssertGreaterThanOrEqual(records.count, 3)
+        for record in records {
+            let accuracy = try XCTUnwrap(record["horizontal_accuracy"] as? Double)
+            XCTAssertLessThanOrEqual(accuracy, 1_000)
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(record["timestamp"] as? String), RFC3339.string(from: fine[0].time))
+        }
+        XCTAssertEqual(fixture.log.count(.notice, containing: "within max_accuracy again"), 1)
     }
 }
