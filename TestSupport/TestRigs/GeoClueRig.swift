@@ -42,6 +42,13 @@ public final class GeoClueRig: @unchecked Sendable {
         feeder.position.value.withLock { $0 = position }
     }
 
+    /// The HDOP the socket reports from the next second on (nil: the synthetic drive's,
+    /// which GeoClue turns into an accuracy of a metre or so). GeoClue's NMEA source makes
+    /// a coarse accuracy of a large one.
+    public func report(hdop: Double?) {
+        feeder.position.hdop.withLock { $0 = hdop }
+    }
+
     /// Stops GeoClue (as `systemctl stop geoclue` would); `startGeoClue` brings it back.
     public func stopGeoClue() {
         if let geoclue { bus.stop(geoclue) }
@@ -84,6 +91,7 @@ public final class GeoClueRig: @unchecked Sendable {
 final class NMEASocketFeeder: Sendable {
     final class Position: Sendable {
         let value: Mutex<(latitude: Double, longitude: Double)>
+        let hdop = Mutex<Double?>(nil)
         init(_ value: (latitude: Double, longitude: Double)) { self.value = Mutex(value) }
     }
 
@@ -121,7 +129,7 @@ final class NMEASocketFeeder: Sendable {
                     if client >= 0 { clients.append(client) }
                 }
                 let (latitude, longitude) = position.value.withLock { $0 }
-                let text = Self.sentences(latitude: latitude, longitude: longitude, at: Date())
+                let text = Self.sentences(latitude: latitude, longitude: longitude, at: Date(), hdop: position.hdop.withLock { $0 })
                 clients = clients.filter { client in
                     let sent = text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
                     if sent < 0 { close(client) }
@@ -137,10 +145,11 @@ final class NMEASocketFeeder: Sendable {
         close(listener)
     }
 
-    static func sentences(latitude: Double, longitude: Double, at time: Date) -> String {
+    static func sentences(latitude: Double, longitude: Double, at time: Date, hdop: Double? = nil) -> String {
         var epoch = NMEADrive.synthetic(epochs: 1, start: time, origin: (latitude, longitude))[0]
         epoch.speed = 0
         epoch.course = 0
+        if let hdop { epoch.hdop = hdop }
         let all = NMEADrive.sentences(for: epoch).split(separator: "\r\n").map(String.init)
         return all.filter { $0.hasPrefix("$GPGGA") || $0.hasPrefix("$GPRMC") }.map { $0 + "\r\n" }.joined()
     }

@@ -39,6 +39,9 @@ final class ConfigRoundTripTests: XCTestCase {
         c.location.source = .geoclue
         c.location.accuracyLevel = .street
         c.location.distanceThreshold = 100
+        c.location.stationaryInterval = 300
+        c.location.minDistance = 25
+        c.location.maxAccuracy = 150
         c.microphone.enabled = false
         c.microphone.device = "plughw:CARD=Mic,DEV=0"
         c.microphone.fallbackDevice = "none"

@@ -98,4 +98,11 @@ final class PrivacyZoneTests: XCTestCase {
         XCTAssertEqual(PrivacyZones.coarsen(-179.994_9), -179.99, accuracy: 1e-9)
         XCTAssertEqual(PrivacyZones.coarsen(13.404_954), 13.40, accuracy: 1e-9)
     }
+
+    func testCoarseningKeepsTheLargerOfTheFixsAccuracyAndTheZones() {
+        XCTAssertEqual(PrivacyZones.coarsen(accuracy: 5), PrivacyZones.coarsenedAccuracy)
+        XCTAssertEqual(PrivacyZones.coarsen(accuracy: nil), PrivacyZones.coarsenedAccuracy)
+        XCTAssertEqual(PrivacyZones.coarsen(accuracy: 25_000), 25_000, "a fix coarser than the rounding keeps its own accuracy")
+        XCTAssertEqual(PrivacyZones.coarsenedAccuracy, 1_000)
+    }
 }

@@ -113,6 +113,49 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertFalse(text.stdout.contains("status-test-token"))
     }
 
+    /// The location stream's fixes kept back (a receiver standing still, fixes over
+    /// max_accuracy) in text, JSON and the metrics; and what location is worth while the
+    /// daemon says only coarse fixes come.
+    func testLocationFixesKeptBackAndOnlyCoarseFixes() throws {
+        let dir = try TemporaryDirectory("status-location-kept-back")
+        let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
+        let database = try AgentDatabase(path: dir.file("agent.sqlite"))
+        try database.agentState.set(StreamCounter.key("location", StreamCounter.stationaryThinned), "42")
+        try database.agentState.set(StreamCounter.key("location", StreamCounter.tooCoarse), "7")
+
+        let json = try cli.run(["status", "--json"])
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
+        var report = try StatusReport.decode(Data(json.stdout.utf8))
+        let index = try XCTUnwrap(report.streams.firstIndex { $0.name == "location" })
+        XCTAssertEqual(report.streams[index].stationaryThinned, 42)
+        XCTAssertEqual(report.streams[index].tooCoarse, 7)
+        XCTAssertNil(report.streams[index].lastAccuracy, "the last accuracy is told only while the daemon runs")
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1"])
+        XCTAssertTrue(text.stdout.contains("location: 42 fixes not written while the receiver stood still since the daemon started"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("location: 7 fixes not written as coarser than max_accuracy since the daemon started"), text.stdout)
+        XCTAssertFalse(text.stdout.contains("only coarse fixes"), text.stdout)
+
+        // As the daemon's report has it while GeoClue answers from the IP address only.
+        report.streams[index].liveness = "healthy"
+        report.streams[index].source = "geoclue"
+        report.streams[index].lastAccuracy = 25_000
+        report.streams[index].maxAccuracy = 1_000
+        try StatusSchema.assertMatches(try report.json())
+        let rendered = StatusText(colour: false).render(report)
+        XCTAssertTrue(rendered.contains("location: only coarse fixes: the last was 25 km (GeoClue), over max_accuracy 1000 m, so none is written"), rendered)
+        let metrics = PrometheusText.render(report)
+        XCTAssertTrue(metrics.contains("ariata_agent_location_stationary_thinned_total{stream=\"location\"} 42"), metrics)
+        XCTAssertTrue(metrics.contains("ariata_agent_location_too_coarse_total{stream=\"location\"} 7"), metrics)
+        XCTAssertTrue(metrics.contains("ariata_agent_location_last_accuracy_metres{stream=\"location\"} 25000"), metrics)
+
+        // A fix within the ceiling: nothing to say about its worth; no ceiling: neither.
+        report.streams[index].lastAccuracy = 40
+        XCTAssertFalse(StatusText(colour: false).render(report).contains("only coarse fixes"))
+        report.streams[index].lastAccuracy = 25_000
+        report.streams[index].maxAccuracy = 0
+        XCTAssertFalse(StatusText(colour: false).render(report).contains("only coarse fixes"))
+    }
+
     func testWorksWhileAWriterIsBusy() throws {
         let dir = try TemporaryDirectory("status-busy")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)

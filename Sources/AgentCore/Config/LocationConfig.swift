@@ -36,6 +36,13 @@ public struct LocationConfig: Sendable, Equatable {
     /// Whether the file sets `interval`: only then does it win over the server's
     /// `update_interval_seconds` (docs/upload.md#the-servers-stream-switches).
     public var intervalIsExplicit = false
+    /// Seconds between records while a receiver stands still (docs/streams/location.md);
+    /// no longer than `interval` turns the stationary state off.
+    public var stationaryInterval: Int = 60
+    /// Metres a fix must lie from the last record to be written (0: any).
+    public var minDistance: Int = 0
+    /// Metres: a fix whose accuracy is coarser is not written (0: every fix is).
+    public var maxAccuracy: Int = 1_000
     /// `[[location.exclude]]`: privacy zones where fixes are not written (or coarsened).
     public var exclude: [PrivacyZone] = []
 
@@ -58,6 +65,9 @@ extension LocationConfig: ConfigTable {
              let value = try s.int("interval", default: t.interval, range: 1...3_600, unit: "seconds")
              if s.contains("interval") { t.interval = value }
          }, write: { $0.intervalIsExplicit ? $0.interval : nil }),
+         .int("stationary_interval", \.stationaryInterval, range: 1...86_400, unit: "seconds"),
+         .int("min_distance", \.minDistance, range: 0...100_000, unit: "metres"),
+         .int("max_accuracy", \.maxAccuracy, range: 0...10_000_000, unit: "metres"),
          .tables("exclude", \.exclude)]
     }
 }

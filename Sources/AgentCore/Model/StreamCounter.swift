@@ -13,6 +13,11 @@ public enum StreamCounter {
     public static let privacySkipped = "privacy_skipped"
     /// Location fixes written coarsened (about 1 km) because they lay in a zone with `action = "coarsen"`.
     public static let privacyCoarsened = "privacy_coarsened"
+    /// Location fixes not written because the receiver stood still (`[location]
+    /// stationary_interval`) or had not moved `min_distance`.
+    public static let stationaryThinned = "stationary_thinned"
+    /// Location fixes not written because their accuracy was coarser than `[location] max_accuracy`.
+    public static let tooCoarse = "too_coarse"
     /// Microphone chunks dropped at capture as silent (`[microphone] upload_silent = false`).
     public static let silentChunksDropped = "silent_chunks_dropped"
 
@@ -24,6 +29,8 @@ public enum StreamCounter {
     /// The location stream's source in use (`gpsd`, `geoclue`) and, for `source = "auto"`, why.
     public static let locationSource = "location_source"
     public static let locationSourceReason = "location_source_reason"
+    /// The horizontal accuracy, metres, of the latest location fix received, written or not.
+    public static let lastAccuracy = "last_accuracy"
     /// The health stream's Bluetooth LE sensors (`SensorStatus.encode`).
     public static let bleSensors = "ble_sensors"
 

@@ -64,6 +64,15 @@ public struct PrivacyZones: Sendable, Equatable {
     public static func coarsen(_ degrees: Double) -> Double {
         (degrees * 100).rounded() / 100
     }
+
+    /// The accuracy a coarsened fix is written with: the rounding's, or the fix's own when
+    /// that was coarser already, so the record never claims more precision than it has.
+    public static func coarsen(accuracy: Double?) -> Double {
+        max(accuracy ?? 0, coarsenedAccuracy)
+    }
+
+    /// Metres: about what rounding to `coarsen`'s steps leaves of a position.
+    public static let coarsenedAccuracy = 1_000.0
 }
 
 /// Distances on the WGS84 mean sphere: within 0.5 % of the ellipsoid, far closer than a

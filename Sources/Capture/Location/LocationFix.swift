@@ -41,11 +41,16 @@ public struct FixSource: Sendable, Hashable {
     /// their own while the system clock is unset or not believed; otherwise a fix's time is
     /// the system clock's own and is held to the plain rule (`LocationRecord`).
     public let timeIsIndependent: Bool
+    /// It reports fixes whether the device moves or not (a receiver), so the stream thins
+    /// them while it stands still (`StationaryFilter`); a source that sends a fix only on
+    /// a move needs no thinning.
+    public let repeatsWhileStill: Bool
 
-    public init(rawValue: String, name: String, timeIsIndependent: Bool) {
+    public init(rawValue: String, name: String, timeIsIndependent: Bool, repeatsWhileStill: Bool = false) {
         self.rawValue = rawValue
         self.name = name
         self.timeIsIndependent = timeIsIndependent
+        self.repeatsWhileStill = repeatsWhileStill
     }
 }
 

@@ -5,7 +5,8 @@ import Platform
 import Synchronization
 
 /// The `location` stream: fixes from a location source in, at most one record per interval
-/// out, straight to the queue. One thread (`ariata-location`) has `LocationSourceChooser`
+/// out (fewer while a receiver stands still, none for a fix coarser than `max_accuracy`),
+/// straight to the queue. One thread (`ariata-location`) has `LocationSourceChooser`
 /// pick the source (`[location] source`) and runs it, so the source's blocking calls stay
 /// off the daemon's threads. The source hands each fix to the stream and says when the
 /// latest is due (`LocationFeed.tick`); the stream keeps privacy zones, writes the records
@@ -35,6 +36,15 @@ public final class LocationStream: CaptureStream, LocationFeed {
         /// Fixes inside a privacy zone: not written, or written coarsened.
         var privacySkipped = 0
         var privacyCoarsened = 0
+        /// Which of a receiver's fixes are worth a record while it stands still, and the
+        /// fixes it kept back.
+        var filter: StationaryFilter
+        var stationaryThinned = 0
+        /// Fixes coarser than `max_accuracy`: not written; the latest accuracy seen, for
+        /// `status` to say what location is worth now.
+        var tooCoarse = 0
+        var lastAccuracy: Double?
+        var tooCoarseLogged = false
         /// The zone the last fix lay in, so entering and leaving are logged once each.
         var inZone: String?
         /// The source in use, and why (source `auto`).
@@ -47,7 +57,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         let thread: NamedThread
     }
 
-    private let shared = Mutex(Shared())
+    private let shared: Mutex<Shared>
     private let running = Mutex<Running?>(nil)
 
     /// - Parameters:
@@ -68,6 +78,9 @@ public final class LocationStream: CaptureStream, LocationFeed {
         self.clockTrust = clockTrust
         self.timeEvidence = timeEvidence
         zones = PrivacyZones(config.exclude)
+        shared = Mutex(Shared(filter: StationaryFilter(interval: config.interval, stationaryInterval: config.stationaryInterval,
+                                                       minDistance: config.minDistance, window: tuning.stationaryWindow,
+                                                       minimumRadius: tuning.stationaryMinRadius)))
     }
 
     /// A stream dropped without stop() must not leave its reader thread behind.
@@ -152,9 +165,13 @@ public final class LocationStream: CaptureStream, LocationFeed {
         }
     }
 
-    /// Fixes kept out by privacy zones, for `status` (the supervisor stores them).
+    /// Fixes kept out by privacy zones, the stationary state and the accuracy ceiling, for
+    /// `status` (the supervisor stores them).
     public func counters() -> [String: Int] {
-        shared.withLock { [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened] }
+        shared.withLock {
+            [StreamCounter.privacySkipped: $0.privacySkipped, StreamCounter.privacyCoarsened: $0.privacyCoarsened,
+             StreamCounter.stationaryThinned: $0.stationaryThinned, StreamCounter.tooCoarse: $0.tooCoarse]
+        }
     }
 
     /// The source in use and why, for `status`.
@@ -163,6 +180,8 @@ public final class LocationStream: CaptureStream, LocationFeed {
             guard let source = s.source else { return [:] }
             var details = [StreamCounter.locationSource: source.kind.rawValue]
             if let choice = s.choice { details[StreamCounter.locationSourceReason] = choice }
+            // Whole metres: the agent state is rewritten only when this changes.
+            if let accuracy = s.lastAccuracy { details[StreamCounter.lastAccuracy] = String(Int(accuracy.rounded())) }
             return details
         }
     }
@@ -171,13 +190,25 @@ public final class LocationStream: CaptureStream, LocationFeed {
 
     func received(_ fix: LocationFix) -> Bool {
         let now = clock.now()
-        return shared.withLock { s -> Bool in
-            defer {
-                s.sampler.offer(fix)
-                s.lastFixReceivedAt = now
-            }
-            return s.sampler.latest == nil
+        let coarse = isTooCoarse(fix)
+        let (first, leftStill) = shared.withLock { s -> (Bool, Bool) in
+            let first = s.sampler.latest == nil
+            s.sampler.offer(fix)
+            s.lastFixReceivedAt = now
+            s.lastAccuracy = fix.horizontalAccuracy
+            let left = fix.source.repeatsWhileStill && !coarse && s.filter.observe(fix)
+            return (first, left)
         }
+        // The fix that ends a stationary stretch does not wait for the tick.
+        if leftStill { tick() }
+        return first
+    }
+
+    /// Coarser than `[location] max_accuracy` (0: none is); a fix that gives no accuracy
+    /// is kept, as nothing says it is coarse.
+    private func isTooCoarse(_ fix: LocationFix) -> Bool {
+        guard config.maxAccuracy > 0, let accuracy = fix.horizontalAccuracy else { return false }
+        return accuracy > Double(config.maxAccuracy)
     }
 
     var hasPendingFix: Bool { shared.withLock { $0.sampler.pending != nil } }
@@ -195,12 +226,13 @@ public final class LocationStream: CaptureStream, LocationFeed {
     private func writeLatest() {
         guard let fix = shared.withLock({ $0.sampler.pending }) else { return }
         let now = clock.now()
-        guard let written = applyZones(to: fix) else { return }
+        guard !keptBackAsTooCoarse(fix), !thinned(fix), let written = applyZones(to: fix) else { return }
         do {
             let record = try LocationRecord.make(from: written, now: now, clockTrusted: clockTrust.isTrusted(now: now))
             try queue.enqueue(record)
             let recovered = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
+                s.filter.passed(fix)
                 s.recordsWritten += 1
                 s.lastRecordAt = now
                 s.timeRejectionLogged = false
@@ -211,6 +243,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         } catch let rejected as LocationRecordError {
             let firstInStreak = shared.withLock { s -> Bool in
                 s.sampler.markWritten(fix)
+                s.filter.passed(fix)
                 defer { s.timeRejectionLogged = true }
                 return !s.timeRejectionLogged
             }
@@ -222,6 +255,37 @@ public final class LocationStream: CaptureStream, LocationFeed {
                 return s.writeError == nil
             }
             if firstInStreak { logger.error("cannot write a location record to the queue: \(error); retrying every \(config.interval) s") }
+        }
+    }
+
+    /// True when the fix is coarser than the ceiling: it is then marked written and counted,
+    /// and the first of a run is logged. Runs inside `writing`.
+    private func keptBackAsTooCoarse(_ fix: LocationFix) -> Bool {
+        let coarse = isTooCoarse(fix)
+        let change = shared.withLock { s -> Bool? in
+            defer { s.tooCoarseLogged = coarse }
+            guard coarse else { return s.tooCoarseLogged ? false : nil }
+            s.sampler.markWritten(fix)
+            s.tooCoarse += 1
+            return s.tooCoarseLogged ? nil : true
+        }
+        if change == true, let accuracy = fix.horizontalAccuracy {
+            logger.notice("\(fix.source.name) gives only coarse fixes (\(Int(accuracy.rounded())) m, over max_accuracy \(config.maxAccuracy) m): they are not written")
+        } else if change == false {
+            logger.notice("\(fix.source.name) gives fixes within max_accuracy again: they are written")
+        }
+        return coarse
+    }
+
+    /// True when a receiver standing still need not write this fix (`StationaryFilter`):
+    /// it is then marked written and counted. Runs inside `writing`.
+    private func thinned(_ fix: LocationFix) -> Bool {
+        guard fix.source.repeatsWhileStill else { return false }
+        return shared.withLock { s -> Bool in
+            guard s.filter.decide(fix) == .thin else { return false }
+            s.sampler.markWritten(fix)
+            s.stationaryThinned += 1
+            return true
         }
     }
 
@@ -250,6 +314,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
         case .skip:
             shared.withLock { s in
                 s.sampler.markWritten(fix)
+                s.filter.passed(fix)
                 s.privacySkipped += 1
             }
             return nil
@@ -259,7 +324,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
             // course would narrow it down again, and the accuracy says how coarse it is.
             return LocationFix(mode: fix.mode, time: fix.time,
                           latitude: PrivacyZones.coarsen(fix.latitude), longitude: PrivacyZones.coarsen(fix.longitude),
-                          horizontalAccuracy: 1_000, satellitesUsed: fix.satellitesUsed, source: fix.source)
+                          horizontalAccuracy: PrivacyZones.coarsen(accuracy: fix.horizontalAccuracy), satellitesUsed: fix.satellitesUsed, source: fix.source)
         }
     }
 }

@@ -36,6 +36,12 @@ public struct LocationTuning: Sendable, Equatable {
     /// How long GeoClue's `Start` may take (it waits for a desktop agent).
     public var geoClueStartTimeout: TimeInterval = 25
 
+    /// How long a receiver's fixes must stay within their own error before it counts as
+    /// stationary, and the least error granted a fix (a receiver's own estimate of a
+    /// parked position is often smaller than how far it wanders).
+    public var stationaryWindow: TimeInterval = 60
+    public var stationaryMinRadius: Double = 15
+
     public init() {}
 
     func staleFixLimit(interval: Int) -> TimeInterval {

@@ -39,6 +39,13 @@ public enum PrometheusText {
                     perStream { Double($0.evicted) })
         out.counter("ariata_agent_location_privacy_skipped_total", "Fixes not written in a privacy zone, since the daemon started.",
                     r.streams.compactMap { s in s.privacySkipped.map { (["stream": s.name], Double($0)) } })
+        out.counter("ariata_agent_location_stationary_thinned_total",
+                    "Fixes not written while the receiver stood still ([location] stationary_interval, min_distance), since the daemon started.",
+                    r.streams.compactMap { s in s.stationaryThinned.map { (["stream": s.name], Double($0)) } })
+        out.counter("ariata_agent_location_too_coarse_total", "Fixes not written as coarser than [location] max_accuracy, since the daemon started.",
+                    r.streams.compactMap { s in s.tooCoarse.map { (["stream": s.name], Double($0)) } })
+        out.gauge("ariata_agent_location_last_accuracy_metres", "The horizontal accuracy of the latest fix received, written or not.",
+                  r.streams.compactMap { s in s.lastAccuracy.map { (["stream": s.name], $0) } })
         out.counter("ariata_agent_microphone_silent_chunks_dropped_total",
                     "Audio chunks dropped at capture as silent ([microphone] upload_silent = false), since the daemon started.",
                     r.streams.compactMap { s in s.silentChunksDropped.map { (["stream": s.name], Double($0)) } })

@@ -119,9 +119,13 @@ public struct StatusReader: Sendable {
                 if name == .location {
                     s.privacySkipped = try counter(StreamCounter.privacySkipped)
                     s.privacyCoarsened = try counter(StreamCounter.privacyCoarsened)
+                    s.stationaryThinned = try counter(StreamCounter.stationaryThinned)
+                    s.tooCoarse = try counter(StreamCounter.tooCoarse)
                     if report.daemon.running && s.enabled && !s.paused {
                         s.source = try detail(StreamCounter.locationSource)
                         s.sourceReason = try detail(StreamCounter.locationSourceReason)
+                        s.lastAccuracy = try detail(StreamCounter.lastAccuracy).flatMap { Double($0) }
+                        s.maxAccuracy = config.location.maxAccuracy
                     }
                 }
                 if let h = health[name.rawValue] {

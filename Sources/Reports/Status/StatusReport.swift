@@ -175,6 +175,15 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// written coarsened (`action = "coarsen"`), since the daemon started.
         public var privacySkipped: Int? = nil
         public var privacyCoarsened: Int? = nil
+        /// Location only: fixes not written because the receiver stood still or had not
+        /// moved `min_distance` (docs/streams/location.md), and fixes not written because
+        /// they were coarser than `max_accuracy`, since the daemon started.
+        public var stationaryThinned: Int? = nil
+        public var tooCoarse: Int? = nil
+        /// Location only, while the daemon runs: the accuracy (metres) of the latest fix
+        /// received, written or not, and the ceiling it is held to (`max_accuracy`, 0: none).
+        public var lastAccuracy: Double? = nil
+        public var maxAccuracy: Int? = nil
         /// Microphone only: chunks dropped at capture as silent (`[microphone] upload_silent
         /// = false`), since the daemon started.
         public var silentChunksDropped: Int? = nil

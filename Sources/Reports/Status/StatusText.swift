@@ -17,6 +17,11 @@ public struct StatusText: Sendable {
         isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
     }
 
+    /// Metres as a person says them: "40 m", "25 km".
+    static func distance(_ metres: Double) -> String {
+        metres < 10_000 ? "\(Int(metres.rounded())) m" : "\(Int((metres / 1_000).rounded())) km"
+    }
+
     public func render(_ r: StatusReport) -> String {
         var out: [String] = []
         let setup = r.configured ? paint("configured", .green) : paint("not configured", .red)
@@ -81,6 +86,17 @@ public struct StatusText: Sendable {
             guard let source = s.source else { continue }
             // The JSON value is the source's own name but for GeoClue's capitals.
             out.append("  \(s.name): fixes from \(source == "geoclue" ? "GeoClue" : source)" + (s.sourceReason.map { " (\($0))" } ?? ""))
+        }
+        for s in r.streams where !s.paused && s.liveness != "disabled" {
+            guard let accuracy = s.lastAccuracy, let ceiling = s.maxAccuracy, ceiling > 0, accuracy > Double(ceiling) else { continue }
+            let from = s.source.map { " (\($0 == "geoclue" ? "GeoClue" : $0))" } ?? ""
+            out.append("  \(s.name): only coarse fixes: the last was \(Self.distance(accuracy))\(from), over max_accuracy \(ceiling) m, so none is written")
+        }
+        for s in r.streams where (s.tooCoarse ?? 0) > 0 {
+            out.append("  \(s.name): \(s.tooCoarse ?? 0) fixes not written as coarser than max_accuracy since the daemon started")
+        }
+        for s in r.streams where (s.stationaryThinned ?? 0) > 0 {
+            out.append("  \(s.name): \(s.stationaryThinned ?? 0) fixes not written while the receiver stood still since the daemon started")
         }
         for s in r.streams {
             for sensor in s.sensors ?? [] { out.append("  \(s.name): \(Self.sensorLine(sensor))") }

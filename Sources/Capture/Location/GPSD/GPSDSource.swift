@@ -6,7 +6,7 @@ import Platform
 extension FixSource {
     /// Fixes from a receiver through gpsd: the satellites' time, which stands without the
     /// system clock.
-    public static let gpsd = FixSource(rawValue: "gpsd", name: "gpsd", timeIsIndependent: true)
+    public static let gpsd = FixSource(rawValue: "gpsd", name: "gpsd", timeIsIndependent: true, repeatsWhileStill: true)
 }
 
 /// gpsd as a location source: it sends a report a second, and the stream samples one fix

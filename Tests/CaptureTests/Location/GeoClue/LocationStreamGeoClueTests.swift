@@ -52,6 +52,34 @@ final class LocationStreamGeoClueTests: XCTestCase {
         XCTAssertEqual(fixture.log.count(.info, containing: "as its own GeoClue agent"), 1)
     }
 
+    /// A GeoClue fix coarser than max_accuracy is not written but counted, with its
+    /// accuracy kept for status; a fine one afterwards is written.
+    func testAFixCoarserThanMaxAccuracyIsNotWritten() throws {
+        let rig = try GeoClueRig(position: (52.5, 13.4))
+        rig.report(hdop: 25)
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) {
+            $0.source = .geoclue
+            $0.maxAccuracy = 200
+        }
+        fixture.stream.start()
+        do {
+            try waitUntil("a coarse fix from GeoClue", timeout: 20) { (fixture.stream.counters()[StreamCounter.tooCoarse] ?? 0) >= 1 }
+        } catch {
+            print("GeoClue's log:\n\(rig.log)")
+            throw error
+        }
+        XCTAssertEqual(try fixture.records().count, 0, "no record from a fix over max_accuracy")
+        let seen = try XCTUnwrap(fixture.stream.details()[StreamCounter.lastAccuracy].flatMap { Double($0) })
+        XCTAssertGreaterThan(seen, 200, "the coarse accuracy GeoClue gave")
+        XCTAssertEqual(fixture.log.count(.notice, containing: "GeoClue gives only coarse fixes"), 1)
+
+        rig.report(hdop: nil)
+        rig.move(to: (52.51, 13.4))
+        let records = try waitForRecords(fixture, atLeast: 1, rig: rig)
+        XCTAssertEqual(try XCTUnwrap(records.last?["latitude"] as? Double), 52.51, accuracy: 1e-4)
+        XCTAssertLessThanOrEqual(records.last?["horizontal_accuracy"] as? Double ?? 0, 200)
+    }
+
     /// GeoClue's distance threshold: moves under it give no record, one over it does.
     func testTheDistanceThresholdHoldsBackSmallMoves() throws {
         let rig = try GeoClueRig(position: (52.5, 13.4))
