@@ -123,7 +123,7 @@ public final class AgentDaemon: Sendable {
         sleep.start()
         supervisor.replaceComponents(StreamName.allCases.compactMap { supervisors[$0] } + [UploaderSupervision(uploader)])
         commitSync.start()
-        maintenance.use(config, uploader: uploader, streams: supervisors)
+        maintenance.use(config, uploader: uploader, streams: supervisors, sleep: sleep)
         maintenance.start()
         // The last start-up stage ends: the first upload cycle (a TLS handshake, often) runs
         // on a resident set without the start in it.

@@ -35,6 +35,7 @@ public struct DeviceChecks: Sendable {
         }
         checks.append(contentsOf: ServiceUserProbe(user: serviceUser, config: config).checks())
         checks.append(diskCheck(config))
+        if let metered = MeteredNetworksCheck(config: config).check() { checks.append(metered) }
         return checks
     }
 

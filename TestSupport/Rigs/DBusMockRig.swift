@@ -13,8 +13,11 @@ public final class DBusMockRig: @unchecked Sendable {
     public let name: String
     public let path: String
     private var process: ChildProcess?
-    /// NetworkManager: whether `Metered` was added to the template's manager object.
-    private var meteredAdded = false
+    /// The properties the rig added to the template's objects ("path interface name"):
+    /// the next setting of one changes it with its signal.
+    private var added: Set<String> = []
+    /// logind: whether the rig's own property setter was added to this run of the template.
+    private var silentSetterAdded = false
 
     /// Debian's python3, which has python3-dbusmock (a python3 earlier on PATH may not).
     public static let python = "/usr/bin/python3"
@@ -34,7 +37,8 @@ public final class DBusMockRig: @unchecked Sendable {
     public func start() throws {
         guard process == nil else { return }
         guard FileManager.default.isExecutableFile(atPath: Self.python) else { throw NotInstalled(program: Self.python) }
-        meteredAdded = false
+        added = []
+        silentSetterAdded = false
         process = try bus.start(Self.python, ["-m", "dbusmock"] + (bus.kind == .system ? ["--system"] : []) + ["--template", template],
                                 owning: name)
     }
@@ -91,12 +95,89 @@ extension DBusMockRig {
     /// Sets `Metered`, with the PropertiesChanged signal NetworkManager sends (the first time
     /// it only adds the property, which the template lacks: no signal).
     public func setMetered(_ value: UInt32) throws {
-        if meteredAdded {
-            try call("UpdateProperties", "sa{sv}", [Self.networkManagerName, "1", "Metered", "u", String(value)])
+        try setProperty("Metered", of: Self.networkManagerName, at: Self.networkManagerPath, type: "u", [String(value)])
+    }
+
+    /// Sets a property of one of the template's objects in busctl's typed form (`type`,
+    /// then its values), with the standard PropertiesChanged signal; the first time it
+    /// only adds a property the template lacks, without a signal.
+    public func setProperty(_ name: String, of interface: String, at object: String, type: String, _ value: [String]) throws {
+        let key = "\(object) \(interface) \(name)"
+        if added.contains(key) {
+            // The standard Set, which the template answers with the standard signal (its
+            // UpdateProperties cannot carry an object path).
+            try call("Set", "ssv", [interface, name, type] + value, interface: "org.freedesktop.DBus.Properties", object: object)
         } else {
-            try call("AddProperty", "ssv", [Self.networkManagerName, "Metered", "u", String(value)])
-            meteredAdded = true
+            try call("AddProperty", "ssv", [interface, name, type] + value, object: object)
+            added.insert(key)
         }
+    }
+
+    public static let deviceInterface = "org.freedesktop.NetworkManager.Device"
+
+    /// One connection the rig made: its device, the active connection and its access point.
+    public struct NetworkManagerConnection: Sendable {
+        public var device: String
+        public var active: String
+        public var accessPoint: String?
+    }
+
+    /// A Wi-Fi device `interface`, associated with an access point `ssid` through a
+    /// connection of the same name (NetworkManager names a Wi-Fi profile after its SSID),
+    /// the device's own `Metered` set; the default route's (`PrimaryConnection`) when
+    /// `primary`. Set up before the watch starts, or followed by `announcePrimary`.
+    @discardableResult
+    public func addWiFi(interface: String, ssid: String, metered: UInt32, primary: Bool = true) throws -> NetworkManagerConnection {
+        let name = interface.filter { $0.isLetter || $0.isNumber }
+        let device = try string(call("AddWiFiDevice", "ssi", [name, interface, "100"]))
+        let accessPoint = try string(call("AddAccessPoint", "ssssuuuyu", [device, "\(name)ap", ssid, "02:00:00:00:00:01", "2", "2437",
+                                                                         "54000", "80", "256"]))
+        let profile = try string(call("AddWiFiConnection", "ssss", [device, "\(name)profile", ssid, "wpa-psk"]))
+        let active = try string(call("AddActiveConnection", "assssu", ["1", device, profile, accessPoint, "\(name)active", "2"]))
+        try setProperty("ActiveAccessPoint", of: "org.freedesktop.NetworkManager.Device.Wireless", at: device, type: "o", [accessPoint])
+        try setProperty("Metered", of: Self.deviceInterface, at: device, type: "u", [String(metered)])
+        if primary { try setPrimaryConnection(active) }
+        return NetworkManagerConnection(device: device, active: active, accessPoint: accessPoint)
+    }
+
+    /// A plugin VPN `id` running over `carrier` (its `SpecificObject`, its device in its
+    /// `Devices`), holding the default route; NetworkManager's global `Metered` then is
+    /// `globalMetered`, what it says of the VPN rather than of the carrier.
+    @discardableResult
+    public func addVPN(id: String, over carrier: NetworkManagerConnection, globalMetered: UInt32) throws -> String {
+        let profile = try string(call("AddConnection", "a{sa{sv}}",
+                                      ["1", "connection", "3", "id", "s", id, "type", "s", "vpn", "uuid", "s", UUID().uuidString.lowercased()],
+                                      interface: "org.freedesktop.NetworkManager.Settings", object: "/org/freedesktop/NetworkManager/Settings"))
+        // No devices at first: the template would make the VPN its device's active connection,
+        // which NetworkManager does not (the device keeps its own).
+        let active = try string(call("AddActiveConnection", "assssu", ["0", profile, carrier.active, "vpn", "2"]))
+        try call("Set", "ssv", ["org.freedesktop.NetworkManager.Connection.Active", "Devices", "ao", "1", carrier.device],
+                 interface: "org.freedesktop.DBus.Properties", object: active)
+        try setMetered(globalMetered)
+        try setPrimaryConnection(active)
+        return active
+    }
+
+    /// The connection that holds the default route.
+    public func setPrimaryConnection(_ active: String) throws {
+        try setProperty("PrimaryConnection", of: Self.networkManagerName, at: Self.networkManagerPath, type: "o", [active])
+    }
+
+    /// NetworkManager's signal that the primary connection changed, for a watch that started
+    /// before it was first set.
+    public func announcePrimary(_ active: String) throws {
+        try setPrimaryConnection(active)
+        try setPrimaryConnection(active)
+    }
+
+    /// A device's own `Metered`, with its signal.
+    public func setDeviceMetered(_ device: String, _ value: UInt32) throws {
+        try setProperty("Metered", of: Self.deviceInterface, at: device, type: "u", [String(value)])
+    }
+
+    private func string(_ answer: [Any]) throws -> String {
+        guard let value = answer.first as? String else { throw RigFailure("expected a path, got \(answer)") }
+        return value
     }
 }
 
@@ -161,8 +242,39 @@ extension DBusMockRig {
         }
     }
 
-    /// logind's signal before a suspend (true) and after the resume (false).
+    /// logind around a suspend: `PreparingForSleep` set, then the signal, before the
+    /// suspend (true) and after the resume (false), as logind does.
     public func prepareForSleep(_ going: Bool) throws {
+        try setPreparingForSleepSilently(going)
         try call("EmitSignal", "sssav", ["org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b", going ? "true" : "false"])
     }
+
+    /// A resume as some systemd releases make it after hibernation: `PreparingForSleep`
+    /// turns false, and neither `PrepareForSleep(false)` nor a property change is sent.
+    public func resumeWithoutSignal() throws {
+        try setPreparingForSleepSilently(false)
+    }
+
+    /// The property alone, with no signal at all (the template has no way to, so the
+    /// rig adds a method of its own that changes the stored value).
+    private func setPreparingForSleepSilently(_ value: Bool) throws {
+        if !silentSetterAdded {
+            try call("AddMethod", "sssss", [Self.rigInterface, "SetPreparingForSleep", "b", "",
+                                            "self.props['org.freedesktop.login1.Manager']['PreparingForSleep'] = args[0]"])
+            silentSetterAdded = true
+        }
+        try call("SetPreparingForSleep", "b", [value ? "true" : "false"], interface: Self.rigInterface)
+    }
+
+    /// logind's `PreparingForSleep` now.
+    public func preparingForSleep() throws -> Bool {
+        let answer = try call("Get", "ss", ["org.freedesktop.login1.Manager", "PreparingForSleep"],
+                              interface: "org.freedesktop.DBus.Properties")
+        guard let value = (answer.first as? [String: Any])?["data"] as? Bool else {
+            throw RigFailure("PreparingForSleep read as \(answer)")
+        }
+        return value
+    }
+
+    private static let rigInterface = "org.ariata.TestRig"
 }

@@ -53,6 +53,7 @@ public final class DaemonRig: @unchecked Sendable {
     ///   - gpsdRunning: false for a laptop without a receiver: the pty is there, gpsd is not.
     ///   - locationConfig: more `[location]` keys (source, accuracy_level).
     ///   - healthConfig: more `[health]` keys (hrv_window_seconds), before its sources.
+    ///   - uploadConfig: more `[upload]` keys (metered_networks).
     public init(chunkSeconds: Int = 6, overlapSeconds: Int = 1, uploadInterval: Int = 5,
                 checkInterval: Int = 2, extraConfig: String = "", databasePath: String? = nil,
                 storageConfig: String = "", locationEnabled: Bool = true,
@@ -60,7 +61,7 @@ public final class DaemonRig: @unchecked Sendable {
                 microphoneDevice: String = DaemonRig.feedDevice,
                 driveSeconds: Int = 600, drivePeriod: TimeInterval = 1, tls: (certificate: String, key: String)? = nil,
                 caFile: String? = nil, gpsdRunning: Bool = true, locationConfig: String = "",
-                healthConfig: String = "", box: Bool = false, boxArguments: [String] = []) throws {
+                healthConfig: String = "", uploadConfig: String = "", box: Bool = false, boxArguments: [String] = []) throws {
         directory = try TemporaryDirectory("ariata-daemon")
         if box {
             // A Virtues box: pairing on plain HTTP, the rest over iroh (only inside a network
@@ -113,6 +114,7 @@ public final class DaemonRig: @unchecked Sendable {
             \(storageConfig)
             [upload]
             interval = \(uploadInterval)
+            \(uploadConfig)
             [location]
             enabled = \(locationEnabled)
             gpsd_host = "127.0.0.1"

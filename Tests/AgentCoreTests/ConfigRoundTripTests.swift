@@ -32,6 +32,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.upload.batchMaxRecords = 50
         c.upload.batchMaxBytes = 20_000
         c.upload.onMetered = .all
+        c.upload.meteredNetworks = ["Ana's iPhone", "Campervan Wi-Fi"]
         c.location.enabled = false
         c.location.gpsdHost = "gps.lan"
         c.location.gpsdPort = 2948

@@ -111,6 +111,8 @@ final class ConfigTests: XCTestCase {
             ("[health]\nble_heart_rate_seconds = 0", "health.ble_heart_rate_seconds", "0 is out of range"),
             ("[log]\nlevel = \"loud\"", "log.level", "is not allowed"),
             ("[upload]\non_metered = \"some\"", "upload.on_metered", "\"some\" is not allowed: use one of \"all\", \"small\", \"none\""),
+            ("[upload]\nmetered_networks = [\" \"]", "upload.metered_networks",
+             "an empty name: give a connection's name ('nmcli connection show') or a Wi-Fi network's SSID"),
             ("[notify]\nenabled = 1", "notify.enabled", "expected true or false, got the number 1"),
             ("location = 5", "location", "expected a table"),
             ("[server\nendpoint = 1", nil, "line 1"),

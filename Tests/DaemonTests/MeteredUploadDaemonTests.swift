@@ -49,6 +49,49 @@ final class MeteredUploadDaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("the connection is no longer metered: uploading what waited now"), log)
     }
 
+    /// A phone's hotspot NetworkManager guesses unmetered (an iPhone's: `guess-no`, its
+    /// device's too), listed by its SSID in `[upload] metered_networks` as a person types
+    /// it: audio waits while location and health go, and `status` says which rule decided.
+    func testAnSSIDListedAsMeteredHoldsAudioWhileTheOtherStreamsUpload() throws {
+        let bus = try DBusRig(.system)
+        let networkManager = try DBusMockRig.networkManager(on: bus, metered: 4)
+        try networkManager.addWiFi(interface: "wlan0", ssid: "Ana\u{2019}s iPhone", metered: 4)
+        let rig = try DaemonRig(uploadInterval: 6, uploadConfig: "metered_networks = [\"Ana's iPhone\"]")
+        try rig.startAgent(environment: bus.environment)
+        try rig.appendHeartRates([70, 71, 72])
+        let database = try rig.openDatabase()
+
+        var audioQueuedAt = Date.distantFuture
+        try waitUntil("a cycle after the first audio chunk was queued", timeout: 40) {
+            if audioQueuedAt == .distantFuture, try database.recordQueue.count(stream: .microphone, status: .pending) > 0 {
+                audioQueuedAt = Date()
+            }
+            let cycle = try rig.receiver.requests(stream: .location).map(\.at).max() ?? 0
+            let health = try rig.receiver.stats().stored(.health)
+            return cycle > audioQueuedAt.timeIntervalSince1970 && health == 3
+        }
+        XCTAssertGreaterThan(try rig.receiver.stats().stored(.location), 0, "location goes")
+        XCTAssertEqual(try rig.receiver.stats().stored(.microphone), 0, "audio waits on the listed hotspot")
+        XCTAssertGreaterThan(try database.recordQueue.count(stream: .microphone, status: .pending), 0)
+
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        let json = try cli.run(["status", "--json"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
+        let network = try XCTUnwrap(try StatusReport.decode(Data(json.stdout.utf8)).network, json.stdout)
+        XCTAssertEqual(network.metered, true)
+        XCTAssertEqual(network.decidedBy, "metered_networks")
+        XCTAssertEqual(network.decision, "listed in metered_networks (Ana\u{2019}s iPhone)")
+        XCTAssertEqual(network.meteredValue, "guess-no", "what NetworkManager guesses of it")
+        XCTAssertEqual(network.ssid, "Ana\u{2019}s iPhone")
+        XCTAssertEqual(network.devices, ["wlan0"])
+        XCTAssertEqual(network.meteredNetworks, ["Ana's iPhone"])
+        XCTAssertEqual(network.deferredStreams, ["microphone"])
+        let text = try cli.run(["status"], environment: ["NO_COLOR": "1", "ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
+        XCTAssertTrue(text.stdout.contains("network    metered: listed in metered_networks (Ana\u{2019}s iPhone), for "), text.stdout)
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        XCTAssertTrue(rig.agentLog.contains("metered: listed in metered_networks (Ana\u{2019}s iPhone)"), rig.agentLog)
+    }
+
     /// What `status` (text, JSON, metrics) says while audio waits, and that it says once
     /// when NetworkManager is not there at all.
     func testStatusAndTheMetricsShowTheMeteredConnectionAndWhatWaits() throws {
@@ -67,8 +110,10 @@ final class MeteredUploadDaemonTests: XCTestCase {
         XCTAssertEqual(network.meteredValue, "yes")
         XCTAssertEqual(network.deferredStreams, ["microphone"])
         XCTAssertEqual(network.onMetered, "small")
+        XCTAssertEqual(network.decidedBy, "networkmanager", "no device under a default route: NetworkManager's global word")
+        XCTAssertEqual(network.decision, "NetworkManager says yes")
         let text = try cli.run(["status"], environment: ["NO_COLOR": "1", "ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
-        XCTAssertTrue(text.stdout.contains("network    metered (NetworkManager: yes, for "), text.stdout)
+        XCTAssertTrue(text.stdout.contains("network    metered: NetworkManager says yes, for "), text.stdout)
         XCTAssertTrue(text.stdout.contains("microphone waits for an unmetered connection ([upload] on_metered = \"small\")"), text.stdout)
         let metrics = try cli.run(["status", "--prometheus"])
         XCTAssertTrue(metrics.stdout.contains("ariata_agent_network_metered 1\n"), metrics.stdout)

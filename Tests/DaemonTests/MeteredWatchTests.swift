@@ -8,7 +8,9 @@ import XCTest
 
 /// The watch on NetworkManager's `Metered` against python-dbusmock's NetworkManager on a
 /// private system bus (docs/laptop.md#metered-networks): read at start, followed by its
-/// signal, NetworkManager absent, leaving and coming later, and no wake-ups while idle.
+/// signal, NetworkManager absent, leaving and coming later, and no wake-ups while idle; the
+/// devices under the default route with their own `Metered` and SSID, looked through a VPN;
+/// and the rules that decide from what was read (`MeteredVerdict`).
 final class MeteredWatchTests: XCTestCase {
     func testNetworkManagersValuesReadAsMeteredOnlyForYesAndGuessYes() {
         let metered = (0...5).map { NetworkMetering(networkManagerValue: $0).isMetered }
@@ -24,6 +26,11 @@ final class MeteredWatchTests: XCTestCase {
         var last: MeteredNetworkState? { all.last }
     }
 
+    /// NetworkManager's global `Metered` alone, as a template without devices reads.
+    private func global(_ metering: NetworkMetering) -> MeteredNetworkState {
+        .watched(MeteredNetworkReading(watchedBy: "NetworkManager", global: metering))
+    }
+
     private func watch(_ bus: DBusRig) -> NetworkManagerMeteredWatch {
         NetworkManagerMeteredWatch(bus: .address(bus.address), logger: Logger(label: "test"))
     }
@@ -35,12 +42,12 @@ final class MeteredWatchTests: XCTestCase {
         let heard = Heard()
         watch.start(report: heard.append)
         defer { watch.stop() }
-        XCTAssertEqual(heard.all, [.watched(by: "NetworkManager", .guessYes)], "the first cycle must know it")
+        XCTAssertEqual(heard.all, [global(.guessYes)], "the first cycle must know it")
 
         try networkManager.setMetered(2)
-        try waitUntil("the change to 'no'", timeout: 10) { heard.last == .watched(by: "NetworkManager", .no) }
+        try waitUntil("the change to 'no'", timeout: 10) { heard.last == global(.no) }
         try networkManager.setMetered(1)
-        try waitUntil("the change to 'yes'", timeout: 10) { heard.last == .watched(by: "NetworkManager", .yes) }
+        try waitUntil("the change to 'yes'", timeout: 10) { heard.last == global(.yes) }
         XCTAssertEqual(heard.all.count, 3, "\(heard.all)")
 
         // Idle: the connection's thread sleeps while nothing happens on the bus.
@@ -66,12 +73,89 @@ final class MeteredWatchTests: XCTestCase {
         let networkManager = try DBusMockRig.networkManager(on: bus, metered: 1)
         // The template gets its Metered after it took its name; the change after is heard.
         try networkManager.setMetered(1)
-        try waitUntil("NetworkManager taken up", timeout: 10) { heard.last == .watched(by: "NetworkManager", .yes) }
+        try waitUntil("NetworkManager taken up", timeout: 10) { heard.last == global(.yes) }
 
         networkManager.stop()
         try waitUntil("NetworkManager gone", timeout: 10) {
             heard.last == .unwatched(reason: "NetworkManager left the system bus")
         }
+    }
+
+    func testTheDevicesUnderTheDefaultRouteAreReadWithTheirSSIDAndFollowed() throws {
+        let bus = try DBusRig(.system)
+        let networkManager = try DBusMockRig.networkManager(on: bus, metered: 4)
+        let wifi = try networkManager.addWiFi(interface: "wlan0", ssid: "Ana\u{2019}s iPhone", metered: 4)
+        let watch = watch(bus)
+        let heard = Heard()
+        watch.start(report: heard.append)
+        defer { watch.stop() }
+        let reading = try XCTUnwrap(heard.last?.reading, "\(heard.all)")
+        XCTAssertEqual(reading.carriers, [.init(id: "Ana\u{2019}s iPhone", type: "802-11-wireless",
+                                                devices: [.init(interface: "wlan0", metering: .guessNo, ssid: "Ana\u{2019}s iPhone")])])
+        XCTAssertNil(reading.tunnel)
+        let guessed = MeteredVerdict.decide(reading, meteredNetworks: [])
+        XCTAssertEqual(guessed.text, "not metered: NetworkManager guesses no for wlan0")
+        XCTAssertEqual(MeteredVerdict.decide(reading, meteredNetworks: ["ana's iphone"]).text,
+                       "metered: listed in metered_networks (Ana\u{2019}s iPhone)", "the SSID as a person types it")
+
+        // The device's own Metered changes (the person marked the connection): read again.
+        try networkManager.setDeviceMetered(wifi.device, 1)
+        try waitUntil("the device's change", timeout: 10) {
+            heard.last?.reading?.carriers.first?.devices.first?.metering == .yes
+        }
+        XCTAssertEqual(MeteredVerdict.decide(try XCTUnwrap(heard.last?.reading), meteredNetworks: []).text,
+                       "metered: NetworkManager says yes for wlan0")
+    }
+
+    func testAVPNHoldingTheDefaultRouteIsLookedThroughToTheHotspotUnderIt() throws {
+        let bus = try DBusRig(.system)
+        let networkManager = try DBusMockRig.networkManager(on: bus, metered: 3)
+        let wifi = try networkManager.addWiFi(interface: "wlan0", ssid: "Pixel hotspot", metered: 3)
+        // The VPN's own metering is NetworkManager's global word now: guess-no.
+        try networkManager.addVPN(id: "Office VPN", over: wifi, globalMetered: 4)
+        let watch = watch(bus)
+        let heard = Heard()
+        watch.start(report: heard.append)
+        defer { watch.stop() }
+        let reading = try XCTUnwrap(heard.last?.reading, "\(heard.all)")
+        XCTAssertEqual(reading.global, .guessNo)
+        XCTAssertEqual(reading.tunnel, "Office VPN")
+        XCTAssertEqual(reading.carriers.map(\.id), ["Pixel hotspot"])
+        let verdict = MeteredVerdict.decide(reading, meteredNetworks: [])
+        XCTAssertEqual(verdict.text, "metered: NetworkManager guesses yes for wlan0, under Office VPN")
+        XCTAssertEqual(verdict.rule, .device)
+        XCTAssertEqual(verdict.ssid, "Pixel hotspot")
+        XCTAssertEqual(MeteredVerdict.decide(reading, meteredNetworks: ["Office VPN"]).rule, .meteredNetworks,
+                       "the VPN's own name may be listed too")
+    }
+
+    func testTheRulesDecideListedFirstThenTheDevicesThenNetworkManagersGlobalWord() {
+        let phone = MeteredNetworkReading.Connection(id: "Hotspot profile", type: "802-11-wireless",
+                                                     devices: [.init(interface: "wlan0", metering: .guessNo, ssid: "Ana\u{2019}s iPhone")])
+        let reading = MeteredNetworkReading(watchedBy: "NetworkManager", global: .guessNo, carriers: [phone])
+        XCTAssertEqual(MeteredVerdict.decide(reading, meteredNetworks: ["Ana's iPhone"]).reason, "listed in metered_networks (Ana\u{2019}s iPhone)",
+                       "by SSID")
+        XCTAssertEqual(MeteredVerdict.decide(reading, meteredNetworks: ["hotspot profile"]).reason,
+                       "listed in metered_networks (Hotspot profile)", "by connection id")
+        let unlisted = MeteredVerdict.decide(reading, meteredNetworks: ["Home"])
+        XCTAssertEqual(unlisted.metered, false)
+        XCTAssertEqual(unlisted.rule, .device)
+        XCTAssertEqual(unlisted.value, "guess-no")
+
+        // Two devices: any metered one decides.
+        let docked = MeteredNetworkReading.Connection(id: "Wired", type: "802-3-ethernet",
+                                                      devices: [.init(interface: "eth0", metering: .no)])
+        let modem = MeteredNetworkReading.Connection(id: "Carrier", type: "gsm", devices: [.init(interface: "wwan0", metering: .yes)])
+        XCTAssertEqual(MeteredVerdict.decide(.init(watchedBy: "NetworkManager", global: .no, carriers: [docked, modem]),
+                                             meteredNetworks: []).text, "metered: NetworkManager says yes for wwan0")
+
+        // No device says: the global word; nothing known: unknown.
+        let unknownDevice = MeteredNetworkReading.Connection(id: "x", type: "802-3-ethernet", devices: [.init(interface: "eth0", metering: .unknown)])
+        XCTAssertEqual(MeteredVerdict.decide(.init(watchedBy: "NetworkManager", global: .guessYes, carriers: [unknownDevice]),
+                                             meteredNetworks: []).text, "metered: NetworkManager guesses yes")
+        let nothing = MeteredVerdict.decide(.init(watchedBy: "NetworkManager", global: .unknown), meteredNetworks: [])
+        XCTAssertNil(nothing.metered)
+        XCTAssertEqual(nothing.rule, .networkManager)
     }
 
     func testNoSystemBusIsSaidAndNothingElse() {

@@ -1,5 +1,6 @@
 import AgentCore
 import Foundation
+import Reports
 import TestRigs
 import XCTest
 
@@ -78,6 +79,62 @@ final class SleepWakeDaemonTests: XCTestCase {
 
     func testAsAUserServiceTheSame() throws {
         try check(mode: .user)
+    }
+
+    /// The streams' liveness as `status --json` shows it.
+    private func liveness(_ rig: DaemonRig) throws -> [String: String] {
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        let json = try cli.run(["status", "--json"], environment: ["ARIATA_CLOCK_SYNC_FILE": rig.clockSyncFile])
+        try StatusSchema.assertMatches(Data(json.stdout.utf8))
+        let report = try StatusReport.decode(Data(json.stdout.utf8))
+        return Dictionary(uniqueKeysWithValues: report.streams.map { ($0.name, $0.liveness) })
+    }
+
+    /// Asleep by logind's signal, with the streams shown as asleep; then `resume` (the
+    /// rig's logind) ends the sleep without `PrepareForSleep(false)`, and capture must come
+    /// back within two maintenance rounds, the lock taken again.
+    private func checkResume(_ resume: (DBusMockRig) throws -> Void, said: String) throws {
+        let bus = try DBusRig(.system)
+        let logind = try DBusMockRig.logind(on: bus)
+        let round = 2
+        let rig = try DaemonRig(chunkSeconds: 4, uploadInterval: 600, checkInterval: round)
+        try rig.startAgent(environment: bus.environment)
+        try waitUntil("the agent to hold logind's sleep delay lock", timeout: 30) { try logind.holdsSleepDelay() }
+        try waitUntil("the microphone capturing", timeout: 30) { try liveness(rig)["microphone"] == "healthy" }
+
+        try logind.prepareForSleep(true)
+        try waitUntil("the lock to be released", timeout: 10) { try !logind.holdsSleepDelay() }
+        try waitUntil("status to show the streams asleep", timeout: 15) {
+            try liveness(rig)["microphone"] == "asleep"
+        }
+        XCTAssertEqual(Set(try liveness(rig).values.filter { $0 != "disabled" }), ["asleep"], "every stream held for sleep")
+        // Some rounds asleep: logind still prepares for sleep, so capture stays held.
+        Thread.sleep(forTimeInterval: Double(2 * round))
+        XCTAssertFalse(try logind.holdsSleepDelay(), "still asleep while logind says so")
+        let before = try chunks(rig).count
+
+        let resumedAt = Date()
+        try resume(logind)
+        try waitUntil("the lock taken again without the signal", timeout: Double(5 * round)) { try logind.holdsSleepDelay() }
+        let taken = Date().timeIntervalSince(resumedAt)
+        print("measured: capture resumed \(String(format: "%.1f", taken)) s after a silent resume, rounds every \(round) s")
+        XCTAssertLessThan(taken, Double(2 * round) + 1, "within two maintenance rounds")
+        try waitUntil("a chunk recorded after the resume", timeout: 30) { try chunks(rig).count > before }
+        try waitUntil("status to show the streams capturing", timeout: 15) { try liveness(rig)["microphone"] == "healthy" }
+        XCTAssertEqual(rig.stopAgent(), 0)
+        XCTAssertTrue(rig.agentLog.contains(said), rig.agentLog)
+    }
+
+    func testAResumeWithoutPrepareForSleepFalseRestartsCaptureWithinTwoRounds() throws {
+        try checkResume({ try $0.resumeWithoutSignal() },
+                        said: "woke from sleep without logind's signal (logind's PreparingForSleep is false")
+    }
+
+    func testLogindRestartingWhileAsleepRestartsCapture() throws {
+        try checkResume({ logind in
+            logind.stop()
+            try logind.start()
+        }, said: "woke from sleep without logind's signal (")
     }
 }
 

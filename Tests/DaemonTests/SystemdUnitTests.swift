@@ -55,7 +55,7 @@ final class SystemdUnitTests: XCTestCase {
             ("Type", ["notify"]), ("Restart", ["on-failure"]), ("WatchdogSec", ["120s"]),
             ("SupplementaryGroups", ["audio dialout"]), ("StateDirectory", ["ariata"]), ("ConfigurationDirectory", ["ariata"]),
             ("ProtectSystem", ["strict"]), ("ProtectHome", ["yes"]), ("PrivateTmp", ["yes"]), ("NoNewPrivileges", ["yes"]),
-            ("RestrictAddressFamilies", ["AF_UNIX AF_INET AF_INET6"]),
+            ("RestrictAddressFamilies", ["AF_UNIX AF_INET AF_INET6 AF_NETLINK"]),
         ]
         for (key, values) in exact {
             XCTAssertEqual(unit.values("Service", key), values, key)

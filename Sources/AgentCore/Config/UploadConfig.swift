@@ -8,6 +8,9 @@ public struct UploadConfig: Sendable, Equatable {
     /// What the scheduled cycles send while NetworkManager says the connection is metered
     /// (docs/laptop.md#metered-networks).
     public var onMetered: OnMetered = .small
+    /// Connection ids or Wi-Fi SSIDs that count as metered whatever NetworkManager guesses
+    /// (a phone's hotspot it cannot tell: docs/laptop.md#metered-networks).
+    public var meteredNetworks: [String] = []
 
     public init() {}
 
@@ -29,6 +32,10 @@ extension UploadConfig: ConfigTable {
         [.int("interval", \.interval, range: 5...86_400, unit: "seconds"),
          .int("batch_max_records", \.batchMaxRecords, range: 1...100_000),
          .int("batch_max_bytes", \.batchMaxBytes, range: 1_000...100_000_000, unit: "bytes"),
-         .choice("on_metered", \.onMetered, allowed: OnMetered.allCases)]
+         .choice("on_metered", \.onMetered, allowed: OnMetered.allCases),
+         .strings("metered_networks", \.meteredNetworks) { name in
+             name.trimmingCharacters(in: .whitespaces).isEmpty
+                 ? "an empty name: give a connection's name ('nmcli connection show') or a Wi-Fi network's SSID" : nil
+         }]
     }
 }

@@ -6,9 +6,18 @@ public enum Liveness: Sendable, Equatable, CustomStringConvertible {
     case healthy
     case unhealthy(reason: String, code: AgentErrorCode? = nil)
     case disabled
+    /// Held while the machine sleeps (logind's `PrepareForSleep`): no fault, capture
+    /// starts again on the resume (docs/laptop.md, "Sleep and wake").
+    case asleep
 
     public var isHealthy: Bool {
         if case .healthy = self { return true }
+        return false
+    }
+
+    /// A fault: what the supervisor counts, restarts, and `status` reports.
+    public var isUnhealthy: Bool {
+        if case .unhealthy = self { return true }
         return false
     }
 
@@ -18,6 +27,7 @@ public enum Liveness: Sendable, Equatable, CustomStringConvertible {
         case .healthy: return "healthy"
         case .unhealthy: return "unhealthy"
         case .disabled: return "disabled"
+        case .asleep: return "asleep"
         }
     }
 
@@ -33,7 +43,7 @@ public enum Liveness: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .healthy, .disabled: return state
+        case .healthy, .disabled, .asleep: return state
         case .unhealthy(let reason, let code):
             return "unhealthy: " + (code.map { "\($0.rawValue) " } ?? "") + reason
         }

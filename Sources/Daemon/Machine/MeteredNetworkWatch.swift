@@ -33,16 +33,17 @@ public enum NetworkMetering: Int, Sendable, Equatable {
     }
 }
 
-/// What a metered watch reports: what the connection is, or why nobody can say.
+/// What a metered watch reports: what NetworkManager says of the way out, or why nobody
+/// can say.
 public enum MeteredNetworkState: Sendable, Equatable {
-    case watched(by: String, NetworkMetering)
+    case watched(MeteredNetworkReading)
     /// No one says (NetworkManager is not running, no system bus): uploads treat the
     /// connection as unmetered, as without the watch.
     case unwatched(reason: String)
 
-    public var isMetered: Bool {
-        if case .watched(_, let metering) = self { return metering.isMetered }
-        return false
+    public var reading: MeteredNetworkReading? {
+        if case .watched(let reading) = self { return reading }
+        return nil
     }
 }
 
@@ -57,15 +58,23 @@ public protocol MeteredNetworkWatch: AnyObject, Sendable {
     func stop()
 }
 
-/// The watch on NetworkManager over the system bus: `Metered` read once at start, then
-/// followed by its PropertiesChanged signal; NetworkManager leaving or joining the bus
-/// (NameOwnerChanged) is taken up. The connection's thread (`ariata-metered`) sleeps in
-/// poll(2) with no time-out between signals, so an idle daemon does not wake for it.
+/// The watch on NetworkManager over the system bus: the way out read at start
+/// (`NetworkManagerRoute`: the global `Metered`, the primary connection, the devices under
+/// it, through a VPN), then again when NetworkManager says something of it changed (its
+/// own properties, a device's `Metered` or active connection), and NetworkManager leaving
+/// or joining the bus (NameOwnerChanged). The connection's thread (`ariata-metered`)
+/// sleeps in poll(2) with no time-out between signals, so an idle daemon does not wake for
+/// it; the reading's blocking calls run on a Dispatch queue, never on the bus thread, and
+/// the readings asked for while one runs make one more.
 public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
-    public static let service = "org.freedesktop.NetworkManager"
-    public static let path = "/org/freedesktop/NetworkManager"
-    public static let interface = "org.freedesktop.NetworkManager"
+    public static let service = NetworkManagerRoute.service
+    public static let path = NetworkManagerRoute.managerPath
+    public static let interface = NetworkManagerRoute.managerInterface
     public static let name = "NetworkManager"
+    /// The properties whose change can change the answer; others (a device's statistics,
+    /// the connectivity check) are let pass without a reading.
+    static let relevant: Set<String> = ["Metered", "PrimaryConnection", "ActiveConnections", "ActiveConnection", "Devices",
+                                        "SpecificObject"]
 
     private let bus: DBusBus
     private let logger: Logger
@@ -73,6 +82,7 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
     /// is not there: both come at once unless the system is very busy).
     private let firstAnswerWait: TimeInterval
     private let running = Mutex<Running?>(nil)
+    private let queue = DispatchQueue(label: "ariata.metered.read")
 
     private struct Running {
         let connection: DBusConnection
@@ -80,12 +90,15 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
         let gate: ReportGate
     }
 
-    /// Reports until stopped, so nothing reaches the daemon after `stop()`.
+    /// Reports until stopped, so nothing reaches the daemon after `stop()`; and coalesces
+    /// the readings asked for while one waits to run.
     private final class ReportGate: Sendable {
         private let report: Mutex<(@Sendable (MeteredNetworkState) -> Void)?>
+        let readQueued = Mutex(false)
         init(_ report: @escaping @Sendable (MeteredNetworkState) -> Void) { self.report = Mutex(report) }
         func callAsFunction(_ state: MeteredNetworkState) { report.withLock { $0 }?(state) }
         func close() { report.withLock { $0 = nil } }
+        var isOpen: Bool { report.withLock { $0 != nil } }
     }
 
     public init(bus: DBusBus = .system, logger: Logger, firstAnswerWait: TimeInterval = 3) {
@@ -104,30 +117,40 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
             gate(.unwatched(reason: "\(error)"))
             return
         }
-        connection.onLost { reason in gate(.unwatched(reason: "the system bus connection was lost (\(reason)); metering is read again at the next start or reload")) }
+        let queue = queue
+        connection.onLost { reason in
+            queue.async { gate(.unwatched(reason: "the system bus connection was lost (\(reason)); metering is read again at the next start or reload")) }
+        }
         let subscriptions: [DBusRegistration]
         do {
             // Signals first, then the reading, so that no change falls between the two.
+            let changed: @Sendable (DBusMessage) -> Void = { [weak self, weak connection] message in
+                guard let self, let connection, let change = DBusPropertiesChange(message),
+                      !Self.relevant.isDisjoint(with: change.changed.keys) else { return }
+                read(on: connection, into: gate)
+            }
             subscriptions = [
-                try connection.subscribe(.nameOwnerChanged(Self.service)) { [weak connection] message in
-                    guard message.arguments.count == 3, let owner = message.arguments[2].string else { return }
+                try connection.subscribe(.nameOwnerChanged(Self.service)) { [weak self, weak connection] message in
+                    guard let self, message.arguments.count == 3, let owner = message.arguments[2].string else { return }
                     if owner.isEmpty {
-                        gate(.unwatched(reason: "\(Self.name) left the system bus"))
+                        queue.async { gate(.unwatched(reason: "\(Self.name) left the system bus")) }
                     } else if let connection {
-                        Self.read(on: connection, into: gate)
+                        read(on: connection, into: gate)
                     }
                 },
-                try connection.subscribe(.propertiesChanged(sender: Self.service, path: Self.path)) { message in
-                    guard let change = DBusPropertiesChange(message), change.interface == Self.interface,
-                          let value = change.changed["Metered"]?.int else { return }
-                    gate(.watched(by: Self.name, NetworkMetering(networkManagerValue: value)))
-                },
+                try connection.subscribe(.propertiesChanged(sender: Self.service, path: Self.path), handler: changed),
+                // A device's Metered or active connection, whichever device: only this
+                // interface's changes, not its access points' signal strengths.
+                try connection.subscribe(DBusMatchRule(sender: Self.service, interface: DBusConnection.propertiesInterface,
+                                                       member: "PropertiesChanged", arg0: NetworkManagerRoute.deviceInterface),
+                                         handler: changed),
                 // Older NetworkManager releases also announced changes with a signal of their
                 // own interface (a{sv}), and python-dbusmock's template sends only that one.
                 try connection.subscribe(DBusMatchRule(sender: Self.service, path: Self.path, interface: Self.interface,
-                                                       member: "PropertiesChanged")) { message in
-                    guard let value = message.arguments.first?.dictionary?["Metered"]?.int else { return }
-                    gate(.watched(by: Self.name, NetworkMetering(networkManagerValue: value)))
+                                                       member: "PropertiesChanged")) { [weak self, weak connection] message in
+                    guard let self, let connection, let changed = message.arguments.first?.dictionary,
+                          !Self.relevant.isDisjoint(with: changed.keys) else { return }
+                    read(on: connection, into: gate)
                 },
             ]
         } catch {
@@ -137,7 +160,7 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
         }
         running.withLock { $0 = Running(connection: connection, subscriptions: subscriptions, gate: gate) }
         let first = DispatchSemaphore(value: 0)
-        Self.read(on: connection, into: gate) { first.signal() }
+        read(on: connection, into: gate) { first.signal() }
         if first.wait(timeout: .now() + firstAnswerWait) == .timedOut {
             logger.info("\(Self.name) has not said within \(Int(firstAnswerWait)) s whether the connection is metered; uploads go as on any network until it does")
         }
@@ -150,22 +173,25 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
         old.connection.close()
     }
 
-    /// Asks for `Metered`; the answer is reported on the bus thread, in order with the signals.
-    private static func read(on connection: DBusConnection, into gate: ReportGate, then done: @escaping @Sendable () -> Void = {}) {
-        let get = DBusMethodCall(destination: service, path: path, interface: DBusConnection.propertiesInterface,
-                                 member: "Get", arguments: [.string(interface), .string("Metered")])
-        connection.call(get, timeout: 10) { result in
+    /// Reads the way out on the queue (one reading at a time; those asked for while one
+    /// waits to run are the same one) and reports it.
+    private func read(on connection: DBusConnection, into gate: ReportGate, then done: @escaping @Sendable () -> Void = {}) {
+        let queued = gate.readQueued.withLock { queued -> Bool in
+            defer { queued = true }
+            return queued
+        }
+        if queued { return done() }
+        queue.async {
+            gate.readQueued.withLock { $0 = false }
             defer { done() }
-            switch result {
-            case .success(let values):
-                guard let value = values.first?.int else {
-                    return gate(.unwatched(reason: "\(name) answered Metered with \(values), not a number"))
-                }
-                gate(.watched(by: name, NetworkMetering(networkManagerValue: value)))
-            case .failure(let error) where error.isServiceMissing:
-                gate(.unwatched(reason: "\(name) is not running on the system bus"))
-            case .failure(let error):
-                gate(.unwatched(reason: "\(name) does not say whether the connection is metered: \(error)"))
+            guard gate.isOpen else { return }
+            switch NetworkManagerRoute(connection: connection, timeout: 10).read() {
+            case .success(let reading):
+                gate(.watched(reading))
+            case .failure(.absent):
+                gate(.unwatched(reason: "\(Self.name) is not running on the system bus"))
+            case .failure(.failed(let error)):
+                gate(.unwatched(reason: "\(Self.name) does not say whether the connection is metered: \(error)"))
             }
         }
     }

@@ -18,9 +18,21 @@ final class MeteredUploads: Sendable {
         var watch: (any MeteredNetworkWatch)?
         var uploader: (any UploadComponent)?
         var onMetered = OnMetered.small
-        /// The last state heard (kept across reloads) and since when.
-        var last: MeteredNetworkState?
+        var meteredNetworks: [String] = []
+        /// The last state decided (kept across reloads) and since when.
+        var last: Decided?
         var since: Date?
+    }
+
+    /// What the watch heard, as the rules decide it.
+    private enum Decided: Equatable {
+        case watched(MeteredVerdict)
+        case unwatched(reason: String)
+
+        var metered: Bool {
+            if case .watched(let verdict) = self { return verdict.metered == true }
+            return false
+        }
     }
 
     init(database: AgentDatabase, clock: any WallClock, logger: Logger) {
@@ -35,6 +47,7 @@ final class MeteredUploads: Sendable {
         state.withLock { s in
             s.uploader = uploader
             s.onMetered = config.upload.onMetered
+            s.meteredNetworks = config.upload.meteredNetworks
         }
         guard let watch else { return }
         guard config.upload.onMetered != .all else {
@@ -58,29 +71,38 @@ final class MeteredUploads: Sendable {
 
     private func apply(_ heard: MeteredNetworkState) {
         let now = clock.now()
-        let (uploader, onMetered, previous, since) = state.withLock { s in
+        let (uploader, onMetered, previous, decided, since) = state.withLock { s in
+            let decided: Decided
+            switch heard {
+            case .watched(let reading):
+                decided = .watched(MeteredVerdict.decide(reading, meteredNetworks: s.meteredNetworks))
+            case .unwatched(let reason):
+                decided = .unwatched(reason: reason)
+            }
             let previous = s.last
-            if previous != heard {
-                s.last = heard
+            if previous != decided {
+                s.last = decided
                 s.since = now
             }
-            return (s.uploader, s.onMetered, previous, s.since ?? now)
+            return (s.uploader, s.onMetered, previous, decided, s.since ?? now)
         }
-        uploader?.setMetered(heard.isMetered)
-        if previous != heard {
-            switch heard {
-            case .watched(let by, let metering):
-                logger.info("\(by): metered \(metering.word)")
+        uploader?.setMetered(decided.metered)
+        if previous != decided {
+            switch decided {
+            case .watched(let verdict):
+                logger.info("\(verdict.text)")
             case .unwatched(let reason):
                 logger.notice("metering unknown: \(reason); uploads go as on any network")
             }
         }
-        let held = MeteredUploadRule.deferred(onMetered: onMetered, metered: heard.isMetered).map(\.rawValue).sorted()
+        let held = MeteredUploadRule.deferred(onMetered: onMetered, metered: decided.metered).map(\.rawValue).sorted()
         let stored: StoredMeteredState
-        switch heard {
-        case .watched(let by, let metering):
-            stored = StoredMeteredState(watchedBy: by, metered: metering == .unknown ? nil : metering.isMetered,
-                                        value: metering.word, problem: nil, since: since, deferredStreams: held)
+        switch decided {
+        case .watched(let verdict):
+            stored = StoredMeteredState(watchedBy: NetworkManagerMeteredWatch.name, metered: verdict.metered, value: verdict.value,
+                                        problem: nil, since: since, deferredStreams: held, decidedBy: verdict.rule.rawValue,
+                                        decision: verdict.reason, connection: verdict.connection, ssid: verdict.ssid,
+                                        devices: verdict.devices, vpn: verdict.tunnel)
         case .unwatched(let reason):
             stored = StoredMeteredState(watchedBy: nil, metered: nil, value: nil, problem: reason, since: since, deferredStreams: [])
         }

@@ -13,9 +13,14 @@ import Synchronization
 /// and `onWake` runs (capture restarted with a new chunk, an upload cycle at once).
 /// docs/laptop.md, "Sleep and wake".
 ///
-/// Without logind (a board without systemd, a container) it says so once and the daemon
-/// goes on as before: a suspend then cuts the chunk in progress at its last page, as a
-/// power cut would. It sleeps in its bus thread's poll with no time-out: no wake-ups.
+/// Some systemd releases send no `(false)` after hibernation or suspend-then-hibernate,
+/// so while asleep each maintenance round calls `checkResume()`: logind's
+/// `PreparingForSleep` read, with the suspend detector's evidence (`SleepResumeEvidence`),
+/// and capture resumed as after the signal when the machine is awake; logind restarting
+/// while asleep is asked the same. Without logind (a board without systemd, a container)
+/// it says so once and the daemon goes on as before: a suspend then cuts the chunk in
+/// progress at its last page, as a power cut would. It sleeps in its bus thread's poll
+/// with no time-out: no wake-ups.
 public final class SleepWatch: Sendable {
     static let logind = "org.freedesktop.login1"
     static let managerPath = "/org/freedesktop/login1"
@@ -25,6 +30,9 @@ public final class SleepWatch: Sendable {
     private let logger: Logger
     private let onSleep: @Sendable () -> Void
     private let onWake: @Sendable () -> Void
+    private let onHeldAwake: @Sendable (String?) -> Void
+    /// The clocks the suspend detector reads (a test's `VirtualScheduler` suspends).
+    private let clocks: any TimerScheduling
     private let state = Mutex(State())
 
     private struct State {
@@ -33,20 +41,36 @@ public final class SleepWatch: Sendable {
         /// The inhibitor lock: logind holds off sleep until it is closed.
         var lock: Int32?
         var asleep = false
+        /// Counts the sleeps and wakes, so an answer asked for before one is not applied after it.
+        var epoch = 0
+        /// From `PrepareForSleep(true)`: the time spent suspended since.
+        var suspend: SuspendDetector?
+        var suspended: Double = 0
+        /// The fault shown while the machine seems awake but capture is still held.
+        var heldAwake: String?
     }
 
-    public init(bus: DBusBus = .system, logger: Logger, onSleep: @escaping @Sendable () -> Void,
-                onWake: @escaping @Sendable () -> Void) {
+    /// - Parameters:
+    ///   - onHeldAwake: the machine seems awake while logind has not ended its sleep (the
+    ///     reason), or no longer (nil): the held streams show it as a fault.
+    public init(bus: DBusBus = .system, clocks: any TimerScheduling = DispatchScheduler(), logger: Logger,
+                onSleep: @escaping @Sendable () -> Void, onWake: @escaping @Sendable () -> Void,
+                onHeldAwake: @escaping @Sendable (String?) -> Void = { _ in }) {
         self.bus = bus
+        self.clocks = clocks
         self.logger = logger
         self.onSleep = onSleep
         self.onWake = onWake
+        self.onHeldAwake = onHeldAwake
     }
 
     deinit { stop() }
 
     /// Whether the lock is held now (for tests and `status`).
     public var holdsLock: Bool { state.withLock { $0.lock != nil } }
+
+    /// Whether capture is held for the machine's sleep now.
+    public var isAsleep: Bool { state.withLock { $0.asleep } }
 
     public func start() {
         let connection: DBusConnection
@@ -62,10 +86,15 @@ public final class SleepWatch: Sendable {
                 guard let going = message.arguments.first?.bool else { return }
                 self?.prepare(sleeping: going)
             }
-            // logind restarting drops every lock: take it again from the new one.
+            // logind restarting drops every lock: take it again from the new one. Asleep, the
+            // new logind is asked whether the machine still sleeps (a resume takes the lock).
             let restart = try connection.subscribe(.nameOwnerChanged(Self.logind)) { [weak self] message in
-                guard message.arguments.count == 3, message.arguments[2].string?.isEmpty == false else { return }
-                self?.takeLock(on: connection)
+                guard let self, message.arguments.count == 3, message.arguments[2].string?.isEmpty == false else { return }
+                if isAsleep {
+                    checkResume()
+                } else {
+                    takeLock(on: connection)
+                }
             }
             state.withLock { s in
                 s.connection = connection
@@ -120,10 +149,73 @@ public final class SleepWatch: Sendable {
         }
     }
 
-    /// On the bus thread: nothing else on this connection needs it meanwhile.
-    private func prepare(sleeping: Bool) {
+    /// The maintenance round's look while asleep (nothing otherwise): logind's
+    /// `PreparingForSleep` asked, and the answer judged with the time suspended since the
+    /// signal on the bus thread (`SleepResumeEvidence`); awake, capture resumes as after
+    /// `PrepareForSleep(false)`.
+    public func checkResume() {
+        let asked = state.withLock { s -> (connection: DBusConnection, epoch: Int, suspended: Double)? in
+            guard s.asleep, let connection = s.connection else { return nil }
+            if let slept = s.suspend?.suspendedSinceLastCheck() { s.suspended += slept }
+            return (connection, s.epoch, s.suspended)
+        }
+        guard let asked else { return }
+        let get = DBusMethodCall(destination: Self.logind, path: Self.managerPath, interface: DBusConnection.propertiesInterface,
+                                 member: "Get", arguments: [.string(Self.managerInterface), .string("PreparingForSleep")])
+        asked.connection.call(get, timeout: 5) { [weak self] result in
+            let answer: LogindSleepAnswer
+            switch result {
+            case .success(let values):
+                guard let preparing = values.first?.unwrapped.bool else {
+                    answer = .failed("PreparingForSleep answered with \(values), not a boolean")
+                    break
+                }
+                answer = .preparingForSleep(preparing)
+            case .failure(let error) where error.isServiceMissing:
+                answer = .absent
+            case .failure(let error):
+                answer = .failed("\(error)")
+            }
+            self?.apply(SleepResumeEvidence.judge(answer, suspendedSeconds: asked.suspended), epoch: asked.epoch)
+        }
+    }
+
+    /// On the bus thread, in order with the signals.
+    private func apply(_ evidence: SleepResumeEvidence, epoch: Int) {
+        guard state.withLock({ $0.asleep && $0.epoch == epoch }) else { return }
+        switch evidence {
+        case .asleep:
+            setHeldAwake(nil)
+        case .awake(let why):
+            prepare(sleeping: false, why: why)
+        case .heldAwake(let reason):
+            setHeldAwake(reason)
+        }
+    }
+
+    private func setHeldAwake(_ reason: String?) {
+        let changed = state.withLock { s -> Bool in
+            defer { s.heldAwake = reason }
+            return s.heldAwake != reason
+        }
+        guard changed else { return }
+        if let reason { logger.warning("capture is held for sleep, but \(reason)") }
+        onHeldAwake(reason)
+    }
+
+    /// On the bus thread: nothing else on this connection needs it meanwhile. `why`: the
+    /// evidence of a resume that came without logind's signal.
+    private func prepare(sleeping: Bool, why: String? = nil) {
         let (changed, connection) = state.withLock { s -> (Bool, DBusConnection?) in
-            defer { s.asleep = sleeping }
+            defer {
+                if s.asleep != sleeping {
+                    s.asleep = sleeping
+                    s.epoch += 1
+                    s.suspend = sleeping ? SuspendDetector(clocks: clocks) : nil
+                    s.suspended = 0
+                    s.heldAwake = nil
+                }
+            }
             return (s.asleep != sleeping, s.connection)
         }
         guard changed else { return }
@@ -137,7 +229,8 @@ public final class SleepWatch: Sendable {
             if let lock { close(lock) }
             logger.notice("ready for sleep in \(String(format: "%.2f", Monotonic.now - started)) s: capture stopped, the chunk in progress written and committed")
         } else {
-            logger.notice("woke from sleep: capture starts again with a new chunk, and an upload cycle runs now")
+            let signal = why.map { "woke from sleep without logind's signal (\($0))" } ?? "woke from sleep"
+            logger.notice("\(signal): capture starts again with a new chunk, and an upload cycle runs now")
             if let connection { takeLock(on: connection) }
             onWake()
         }
@@ -156,6 +249,8 @@ extension SleepWatch {
         } onWake: { [weak uploader] in
             for supervisor in streams { supervisor.wake() }
             uploader?.cycleNow("the machine woke from sleep")
+        } onHeldAwake: { reason in
+            for supervisor in streams { supervisor.heldForSleep(whileAwake: reason) }
         }
     }
 }

@@ -61,7 +61,7 @@ enum NoticeConditions {
     static func microphone(_ seen: NoticeObservation) -> DesktopNotice? {
         // No device open and failing: the chosen microphone is gone and no fallback stands
         // in. A chunk that cannot be written is the storage notice's, not this one.
-        guard let (health, device) = seen.microphone, !health.isHealthy, health != .disabled,
+        guard let (health, device) = seen.microphone, health.isUnhealthy,
               health.code != .storageFull, device?.isEmpty == true, let reason = health.reason else { return nil }
         let fallback = seen.microphoneFallback == nil
             ? " No fallback is set: [microphone] fallback_device names a microphone to record from meanwhile." : ""

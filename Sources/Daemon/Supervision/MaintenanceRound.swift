@@ -6,6 +6,7 @@ import Synchronization
 
 /// The maintenance round, every `[daemon] check_interval` on its own timer: the
 /// storage guard, the commit-sync deadline, the stream policies, the clock's correction,
+/// the sleep watch's look for a resume logind did not announce,
 /// the supervisor (health, restarts, the watchdog), the desktop notices, the metrics file,
 /// retention once an hour, and memory handed back (docs/operations.md, "Run").
 final class MaintenanceRound: Sendable {
@@ -32,6 +33,7 @@ final class MaintenanceRound: Sendable {
         var config: AgentConfig
         var uploader: (any UploadComponent)?
         var streams: [StreamName: StreamSupervisor] = [:]
+        var sleep: SleepWatch?
         var lastRetention: Date?
         /// Rounds run since the daemon started.
         var rounds = 0
@@ -47,12 +49,14 @@ final class MaintenanceRound: Sendable {
         state = Mutex(State(config: config))
     }
 
-    /// The configuration, uploader and streams the rounds work with (a reload's too).
-    func use(_ config: AgentConfig, uploader: (any UploadComponent)?, streams: [StreamName: StreamSupervisor] = [:]) {
+    /// The configuration, uploader, streams and sleep watch the rounds work with (a reload's too).
+    func use(_ config: AgentConfig, uploader: (any UploadComponent)?, streams: [StreamName: StreamSupervisor] = [:],
+             sleep: SleepWatch? = nil) {
         state.withLock { s in
             s.config = config
             s.uploader = uploader
             s.streams = streams
+            s.sleep = sleep
         }
     }
 
@@ -75,7 +79,10 @@ final class MaintenanceRound: Sendable {
         trimMemory(round: state.withLock { $0.rounds += 1; return $0.rounds })
         parts.commitSync.arm()
         parts.storageGuard.pass()
-        let (config, uploader, streams) = state.withLock { ($0.config, $0.uploader, $0.streams) }
+        let (config, uploader, streams, sleep) = state.withLock { ($0.config, $0.uploader, $0.streams, $0.sleep) }
+        // Asleep, whether the machine resumed without logind's signal: the answer comes on
+        // the watch's bus thread, which resumes capture as the signal would.
+        sleep?.checkResume()
         parts.control.check(uploader: uploader)
         parts.clockCorrection.pass(trustSystemClock: config.daemon.trustSystemClock)
         let results = parts.supervisor.checkLiveness()

@@ -16,6 +16,9 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         var paused: Bool
         /// Stopped while the machine sleeps (`SleepWatch`): not started, not restarted.
         var sleeping = false
+        /// Why the machine seems awake while capture is still held for its sleep (nil: no
+        /// such sign): the stream is then a fault, not merely asleep.
+        var heldAwake: String?
         /// Counters of the streams this supervisor stopped: totals outlive a restart.
         var stoppedCounters: [String: Int] = [:]
     }
@@ -88,19 +91,35 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
     /// The machine is about to sleep: capture stops (the chunk in progress is written) and
     /// nothing starts it again until `wake()`.
     public func sleep() {
-        state.withLock { $0.sleeping = true }
+        state.withLock { s in
+            s.sleeping = true
+            s.heldAwake = nil
+        }
         stop()
     }
 
     /// The machine woke: capture starts again (a new chunk), unless paused meanwhile.
     public func wake() {
-        state.withLock { $0.sleeping = false }
+        state.withLock { s in
+            s.sleeping = false
+            s.heldAwake = nil
+        }
         start()
     }
 
+    /// The sleep watch sees the machine awake while logind has not ended its sleep:
+    /// `reason` says why (nil when that sign went); capture stays held, as a fault.
+    public func heldForSleep(whileAwake reason: String?) {
+        state.withLock { s in
+            guard s.sleeping else { return }
+            s.heldAwake = reason
+        }
+    }
+
     public func liveness() -> Liveness {
-        let (current, paused, sleeping) = state.withLock { ($0.current, $0.paused, $0.sleeping) }
-        if paused || sleeping { return .disabled }
+        let (current, paused, sleeping, heldAwake) = state.withLock { ($0.current, $0.paused, $0.sleeping, $0.heldAwake) }
+        if paused { return .disabled }
+        if sleeping { return heldAwake.map { .unhealthy(reason: $0) } ?? .asleep }
         return current?.liveness() ?? .unhealthy(reason: "not running")
     }
 

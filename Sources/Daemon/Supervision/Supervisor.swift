@@ -112,7 +112,7 @@ public final class Supervisor: Sendable {
             let name = component.componentName
             let health = results[name] ?? .disabled
             let count = strikes.withLock { table -> Int in
-                table[name] = health.isHealthy || health == .disabled ? 0 : (table[name] ?? 0) + 1
+                table[name] = health.isUnhealthy ? (table[name] ?? 0) + 1 : 0
                 return table[name] ?? 0
             }
             if count == 1 {

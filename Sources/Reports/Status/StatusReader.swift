@@ -189,7 +189,10 @@ public struct StatusReader: Sendable {
             if report.daemon.running, let metered = StoredMeteredState.load(from: database) {
                 report.network = .init(onMetered: config.upload.onMetered.rawValue, watchedBy: metered.watchedBy,
                                        metered: metered.metered, meteredValue: metered.value, since: metered.since,
-                                       deferredStreams: metered.deferredStreams, problem: metered.problem)
+                                       deferredStreams: metered.deferredStreams, problem: metered.problem,
+                                       decidedBy: metered.decidedBy, decision: metered.decision,
+                                       meteredNetworks: config.upload.meteredNetworks, connection: metered.connection,
+                                       ssid: metered.ssid, devices: metered.devices, vpn: metered.vpn)
             }
             if let purge = try database.housekeeping.latestPurge() {
                 report.database.lastPurge = .init(at: purge.at, code: nil, message: purge.message)

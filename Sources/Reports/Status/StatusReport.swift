@@ -96,9 +96,24 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var deferredStreams: [String]
         /// Why metering is not known.
         public var problem: String?
+        /// Which rule decided: `metered_networks`, `device` (a device under the default
+        /// route) or `networkmanager` (its global value).
+        public var decidedBy: String?
+        /// The rule's words: "listed in metered_networks (Ana's iPhone)".
+        public var decision: String?
+        /// `[upload] metered_networks`.
+        public var meteredNetworks: [String]?
+        /// The connection under the default route (its id), its Wi-Fi SSID, its devices, and
+        /// the VPN looked through to reach it.
+        public var connection: String?
+        public var ssid: String?
+        public var devices: [String]?
+        public var vpn: String?
 
         public init(onMetered: String, watchedBy: String?, metered: Bool?, meteredValue: String?, since: Date?,
-                    deferredStreams: [String], problem: String?) {
+                    deferredStreams: [String], problem: String?, decidedBy: String? = nil, decision: String? = nil,
+                    meteredNetworks: [String]? = nil, connection: String? = nil, ssid: String? = nil, devices: [String]? = nil,
+                    vpn: String? = nil) {
             self.onMetered = onMetered
             self.watchedBy = watchedBy
             self.metered = metered
@@ -106,6 +121,13 @@ public struct StatusReport: Codable, Sendable, Equatable {
             self.since = since
             self.deferredStreams = deferredStreams
             self.problem = problem
+            self.decidedBy = decidedBy
+            self.decision = decision
+            self.meteredNetworks = meteredNetworks
+            self.connection = connection
+            self.ssid = ssid
+            self.devices = devices
+            self.vpn = vpn
         }
     }
 

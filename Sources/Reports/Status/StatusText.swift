@@ -175,22 +175,25 @@ public struct StatusText: Sendable {
         return line
     }
 
-    /// "metered (NetworkManager: guess-yes, 5m): microphone waits for an unmetered connection (...)".
+    /// "metered: listed in metered_networks (Ana's iPhone), for 5m: microphone waits for an
+    /// unmetered connection (...)"; a daemon older than the rules stored no decision, and its
+    /// state reads "metered: NetworkManager says yes".
     static func describe(_ network: StatusReport.Network, now: Date, age: (Double) -> String) -> String {
         let setting = "[upload] on_metered = \"\(network.onMetered)\""
         guard let by = network.watchedBy else {
             return "metering unknown: \(network.problem ?? "nothing watches it"); uploads go as on any network"
         }
-        let word = "\(by): \(network.meteredValue ?? "unknown")" + (network.since.map { ", for \(age(now.timeIntervalSince($0)))" } ?? "")
+        let decision = network.decision ?? "\(by) says \(network.meteredValue ?? "unknown")"
+        let since = network.since.map { ", for \(age(now.timeIntervalSince($0)))" } ?? ""
         switch network.metered {
         case true?:
             let held = network.deferredStreams.isEmpty ? "everything goes (\(setting))"
                 : "\(network.deferredStreams.joined(separator: ", ")) \(network.deferredStreams.count == 1 ? "waits" : "wait") for an unmetered connection (\(setting)); 'ariata-agent sync' sends it now"
-            return "metered (\(word)): \(held)"
+            return "metered: \(decision)\(since): \(held)"
         case false?:
-            return "not metered (\(word))"
+            return "not metered: \(decision)\(since)"
         case nil:
-            return "metering unknown (\(word)): uploads go as on any network"
+            return "metering unknown: \(decision)\(since); uploads go as on any network"
         }
     }
 
@@ -202,7 +205,7 @@ public struct StatusText: Sendable {
         switch state.trimmingCharacters(in: .whitespaces) {
         case "healthy": return .green
         case "unhealthy": return .red
-        case "paused": return .yellow
+        case "paused", "asleep": return .yellow
         default: return nil
         }
     }
