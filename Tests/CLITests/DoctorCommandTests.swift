@@ -165,4 +165,42 @@ final class DoctorCommandTests: XCTestCase {
         let missing = try doctor(path: dir.file("ttyNONE"), baud: 9_600)
         XCTAssertTrue(missing.stdout.contains("no such device (unplugged? it is reopened when it appears)"), missing.stdout)
     }
+
+    /// On a laptop (a battery in `[power] sysfs_path`) doctor says how a metered network
+    /// is treated and how to mark a phone's hotspot NetworkManager cannot tell; on a
+    /// machine without a battery it says nothing of it.
+    func testOnALaptopItSaysHowToMarkAHotspot() throws {
+        let dir = try TemporaryDirectory("doctor-laptop")
+        let power = FakePowerSupply(path: dir.file("power_supply"))
+        try power.laptop(onMains: false, battery: 60)
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [upload]
+            metered_networks = ["Ana's iPhone"]
+            [power]
+            sysfs_path = "\(power.path)"
+            [location]
+            enabled = false
+            [microphone]
+            device = "null"
+            """)
+        let laptop = try cli.run(["doctor"])
+        XCTAssertTrue(laptop.stdout.contains("ok    metered networks: a laptop: on a metered network audio waits for an unmetered one"),
+                      laptop.stdout)
+        XCTAssertTrue(laptop.stdout.contains("mark one with 'nmcli connection modify <name> connection.metered yes', or add its name or SSID to [upload] metered_networks; counted as metered now: Ana's iPhone"),
+                      laptop.stdout)
+
+        let desktop = FakePowerSupply(path: dir.file("desktop_supply"))
+        try desktop.set("AC", ["type": "Mains", "online": "1"])
+        let other = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [power]
+            sysfs_path = "\(desktop.path)"
+            [location]
+            enabled = false
+            [microphone]
+            device = "null"
+            """)
+        let result = try other.run(["doctor"])
+        XCTAssertTrue(result.stdout.contains("free disk"), result.stdout)
+        XCTAssertFalse(result.stdout.contains("metered networks"), result.stdout)
+    }
 }

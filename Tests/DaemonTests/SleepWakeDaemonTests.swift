@@ -97,7 +97,7 @@ final class SleepWakeDaemonTests: XCTestCase {
         let bus = try DBusRig(.system)
         let logind = try DBusMockRig.logind(on: bus)
         let round = 2
-        let rig = try DaemonRig(chunkSeconds: 4, uploadInterval: 600, checkInterval: round)
+        let rig = try DaemonRig(chunkSeconds: 5, uploadInterval: 600, checkInterval: round)
         try rig.startAgent(environment: bus.environment)
         try waitUntil("the agent to hold logind's sleep delay lock", timeout: 30) { try logind.holdsSleepDelay() }
         try waitUntil("the microphone capturing", timeout: 30) { try liveness(rig)["microphone"] == "healthy" }
