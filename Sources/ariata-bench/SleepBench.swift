@@ -31,8 +31,7 @@ enum SleepBench {
         // Sleep comes 2 s before the second chunk would be full.
         Thread.sleep(forTimeInterval: Double(max(chunkSeconds - 2, 1)))
         let before = try chunkCount(rig)
-        let sleepAt = Monotonic.now
-        try logind.prepareForSleep(true)
+        let sleepAt = try logind.prepareForSleep(true)
         try waitUntil("the lock to be released", timeout: 60, interval: 0.01) { try !logind.holdsSleepDelay() }
         let released = Monotonic.now - sleepAt
         let written = try chunkCount(rig) - before

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// A python-dbusmock template on a `DBusRig`'s bus (NetworkManager on a system bus, the
 /// notification daemon on a session bus), driven and read through its
@@ -243,10 +244,15 @@ extension DBusMockRig {
     }
 
     /// logind around a suspend: `PreparingForSleep` set, then the signal, before the
-    /// suspend (true) and after the resume (false), as logind does.
-    public func prepareForSleep(_ going: Bool) throws {
+    /// suspend (true) and after the resume (false), as logind does. Returns when the signal
+    /// was sent (monotonic seconds), for a measure that should not count the property's
+    /// setting.
+    @discardableResult
+    public func prepareForSleep(_ going: Bool) throws -> TimeInterval {
         try setPreparingForSleepSilently(going)
+        let sent = Monotonic.now
         try call("EmitSignal", "sssav", ["org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b", going ? "true" : "false"])
+        return sent
     }
 
     /// A resume as some systemd releases make it after hibernation: `PreparingForSleep`
