@@ -62,6 +62,33 @@ final class SleepWatchTests: XCTestCase {
         }
     }
 
+    /// A stream held for sleep is `asleep` (no fault, no restart), a fault while the
+    /// watch sees the machine awake, and itself again after the wake.
+    func testAStreamHeldForSleepIsAsleepThenAFaultWhileTheMachineSeemsAwake() {
+        let counts = VirtualTimeDaemonTests.Counts()
+        let supervisor = StreamSupervisor(stream: .location, paused: false, logger: Logger(label: "test")) {
+            VirtualTimeDaemonTests.CountingStream(.location, counts: counts)
+        }
+        supervisor.start()
+        XCTAssertEqual(supervisor.liveness(), .healthy)
+        supervisor.sleep()
+        XCTAssertEqual(supervisor.liveness(), .asleep)
+        XCTAssertFalse(supervisor.liveness().isUnhealthy, "asleep is no fault")
+        supervisor.restart()
+        XCTAssertFalse(counts.running(.location), "not restarted while asleep")
+        supervisor.heldForSleep(whileAwake: "the machine resumed")
+        XCTAssertEqual(supervisor.liveness(), .unhealthy(reason: "the machine resumed"))
+        supervisor.heldForSleep(whileAwake: nil)
+        XCTAssertEqual(supervisor.liveness(), .asleep)
+        supervisor.heldForSleep(whileAwake: "again")
+        supervisor.wake()
+        XCTAssertEqual(supervisor.liveness(), .healthy)
+        XCTAssertTrue(counts.running(.location))
+        supervisor.heldForSleep(whileAwake: "late")
+        XCTAssertEqual(supervisor.liveness(), .healthy, "awake: a late sign changes nothing")
+        supervisor.stop()
+    }
+
     func testASilentResumeIsTakenAtTheNextCheckWithTheLockTakenAgain() throws {
         let bus = try DBusRig(.system)
         let logind = try DBusMockRig.logind(on: bus)
