@@ -43,6 +43,9 @@ public struct StatusReader: Sendable {
         } else {
             report.streams = StreamName.allCases.map { emptyStream($0, enabled: effective.isEnabled($0)) }
         }
+        if let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }), report.streams[i].enabled {
+            muted(&report.streams[i], config: effective, database: report.daemon.running ? database : nil, now: now)
+        }
         report.warnings = warnings(for: report, config: effective, now: now)
         return report
     }
@@ -187,9 +190,6 @@ public struct StatusReader: Sendable {
                     report.streams[i].liveness = "paused"
                     report.streams[i].reason = power.effects.first { $0.hasPrefix("microphone paused") }
                 }
-            }
-            if let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }), report.streams[i].enabled {
-                muted(&report.streams[i], config: config, database: report.daemon.running ? database : nil, now: now)
             }
             // The daemon's view of the connection, while it runs.
             if report.daemon.running, let metered = StoredMeteredState.load(from: database) {
