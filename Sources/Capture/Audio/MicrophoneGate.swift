@@ -146,8 +146,10 @@ public final class MicrophoneGate: Sendable {
             // A span begins where the one before ended, never earlier (the rule may say its
             // cause began before the daemon knew it, or before the previous reason ended).
             if let old {
+                // Capture resumes when the reason before ended (a quiet span's end, a fix
+                // running out), however late this evaluation comes.
                 let oldEnd = old.until.map { min($0, now) } ?? now
-                new.since = max(new.since, oldEnd)
+                new.since = new.closedBy == nil ? oldEnd : max(new.since, oldEnd)
             } else {
                 new.since = now
             }
