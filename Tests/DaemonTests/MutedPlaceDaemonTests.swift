@@ -77,7 +77,7 @@ final class MutedPlaceDaemonTests: XCTestCase {
         let crossing = Double(lastInside + 1 - firstInside) * period
         print("measured: muted \(gap.from.timeIntervalSince(entered)) s after the planned entry, for \(gap.to.timeIntervalSince(gap.from)) s of a \(crossing) s crossing")
         XCTAssertTrue((-0.5...5).contains(gap.from.timeIntervalSince(entered)), "muted when a fix entered the zone")
-        XCTAssertEqual(gap.to.timeIntervalSince(gap.from), crossing, accuracy: 2.5, "muted for the crossing")
+        XCTAssertEqual(gap.to.timeIntervalSince(gap.from), crossing, accuracy: 2, "muted for the crossing")
         XCTAssertEqual(try database.recordQueue.records(stream: .microphone).filter {
             String(decoding: $0.payload, as: UTF8.self).contains("muted_by")
         }.count, 0, "not paired with a box: no muted-span record")

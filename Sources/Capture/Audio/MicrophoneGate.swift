@@ -45,17 +45,28 @@ public final class MicrophoneGate: Sendable {
     public typealias Observer = @Sendable (_ old: State, _ new: State) -> Void
 
     /// The latest fix as the gate keeps it: not where it was, only whether it lay in a
-    /// zone that mutes and when it came.
+    /// zone that mutes, when it came, and when the run of fixes inside began.
     private struct Place {
         var inside: Bool
         var at: Date
+        var enteredAt: Date
     }
 
     private struct Inner {
+        /// The muted place span of the run of fixes inside, to the moment the latest of
+        /// them runs out; nil while the latest fix is outside.
+        var placeSpan: DateInterval? {
+            guard let place, place.inside else { return nil }
+            return DateInterval(start: place.enteredAt, end: place.at.addingTimeInterval(fixAge))
+        }
+
         var schedule: QuietSchedule
         var zones: [PrivacyZone]
         var fixAge: TimeInterval
         var place: Place?
+        /// The last muted place span that ended: audio timed inside it stays out even when
+        /// it is read after (what a device still held when the fix that left came).
+        var lastPlaceSpan: DateInterval?
         var held: Reason?
         var state: State?
         var observers: [Observer] = []
@@ -79,9 +90,6 @@ public final class MicrophoneGate: Sendable {
         self.init(microphone: config.microphone, zones: config.location.exclude, timeZone: timeZone, clock: clock)
     }
 
-    /// Whether any rule of the configuration can mute the microphone.
-    public var hasRules: Bool { inner.withLock { !$0.schedule.isEmpty || !$0.zones.isEmpty } }
-
     /// A reload's configuration; the state is evaluated again and a change reported.
     public func use(_ config: AgentConfig) {
         inner.withLock { s in
@@ -104,13 +112,14 @@ public final class MicrophoneGate: Sendable {
             guard !s.zones.isEmpty else { return false }
             let inside = s.zones.contains { $0.contains(latitude: latitude, longitude: longitude) }
             // Only a change of side is news; a fix on the same side refreshes its age.
-            if s.place?.inside == inside, inside {
+            if let place = s.place, place.inside == inside, inside, now.timeIntervalSince(place.at) <= s.fixAge {
                 s.place?.at = now
                 return false
             }
+            if let span = s.placeSpan { s.lastPlaceSpan = DateInterval(start: span.start, end: max(span.start, min(span.end, now))) }
             let wasInside = s.place?.inside
-            s.place = Place(inside: inside, at: now)
-            return wasInside != inside
+            s.place = Place(inside: inside, at: now, enteredAt: now)
+            return wasInside != inside || inside
         }
         if changed { _ = evaluate() }
     }
@@ -171,8 +180,8 @@ public final class MicrophoneGate: Sendable {
             } else if let change = phase.changesAt, change < to {
                 first = change
             }
-            if let place = s.place, place.inside, place.at <= to, to.timeIntervalSince(place.at) <= s.fixAge {
-                let muted = max(from, place.at)
+            for span in [s.lastPlaceSpan, s.placeSpan].compactMap({ $0 }) where span.start < to && span.end > from {
+                let muted = max(from, span.start)
                 first = first.map { min($0, muted) } ?? muted
             }
             return first
@@ -193,12 +202,9 @@ public final class MicrophoneGate: Sendable {
                     moment = end
                     moved = true
                 }
-                if let place = s.place, place.inside, place.at <= moment {
-                    let expiry = place.at.addingTimeInterval(s.fixAge)
-                    if expiry > moment {
-                        moment = expiry
-                        moved = true
-                    }
+                for span in [s.lastPlaceSpan, s.placeSpan].compactMap({ $0 }) where span.start <= moment && moment < span.end {
+                    moment = span.end
+                    moved = true
                 }
                 if !moved || moment >= to { break }
             }
@@ -211,9 +217,8 @@ public final class MicrophoneGate: Sendable {
     public func nextChange(after now: Date) -> Date? {
         inner.withLock { s -> Date? in
             var next = currentPhase(&s, at: now).changesAt
-            if let place = s.place, place.inside {
-                let expiry = place.at.addingTimeInterval(s.fixAge)
-                if expiry > now { next = next.map { min($0, expiry) } ?? expiry }
+            if let span = s.placeSpan, span.end > now {
+                next = next.map { min($0, span.end) } ?? span.end
             }
             return next
         }
@@ -233,9 +238,8 @@ public final class MicrophoneGate: Sendable {
         if phase.quiet {
             return State(closedBy: .schedule, since: phase.since ?? now, until: phase.changesAt)
         }
-        if let place = s.place, place.inside {
-            let expiry = place.at.addingTimeInterval(s.fixAge)
-            if expiry > now { return State(closedBy: .place, since: place.at, until: expiry) }
+        if let span = s.placeSpan, span.start <= now, now < span.end {
+            return State(closedBy: .place, since: span.start, until: span.end)
         }
         if let held = s.held { return State(closedBy: held, since: now, until: nil) }
         return State(closedBy: nil, since: now, until: phase.changesAt)

@@ -99,7 +99,10 @@ final class StreamControl: Sendable {
         for stream in (try? switches.pausedStreams(at: now)) ?? [] { stopped[stream] = "paused" }
         if power.policy?.microphonePaused == true { stopped[.microphone] = "paused" }
         for stream in switchKeeper?.current?.switchedOffStreams ?? [] { stopped[stream] = "switched off by the server" }
-        if let muted = gate.evaluate().closedBy, muted.isMute, stopped[.microphone] == nil {
+        let gated = gate.evaluate()
+        // What an earlier process stored (killed at a muted place, say) is not this one's.
+        storeMute(gated)
+        if let muted = gated.closedBy, muted.isMute, stopped[.microphone] == nil {
             stopped[.microphone] = muted == .schedule ? "muted (quiet hours)" : "muted (a muted place)"
         }
         return stopped
@@ -205,12 +208,7 @@ final class StreamControl: Sendable {
     /// thread, which must not wait for the microphone to stop).
     private func gateChanged(from old: MicrophoneGate.State, to new: MicrophoneGate.State) {
         mutedSpans.changed(from: old, to: new)
-        let stored = new.closedBy.flatMap { $0.isMute ? StoredMicrophoneMute(mutedBy: $0.rawValue, since: new.since, until: new.until) : nil }
-        do {
-            try database.agentState.set(AgentStateKey.microphoneMuted, stored.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) })
-        } catch {
-            logger.warning("cannot store the microphone's muted state for status: \(error)")
-        }
+        storeMute(new)
         if let reason = new.closedBy, reason.isMute {
             logger.notice("microphone muted: \(mutedReason(new))")
         } else if let reason = old.closedBy, reason.isMute {
@@ -218,6 +216,17 @@ final class StreamControl: Sendable {
         }
         guard let timer = pauseEnd.withLock({ $0 }) else { return }
         timer.runOnce(after: 0)
+    }
+
+    /// Keeps the state for `status` while the quiet hours or a muted place hold the
+    /// microphone, and nothing otherwise.
+    private func storeMute(_ state: MicrophoneGate.State) {
+        let stored = state.closedBy.flatMap { $0.isMute ? StoredMicrophoneMute(mutedBy: $0.rawValue, since: state.since, until: state.until) : nil }
+        do {
+            try database.agentState.set(AgentStateKey.microphoneMuted, stored.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) })
+        } catch {
+            logger.warning("cannot store the microphone's muted state for status: \(error)")
+        }
     }
 
     /// For the log and the pause line: "quiet hours until 07:00", "in a muted place".

@@ -56,6 +56,11 @@ final class MicrophoneGateTests: XCTestCase {
         XCTAssertEqual(changes.all.count, 2)
         XCTAssertEqual(changes.all.last?.old.since, entered, "the span reported from the fix that entered…")
         XCTAssertEqual(changes.all.last?.new.since, left, "…to the fix that left")
+        // Audio read after the fix that left but captured before it (what the device still
+        // held) is still the muted span's.
+        XCTAssertEqual(gate.closedFrom(left.addingTimeInterval(-3), to: left.addingTimeInterval(1)), left.addingTimeInterval(-3))
+        XCTAssertEqual(gate.openFrom(left.addingTimeInterval(-3), to: left.addingTimeInterval(1)), left)
+        XCTAssertNil(gate.closedFrom(left, to: left.addingTimeInterval(1)))
 
         // No fix after one inside (the location stream paused, indoors): muted for
         // muted_place_fix_age, then not.
