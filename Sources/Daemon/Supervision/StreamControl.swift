@@ -42,7 +42,7 @@ final class StreamControl: Sendable {
         gate = MicrophoneGate(config: config, timeZone: timeZone, clock: clock)
         mutedSpans = MutedSpanWriter(queue: database.recordQueue, clock: clock,
                                      clockTrust: .live(trustSystemClock: config.daemon.trustSystemClock),
-                                     enabled: config.box.isPaired, logger: logger)
+                                     enabled: Self.tellsMutedSpans(config), logger: logger)
         self.database = database
         self.clock = clock
         self.scheduler = scheduler
@@ -60,13 +60,18 @@ final class StreamControl: Sendable {
 
     private var switchKeeper: ServerSwitchKeeper? { keeper.withLock { $0 } }
 
+    /// Muted spans go to a Virtues box alone, and only for a microphone the file enables.
+    private static func tellsMutedSpans(_ config: AgentConfig) -> Bool {
+        config.box.isPaired && config.microphone.enabled
+    }
+
     /// The server's switches in force (its last answer), nil before any.
     var serverSwitches: ServerSwitches? { switchKeeper?.current }
 
     /// A reload's configuration: in force from the next `prepare`.
     func use(_ config: AgentConfig) {
         state.withLock { $0.config = config }
-        mutedSpans.setEnabled(config.box.isPaired)
+        mutedSpans.setEnabled(Self.tellsMutedSpans(config))
         gate.use(config)
     }
 
