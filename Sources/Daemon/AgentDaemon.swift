@@ -37,13 +37,14 @@ public final class AgentDaemon: Sendable {
 
     /// - Parameters:
     ///   - roundInterval: the maintenance round's period (`[daemon] check_interval`; tests use less).
+    ///   - timeZone: the quiet hours' (`[[microphone.quiet]]`); a test passes one.
     ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
     ///     timers and gives the supervisor's monotonic clock; a test passes a
     ///     `VirtualScheduler` (also as `clock`) and moves time itself.
     public init(config: AgentConfig, database: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
-                roundInterval: TimeInterval = 30, logger: Logger) {
+                roundInterval: TimeInterval = 30, timeZone: TimeZone = .current, logger: Logger) {
         self.database = database
         self.factory = factory
         self.notifier = notifier
@@ -58,7 +59,7 @@ public final class AgentDaemon: Sendable {
         storageKick = StorageGuardKick(storageGuard, scheduler: scheduler)
         clockCorrection = ClockCorrection(database: database, clock: clock, logger: Logger(.time))
         control = StreamControl(config: config, database: database, clock: clock, scheduler: scheduler,
-                                power: PowerGovernor(database: database, logger: Logger(.power)), logger: logger)
+                                power: PowerGovernor(database: database, logger: Logger(.power)), timeZone: timeZone, logger: logger)
         commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, roundInterval: roundInterval)
         metered = MeteredUploads(database: database, clock: clock, logger: Logger(.network))
         let notices = DesktopNotices(sink: factory.makeNoticeSink(logger: Logger(.notify)), logger: Logger(.notify))

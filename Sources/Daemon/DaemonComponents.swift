@@ -1,4 +1,5 @@
 import AgentCore
+import Capture
 import Foundation
 import Logging
 import Upload
@@ -32,6 +33,10 @@ extension UploadComponent {
 public protocol ComponentFactory: Sendable {
     /// A new capture stream for `stream` (the daemon asks only for enabled streams).
     func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream
+    /// The same, with the microphone's gate (quiet hours, muted places) for the streams
+    /// that use it: the microphone cuts its audio by it, the location stream tells it fixes.
+    func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, gate: MicrophoneGate,
+                    logger: Logger) -> any CaptureStream
     func makeUploader(config: AgentConfig, database: AgentDatabase, logger: Logger) -> any UploadComponent
     /// What tells whether the connection is metered; nil: nothing does (uploads then treat
     /// every network alike, as without NetworkManager).
@@ -41,6 +46,11 @@ public protocol ComponentFactory: Sendable {
 }
 
 extension ComponentFactory {
+    public func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, gate: MicrophoneGate,
+                           logger: Logger) -> any CaptureStream {
+        makeStream(stream, config: config, database: database, logger: logger)
+    }
+
     public func makeMeteredWatch(logger: Logger) -> (any MeteredNetworkWatch)? { nil }
     public func makeNoticeSink(logger: Logger) -> (any NoticeSink)? { nil }
 }

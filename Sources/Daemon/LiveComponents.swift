@@ -11,14 +11,27 @@ public struct LiveComponents: ComponentFactory {
     public init() {}
 
     public func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, logger: Logger) -> any CaptureStream {
+        build(stream, config: config, database: database, gate: nil, logger: logger)
+    }
+
+    public func makeStream(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, gate: MicrophoneGate,
+                           logger: Logger) -> any CaptureStream {
+        build(stream, config: config, database: database, gate: gate, logger: logger)
+    }
+
+    private func build(_ stream: StreamName, config: AgentConfig, database: AgentDatabase, gate: MicrophoneGate?,
+                            logger: Logger) -> any CaptureStream {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
-            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, clockTrust: clockTrust)
+            var onFix: (@Sendable (Double, Double) -> Void)?
+            if let gate { onFix = { latitude, longitude in gate.observe(latitude: latitude, longitude: longitude) } }
+            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, clockTrust: clockTrust,
+                                  onFix: onFix)
         case .microphone:
             return MicrophoneStream(config: config.microphone, queue: database.recordQueue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: database.path),
-                                                   queue: database.recordQueue))
+                                                   queue: database.recordQueue), gate: gate)
         case .health:
             return HealthStream(config: config.health, database: database, clockTrust: clockTrust, logger: logger)
         }

@@ -533,6 +533,28 @@ public final class ReceiverRig: @unchecked Sendable {
         try JSONDecoder().decode(BoxActivity.self, from: get("/_control/box"))
     }
 
+    /// A row the box writes for a microphone record (`applets/ios_ingest/microphone.rs`):
+    /// no `audio_url` for a record without audio, `metadata.muted_by` for a muted span.
+    public struct BoxRecording: Decodable, Sendable, Equatable {
+        public struct Metadata: Decodable, Sendable, Equatable {
+            public var muted_by: String?
+        }
+        public var id: String
+        public var started_at: String?
+        public var ended_at: String?
+        public var duration_seconds: Double?
+        public var audio_url: String?
+        public var is_silent: Bool
+        public var average_db_level: Double?
+        public var metadata: Metadata
+    }
+
+    /// `GET /_control/box/recordings`: the box's audio rows, in the order stored.
+    public func boxRecordings() throws -> [BoxRecording] {
+        struct Answer: Decodable { var recordings: [BoxRecording] }
+        return try JSONDecoder().decode(Answer.self, from: get("/_control/box/recordings")).recordings
+    }
+
     private func get(_ path: String) throws -> Data {
         try send("GET", path, body: nil)
     }

@@ -53,6 +53,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.overlapSeconds = 3
         c.microphone.complexity = 3
         c.microphone.journalSyncSeconds = 2
+        c.microphone.mutedPlaceFixAge = 600
         c.microphone.silenceThresholdDB = -42
         c.microphone.uploadSilent = false
         c.health.commitInterval = 60
@@ -79,7 +80,9 @@ final class ConfigRoundTripTests: XCTestCase {
         c.box.bridge = "/opt/ariata/ariata-iroh-bridge"
         if arrays {
             c.location.exclude = [PrivacyZone(latitude: 52.52, longitude: 13.405, radius: 200, name: "home", action: .coarsen),
-                                  PrivacyZone(latitude: -33.5, longitude: 151.25, radius: 75)]
+                                  PrivacyZone(latitude: -33.5, longitude: 151.25, radius: 75, microphone: .mute)]
+            c.microphone.quiet = [QuietHours(days: Weekdays("mon-fri") ?? .everyDay, from: TimeOfDay("22:00") ?? .midnight,
+                                             to: TimeOfDay("07:30") ?? .midnight)]
             c.health.enabled = true
             var serial = SerialSourceSettings(path: "/dev/ttyUSB0", format: .keyvalue, name: "chest")
             serial.baud = 115_200

@@ -8,6 +8,42 @@ import XCTest
 final class StatusCommandTests: XCTestCase {
     let server = "endpoint = \"http://127.0.0.1:9\"\ntoken = \"status-test-token\"\ndevice_id = \"dev-1\""
 
+    /// The quiet hours are read in the system's time zone, `TZ` included: the same block is
+    /// an hour apart in Europe/Berlin (in winter) and UTC, and each run names its local time.
+    func testQuietHoursFollowTheTimeZone() throws {
+        let dir = try TemporaryDirectory("status-quiet")
+        // An hour from three hours ahead, UTC, written as a local time: not quiet now in
+        // either zone (Berlin is an hour or two ahead).
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC") ?? utc.timeZone
+        func local(_ date: Date) -> String {
+            let parts = utc.dateComponents([.hour, .minute], from: date)
+            return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+        }
+        let now = Date()
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [microphone]
+            [[microphone.quiet]]
+            from = "\(local(now.addingTimeInterval(3 * 3_600)))"
+            to = "\(local(now.addingTimeInterval(4 * 3_600)))"
+            """)
+        func report(_ zone: String) throws -> StatusReport.Stream {
+            let json = try cli.run(["status", "--json"], environment: ["TZ": zone])
+            try StatusSchema.assertMatches(Data(json.stdout.utf8))
+            return try XCTUnwrap(try StatusReport.decode(Data(json.stdout.utf8)).streams.first { $0.name == "microphone" })
+        }
+        let inUTC = try report("UTC"), inBerlin = try report("Europe/Berlin")
+        let berlin = try XCTUnwrap(TimeZone(identifier: "Europe/Berlin"))
+        XCTAssertNil(inUTC.mutedBy)
+        XCTAssertNil(inBerlin.quietUntil)
+        let fromUTC = try XCTUnwrap(inUTC.quietFrom), fromBerlin = try XCTUnwrap(inBerlin.quietFrom)
+        XCTAssertEqual(fromUTC.timeIntervalSince(now), 3 * 3_600, accuracy: 61, "three hours ahead in UTC")
+        XCTAssertEqual(fromUTC.timeIntervalSince(fromBerlin), Double(berlin.secondsFromGMT(for: fromBerlin)), accuracy: 0.001,
+                       "the same local time in Berlin comes its offset sooner")
+        let text = try cli.run(["status"], environment: ["TZ": "Europe/Berlin", "NO_COLOR": "1"]).stdout
+        XCTAssertTrue(text.contains("microphone: quiet hours from \(LocalClockTime.string(fromBerlin, in: berlin, now: Date()))"), text)
+    }
+
     func testEmptyDatabaseAndNotConfigured() throws {
         let dir = try TemporaryDirectory("status-empty")
         let cli = try AgentCLI.writeConfig(in: dir.path)

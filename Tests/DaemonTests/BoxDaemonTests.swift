@@ -102,6 +102,57 @@ final class BoxDaemonTests: XCTestCase {
         XCTAssertEqual(try rig.receiver.stats().box_unread, 0, "the box reads each of them")
     }
 
+    /// Quiet hours from a minute ago to three minutes ahead (UTC, the daemon's TZ here):
+    /// the daemon captures no audio, and the span it muted, ended by its stop, reaches the
+    /// box as its own app reports one: a recording without audio or level, `is_silent`,
+    /// and `muted_by` "schedule" kept in the row's metadata (applets/ios_ingest/microphone.rs).
+    func testAMutedSpanReachesTheBoxAsItsAppReportsIt() throws {
+        try LoopbackOnlyNamespace.requireInside()
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC") ?? utc.timeZone
+        func clock(_ date: Date) -> String {
+            let parts = utc.dateComponents([.hour, .minute], from: date)
+            return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+        }
+        let now = Date()
+        let rig = try DaemonRig(chunkSeconds: 6, overlapSeconds: 1, uploadInterval: 5, checkInterval: 2, microphoneConfig: """
+            [[microphone.quiet]]
+            from = "\(clock(now.addingTimeInterval(-60)))"
+            to = "\(clock(now.addingTimeInterval(180)))"
+            """, box: true)
+        try rig.pairWithBox()
+        try rig.startAgent(environment: ["TZ": "UTC"])
+        try waitUntil("the microphone muted", timeout: 30) { rig.agentLog.contains("microphone muted") }
+        Thread.sleep(forTimeInterval: 3)
+        let stopped = Date()
+        XCTAssertEqual(rig.stopAgent(), 0, rig.agentLog)
+        let sync = try AgentCLI(directory: rig.directory.path, configPath: rig.configPath).run(["sync"])
+        XCTAssertEqual(sync.status, 0, sync.stdout + sync.stderr)
+
+        let payloads = try rig.receiver.payloads(.microphone)
+        XCTAssertEqual(payloads.count, 1, "the span alone: no audio was captured: \(payloads)")
+        let span = try XCTUnwrap(payloads.first)
+        XCTAssertEqual(span["muted_by"] as? String, "schedule")
+        XCTAssertEqual(span["is_silent"] as? Bool, true)
+        XCTAssertNil(span["audio_data"])
+        XCTAssertNil(span["average_db_level"])
+        XCTAssertNil(span["peak_db_level"])
+        let start = try XCTUnwrap(RFC3339.date(from: span["timestamp_start"] as? String ?? ""))
+        let end = try XCTUnwrap(RFC3339.date(from: span["timestamp_end"] as? String ?? ""))
+        XCTAssertEqual(end.timeIntervalSince(stopped), 0, accuracy: 2, "the span ends when the daemon stopped")
+        XCTAssertEqual((span["duration_seconds"] as? NSNumber)?.doubleValue ?? 0, end.timeIntervalSince(start), accuracy: 0.01)
+
+        let rows = try rig.receiver.boxRecordings()
+        XCTAssertEqual(rows.count, 1)
+        let row = try XCTUnwrap(rows.first)
+        XCTAssertNil(row.audio_url, "stored without audio")
+        XCTAssertTrue(row.is_silent)
+        XCTAssertNil(row.average_db_level)
+        XCTAssertEqual(row.metadata.muted_by, "schedule", "the box keeps why in the row's metadata")
+        XCTAssertEqual(try rig.receiver.payloadProblems(.microphone).compactMap { $0 }, [],
+                       "nothing an older server would refuse in its shape")
+    }
+
     /// 409 skipped is sent again; a 404 after the box moved the applet asks for the new one
     /// and goes there; a box that forgot the device is a status error that says to pair
     /// again, and nothing is dropped until it is paired again.

@@ -159,6 +159,10 @@ small control API under /_control/ on the same port:
   POST   /_control/box/pairing        {"code": "123456", "ttl": 1800, "standing": false} makes a pairing
                                       code (6 random digits when left out; standing: many uses
                                       within its ttl, like the box's rotating code); answers {"code"}
+  GET    /_control/box/recordings     box mode: the audio rows its ios_ingest applet writes for the
+                                      microphone records stored, in order (microphone.rs ingest_one:
+                                      started_at, ended_at, duration_seconds, audio_url null without
+                                      audio, is_silent, average_db_level, metadata {"muted_by"})
   GET    /_control/box/devices        the devices paired: device_id, kind, source, label, device_info,
                                       device_node_id as sent, applet_id, allowlisted, forgotten
   POST   /_control/box/forget         {"device_id": ...} or {"device_node_id": ...}: revoked, off the
@@ -513,6 +517,33 @@ def box_reads(stream, record):
                 pass
         return record.get("is_silent") is True
     return True
+
+
+def box_audio_row(record):
+    """The data_audio_recording row the box's applets/ios_ingest microphone.rs ingest_one
+    writes for a microphone record, or None where it writes none (no audio that decodes
+    and not is_silent): the times as sent (timestamp_start, or timestamp), the duration,
+    the audio stored once as a lake object (here "lake:<id>") or NULL for a record without
+    audio (a silent chunk, a muted span), is_silent, average_db_level, and metadata holding
+    muted_by when the record names one (a span the device muted on purpose: "schedule" or
+    "place")."""
+    if not box_reads("microphone", record):
+        return None
+    audio = record.get("audio_data")
+    metadata = {}
+    if isinstance(record.get("muted_by"), str):
+        metadata["muted_by"] = record["muted_by"]
+    duration = record.get("duration_seconds")
+    level = record.get("average_db_level")
+    return {"id": box_record_id("microphone", record),
+            "started_at": record.get("timestamp_start") or record.get("timestamp"),
+            "ended_at": record.get("timestamp_end"),
+            "duration_seconds": duration if is_number(duration) else None,
+            "audio_url": f"lake:{box_record_id('microphone', record)}" if isinstance(audio, str) else None,
+            "audio_format": record.get("audio_format") if isinstance(record.get("audio_format"), str) else "m4a",
+            "is_silent": record.get("is_silent") is True,
+            "average_db_level": level if is_number(level) else None,
+            "metadata": metadata}
 
 
 def older_servers_problem(stream, record, now):
@@ -1916,6 +1947,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise ValueError("the body must be a JSON object")
             if path == "/_control/box" and method == "GET":
                 self.answer(200, box.report())
+            elif path == "/_control/box/recordings" and method == "GET":
+                rows = [box_audio_row(record) for record in self.receiver.stored_payloads("microphone")]
+                self.answer(200, {"recordings": [row for row in rows if row is not None]})
             elif path == "/_control/box/devices" and method == "GET":
                 self.answer(200, {"devices": box.devices_report()})
             elif path == "/_control/box/pairing" and method == "POST":

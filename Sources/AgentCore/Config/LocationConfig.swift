@@ -81,6 +81,12 @@ extension PrivacyZone: ConfigTable {
          .requiredDouble("longitude", \.longitude, range: -180...180, unit: "degrees"),
          .requiredDouble("radius", \.radius, range: radiusRange, unit: "metres"),
          .optionalString("name", \.name),
-         .choice("action", \.action, allowed: [.skip, .coarsen])]
+         .choice("action", \.action, allowed: [.skip, .coarsen]),
+         // Written only when it mutes, so a zone that never said it keeps not saying it.
+         ConfigKey("microphone", read: { s, t in
+             let raw = try s.choice("microphone", default: t.microphone.rawValue,
+                                    allowed: [Microphone.capture.rawValue, Microphone.mute.rawValue])
+             t.microphone = Microphone(rawValue: raw) ?? t.microphone
+         }, write: { $0.microphone == .mute ? $0.microphone.rawValue : nil })]
     }
 }

@@ -37,6 +37,13 @@ public struct MicrophoneConfig: Sendable, Equatable {
     /// false drops silent chunks at capture: never stored, counted in `status`
     /// (docs/streams/microphone.md, "Loudness and silence").
     public var uploadSilent: Bool = true
+    /// `[[microphone.quiet]]`: when the microphone does not capture (docs/streams/microphone.md,
+    /// "Quiet hours and muted places").
+    public var quiet: [QuietHours] = []
+    /// Seconds a fix inside a zone with `microphone = "mute"` keeps the microphone muted
+    /// when no newer fix comes (the location stream off, no fix indoors): the person's
+    /// intent holds for a while, not for ever.
+    public var mutedPlaceFixAge: Int = 1_800
 
     public init() {}
 
@@ -68,7 +75,9 @@ extension MicrophoneConfig: ConfigTable {
          .int("complexity", \.complexity, range: 0...10),
          .int("journal_sync_seconds", \.journalSyncSeconds, range: 1...60, unit: "seconds"),
          .int("silence_threshold_db", \.silenceThresholdDB, range: -100...0, unit: "dBFS (0 is full scale, -50 quiet)"),
-         .bool("upload_silent", \.uploadSilent)]
+         .bool("upload_silent", \.uploadSilent),
+         .int("muted_place_fix_age", \.mutedPlaceFixAge, range: 60...86_400, unit: "seconds"),
+         .tables("quiet", \.quiet)]
     }
 
     func validate(_ s: ConfigSection) throws {
@@ -78,5 +87,28 @@ extension MicrophoneConfig: ConfigTable {
         guard overlapSeconds < chunkSeconds else {
             throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
         }
+    }
+}
+
+/// `[[microphone.quiet]]`.
+extension QuietHours: ConfigTable {
+    /// `from` and `to` have no default: reading fails when they are not given.
+    static var defaults: Self { Self(from: .midnight, to: .midnight) }
+    static var keys: [ConfigKey<Self>] {
+        [ConfigKey("days", read: { s, t in
+             let text = try s.string("days", default: t.days.text)
+             guard let days = Weekdays(text) else { throw s.error("days", "\"\(text)\" is not a list of days: write \(Weekdays.expected)") }
+             t.days = days
+         }, write: { $0.days.isEveryDay && $0.days.text == Weekdays.everyDay.text ? nil : $0.days.text }),
+         time("from", \.from),
+         time("to", \.to)]
+    }
+
+    private static func time(_ name: String, _ field: WritableKeyPath<Self, TimeOfDay>) -> ConfigKey<Self> {
+        ConfigKey(name, read: { s, t in
+            guard let text = try s.optionalString(name) else { throw s.error(name, "missing: give \(TimeOfDay.expected)") }
+            guard let time = TimeOfDay(text) else { throw s.error(name, "\"\(text)\" is not a time: write \(TimeOfDay.expected)") }
+            t[keyPath: field] = time
+        }, write: { $0[keyPath: field].description })
     }
 }

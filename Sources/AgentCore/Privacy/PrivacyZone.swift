@@ -11,6 +11,14 @@ public struct PrivacyZone: Sendable, Equatable {
         case coarsen
     }
 
+    /// What the zone does to the microphone (`microphone = "mute"`): nothing, or no
+    /// capture while the latest fix lies in it (docs/streams/microphone.md, "Quiet hours and
+    /// muted places").
+    public enum Microphone: String, Sendable, Equatable {
+        case capture
+        case mute
+    }
+
     public static let radiusRange = 50.0...10_000.0
 
     public var latitude: Double
@@ -19,8 +27,11 @@ public struct PrivacyZone: Sendable, Equatable {
     public var radius: Double
     public var name: String?
     public var action: Action
+    public var microphone: Microphone
 
-    public init(latitude: Double, longitude: Double, radius: Double, name: String? = nil, action: Action = .skip) {
+    public init(latitude: Double, longitude: Double, radius: Double, name: String? = nil, action: Action = .skip,
+                microphone: Microphone = .capture) {
+        self.microphone = microphone
         self.latitude = latitude
         self.longitude = longitude
         self.radius = radius

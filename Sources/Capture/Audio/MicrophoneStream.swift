@@ -66,12 +66,13 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
     ///   - tuning: the stream's internal timings and sizes (device retries, clock skew).
     ///   - monotonicClock: the clock the device retries are timed on.
     ///   - journal: the audio journal; nil keeps chunks in progress in memory only.
+    ///   - gate: the quiet hours and muted places; audio they close is never encoded.
     public init(config: MicrophoneConfig, queue: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, clockTrust: ClockTrust = .live(trustSystemClock: false),
                 captureFactory: @escaping AudioCaptureFactory = ALSACapture.factory,
                 tuning: MicrophoneTuning = MicrophoneTuning(),
                 monotonicClock: @escaping @Sendable () -> TimeInterval = Monotonic.seconds,
-                journal: Journaling? = nil) {
+                journal: Journaling? = nil, gate: MicrophoneGate? = nil) {
         self.config = config
         self.tuning = tuning
         self.logger = logger
@@ -88,7 +89,7 @@ public final class MicrophoneStream: CaptureStream, @unchecked Sendable {
             records: ChunkRecords(config: config, journal: chunkJournal, writer: writer, status: status, logger: logger),
             journal: chunkJournal,
             report: CaptureDeviceReport(chosen: config.device, status: status, clock: clock, logger: logger),
-            status: status, logger: logger)
+            status: status, gate: gate, logger: logger)
     }
 
     // MARK: CaptureStream

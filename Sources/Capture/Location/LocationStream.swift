@@ -68,8 +68,9 @@ public final class LocationStream: CaptureStream, LocationFeed {
     public init(config: LocationConfig, queue: any RecordSink, clock: any WallClock = SystemClock(),
                 logger: Logger, tuning: LocationTuning = LocationTuning(),
                 clockTrust: ClockTrust = .live(trustSystemClock: false), timeEvidence: TimeEvidence = .shared,
-                serviceMode: ServiceMode = .current()) {
+                serviceMode: ServiceMode = .current(), onFix: (@Sendable (_ latitude: Double, _ longitude: Double) -> Void)? = nil) {
         self.serviceMode = serviceMode
+        self.onFix = onFix
         self.config = config
         self.queue = queue
         self.clock = clock
@@ -87,6 +88,9 @@ public final class LocationStream: CaptureStream, LocationFeed {
     deinit { stop() }
 
     private let serviceMode: ServiceMode
+    /// Told every fix within `max_accuracy` as it comes, before sampling: the microphone's
+    /// muted places (`MicrophoneGate.observe`) follow the latest fix, not the records.
+    private let onFix: (@Sendable (_ latitude: Double, _ longitude: Double) -> Void)?
 
     public func start() {
         running.withLock { running in
@@ -199,6 +203,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
             let left = fix.source.repeatsWhileStill && !coarse && s.filter.observe(fix)
             return (first, left)
         }
+        if !coarse { onFix?(fix.latitude, fix.longitude) }
         // The fix that ends a stationary stretch does not wait for the tick.
         if leftStill { tick() }
         return first

@@ -1,4 +1,5 @@
 import AgentCore
+import Capture
 import Foundation
 import Logging
 import Platform
@@ -9,7 +10,9 @@ import Upload
 /// pause switches (`ariata-agent pause`; a timed pause ends on time through its own timer),
 /// the server's stream switches (`ServerSwitchKeeper`; the file is a veto, the server can
 /// only turn off) and the power policy (the microphone paused on a low battery, uploads
-/// spaced out). A new policy joins here (docs/architecture.md, "The daemon").
+/// spaced out), and the microphone's quiet hours and muted places (`MicrophoneGate`, whose
+/// changes by the clock share the pause-end timer). A new policy joins here
+/// (docs/architecture.md, "The daemon").
 final class StreamControl: Sendable {
     private let database: AgentDatabase
     private let clock: any WallClock
@@ -21,6 +24,12 @@ final class StreamControl: Sendable {
     /// at the next maintenance round (a wall-clock deadline: it fires on waking from suspend).
     private let pauseEnd: Mutex<(any ScheduledTimer)?> = Mutex(nil)
     private let state: Mutex<State>
+    /// The quiet hours and muted places; the streams' factory hands it to the microphone
+    /// (which cuts its audio at the boundary) and the location stream (which tells it fixes).
+    let gate: MicrophoneGate
+    /// The muted spans a Virtues box is told of.
+    private let mutedSpans: MutedSpanWriter
+    private let timeZone: TimeZone
 
     private struct State {
         var config: AgentConfig
@@ -28,7 +37,12 @@ final class StreamControl: Sendable {
     }
 
     init(config: AgentConfig, database: AgentDatabase, clock: any WallClock, scheduler: any TimerScheduling,
-         power: PowerGovernor, logger: Logger) {
+         power: PowerGovernor, timeZone: TimeZone = .current, logger: Logger) {
+        self.timeZone = timeZone
+        gate = MicrophoneGate(config: config, timeZone: timeZone, clock: clock)
+        mutedSpans = MutedSpanWriter(queue: database.recordQueue, clock: clock,
+                                     clockTrust: .live(trustSystemClock: config.daemon.trustSystemClock),
+                                     enabled: Self.tellsMutedSpans(config), logger: logger)
         self.database = database
         self.clock = clock
         self.scheduler = scheduler
@@ -41,9 +55,15 @@ final class StreamControl: Sendable {
             self?.serverSwitchesChanged(from: old, to: new)
         }
         self.keeper.withLock { $0 = keeper }
+        gate.addObserver { [weak self] old, new in self?.gateChanged(from: old, to: new) }
     }
 
     private var switchKeeper: ServerSwitchKeeper? { keeper.withLock { $0 } }
+
+    /// Muted spans go to a Virtues box alone, and only for a microphone the file enables.
+    private static func tellsMutedSpans(_ config: AgentConfig) -> Bool {
+        config.box.isPaired && config.microphone.enabled
+    }
 
     /// The server's switches in force (its last answer), nil before any.
     var serverSwitches: ServerSwitches? { switchKeeper?.current }
@@ -51,6 +71,8 @@ final class StreamControl: Sendable {
     /// A reload's configuration: in force from the next `prepare`.
     func use(_ config: AgentConfig) {
         state.withLock { $0.config = config }
+        mutedSpans.setEnabled(Self.tellsMutedSpans(config))
+        gate.use(config)
     }
 
     /// The configuration the streams run with: the file's, with what the server's last
@@ -82,6 +104,12 @@ final class StreamControl: Sendable {
         for stream in (try? switches.pausedStreams(at: now)) ?? [] { stopped[stream] = "paused" }
         if power.policy?.microphonePaused == true { stopped[.microphone] = "paused" }
         for stream in switchKeeper?.current?.switchedOffStreams ?? [] { stopped[stream] = "switched off by the server" }
+        let gated = gate.evaluate()
+        // What an earlier process stored (killed at a muted place, say) is not this one's.
+        storeMute(gated)
+        if let muted = gated.closedBy, muted.isMute, stopped[.microphone] == nil {
+            stopped[.microphone] = muted == .schedule ? "muted (quiet hours)" : "muted (a muted place)"
+        }
         return stopped
     }
 
@@ -111,6 +139,9 @@ final class StreamControl: Sendable {
             defer { current = nil }
             return current
         }?.stop()
+        // A span still open ends with the daemon; the next start begins a new one.
+        mutedSpans.close(gate.current)
+        gate.forget()
         switchKeeper?.stop()
         // Stopped streams are nobody's to pause: an answer that comes before the next
         // start's streams are attached applies to those (a reload asks first).
@@ -146,10 +177,21 @@ final class StreamControl: Sendable {
             let serverReason = paused.contains(stream) ? nil : switches?.offReason(stream)
             let byServer = serverReason != nil
             let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream) && !byServer
-            let why = serverReason ?? (byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
-            supervisor.setPaused(paused.contains(stream) || byPower || byServer, until: try? pauses.pausedUntil(stream, at: now),
-                                 why: why)
+            var why = serverReason ?? (byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
+            var muted = false
+            if stream == .microphone {
+                // The gate keeps every reason, so its state says why the microphone is off.
+                gate.hold(paused.contains(stream) || byPower ? .paused : byServer ? .server : nil)
+                let gated = gate.evaluate()
+                if let reason = gated.closedBy, reason.isMute {
+                    muted = true
+                    if why == nil && !paused.contains(stream) { why = mutedReason(gated) }
+                }
+            }
+            supervisor.setPaused(paused.contains(stream) || byPower || byServer || muted,
+                                 until: try? pauses.pausedUntil(stream, at: now), why: why)
         }
+        if supervisors[.microphone] == nil { gate.evaluate() }
         armPauseEnd()
     }
 
@@ -165,10 +207,51 @@ final class StreamControl: Sendable {
         apply()
     }
 
-    /// Sets the pause-end timer for the earliest end of a timed pause, or idles it.
+    /// The gate's state changed (a boundary passed, a fix entered or left a muted place, a
+    /// reload): the span ended is told to a box, the state kept for `status`, the log told,
+    /// and the switches applied soon on the timer's queue (a fix comes on the location
+    /// thread, which must not wait for the microphone to stop).
+    private func gateChanged(from old: MicrophoneGate.State, to new: MicrophoneGate.State) {
+        mutedSpans.changed(from: old, to: new)
+        storeMute(new)
+        if let reason = new.closedBy, reason.isMute {
+            logger.notice("microphone muted: \(mutedReason(new))")
+        } else if let reason = old.closedBy, reason.isMute {
+            logger.notice("microphone: \(reason == .schedule ? "the quiet hours have ended" : "no longer in a muted place"); it captures again unless paused")
+        }
+        guard let timer = pauseEnd.withLock({ $0 }) else { return }
+        timer.runOnce(after: 0)
+    }
+
+    /// Keeps the state for `status` while the quiet hours or a muted place hold the
+    /// microphone, and nothing otherwise.
+    private func storeMute(_ state: MicrophoneGate.State) {
+        let stored = state.closedBy.flatMap { $0.isMute ? StoredMicrophoneMute(mutedBy: $0.rawValue, since: state.since, until: state.until) : nil }
+        do {
+            try database.agentState.set(AgentStateKey.microphoneMuted, stored.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) })
+        } catch {
+            logger.warning("cannot store the microphone's muted state for status: \(error)")
+        }
+    }
+
+    /// For the log and the pause line: "quiet hours until 07:00", "in a muted place".
+    private func mutedReason(_ state: MicrophoneGate.State) -> String {
+        switch state.closedBy {
+        case .schedule?:
+            return "quiet hours ([[microphone.quiet]])" + (state.until.map { " until \(LocalClockTime.string($0, in: timeZone))" } ?? "")
+        default:
+            return "in a muted place ([[location.exclude]] microphone = \"mute\")"
+        }
+    }
+
+    /// Sets the pause-end timer for the earliest end of a timed pause or change of the
+    /// microphone's gate by the clock, or idles it.
     private func armPauseEnd() {
         guard let timer = pauseEnd.withLock({ $0 }) else { return }
-        guard let next = try? PauseSwitches(database: database).nextEnd(after: clock.now()) else {
+        let now = clock.now()
+        let pauseEnd = try? PauseSwitches(database: database).nextEnd(after: now)
+        let gateChange = gate.nextChange(after: now)
+        guard let next = [pauseEnd, gateChange].compactMap({ $0 }).min() else {
             timer.stop()
             return
         }

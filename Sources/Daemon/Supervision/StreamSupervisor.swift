@@ -139,7 +139,7 @@ extension StreamSupervisor {
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let streamLogger = Logger(.stream(stream))
             supervisors[stream] = StreamSupervisor(stream: stream, paused: stopped[stream] != nil, logger: logger) {
-                factory.makeStream(stream, config: control.streamConfig(), database: database, logger: streamLogger)
+                factory.makeStream(stream, config: control.streamConfig(), database: database, gate: control.gate, logger: streamLogger)
             }
         }
         return supervisors

@@ -6,9 +6,12 @@ import Platform
 /// read-only so it works beside a running daemon and leaves no trace.
 public struct StatusReader: Sendable {
     let clock: any WallClock
+    /// The quiet hours' time zone: the system's.
+    let timeZone: TimeZone
 
-    public init(clock: any WallClock = SystemClock()) {
+    public init(clock: any WallClock = SystemClock(), timeZone: TimeZone = .current) {
         self.clock = clock
+        self.timeZone = timeZone
     }
 
     /// `config` is nil with `configError` set when the file could not be read.
@@ -39,6 +42,9 @@ public struct StatusReader: Sendable {
             fill(&report, from: database, config: effective, now: now)
         } else {
             report.streams = StreamName.allCases.map { emptyStream($0, enabled: effective.isEnabled($0)) }
+        }
+        if let i = report.streams.firstIndex(where: { $0.name == StreamName.microphone.rawValue }), report.streams[i].enabled {
+            muted(&report.streams[i], config: effective, database: report.daemon.running ? database : nil, now: now)
         }
         report.warnings = warnings(for: report, config: effective, now: now)
         return report
@@ -203,6 +209,34 @@ public struct StatusReader: Sendable {
             report.database.belowFloorSince = try database.agentState.value(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
         } catch {
             report.database.error = "\(error)"
+        }
+    }
+
+    /// The quiet hours, from the configuration and the system's time zone (the daemon's
+    /// rule, whether or not it runs); a muted place, from what the running daemon stored.
+    private func muted(_ s: inout StatusReport.Stream, config: AgentConfig, database: AgentDatabase?, now: Date) {
+        let schedule = QuietSchedule(config.microphone.quiet, timeZone: timeZone)
+        var why: String?
+        if !schedule.isEmpty {
+            let phase = schedule.phase(at: now)
+            if phase.quiet {
+                s.quietUntil = phase.changesAt
+                s.mutedBy = "schedule"
+                s.mutedSince = phase.since
+                why = "quiet hours" + (phase.changesAt.map { " until \(LocalClockTime.string($0, in: timeZone, now: now))" } ?? "")
+            } else {
+                s.quietFrom = phase.changesAt
+            }
+        }
+        if s.mutedBy == nil, let database, let stored = StoredMicrophoneMute.load(from: database), stored.mutedBy == "place" {
+            s.mutedBy = stored.mutedBy
+            s.mutedSince = stored.since
+            why = "in a muted place since \(LocalClockTime.string(stored.since, in: timeZone, now: now))"
+        }
+        // A stream the person paused or the server switched off says so; muted, it says why.
+        if let why, !s.paused, s.switchedOffBy == nil {
+            s.liveness = "paused"
+            s.reason = why
         }
     }
 

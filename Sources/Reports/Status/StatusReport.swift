@@ -223,6 +223,14 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var sourceReason: String? = nil
         /// Health only, while the daemon runs: its Bluetooth LE sensors (battery, connection, gaps).
         public var sensors: [SensorStatus]? = nil
+        /// Microphone only, with `[[microphone.quiet]]`: while in quiet hours, when they end;
+        /// otherwise when the next begin (nil: none within a week).
+        public var quietUntil: Date? = nil
+        public var quietFrom: Date? = nil
+        /// Microphone only: what mutes it now (`schedule`, `place`), and since when; the
+        /// place from the running daemon's latest fix.
+        public var mutedBy: String? = nil
+        public var mutedSince: Date? = nil
     }
 
     /// The microphone's device in use: the chosen one, or the fallback while the chosen

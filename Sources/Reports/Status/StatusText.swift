@@ -6,10 +6,13 @@ import Foundation
 public struct StatusText: Sendable {
     let colour: Bool
     let now: Date
+    /// The local times of the quiet hours are said in (the system's).
+    let timeZone: TimeZone
 
-    public init(colour: Bool, now: Date = Date()) {
+    public init(colour: Bool, now: Date = Date(), timeZone: TimeZone = .current) {
         self.colour = colour
         self.now = now
+        self.timeZone = timeZone
     }
 
     /// Colour when standard output is a terminal and NO_COLOR is not set (no-color.org).
@@ -74,6 +77,17 @@ public struct StatusText: Sendable {
             local.dateFormat = "yyyy-MM-dd HH:mm:ss"
             out.append("  \(s.name): paused " + (s.pausedUntil.map { "until \(local.string(from: $0)) (resumes by itself in \(age($0.timeIntervalSince(now))))" }
                 ?? "until 'ariata-agent resume \(s.name)'"))
+        }
+        for s in r.streams where s.enabled && s.switchedOffBy == nil {
+            if s.mutedBy == "schedule" {
+                out.append("  \(s.name): quiet" + (s.quietUntil.map { " until \(LocalClockTime.string($0, in: timeZone, now: now))" } ?? "") + " ([[microphone.quiet]])")
+            } else if s.mutedBy == "place" {
+                out.append("  \(s.name): muted in a muted place" + (s.mutedSince.map { " since \(LocalClockTime.string($0, in: timeZone, now: now))" } ?? "")
+                           + " ([[location.exclude]] microphone = \"mute\")")
+            }
+            if let from = s.quietFrom {
+                out.append("  \(s.name): quiet hours from \(LocalClockTime.string(from, in: timeZone, now: now))")
+            }
         }
         for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
             out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")

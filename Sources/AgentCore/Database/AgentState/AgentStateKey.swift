@@ -44,6 +44,10 @@ public enum AgentStateKey {
     /// JSON of the daemon's latest power decision (`StoredPowerState`), absent without one.
     public static let powerState = "power.state"
 
+    /// JSON of the microphone's muted state while the quiet hours or a muted place hold it
+    /// (`StoredMicrophoneMute`), absent while they do not.
+    public static let microphoneMuted = "microphone.muted"
+
     /// JSON of what the daemon knows of the connection's metering (`StoredMeteredState`),
     /// absent while no daemon has looked.
     public static let networkMetered = "network.metered"

@@ -21,10 +21,14 @@ final class AudioCaptureLoop {
     private let report: CaptureDeviceReport
     private let status: MicrophoneStatus
     private let logger: Logger
+    /// The quiet hours and muted places: audio they close is never encoded.
+    private let gate: MicrophoneGate?
 
     init(config: MicrophoneConfig, tuning: MicrophoneTuning, captureFactory: @escaping AudioCaptureFactory,
          monotonicClock: @escaping @Sendable () -> TimeInterval, assembly: ChunkAssembly, records: ChunkRecords,
-         journal: ChunkJournal, report: CaptureDeviceReport, status: MicrophoneStatus, logger: Logger) {
+         journal: ChunkJournal, report: CaptureDeviceReport, status: MicrophoneStatus, gate: MicrophoneGate? = nil,
+         logger: Logger) {
+        self.gate = gate
         self.config = config
         self.tuning = tuning
         self.captureFactory = captureFactory
@@ -77,7 +81,7 @@ final class AudioCaptureLoop {
                 case .frames(0):
                     continue
                 case .frames(let count):
-                    records.write(assembly.append(UnsafeBufferPointer(rebasing: buffer[0 ..< count]), pending: current.pendingFrames()))
+                    append(UnsafeBufferPointer(rebasing: buffer[0 ..< count]), pending: current.pendingFrames())
                 case .overrun:
                     let total = status.count(\.overruns)
                     logger.warning("microphone overrun: samples were lost; the chunk in progress ends here and the next starts after the gap",
@@ -94,5 +98,35 @@ final class AudioCaptureLoop {
 
     private func endRun() {
         records.write(assembly.endRun())
+    }
+
+    /// Hands a block to the assembly, less what the gate closes: the run ends at the
+    /// boundary itself and the rest of the block, like every block while the gate stays
+    /// closed, is dropped before it reaches an encoder or the journal; where the gate opens
+    /// again, a new run begins.
+    private func append(_ block: UnsafeBufferPointer<Int16>, pending: Int) {
+        guard let gate else {
+            records.write(assembly.append(block, pending: pending))
+            return
+        }
+        let (start, end) = assembly.times(of: block.count, pending: pending)
+        guard let closed = gate.closedFrom(start, to: end) else {
+            records.write(assembly.append(block, pending: pending))
+            return
+        }
+        let kept = min(block.count, max(0, Int((closed.timeIntervalSince(start) * Double(tuning.sampleRate)).rounded(.down))))
+        if kept > 0 {
+            // The kept part is the block's start: what the device still holds includes the rest.
+            records.write(assembly.append(UnsafeBufferPointer(rebasing: block[0 ..< kept]), pending: pending + block.count - kept))
+        }
+        if assembly.isRunning { endRun() }
+        // The gate may open again within the block (the quiet hours end): a new run begins
+        // there, with the block's tail (timed from its end, as every block is).
+        if let reopened = gate.openFrom(closed, to: end) {
+            let tail = min(block.count, max(0, Int((end.timeIntervalSince(reopened) * Double(tuning.sampleRate)).rounded(.down))))
+            if tail > 0 {
+                records.write(assembly.append(UnsafeBufferPointer(rebasing: block[(block.count - tail)...]), pending: pending))
+            }
+        }
     }
 }

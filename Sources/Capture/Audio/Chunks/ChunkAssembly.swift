@@ -70,6 +70,18 @@ struct ChunkAssembly {
         return finished + appended
     }
 
+    /// Whether a run is in progress (a chunk is open or about to begin).
+    var isRunning: Bool { chunker.isRunning }
+
+    /// When a block of `count` frames just read was captured, the device still holding
+    /// `pending` more: on the run's timeline while one is in progress, else by the wall
+    /// clock, as `append` would time it.
+    func times(of count: Int, pending: Int) -> (start: Date, end: Date) {
+        let rate = Double(chunker.sampleRate)
+        let start = chunker.nextFrameTime ?? clock.now().addingTimeInterval(-Double(pending + count) / rate)
+        return (start, start.addingTimeInterval(Double(count) / rate))
+    }
+
     /// Ends the run: the chunk in progress is finished short (an overrun, a switch of
     /// device, a stop). Returns the chunks it finished.
     mutating func endRun() -> [Finished] {
