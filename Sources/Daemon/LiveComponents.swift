@@ -14,7 +14,11 @@ public struct LiveComponents: ComponentFactory {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
-            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, clockTrust: clockTrust)
+            var tuning = LocationTuning()
+            // geoclue_mode "auto" reads the same power supply as [power], and never on battery without it.
+            tuning.powerSupplyPath = config.power.enabled ? config.power.sysfsPath : nil
+            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, tuning: tuning,
+                                  clockTrust: clockTrust)
         case .microphone:
             return MicrophoneStream(config: config.microphone, queue: database.recordQueue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: database.path),

@@ -10,7 +10,9 @@ import Synchronization
 /// GeoClue reads its configuration from /etc/geoclue/geoclue.conf only; the rig runs it in
 /// a mount namespace of its own (`unshare -m`) with the rig's file bound over that path,
 /// so the machine's file is never touched. The configuration is Debian's own with Wi-Fi,
-/// modem and compass sources off and `agentWhitelist` as the agent whitelist.
+/// modem and compass sources off and `agentWhitelist` as the agent whitelist; or, with a
+/// `wifiLocator` URL, with the Wi-Fi source on and asking that locator (`GeoLocatorRig`)
+/// and the NMEA source off.
 public final class GeoClueRig: @unchecked Sendable {
     public let bus: DBusRig
     public let socketPath: String
@@ -20,14 +22,14 @@ public final class GeoClueRig: @unchecked Sendable {
 
     /// - Parameter agentWhitelist: desktop ids allowed to act as GeoClue agents.
     public init(agentWhitelist: [String] = ["geoclue-demo-agent", "gnome-shell", "ariata-agent"],
-                position: (latitude: Double, longitude: Double) = (52.5, 13.4)) throws {
+                position: (latitude: Double, longitude: Double) = (52.5, 13.4), wifiLocator: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/libexec/geoclue") else {
             throw NotInstalled(program: "geoclue-2.0 (/usr/libexec/geoclue)")
         }
         bus = try DBusRig(.system)
         socketPath = bus.directory.file("nmea.sock")
         configPath = bus.directory.file("geoclue.conf")
-        try Self.configuration(agentWhitelist: agentWhitelist).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try Self.configuration(agentWhitelist: agentWhitelist, wifiLocator: wifiLocator).write(toFile: configPath, atomically: true, encoding: .utf8)
         feeder = try NMEASocketFeeder(path: socketPath, position: position)
         try startGeoClue()
     }
@@ -63,8 +65,9 @@ public final class GeoClueRig: @unchecked Sendable {
     /// GeoClue's log so far (its stderr), for a failing test.
     public var log: String { geoclue?.stderr() ?? "" }
 
-    /// Debian's geoclue.conf with only the network-NMEA source on.
-    static func configuration(agentWhitelist: [String]) throws -> String {
+    /// Debian's geoclue.conf with only the network-NMEA source on, or only the Wi-Fi one
+    /// asking `wifiLocator`.
+    public static func configuration(agentWhitelist: [String], wifiLocator: String? = nil) throws -> String {
         let original = try String(contentsOfFile: "/etc/geoclue/geoclue.conf", encoding: .utf8)
         var section = ""
         var lines: [String] = []
@@ -73,11 +76,16 @@ public final class GeoClueRig: @unchecked Sendable {
             if trimmed.hasPrefix("[") { section = trimmed }
             if section == "[agent]", trimmed.hasPrefix("whitelist=") {
                 lines.append("whitelist=" + agentWhitelist.joined(separator: ";"))
+            } else if section == "[wifi]", trimmed.hasPrefix("enable="), let wifiLocator {
+                lines.append("enable=true")
+                lines.append("url=\(wifiLocator)")
+            } else if section == "[wifi]", trimmed.hasPrefix("url="), wifiLocator != nil {
+                continue
             } else if ["[wifi]", "[3g]", "[cdma]", "[modem-gps]", "[compass]", "[static-source]"].contains(section),
                       trimmed.hasPrefix("enable=") {
                 lines.append("enable=false")
             } else if section == "[network-nmea]", trimmed.hasPrefix("enable=") {
-                lines.append("enable=true")
+                lines.append(wifiLocator == nil ? "enable=true" : "enable=false")
             } else {
                 lines.append(line)
             }
