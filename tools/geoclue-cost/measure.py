@@ -22,18 +22,51 @@ import argparse, http.server, json, os, shutil, signal, subprocess, sys, tempfil
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def switches(pid):
-    """Voluntary context switches of every thread of pid."""
-    total = 0
+def thread_switches(pid):
+    """Voluntary context switches of each thread of pid, by thread id."""
+    counts = {}
     for task in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/status" % (pid, task)) as f:
                 for line in f:
                     if line.startswith("voluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
+                        counts[task] = int(line.split()[1])
         except FileNotFoundError:
             pass
-    return total
+    return counts
+
+
+class WakeUps:
+    """Wake-ups (voluntary context switches) of a process's threads, counted from now:
+    sampled every 0.2 s so that threads that come and go (GLib's worker threads) are
+    counted up to their last sample."""
+
+    def __init__(self, pid):
+        self.pid, self.start, self.last = pid, thread_switches(pid), {}
+        self.last = dict(self.start)
+        self.names = {}
+
+    def sample(self):
+        counts = thread_switches(self.pid)
+        self.last.update(counts)
+        for tid in counts:
+            if tid not in self.names:
+                try:
+                    with open("/proc/%d/task/%s/comm" % (self.pid, tid)) as f:
+                        self.names[tid] = f.read().strip()
+                except FileNotFoundError:
+                    pass
+
+    def total(self):
+        return sum(count - self.start.get(tid, 0) for tid, count in self.last.items())
+
+    def by_thread(self):
+        """The same by thread name (threads of one name added up), the busiest first."""
+        names = {}
+        for tid, count in self.last.items():
+            name = self.names.get(tid, "?")
+            names[name] = names.get(name, 0) + count - self.start.get(tid, 0)
+        return dict(sorted(((n, c) for n, c in names.items() if c), key=lambda item: -item[1]))
 
 
 def lines(path):
@@ -91,6 +124,13 @@ def main():
         scan_log = os.path.join(work, "scans")
         start(["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", os.path.join(HERE, "wpa_supplicant.py"),
                "--parameters", json.dumps({"scan_log": scan_log})], env=env)
+        # NetworkManager and logind, as on a laptop (and as IdleWakeUpTests has them): the
+        # daemon's watches of them are connected and idle.
+        for template in ("networkmanager", "logind"):
+            start(["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", template], env=env)
+        # GeoClue reads wpa_supplicant's interfaces once, at its start: the mock must be there.
+        wait_for("wpa_supplicant on the bus", lambda: b"fi.w1.wpa_supplicant1" in subprocess.run(
+            ["busctl", "--address=" + address, "list", "--no-legend", "--acquired"], capture_output=True).stdout)
 
         class Locator(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
@@ -127,8 +167,20 @@ def main():
         geoclue = start(["unshare", "-m", "sh", "-c", "mount --bind %s /etc/geoclue/geoclue.conf && exec /usr/libexec/geoclue -t 0"
                          % os.path.join(work, "geoclue.conf")], env=env)
 
+        port_file = os.path.join(work, "receiver.port")
+        start(["/usr/bin/python3", os.path.join(HERE, "..", "ingest-receiver", "receiver.py"), "--token", "measure",
+               "--port-file", port_file])
+        wait_for("the receiver", lambda: os.path.exists(port_file) and open(port_file).read().strip())
+        receiver_port = int(open(port_file).read())
         with open(os.path.join(work, "agent.toml"), "w") as f:
-            f.write("""[storage]
+            # The reference receiver takes the start's upload; the next waits out the hour.
+            f.write("""[server]
+endpoint = "http://127.0.0.1:%d"
+token = "measure"
+device_id = "geoclue-cost"
+[upload]
+interval = 3600
+[storage]
 database = "%s/agent.sqlite"
 [location]
 source = "geoclue"
@@ -138,7 +190,7 @@ geoclue_fix_interval = %d
 enabled = false
 [health]
 enabled = false
-""" % (work, args.mode, args.fix_interval))
+""" % (receiver_port, work, args.mode, args.fix_interval))
         agent = start([args.agent, "run", "--config", os.path.join(work, "agent.toml")],
                       env=dict(env, ARIATA_SERVICE_MODE="system"))
         time.sleep(args.settle)
@@ -146,15 +198,26 @@ enabled = false
             sys.exit("GeoClue never asked the locator: see the logs in " + work)
         # unshare and sh exec in place: the pid started is GeoClue's.
         geoclue_pid = geoclue.pid
-        before = (lines(scan_log), len(queries), switches(geoclue_pid), switches(agent.pid))
-        time.sleep(args.seconds)
-        after = (lines(scan_log), len(queries), switches(geoclue_pid), switches(agent.pid))
+        scans, asked = lines(scan_log), len(queries)
+        geoclue_wakeups, agent_wakeups = WakeUps(geoclue_pid), WakeUps(agent.pid)
+        deadline = time.time() + args.seconds
+        while time.time() < deadline:
+            time.sleep(0.2)
+            geoclue_wakeups.sample()
+            agent_wakeups.sample()
+        counted = (lines(scan_log) - scans, len(queries) - asked, geoclue_wakeups.total(), agent_wakeups.total())
         minutes = args.seconds / 60
-        result = {name: round((a - b) / minutes, 1) for name, b, a in
+        result = {name: round(count / minutes, 1) for name, count in
                   zip(["scans_per_minute", "locator_queries_per_minute", "geoclue_wakeups_per_minute", "agent_wakeups_per_minute"],
-                      before, after)}
-        result.update(mode=args.mode, seconds=args.seconds, fix_interval=args.fix_interval)
+                      counted)}
+        # The agent's own GeoClue work: the location thread and the GeoClue sessions' bus threads.
+        location = sum(c for name, c in agent_wakeups.by_thread().items() if name in ("ariata-location", "ariata-geoclue"))
+        result["agent_location_wakeups_per_minute"] = round(location / minutes, 1)
+        result.update(mode=args.mode, seconds=args.seconds, fix_interval=args.fix_interval,
+                      agent_threads=agent_wakeups.by_thread(), geoclue_threads=geoclue_wakeups.by_thread())
         print("measured: " + json.dumps(result))
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
     finally:
         for child in reversed(children):
             child.send_signal(signal.SIGTERM)
@@ -162,7 +225,6 @@ enabled = false
                 child.wait(5)
             except subprocess.TimeoutExpired:
                 child.kill()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
