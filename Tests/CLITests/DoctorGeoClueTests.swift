@@ -71,4 +71,26 @@ final class DoctorGeoClueTests: XCTestCase {
         XCTAssertTrue(out.contains("accuracy 40 m, GeoClue does not say how it was made"), out)
         XCTAssertFalse(out.contains("FAIL  GeoClue"), out)
     }
+
+    /// As a user service on a desktop without a GeoClue agent: GeoClue answers no client;
+    /// the check names GeoClue's demo agent.
+    func testAUserServiceWithoutADesktopAgentIsToldOfTheDemoAgent() throws {
+        let dir = try TemporaryDirectory("doctor-geoclue-user")
+        let geoClue = try GeoClueRig()
+        let cli = try AgentCLI.writeConfig(in: dir.path, extra: """
+            [location]
+            source = "geoclue"
+            [microphone]
+            enabled = false
+            [health]
+            enabled = false
+            """)
+        let result = try cli.run(["doctor"], environment: geoClue.bus.environment.merging([
+            "ARIATA_GEOCLUE_FIX_TIMEOUT": "3", "ARIATA_SERVICE_MODE": "user",
+        ]) { $1 })
+        let out = result.stdout
+        XCTAssertEqual(result.status, 1, out + result.stderr)
+        XCTAssertTrue(out.contains("GeoClue waits for the desktop's location agent, and none runs for this user"), out)
+        XCTAssertTrue(out.contains("/usr/libexec/geoclue-2.0/demos/agent"), out)
+    }
 }
