@@ -28,6 +28,10 @@ final class GeoClueReader: Sendable {
     private let onLink: @Sendable (LocationLink) -> Void
     /// GeoClue's answering: when it last started to (nil: not now), and the failures since.
     private let outage = Mutex<(start: Date?, failures: RetryCounter, connected: Bool)>((nil, RetryCounter(), false))
+    /// Per fix, the position last handed on. A new client's first fix comes whether the
+    /// machine moved or not; one that did not move (by `distance_threshold`, or not at all
+    /// with 0) is held back, as a held client gets no fix until the position changes.
+    private let lastPerFixPosition = Mutex<(latitude: Double, longitude: Double)?>(nil)
 
     init(bus: DBusBus, settings: GeoClueSettings, pacing: GeoCluePacing, retry: Backoff, handover: LocationHandover?,
          clock: any WallClock, logger: Logger,
@@ -111,6 +115,18 @@ final class GeoClueReader: Sendable {
         }
     }
 
+    private func moved(_ fix: GeoClueFix) -> Bool {
+        lastPerFixPosition.withLock { last in
+            if let last {
+                let distance = Geodesy.distance(fromLatitude: last.latitude, longitude: last.longitude,
+                                                toLatitude: fix.latitude, longitude: fix.longitude)
+                if distance == 0 || distance < Double(settings.distanceThreshold) { return false }
+            }
+            last = (fix.latitude, fix.longitude)
+            return true
+        }
+    }
+
     /// Per fix: returns the end, or nil when `auto` moves to held (the machine is on mains).
     private func runPerFix(until waker: Waker) -> LocationSourceEnd? {
         while true {
@@ -118,8 +134,12 @@ final class GeoClueReader: Sendable {
             var wait = pacing.fixInterval
             if let arrived = try? Waker() {
                 let onFix = self.onFix
-                if let session = open(waker, onFix: { fix in
-                    onFix(fix)
+                if let session = open(waker, onFix: { [self] fix in
+                    if moved(fix) {
+                        onFix(fix)
+                    } else {
+                        logger.debug("GeoClue's fix is the same place as the last: not written again")
+                    }
                     arrived.wake()
                 }) {
                     // The session's end (GeoClue gone) is not waited on: the fix timeout

@@ -35,6 +35,12 @@ final class GeoCluePacingTests: XCTestCase {
         fixture.stream.start()
         try waitUntil("a first record", timeout: 20) { try fixture.records().count >= 1 }
         try waitUntil("GeoClue without a client between fixes", timeout: 10) { try !inUse(rig) }
+        // Standing still: the next clients' fixes are the same place, and are held back as a
+        // held client would get none.
+        try waitUntil("two more fixes taken", timeout: 20) {
+            fixture.log.count(.debug, containing: "the same place as the last: not written again") >= 2
+        }
+        XCTAssertEqual(try fixture.records().count, 1, "no record of the same place again")
         rig.move(to: (52.51, 13.4))
         try waitUntil("the next fix, taken by a new client", timeout: 20) {
             try fixture.records().contains { ($0["latitude"] as? Double).map { abs($0 - 52.51) < 1e-4 } ?? false }
