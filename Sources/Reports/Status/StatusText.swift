@@ -34,7 +34,7 @@ public struct StatusText: Sendable {
         }
     }
 
-    static func distance(_ metres: Double) -> String {
+    public static func distance(_ metres: Double) -> String {
         metres < 10_000 ? "\(Int(metres.rounded())) m" : "\(Int((metres / 1_000).rounded())) km"
     }
 

@@ -2,6 +2,7 @@ import AgentCore
 import Capture
 import DBus
 import Foundation
+import Reports
 
 /// Where will fixes come from? The same choice the location stream makes
 /// (`[location] source`, by `LocationSourceChooser`'s rule for `auto`): gpsd when it has a
@@ -91,9 +92,9 @@ struct LocationProbe {
         return DeviceCheck(name: name, stream: .location, outcome: .ok, detail: prefix + "a fix in \(took) s: \(what)")
     }
 
-    /// "accuracy 40 m, Wi-Fi", "only an IP-address lookup, 25 km (inferred from its accuracy)".
+    /// The fix's accuracy and how it was made, in the words `status` uses.
     static func describe(_ fix: LocationFix) -> String {
-        let accuracy = fix.horizontalAccuracy.map { $0 < 10_000 ? "\(Int($0.rounded())) m" : "\(Int(($0 / 1_000).rounded())) km" }
+        let accuracy = fix.horizontalAccuracy.map(StatusText.distance)
         guard let method = fix.method else {
             return "accuracy \(accuracy ?? "not given")" + ", GeoClue does not say how it was made"
         }
