@@ -25,7 +25,7 @@ final class DoctorGeoClueTests: XCTestCase {
             enabled = false
             """)
         let result = try cli.run(["doctor"], environment: geoClue.bus.environment.merging([
-            "ARIATA_GEOCLUE_ROOT": root, "ARIATA_GEOCLUE_VERSION": "2.6.0", "ARIATA_GEOCLUE_FIX_TIMEOUT": "8",
+            "ARIATA_GEOCLUE_ROOT": root, "ARIATA_GEOCLUE_VERSION": "2.6.0", "ARIATA_GEOCLUE_FIX_TIMEOUT": "4",
             "ARIATA_SERVICE_MODE": "system",
         ]) { $1 })
         return (result, locator, [dir, geoClue])
@@ -40,7 +40,7 @@ final class DoctorGeoClueTests: XCTestCase {
         XCTAssertEqual(result.status, 1, out + result.stderr)
         XCTAssertFalse(locator.requests.isEmpty, "GeoClue asked the locator")
         XCTAssertTrue(out.contains("FAIL  GeoClue"), out)
-        XCTAssertTrue(out.contains("no fix from GeoClue in 8 s: no wpa_supplicant on the system bus"), out)
+        XCTAssertTrue(out.contains("no fix from GeoClue in 4 s: no wpa_supplicant on the system bus"), out)
         XCTAssertTrue(out.contains("wifi.backend=iwd"), out)
     }
 
