@@ -19,6 +19,11 @@ public final class GeoClueRig: @unchecked Sendable {
     private let feeder: NMEASocketFeeder
     private var geoclue: ChildProcess?
     private let configPath: String
+    /// GeoClue asks a locator only while GLib's network monitor says the network is fully
+    /// up: on a machine without a default route (a build box offline, a test namespace)
+    /// it would never ask. The rig's locator is on 127.0.0.1, so GLib's plain monitor,
+    /// which takes the network as up, stands in for the netlink one.
+    private let environment: [String: String]
 
     /// - Parameter agentWhitelist: desktop ids allowed to act as GeoClue agents.
     public init(agentWhitelist: [String] = ["geoclue-demo-agent", "gnome-shell", "ariata-agent"],
@@ -29,6 +34,7 @@ public final class GeoClueRig: @unchecked Sendable {
         bus = try DBusRig(.system)
         socketPath = bus.directory.file("nmea.sock")
         configPath = bus.directory.file("geoclue.conf")
+        environment = wifiLocator == nil ? [:] : ["GIO_USE_NETWORK_MONITOR": "base"]
         try Self.configuration(agentWhitelist: agentWhitelist, wifiLocator: wifiLocator).write(toFile: configPath, atomically: true, encoding: .utf8)
         feeder = try NMEASocketFeeder(path: socketPath, position: position)
         try startGeoClue()
@@ -59,7 +65,7 @@ public final class GeoClueRig: @unchecked Sendable {
 
     public func startGeoClue() throws {
         let script = "mount --bind \(configPath) /etc/geoclue/geoclue.conf && exec /usr/libexec/geoclue -t 0 --nmea-socket \(socketPath)"
-        geoclue = try bus.start("unshare", ["-m", "sh", "-c", script], owning: "org.freedesktop.GeoClue2")
+        geoclue = try bus.start("unshare", ["-m", "sh", "-c", script], owning: "org.freedesktop.GeoClue2", environment: environment)
     }
 
     /// GeoClue's log so far (its stderr), for a failing test.
