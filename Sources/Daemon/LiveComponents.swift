@@ -24,10 +24,13 @@ public struct LiveComponents: ComponentFactory {
         let clockTrust = ClockTrust.live(trustSystemClock: config.daemon.trustSystemClock)
         switch stream {
         case .location:
+            var tuning = LocationTuning()
+            // geoclue_mode "auto" reads the same power supply as [power], and never on battery without it.
+            tuning.powerSupplyPath = config.power.enabled ? config.power.sysfsPath : nil
             var onFix: (@Sendable (Double, Double) -> Void)?
             if let gate { onFix = { latitude, longitude in gate.observe(latitude: latitude, longitude: longitude) } }
-            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, clockTrust: clockTrust,
-                                  onFix: onFix)
+            return LocationStream(config: config.location, queue: database.recordQueue, logger: logger, tuning: tuning,
+                                  clockTrust: clockTrust, onFix: onFix)
         case .microphone:
             return MicrophoneStream(config: config.microphone, queue: database.recordQueue, logger: logger, clockTrust: clockTrust,
                                     journal: .init(directory: AudioJournal.directory(forDatabase: database.path),

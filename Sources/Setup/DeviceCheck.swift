@@ -10,20 +10,31 @@ public struct DeviceChecks: Sendable {
     /// Which service the agent runs as: the system service must be its own GeoClue agent.
     public var serviceMode: ServiceMode
     public var geoClueWhitelist: GeoClueAgentWhitelist
+    /// How long the GeoClue check waits for a real fix.
+    public var geoClueFixTimeout: TimeInterval
 
     public init(serviceUser: String = "ariata", gpsdTimeout: TimeInterval = 3, serviceMode: ServiceMode = .system,
-                geoClueWhitelist: GeoClueAgentWhitelist = .fromEnvironment()) {
+                geoClueWhitelist: GeoClueAgentWhitelist = .fromEnvironment(),
+                geoClueFixTimeout: TimeInterval = DeviceChecks.geoClueFixTimeoutFromEnvironment()) {
         self.serviceUser = serviceUser
         self.gpsdTimeout = gpsdTimeout
         self.serviceMode = serviceMode
         self.geoClueWhitelist = geoClueWhitelist
+        self.geoClueFixTimeout = geoClueFixTimeout
+    }
+
+    /// 30 s: a Wi-Fi scan and a locator's answer take a few; a cold modem GPS longer, but
+    /// then its accuracy is what matters and the stream's own check covers the rest.
+    /// `ARIATA_GEOCLUE_FIX_TIMEOUT` (seconds) shortens it for tests.
+    public static func geoClueFixTimeoutFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> TimeInterval {
+        environment["ARIATA_GEOCLUE_FIX_TIMEOUT"].flatMap(TimeInterval.init).flatMap { $0 > 0 ? $0 : nil } ?? 30
     }
 
     public func run(_ config: AgentConfig) -> [DeviceCheck] {
         var checks: [DeviceCheck] = []
         if config.location.enabled {
             checks.append(LocationProbe(config: config.location, gpsdTimeout: gpsdTimeout, mode: serviceMode,
-                                        whitelist: geoClueWhitelist).check())
+                                        whitelist: geoClueWhitelist, fixTimeout: geoClueFixTimeout).check())
         }
         if config.microphone.enabled {
             checks.append(ALSAProbe(device: config.microphone.device).check())

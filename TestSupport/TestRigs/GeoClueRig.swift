@@ -10,24 +10,32 @@ import Synchronization
 /// GeoClue reads its configuration from /etc/geoclue/geoclue.conf only; the rig runs it in
 /// a mount namespace of its own (`unshare -m`) with the rig's file bound over that path,
 /// so the machine's file is never touched. The configuration is Debian's own with Wi-Fi,
-/// modem and compass sources off and `agentWhitelist` as the agent whitelist.
+/// modem and compass sources off and `agentWhitelist` as the agent whitelist; or, with a
+/// `wifiLocator` URL, with the Wi-Fi source on and asking that locator (`GeoLocatorRig`)
+/// and the NMEA source off.
 public final class GeoClueRig: @unchecked Sendable {
     public let bus: DBusRig
     public let socketPath: String
     private let feeder: NMEASocketFeeder
     private var geoclue: ChildProcess?
     private let configPath: String
+    /// GeoClue asks a locator only while GLib's network monitor says the network is fully
+    /// up: on a machine without a default route (a build box offline, a test namespace)
+    /// it would never ask. The rig's locator is on 127.0.0.1, so GLib's plain monitor,
+    /// which takes the network as up, stands in for the netlink one.
+    private let environment: [String: String]
 
     /// - Parameter agentWhitelist: desktop ids allowed to act as GeoClue agents.
     public init(agentWhitelist: [String] = ["geoclue-demo-agent", "gnome-shell", "ariata-agent"],
-                position: (latitude: Double, longitude: Double) = (52.5, 13.4)) throws {
+                position: (latitude: Double, longitude: Double) = (52.5, 13.4), wifiLocator: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/libexec/geoclue") else {
             throw NotInstalled(program: "geoclue-2.0 (/usr/libexec/geoclue)")
         }
         bus = try DBusRig(.system)
         socketPath = bus.directory.file("nmea.sock")
         configPath = bus.directory.file("geoclue.conf")
-        try Self.configuration(agentWhitelist: agentWhitelist).write(toFile: configPath, atomically: true, encoding: .utf8)
+        environment = wifiLocator == nil ? [:] : ["GIO_USE_NETWORK_MONITOR": "base"]
+        try Self.configuration(agentWhitelist: agentWhitelist, wifiLocator: wifiLocator).write(toFile: configPath, atomically: true, encoding: .utf8)
         feeder = try NMEASocketFeeder(path: socketPath, position: position)
         try startGeoClue()
     }
@@ -57,14 +65,15 @@ public final class GeoClueRig: @unchecked Sendable {
 
     public func startGeoClue() throws {
         let script = "mount --bind \(configPath) /etc/geoclue/geoclue.conf && exec /usr/libexec/geoclue -t 0 --nmea-socket \(socketPath)"
-        geoclue = try bus.start("unshare", ["-m", "sh", "-c", script], owning: "org.freedesktop.GeoClue2")
+        geoclue = try bus.start("unshare", ["-m", "sh", "-c", script], owning: "org.freedesktop.GeoClue2", environment: environment)
     }
 
     /// GeoClue's log so far (its stderr), for a failing test.
     public var log: String { geoclue?.stderr() ?? "" }
 
-    /// Debian's geoclue.conf with only the network-NMEA source on.
-    static func configuration(agentWhitelist: [String]) throws -> String {
+    /// Debian's geoclue.conf with only the network-NMEA source on, or only the Wi-Fi one
+    /// asking `wifiLocator`.
+    public static func configuration(agentWhitelist: [String], wifiLocator: String? = nil) throws -> String {
         let original = try String(contentsOfFile: "/etc/geoclue/geoclue.conf", encoding: .utf8)
         var section = ""
         var lines: [String] = []
@@ -73,11 +82,16 @@ public final class GeoClueRig: @unchecked Sendable {
             if trimmed.hasPrefix("[") { section = trimmed }
             if section == "[agent]", trimmed.hasPrefix("whitelist=") {
                 lines.append("whitelist=" + agentWhitelist.joined(separator: ";"))
+            } else if section == "[wifi]", trimmed.hasPrefix("enable="), let wifiLocator {
+                lines.append("enable=true")
+                lines.append("url=\(wifiLocator)")
+            } else if section == "[wifi]", trimmed.hasPrefix("url="), wifiLocator != nil {
+                continue
             } else if ["[wifi]", "[3g]", "[cdma]", "[modem-gps]", "[compass]", "[static-source]"].contains(section),
                       trimmed.hasPrefix("enable=") {
                 lines.append("enable=false")
             } else if section == "[network-nmea]", trimmed.hasPrefix("enable=") {
-                lines.append("enable=true")
+                lines.append(wifiLocator == nil ? "enable=true" : "enable=false")
             } else {
                 lines.append(line)
             }

@@ -43,6 +43,8 @@ final class ConfigRoundTripTests: XCTestCase {
         c.location.stationaryInterval = 300
         c.location.minDistance = 25
         c.location.maxAccuracy = 150
+        c.location.geoclueMode = .perFix
+        c.location.geoclueFixInterval = 600
         c.microphone.enabled = false
         c.microphone.device = "plughw:CARD=Mic,DEV=0"
         c.microphone.fallbackDevice = "none"

@@ -81,9 +81,11 @@ final class ConfigTests: XCTestCase {
         let cases: [(toml: String, key: String?, fragment: String)] = [
             ("[location]\ninterval = \"ten\"", "location.interval", "expected a whole number from 1 to 3600 seconds"),
             ("[location]\ninterval = 0", "location.interval", "out of range: allowed 1 to 3600"),
-            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: accuracy_level, distance_threshold, enabled, exclude, gpsd_host, gpsd_port, interval, max_accuracy, min_distance, source, stationary_interval"),
+            ("[location]\nintervall = 5", "location.intervall", "unknown key; keys allowed here: accuracy_level, distance_threshold, enabled, exclude, geoclue_fix_interval, geoclue_mode, gpsd_host, gpsd_port, interval, max_accuracy, min_distance, source, stationary_interval"),
             ("[location]\nmax_accuracy = -1", "location.max_accuracy", "-1 is out of range: allowed 0 to 10000000 metres"),
             ("[location]\nstationary_interval = 0", "location.stationary_interval", "0 is out of range: allowed 1 to 86400 seconds"),
+            ("[location]\ngeoclue_mode = \"sometimes\"", "location.geoclue_mode", "auto"),
+            ("[location]\ngeoclue_fix_interval = 10", "location.geoclue_fix_interval", "10 is out of range: allowed 30 to 86400 seconds"),
             ("[location]\nmin_distance = 2.5", "location.min_distance", "expected a whole number from 0 to 100000 metres"),
             ("[locaton]\nenabled = true", "locaton", "unknown key"),
             ("[server]\nendpoint = \"ftp://x\"", "server.endpoint", "not an http:// or https:// URL"),

@@ -1,6 +1,6 @@
 import AgentCore
 import Foundation
-import Setup
+@testable import Setup
 import TestRigs
 import XCTest
 
@@ -40,6 +40,7 @@ final class OnboardGeoClueTests: XCTestCase {
         XCTAssertTrue(out.contains("wrote \(root)/conf.d/90-ariata-agent.conf"), out)
         XCTAssertTrue(out.contains("no gpsd at 127.0.0.1"), out)
         XCTAssertTrue(out.contains("fixes from GeoClue"), out)
+        XCTAssertTrue(out.contains("a fix in "), "onboarding takes a real fix: \(out)")
         let dropIn = try String(contentsOfFile: "\(root)/conf.d/90-ariata-agent.conf", encoding: .utf8)
         // Debian's list restated, with the agent at its end: GeoClue takes the whole key.
         XCTAssertTrue(dropIn.contains("whitelist=geoclue-demo-agent;gnome-shell;io.elementary.desktop.agent-geoclue2;sm.puri.Phosh;lipstick;ariata-agent"), dropIn)
@@ -80,3 +81,38 @@ final class GeoClueAgentWhitelistTests: XCTestCase {
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o644)
     }
 }
+
+/// What `doctor` reads of GeoClue's files for the causes of a missing or coarse fix.
+final class GeoClueDiagnosisTests: XCTestCase {
+    func testTheRetiredLocatorIsNamedWithTheFixForEachVersion() throws {
+        let dir = try TemporaryDirectory("geoclue-diagnosis")
+        try "[wifi]\nenable=true\nurl=https://location.services.mozilla.com/v1/geolocate?key=geoclue\n"
+            .write(toFile: dir.file("geoclue.conf"), atomically: true, encoding: .utf8)
+        let old = GeoClueDiagnosis(files: GeoClueAgentWhitelist(root: dir.path, version: "2.6.0"), hasWPASupplicant: true)
+        XCTAssertEqual(old.causes().map(\.fix), ["in \(dir.path)/geoclue.conf, section [wifi], set url=https://api.beacondb.net/v1/geolocate and restart geoclue (sudo systemctl restart geoclue)"])
+        let new = GeoClueDiagnosis(files: GeoClueAgentWhitelist(root: dir.path, version: "2.7.2"), hasWPASupplicant: true)
+        XCTAssertEqual(new.causes().first?.fix, "write \(dir.path)/conf.d/90-beacondb.conf with the two lines `[wifi]` and `url=https://api.beacondb.net/v1/geolocate`, then sudo systemctl restart geoclue")
+
+        // A 2.7 drop-in that sets BeaconDB ends it; 2.6 does not read drop-ins.
+        try FileManager.default.createDirectory(atPath: dir.file("conf.d"), withIntermediateDirectories: true)
+        try "[wifi]\nurl=https://api.beacondb.net/v1/geolocate\n".write(toFile: dir.file("conf.d/90-beacondb.conf"), atomically: true, encoding: .utf8)
+        XCTAssertEqual(new.causes(), [])
+        XCTAssertEqual(old.causes().count, 1)
+
+        // Wi-Fi off and no wpa_supplicant: both named, the source first.
+        try "[wifi]\nenable=false\n".write(toFile: dir.file("geoclue.conf"), atomically: true, encoding: .utf8)
+        let off = GeoClueDiagnosis(files: GeoClueAgentWhitelist(root: dir.path, version: "2.6.0"), executable: "/nonexistent",
+                                   hasWPASupplicant: false)
+        XCTAssertEqual(off.causes().map(\.detail), ["GeoClue's Wi-Fi source is off",
+                                                    "no wpa_supplicant on the system bus (iwd, or no Wi-Fi): GeoClue cannot scan Wi-Fi and can only look up the IP address"])
+    }
+
+    /// Debian 12's GeoClue after its update has BeaconDB built in.
+    func testTheBuiltInLocatorIsReadFromGeoClue() throws {
+        guard FileManager.default.fileExists(atPath: "/usr/libexec/geoclue") else { throw XCTSkip("GeoClue is not installed") }
+        let url = try XCTUnwrap(GeoClueDiagnosis.builtInURL("/usr/libexec/geoclue"))
+        XCTAssertTrue(url.hasPrefix("https://api.beacondb.net/v1/geolocate") || url.hasPrefix("https://location.services.mozilla.com/"), url)
+        XCTAssertNil(GeoClueDiagnosis.builtInURL("/nonexistent"))
+    }
+}
+

@@ -184,6 +184,19 @@ final class StatusCommandTests: XCTestCase {
         XCTAssertTrue(metrics.contains("ariata_agent_location_too_coarse_total{stream=\"location\"} 7"), metrics)
         XCTAssertTrue(metrics.contains("ariata_agent_location_last_accuracy_metres{stream=\"location\"} 25000"), metrics)
 
+        // Told how the fix was made (GeoClue 2.7), or inferred from its accuracy (2.6).
+        report.streams[index].lastMethod = "ip"
+        report.streams[index].lastMethodInferred = false
+        try StatusSchema.assertMatches(try report.json())
+        let told = StatusText(colour: false).render(report)
+        XCTAssertTrue(told.contains("location: only an IP-address lookup, 25 km (GeoClue): the Wi-Fi locator knows none of the access points here"), told)
+        XCTAssertTrue(told.contains("over max_accuracy 1000 m, so none is written"), told)
+        report.streams[index].lastMethodInferred = true
+        let inferred = StatusText(colour: false).render(report)
+        XCTAssertTrue(inferred.contains("location: only what looks like an IP-address lookup (GeoClue does not say), 25 km (GeoClue)"), inferred)
+        report.streams[index].lastMethod = nil
+        report.streams[index].lastMethodInferred = nil
+
         // A fix within the ceiling: nothing to say about its worth; no ceiling: neither.
         report.streams[index].lastAccuracy = 40
         XCTAssertFalse(StatusText(colour: false).render(report).contains("only coarse fixes"))

@@ -241,6 +241,16 @@ final class ServerReadRulesTests: XCTestCase {
         let fix = LocationFix(mode: 3, time: FixTime(seconds: 1_789_999_990, nanoseconds: 250_000_000),
                          latitude: 52.52, longitude: 13.405, altitude: 34, source: .gpsd)
         let location = try LocationRecord.make(from: fix, now: Date(timeIntervalSince1970: 1_790_000_000))
+        let wifi = LocationFix(mode: nil, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 52.52, longitude: 13.405,
+                               horizontalAccuracy: 40, method: LocationMethod(.wifi, basis: .description), source: .geoclue)
+        let geoClue = try LocationRecord.make(from: wifi, now: Date(timeIntervalSince1970: 1_790_000_000))
+        let (geoClueFields, geoClueText) = try object(geoClue)
+        for server in Server.allCases {
+            XCTAssertNil(Self.unread(by: server, stream: .location, geoClueFields, text: geoClueText), "\(server): \(geoClueText)")
+        }
+        // Every generation's location transform keeps only `raw_data` of what it does not
+        // read (as metadata.ios_raw): the method must be in it to survive there.
+        XCTAssertEqual((geoClueFields["raw_data"] as? [String: Any])?["location_method"] as? String, "wifi", geoClueText)
         let chunk = AudioChunk(start: Date(timeIntervalSince1970: 1_790_000_000), frames: 480_000, overlapFrames: 32_000,
                                sampleRate: 16_000, data: Data("OggS".utf8))
         let microphone = try MicrophoneRecord.make(chunk, bitrate: 16_000)

@@ -61,4 +61,34 @@ final class GeoClueDaemonTests: XCTestCase {
         }
         XCTAssertNotNil(desktop)
     }
+
+    /// A laptop whose GeoClue knows only its IP address (its locator answers 25 km): no
+    /// position is recorded, and `status` says what location is worth and why.
+    func testOnlyAnIPLookupIsNotRecordedAndStatusSaysSo() throws {
+        let locator = try GeoLocatorRig(answer: .position(latitude: 47.37, longitude: 8.54, accuracy: 25_000, fallback: "ipf"))
+        let geoClue = try GeoClueRig(wifiLocator: locator.url)
+        let rig = try DaemonRig(gpsdRunning: false)
+        try rig.startAgent(environment: geoClue.bus.environment.merging([ServiceMode.environmentVariable: "system"]) { $1 })
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        var text = ""
+        do {
+            try waitUntil("status to say what location is worth", timeout: 45) {
+                text = try cli.run(["status"], environment: ["NO_COLOR": "1"]).stdout
+                return text.contains("only what looks like an IP-address lookup")
+            }
+        } catch {
+            print("status:\n\(text)\nagent log:\n\(rig.agentLog)\nGeoClue log:\n\(geoClue.log)")
+            throw error
+        }
+        XCTAssertTrue(text.contains("location: only what looks like an IP-address lookup (GeoClue does not say), 25 km (GeoClue): the Wi-Fi locator knows none of the access points here"), text)
+        let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
+        let location = try XCTUnwrap(report.streams.first { $0.name == "location" })
+        XCTAssertEqual(location.lastMethod, "ip")
+        XCTAssertEqual(location.lastMethodInferred, true)
+        XCTAssertEqual(location.lastAccuracy, 25_000)
+        XCTAssertGreaterThanOrEqual(location.tooCoarse ?? 0, 1)
+        XCTAssertEqual(try rig.openDatabase().recordQueue.records(stream: .location).count, 0, "no position recorded")
+        XCTAssertEqual(rig.stopAgent(), 0)
+    }
 }
+

@@ -23,6 +23,17 @@ public struct LocationConfig: Sendable, Equatable {
         }
     }
 
+    /// How the agent holds GeoClue (docs/laptop.md, "GeoClue at a laptop's cost").
+    public enum GeoClueMode: String, Sendable, CaseIterable {
+        /// A client held all along: fixes as the machine moves; GeoClue scans Wi-Fi every
+        /// 10 s for it at street accuracy and finer.
+        case hold
+        /// A fix every `geoclue_fix_interval`, the client released between: one scan each.
+        case perFix = "per-fix"
+        /// `per-fix` on battery, `hold` on mains.
+        case auto
+    }
+
     public var enabled: Bool = true
     public var source: Source = .auto
     /// The accuracy asked of GeoClue (gpsd gives what the receiver has).
@@ -43,6 +54,9 @@ public struct LocationConfig: Sendable, Equatable {
     public var minDistance: Int = 0
     /// Metres: a fix whose accuracy is coarser is not written (0: every fix is).
     public var maxAccuracy: Int = 1_000
+    public var geoclueMode: GeoClueMode = .auto
+    /// Seconds between the fixes taken in `per-fix` mode.
+    public var geoclueFixInterval: Int = 300
     /// `[[location.exclude]]`: privacy zones where fixes are not written (or coarsened).
     public var exclude: [PrivacyZone] = []
 
@@ -68,6 +82,8 @@ extension LocationConfig: ConfigTable {
          .int("stationary_interval", \.stationaryInterval, range: 1...86_400, unit: "seconds"),
          .int("min_distance", \.minDistance, range: 0...100_000, unit: "metres"),
          .int("max_accuracy", \.maxAccuracy, range: 0...10_000_000, unit: "metres"),
+         .choice("geoclue_mode", \.geoclueMode, allowed: GeoClueMode.allCases),
+         .int("geoclue_fix_interval", \.geoclueFixInterval, range: 30...86_400, unit: "seconds"),
          .tables("exclude", \.exclude)]
     }
 }

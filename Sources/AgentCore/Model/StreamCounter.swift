@@ -31,6 +31,9 @@ public enum StreamCounter {
     public static let locationSourceReason = "location_source_reason"
     /// The horizontal accuracy, metres, of the latest location fix received, written or not.
     public static let lastAccuracy = "last_accuracy"
+    /// How that fix was made, when its source said (`LocationMethod.textForm`: `ip`, or
+    /// `ip?` when inferred from the accuracy alone).
+    public static let lastMethod = "last_method"
     /// The health stream's Bluetooth LE sensors (`SensorStatus.encode`).
     public static let bleSensors = "ble_sensors"
 

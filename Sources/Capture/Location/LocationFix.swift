@@ -75,12 +75,17 @@ public struct LocationFix: Sendable, Equatable {
     public var verticalAccuracy: Double?
     /// Satellites used in the solution, when the source counts them.
     public var satellitesUsed: Int?
+    /// How the source made it, when it says (GeoClue); nil for gpsd, whose fixes are a
+    /// receiver's by definition and carry `fix_mode` instead.
+    public var method: LocationMethod?
     public var source: FixSource
 
     public init(mode: Int?, time: FixTime, latitude: Double, longitude: Double, altitude: Double? = nil,
                 speed: Double? = nil, course: Double? = nil, horizontalAccuracy: Double? = nil,
-                verticalAccuracy: Double? = nil, satellitesUsed: Int? = nil, source: FixSource) {
+                verticalAccuracy: Double? = nil, satellitesUsed: Int? = nil, method: LocationMethod? = nil,
+                source: FixSource) {
         self.source = source
+        self.method = method
         self.mode = mode
         self.time = time
         self.latitude = latitude

@@ -17,7 +17,8 @@ enum LocationRecordError: Error, Equatable, CustomStringConvertible {
 
 /// A `location` record of the contract from one fix: `id, timestamp, latitude, longitude,
 /// altitude, speed, course, horizontal_accuracy, vertical_accuracy, fix_mode,
-/// satellites_used`, each present only when the source knew it, and `location_source`.
+/// satellites_used`, each present only when the source knew it, and `location_source`;
+/// `location_method` (and `raw_data`) when the source said how it made the fix.
 enum LocationRecord {
     /// `clockTrusted` false: the system clock cannot be believed (ClockTrust), so the fix
     /// time is not compared with it.
@@ -50,6 +51,14 @@ enum LocationRecord {
         ]
         for case let (key, value?) in optional {
             fields[key] = value
+        }
+        // How the fix was made, where each server keeps it: the archives keep the top-level
+        // key, and the transforms (Ariata's, Virtues', the box's) drop unknown top-level keys
+        // but keep the `raw_data` object as `metadata.ios_raw` (docs/upload.md).
+        if let method = fix.method {
+            fields["location_method"] = method.kind.rawValue
+            fields["raw_data"] = ["location_method": method.kind.rawValue,
+                                  "location_method_basis": method.basis.rawValue] as [String: any Sendable]
         }
         return try NewRecord(id: id, stream: .location, capturedAt: time, fields: fields)
     }

@@ -44,6 +44,8 @@ public final class LocationStream: CaptureStream, LocationFeed {
         /// `status` to say what location is worth now.
         var tooCoarse = 0
         var lastAccuracy: Double?
+        /// How the latest fix was made, when its source said (GeoClue).
+        var lastMethod: LocationMethod?
         var tooCoarseLogged = false
         /// The zone the last fix lay in, so entering and leaving are logged once each.
         var inZone: String?
@@ -186,6 +188,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
             if let choice = s.choice { details[StreamCounter.locationSourceReason] = choice }
             // Whole metres: the agent state is rewritten only when this changes.
             if let accuracy = s.lastAccuracy { details[StreamCounter.lastAccuracy] = String(Int(accuracy.rounded())) }
+            if let method = s.lastMethod { details[StreamCounter.lastMethod] = method.textForm }
             return details
         }
     }
@@ -200,6 +203,7 @@ public final class LocationStream: CaptureStream, LocationFeed {
             s.sampler.offer(fix)
             s.lastFixReceivedAt = now
             s.lastAccuracy = fix.horizontalAccuracy
+            s.lastMethod = fix.method
             let left = fix.source.repeatsWhileStill && !coarse && s.filter.observe(fix)
             return (first, left)
         }

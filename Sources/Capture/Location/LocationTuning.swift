@@ -35,6 +35,15 @@ public struct LocationTuning: Sendable, Equatable {
     public var geoClueFirstFixLimit: TimeInterval = 600
     /// How long GeoClue's `Start` may take (it waits for a desktop agent).
     public var geoClueStartTimeout: TimeInterval = 25
+    /// `geoclue_mode` per-fix: the seconds between fixes (nil: `geoclue_fix_interval`;
+    /// tests shorten it) and how long one fix may take before the client is let go.
+    public var geoClueFixInterval: TimeInterval?
+    public var geoClueFixTimeout: TimeInterval = 30
+    /// Where `geoclue_mode = "auto"` reads whether the machine is on battery (`[power]
+    /// sysfs_path`; nil: never, as with `[power] enabled = false`), and how often while it
+    /// holds a client.
+    public var powerSupplyPath: String? = "/sys/class/power_supply"
+    public var powerCheckInterval: TimeInterval = 60
 
     /// How long a receiver's fixes must stay within their own error before it counts as
     /// stationary, and the least error granted a fix (a receiver's own estimate of a

@@ -132,6 +132,11 @@ public struct StatusReader: Sendable {
                         s.sourceReason = try detail(StreamCounter.locationSourceReason)
                         s.lastAccuracy = try detail(StreamCounter.lastAccuracy).flatMap { Double($0) }
                         s.maxAccuracy = config.location.maxAccuracy
+                        // `LocationMethod.textForm`: the kind, `?` after it when inferred.
+                        if let method = try detail(StreamCounter.lastMethod), !method.isEmpty {
+                            s.lastMethod = method.hasSuffix("?") ? String(method.dropLast()) : method
+                            s.lastMethodInferred = method.hasSuffix("?")
+                        }
                     }
                 }
                 if let h = health[name.rawValue] {

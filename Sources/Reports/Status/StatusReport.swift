@@ -206,6 +206,11 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// received, written or not, and the ceiling it is held to (`max_accuracy`, 0: none).
         public var lastAccuracy: Double? = nil
         public var maxAccuracy: Int? = nil
+        /// Location only, while the daemon runs: how that fix was made when its source said
+        /// (`wifi`, `ip`, `cell`, `gnss`, `static`), and whether that was inferred from its
+        /// accuracy alone rather than told (GeoClue 2.6 tells nothing).
+        public var lastMethod: String? = nil
+        public var lastMethodInferred: Bool? = nil
         /// Microphone only: chunks dropped at capture as silent (`[microphone] upload_silent
         /// = false`), since the daemon started.
         public var silentChunksDropped: Int? = nil

@@ -21,7 +21,23 @@ public struct StatusText: Sendable {
     }
 
     /// Metres as a person says them: "40 m", "25 km".
-    static func distance(_ metres: Double) -> String {
+    /// What a coarse fix made this way is worth, and why it is likely all there is
+    /// (docs/streams/location.md, "How a fix was made").
+    static func coarseWorth(method: String, inferred: Bool) -> (what: String, why: String)? {
+        switch method {
+        case "ip":
+            return (inferred ? "only what looks like an IP-address lookup (GeoClue does not say)" : "only an IP-address lookup",
+                    "the Wi-Fi locator knows none of the access points here, or GeoClue cannot scan Wi-Fi (`ariata-agent doctor` says which)")
+        case "cell":
+            return ("only a cell-tower position", "no Wi-Fi position: the Wi-Fi locator knows none of the access points here")
+        case "wifi":
+            return ("only a coarse Wi-Fi position", "the Wi-Fi locator knows few of the access points here")
+        default:
+            return nil
+        }
+    }
+
+    public static func distance(_ metres: Double) -> String {
         metres < 10_000 ? "\(Int(metres.rounded())) m" : "\(Int((metres / 1_000).rounded())) km"
     }
 
@@ -104,7 +120,11 @@ public struct StatusText: Sendable {
         for s in r.streams where !s.paused && s.liveness != "disabled" {
             guard let accuracy = s.lastAccuracy, let ceiling = s.maxAccuracy, ceiling > 0, accuracy > Double(ceiling) else { continue }
             let from = s.source.map { " (\($0 == "geoclue" ? "GeoClue" : $0))" } ?? ""
-            out.append("  \(s.name): only coarse fixes: the last was \(Self.distance(accuracy))\(from), over max_accuracy \(ceiling) m, so none is written")
+            if let method = s.lastMethod, let worth = Self.coarseWorth(method: method, inferred: s.lastMethodInferred == true) {
+                out.append("  \(s.name): \(worth.what), \(Self.distance(accuracy))\(from): \(worth.why); over max_accuracy \(ceiling) m, so none is written")
+            } else {
+                out.append("  \(s.name): only coarse fixes: the last was \(Self.distance(accuracy))\(from), over max_accuracy \(ceiling) m, so none is written")
+            }
         }
         for s in r.streams where (s.tooCoarse ?? 0) > 0 {
             out.append("  \(s.name): \(s.tooCoarse ?? 0) fixes not written as coarser than max_accuracy since the daemon started")

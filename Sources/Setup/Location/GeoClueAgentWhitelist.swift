@@ -45,15 +45,32 @@ public struct GeoClueAgentWhitelist: Sendable {
     /// order) that sets it, when drop-ins are read.
     public func currentList() -> [String] { list(withOwnDropIn: true) }
 
-    private func list(withOwnDropIn: Bool) -> [String] {
+    /// GeoClue's files in the order it reads them: the main file, then (2.7 and later) the
+    /// drop-ins by name, each key of a later one replacing the earlier's.
+    func filesInReadingOrder(withOwnDropIn: Bool = true) -> [String] {
         var files = [mainFile]
         if readsDropIns {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dropInDirectory)) ?? []
             files += names.filter { $0.hasSuffix(".conf") && (withOwnDropIn || $0 != Self.dropInName) }.sorted()
                 .map { "\(dropInDirectory)/\($0)" }
         }
+        return files
+    }
+
+    /// A key as GeoClue reads it, and the file that set it last; nil when none does.
+    func setting(_ key: String, inSection section: String) -> (value: String, file: String)? {
+        var found: (String, String)?
+        for file in filesInReadingOrder() {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+                  let value = Self.value(of: key, inSection: section, of: text) else { continue }
+            found = (value, file)
+        }
+        return found
+    }
+
+    private func list(withOwnDropIn: Bool) -> [String] {
         var list: [String] = []
-        for file in files {
+        for file in filesInReadingOrder(withOwnDropIn: withOwnDropIn) {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8),
                   let value = Self.value(of: "whitelist", inSection: "agent", of: text) else { continue }
             list = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

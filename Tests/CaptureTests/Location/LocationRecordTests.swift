@@ -54,6 +54,22 @@ final class LocationRecordTests: XCTestCase {
         XCTAssertThrowsError(try LocationRecord.make(from: in1970, now: Date(timeIntervalSince1970: 60), clockTrusted: false))
     }
 
+    /// How the fix was made goes where each server keeps it: top-level for the archives,
+    /// inside `raw_data` for the transforms (they keep it as `metadata.ios_raw`).
+    func testAFixWithItsMethodCarriesItTopLevelAndInRawData() throws {
+        let fix = LocationFix(mode: nil, time: FixTime(seconds: 1_789_999_990, nanoseconds: 0), latitude: 1, longitude: 2,
+                              horizontalAccuracy: 40, method: LocationMethod(.wifi, basis: .description), source: .geoclue)
+        let json = try object(LocationRecord.make(from: fix, now: now))
+        XCTAssertEqual(json["location_method"] as? String, "wifi")
+        let raw = try XCTUnwrap(json["raw_data"] as? [String: Any])
+        XCTAssertEqual(raw["location_method"] as? String, "wifi")
+        XCTAssertEqual(raw["location_method_basis"] as? String, "description")
+        var inferred = fix
+        inferred.method = LocationMethod(.ip, basis: .accuracy)
+        let guessed = try XCTUnwrap(try object(LocationRecord.make(from: inferred, now: now))["raw_data"] as? [String: Any])
+        XCTAssertEqual(guessed["location_method_basis"] as? String, "accuracy", "an inference says it is one")
+    }
+
     func testTimesTheServerWouldRejectAreRefused() {
         let before2000 = LocationFix(mode: 3, time: FixTime(seconds: 900_000_000, nanoseconds: 0), latitude: 1, longitude: 2, source: .gpsd)
         XCTAssertThrowsError(try LocationRecord.make(from: before2000, now: now))

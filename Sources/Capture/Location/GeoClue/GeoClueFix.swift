@@ -11,6 +11,8 @@ struct GeoClueFix: Sendable, Equatable {
     var speed: Double?
     var heading: Double?
     var time: FixTime
+    /// How GeoClue made it, as far as it says (`GeoClueMethod`).
+    var method: LocationMethod?
 
     /// nil when the properties do not make a position.
     init?(properties: [String: DBusValue]) {
@@ -27,6 +29,9 @@ struct GeoClueFix: Sendable, Equatable {
         speed = properties["Speed"]?.double.flatMap { $0 >= 0 && $0.isFinite ? $0 : nil }
         heading = properties["Heading"]?.double.flatMap { (0.0...360.0).contains($0) ? $0 : nil }
         time = FixTime(seconds: seconds, nanoseconds: microseconds * 1_000)
+        // Read before the floor below: an accuracy under it is still no IP lookup.
+        method = GeoClueMethod.method(description: properties["Description"]?.string,
+                                      accuracy: properties["Accuracy"]?.double.flatMap { $0.isFinite ? $0 : nil })
     }
 
     /// GeoClue's satellite sources (NMEA, a modem's GPS) turn HDOP into 0, 1 or 3 m by a
@@ -37,6 +42,6 @@ struct GeoClueFix: Sendable, Equatable {
     /// GeoClue says nothing of 2D or 3D: no mode.
     var fix: LocationFix {
         LocationFix(mode: nil, time: time, latitude: latitude, longitude: longitude, altitude: altitude, speed: speed,
-                    course: heading, horizontalAccuracy: accuracy, source: .geoclue)
+                    course: heading, horizontalAccuracy: accuracy, method: method, source: .geoclue)
     }
 }

@@ -23,7 +23,7 @@ struct GeoClueSettings: Sendable, Equatable {
 }
 
 /// Why GeoClue gives no fixes, worded for `status` with what to do.
-enum GeoClueProblem: Error, Equatable, Sendable, CustomStringConvertible {
+public enum GeoClueProblem: Error, Equatable, Sendable, CustomStringConvertible {
     case noBus(String)
     case notInstalled
     case agentNotAllowed
@@ -32,7 +32,7 @@ enum GeoClueProblem: Error, Equatable, Sendable, CustomStringConvertible {
     case failed(String)
     case gone
 
-    var description: String {
+    public var description: String {
         switch self {
         case .noBus(let detail):
             return "cannot reach the system bus for GeoClue (\(detail)); is dbus running?"

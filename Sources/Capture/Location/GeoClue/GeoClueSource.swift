@@ -16,6 +16,7 @@ extension FixSource {
 struct GeoClueSource: LocationSource {
     private let bus: DBusBus
     private let settings: GeoClueSettings
+    private let pacing: GeoCluePacing
     private let retry: Backoff
     /// No fix at all this long after GeoClue started makes the stream unhealthy.
     private let firstFixLimit: TimeInterval
@@ -32,6 +33,7 @@ struct GeoClueSource: LocationSource {
         settings = GeoClueSettings(accuracy: config.accuracyLevel, timeThreshold: UInt32(config.interval),
                                    distanceThreshold: UInt32(config.distanceThreshold),
                                    actsAsItsOwnAgent: actsAsItsOwnAgent, startTimeout: tuning.geoClueStartTimeout)
+        pacing = GeoCluePacing(config: config, tuning: tuning)
         retry = tuning.geoClueRetry
         firstFixLimit = tuning.geoClueFirstFixLimit
         self.handover = handover
@@ -44,7 +46,7 @@ struct GeoClueSource: LocationSource {
 
     func run(until waker: Waker, feed: any LocationFeed) -> LocationSourceEnd {
         let logger = self.logger
-        return GeoClueReader(bus: bus, settings: settings, retry: retry, handover: handover, clock: clock, logger: logger,
+        return GeoClueReader(bus: bus, settings: settings, pacing: pacing, retry: retry, handover: handover, clock: clock, logger: logger,
                              onFix: { fix in
                                  // On the session's bus thread: GeoClue has paced the fix
                                  // already (its time threshold is the interval), so it is

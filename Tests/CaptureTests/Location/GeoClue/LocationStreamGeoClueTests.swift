@@ -201,3 +201,52 @@ extension LocationStreamGeoClueTests {
         XCTAssertEqual(try XCTUnwrap(records.first?["latitude"] as? Double), 52.6, accuracy: 1e-4)
     }
 }
+
+/// GeoClue's Wi-Fi source against a locator of the test's own (`GeoLocatorRig`), as a
+/// laptop meets BeaconDB: first an IP lookup of 25 km, then a 40 m position.
+final class GeoClueWiFiLocatorTests: XCTestCase {
+    func testAnIPLookupIsNotWrittenAndAFinePositionIsWithItsAccuracy() throws {
+        let locator = try GeoLocatorRig(answer: .position(latitude: 52.52, longitude: 13.40, accuracy: 25_000, fallback: "ipf"))
+        let rig = try GeoClueRig(wifiLocator: locator.url)
+        var tuning = LocationTuning()
+        tuning.geoClueBus = .address(rig.bus.address)
+        tuning.geoClueRetry = Backoff(base: 0.2, cap: 1)
+        tuning.geoClueStartTimeout = 2
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning) { $0.source = .geoclue }
+        fixture.stream.start()
+        do {
+            try waitUntil("GeoClue's IP lookup to reach the stream", timeout: 20) {
+                (fixture.stream.counters()[StreamCounter.tooCoarse] ?? 0) >= 1
+            }
+        } catch {
+            print("GeoClue's log:\n\(rig.log)\nthe locator's requests: \(locator.requests)")
+            throw error
+        }
+        // No wpa_supplicant on the private bus: GeoClue 2.6 sends the locator an empty
+        // query, a pure IP lookup.
+        XCTAssertEqual(locator.requests.first, "{}", "\(locator.requests)")
+        XCTAssertEqual(try fixture.records().count, 0, "no record from a 25 km lookup under max_accuracy 1000")
+        XCTAssertEqual(fixture.stream.details()[StreamCounter.lastAccuracy], "25000")
+        XCTAssertEqual(fixture.stream.details()[StreamCounter.lastMethod], "ip?", "GeoClue 2.6 does not say: inferred, and marked so")
+
+        // The locator now knows the place; GeoClue asks it again when it starts anew.
+        try locator.answer(.position(latitude: 52.5301, longitude: 13.4102, accuracy: 40))
+        // GeoClue stamps a fix to the second: one in the same second as the last is the
+        // same fix to the stream, so the next comes in a later one.
+        Thread.sleep(forTimeInterval: 1.1)
+        rig.stopGeoClue()
+        try rig.startGeoClue()
+        do {
+            try waitUntil("a record from the 40 m position", timeout: 30) { try fixture.records().count >= 1 }
+        } catch {
+            print("GeoClue's log:\n\(rig.log)\nthe locator's requests: \(locator.requests)")
+            throw error
+        }
+        let record = try XCTUnwrap(try fixture.records().first)
+        XCTAssertEqual(try XCTUnwrap(record["latitude"] as? Double), 52.5301, accuracy: 1e-6)
+        XCTAssertEqual(record["horizontal_accuracy"] as? Double, 40)
+        XCTAssertEqual(record["location_source"] as? String, "geoclue")
+        XCTAssertNil(record["location_method"], "GeoClue 2.6 does not say how; a 40 m fix is not guessed at")
+        XCTAssertNil(fixture.stream.details()[StreamCounter.lastMethod])
+    }
+}
