@@ -192,15 +192,22 @@ public final class BlueZMockRig: @unchecked Sendable {
         try mock.call("Advertise", interface: "org.ariata.Test", object: devicePath)
     }
 
-    /// The strap comes back under another address (a battery swap or a firmware update
-    /// gives a random static address a new value): its object goes (InterfacesRemoved,
-    /// as bluetoothd removes a device it has not heard for a while) and the same name
-    /// appears under `newAddress` (InterfacesAdded), as BlueZ adds it when a discovery
-    /// hears it.
-    public func moveSensor(to newAddress: String) throws {
+    /// The sensor's object goes (InterfacesRemoved), as bluetoothd removes a device it
+    /// has not heard for a while, or after `bluetoothctl remove`.
+    public func removeSensor() throws {
         _ = try? mock.call("RemoveObject", "s", [characteristicPath])
         _ = try? mock.call("RemoveObject", "s", [servicePath])
         try mock.call("RemoveDevice", "o", [devicePath], interface: "org.bluez.Adapter1", object: adapterPath)
+    }
+
+    /// The strap comes back under another address (a battery swap or a firmware update
+    /// gives a random static address a new value): its object goes (`removeSensor`) and
+    /// the same name appears under `newAddress` (InterfacesAdded), as BlueZ adds it when
+    /// a discovery hears it. `afterRemoval` runs between the two (a test waits there for
+    /// the discovery that hears it).
+    public func moveSensor(to newAddress: String, afterRemoval: () throws -> Void = {}) throws {
+        try removeSensor()
+        try afterRemoval()
         sensorAddress = newAddress
         try addSensor(address: newAddress, name: sensorName, battery: battery)
     }
