@@ -12,12 +12,15 @@ struct DaemonHeldSensors {
 
     init(config: AgentConfig) {
         let report = StatusReader().read(config: config, configFile: "")
-        guard report.daemon.running else {
-            connected = [:]
-            return
-        }
-        let sensors = report.streams.first { $0.name == StreamName.health.rawValue }?.sensors ?? []
-        connected = Dictionary(sensors.filter(\.connected).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let sensors = report.daemon.running ? report.streams.first { $0.name == StreamName.health.rawValue }?.sensors : nil
+        self.init(daemonSensors: sensors ?? [])
+    }
+
+    /// - Parameter daemonSensors: the sensors a running daemon's status lists.
+    init(daemonSensors sensors: [SensorStatus]) {
+        // A silent sensor is connected too: connecting and letting go would cut the daemon's link.
+        let held = sensors.filter { $0.connected || $0.state == .silent }
+        connected = Dictionary(held.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The check of `settings` from the daemon's status, nil when the daemon does not hold it.
@@ -27,6 +30,12 @@ struct DaemonHeldSensors {
         if let battery = sensor.battery { detail += ", battery \(battery) %" }
         if sensor.hrvWindowsDropped > 0 { detail += ", \(sensor.hrvWindowsDropped) HRV windows without enough clean beats" }
         let name = "health ble \(settings.address ?? settings.name)"
+        if sensor.state == .silent {
+            let address = sensor.address ?? settings.address ?? "<address>"
+            return DeviceCheck(name: name, stream: .health, outcome: .failed,
+                               detail: "connected to the running daemon but it sends no heart rate (from its status)",
+                               fix: "if it is worn, BlueZ's copy of its services may be stale (after a firmware update): run 'bluetoothctl remove \(address)', then 'ariata-agent onboard --ble-scan' to pair it again")
+        }
         if sensor.batteryLow {
             return DeviceCheck(name: name, stream: .health, outcome: .warning, detail: detail, fix: "charge or replace the sensor's battery")
         }

@@ -219,6 +219,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         counters.update(BLESourceStatus.self) { status, ble in
             status.liveness = .healthy
             ble.silent = false
+            if ble.address == nil { ble.address = session.deviceAddress }
             if let gap {
                 ble.lastGap = BLESourceStatus.Gap(from: gap, to: now)
                 ble.disconnectedSince = nil
