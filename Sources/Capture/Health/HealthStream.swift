@@ -79,6 +79,7 @@ public final class HealthStream: CaptureStream, Sendable {
         let retrying = zip(runners, statuses()).filter { $0.0.ended == nil && $0.1.liveness.isUnhealthy }.map(\.1.name)
         var said: [String] = done
         if !retrying.isEmpty { said.append("left \(retrying.joined(separator: ", ")) retrying by itself") }
+        if !failures.withLock({ $0.isEmpty }) { said.append("a source that cannot be made waits for the config to be corrected") }
         if said.isEmpty { said.append("no source to start again yet") }
         return said.joined(separator: "; ") + "; its other sources go on"
     }
