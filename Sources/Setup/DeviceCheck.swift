@@ -40,7 +40,13 @@ public struct DeviceChecks: Sendable {
             checks.append(ALSAProbe(device: config.microphone.device).check())
         }
         if config.health.enabled {
+            let hasSensor = config.health.sources.contains { if case .ble = $0 { true } else { false } }
+            let held = hasSensor ? DaemonHeldSensors(config: config) : nil
             for source in config.health.sources {
+                if case .ble(let ble) = source, let check = held?.check(ble) {
+                    checks.append(check)
+                    continue
+                }
                 checks.append(HealthSourceKinds.check(source, context: HealthCheckContext(serviceUser: serviceUser)))
             }
         }

@@ -11,7 +11,8 @@ import Foundation
 public final class BlueZMockRig: @unchecked Sendable {
     // Touched from the test's thread only.
     public let mock: DBusMockRig
-    public let sensorAddress: String
+    /// Where the sensor is now: `moveSensor(to:)` changes it.
+    public private(set) var sensorAddress: String
     public let sensorName: String
     public static let adapter = "hci0"
     public static let heartRateService = "0000180d-0000-1000-8000-00805f9b34fb"
@@ -67,12 +68,24 @@ public final class BlueZMockRig: @unchecked Sendable {
     /// (org.bluez.Error.NotPermitted, as BlueZ answers an ATT "insufficient
     /// authentication") until `Device1.Pair` has bonded it; that Pair sets `Paired` alone
     /// (the template's would replace the device's UUIDs with a phone's).
+    /// With `identityAddress` the sensor advertises from a private (random) address and
+    /// takes its identity address on pairing: Pair sets `Address` to it (and `AddressType`
+    /// to public), the object's path staying, as BlueZ does once it has the sensor's IRK.
     public func addSensor(address: String, name: String, rssi: Int = -58, battery: Int? = nil,
-                          requiresPairing: Bool = false) throws {
+                          requiresPairing: Bool = false, identityAddress: String? = nil) throws {
         let devicePath = devicePath(address), servicePath = servicePath(address)
         try mock.call("AddDevice", "sss", [Self.adapter, address, name], interface: "org.bluez.Mock")
-        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Device1", "2", "UUIDs", "as", "1", Self.heartRateService,
-                                                     "RSSI", "n", String(rssi)], object: devicePath)
+        try mock.call("UpdateProperties", "sa{sv}", ["org.bluez.Device1", "3", "UUIDs", "as", "1", Self.heartRateService,
+                                                     "RSSI", "n", String(rssi),
+                                                     "AddressType", "s", identityAddress == nil ? "public" : "random"],
+                      object: devicePath)
+        let takeIdentity = identityAddress.map {
+            "self.UpdateProperties('org.bluez.Device1', {'Address': dbus.String('\($0)', variant_level=1), 'AddressType': dbus.String('public', variant_level=1)})"
+        } ?? "pass"
+        // A sensor in range that advertises while a discovery runs: BlueZ updates its RSSI.
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "Advertise", "", "", """
+            if getattr(self, 'in_range', True) and objects['\(adapterPath)'].props['org.bluez.Adapter1']['Discovering']: self.UpdateProperties('org.bluez.Device1', {'RSSI': dbus.Int16(-60, variant_level=1)})
+            """], object: devicePath)
         try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Connect", "", "", """
             if not getattr(self, 'in_range', True): raise dbus.exceptions.DBusException('le-connection-abort-by-local', name='org.bluez.Error.Failed')
             self.UpdateProperties('org.bluez.Device1', {'Connected': dbus.Boolean(True, variant_level=1), 'ServicesResolved': dbus.Boolean(True, variant_level=1)})
@@ -83,6 +96,7 @@ public final class BlueZMockRig: @unchecked Sendable {
         try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Pair", "", "", """
             if self.props['org.bluez.Device1']['Paired']: raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
             self.UpdateProperties('org.bluez.Device1', {'Paired': dbus.Boolean(True, variant_level=1)})
+            \(takeIdentity)
             """], object: devicePath)
         try mock.call("AddMethod", "sssss", ["org.ariata.Test", "SetInRange", "b", "", "self.in_range = bool(args[0])"], object: devicePath)
         if let battery {
@@ -166,9 +180,43 @@ public final class BlueZMockRig: @unchecked Sendable {
                       object: characteristicPath)
     }
 
-    /// The sensor is back in range: the next Connect succeeds.
+    /// The sensor is back in range: the next Connect succeeds (BlueZ hears it only while
+    /// a discovery runs: `advertise`).
     public func comeBack() throws {
         try mock.call("SetInRange", "b", ["true"], interface: "org.ariata.Test", object: devicePath)
+    }
+
+    /// One advertisement of the sensor: BlueZ updates its `RSSI` when it is in range and a
+    /// discovery runs (the adapter's `Discovering`), and hears nothing otherwise.
+    public func advertise() throws {
+        try mock.call("Advertise", interface: "org.ariata.Test", object: devicePath)
+    }
+
+    /// The sensor's object goes (InterfacesRemoved), as bluetoothd removes a device it
+    /// has not heard for a while, or after `bluetoothctl remove`.
+    public func removeSensor() throws {
+        _ = try? mock.call("RemoveObject", "s", [characteristicPath])
+        _ = try? mock.call("RemoveObject", "s", [servicePath])
+        try mock.call("RemoveDevice", "o", [devicePath], interface: "org.bluez.Adapter1", object: adapterPath)
+    }
+
+    /// The strap comes back under another address (a battery swap or a firmware update
+    /// gives a random static address a new value): its object goes (`removeSensor`) and
+    /// the same name appears under `newAddress` (InterfacesAdded), as BlueZ adds it when
+    /// a discovery hears it. `afterRemoval` runs between the two (a test waits there for
+    /// the discovery that hears it).
+    public func moveSensor(to newAddress: String, afterRemoval: () throws -> Void = {}) throws {
+        try removeSensor()
+        try afterRemoval()
+        sensorAddress = newAddress
+        try addSensor(address: newAddress, name: sensorName, battery: battery)
+    }
+
+    /// Whether the adapter is discovering now (someone's StartDiscovery runs).
+    public func isDiscovering() throws -> Bool {
+        let answer = try mock.call("Get", "ss", ["org.bluez.Adapter1", "Discovering"],
+                                   interface: "org.freedesktop.DBus.Properties", object: adapterPath)
+        return ((answer.first as? [String: Any])?["data"] as? Bool) ?? false
     }
 
     public func setBattery(_ percentage: Int) throws {

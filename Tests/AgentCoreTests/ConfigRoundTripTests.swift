@@ -90,7 +90,7 @@ final class ConfigRoundTripTests: XCTestCase {
             serial.baud = 115_200
             var file = FileSourceSettings(path: "/var/log/hr.csv", format: .csv)
             file.backfillDays = 0
-            c.health.sources = [.serial(serial), .file(file), .ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "strap"))]
+            c.health.sources = [.serial(serial), .file(file), .ble(BLESourceSettings(address: "A0:9E:1A:12:34:56", name: "strap", addressType: .random))]
         }
         return c
     }

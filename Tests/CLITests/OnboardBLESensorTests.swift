@@ -10,6 +10,8 @@ final class OnboardBLESensorTests: XCTestCase {
     static let token = "ble-token-5c1e"
     static let tickr = "C0:FF:EE:12:34:56"
     static let tickrName = "Wahoo TICKR 1A2B"
+    /// The address the TICKR is known by once bonded (it advertises from a private one).
+    static let tickrIdentity = "D4:CA:6E:00:11:22"
 
     /// Location off, the null microphone, and `health` as given.
     func seedConfig(_ dir: TemporaryDirectory, health: String = "") throws -> AgentCLI {
@@ -25,7 +27,7 @@ final class OnboardBLESensorTests: XCTestCase {
     /// On a terminal with health on: the scan is offered, two straps heard during it are
     /// listed strongest first with name, address and dBm; the weaker one, which refuses
     /// notifications until bonded, is chosen, paired, checked and written beside the file
-    /// source already there.
+    /// source already there, under the identity address BlueZ has for it after pairing.
     func testOnATerminalTheChosenSensorIsListedPairedCheckedAndWritten() throws {
         let dir = try TemporaryDirectory("onboard-ble")
         let bus = try DBusRig(.system)
@@ -46,7 +48,8 @@ final class OnboardBLESensorTests: XCTestCase {
         let heard = Background { [sensor] in
             try waitUntil("a discovery", timeout: 60) { try !sensor.adapterCalls(of: "StartDiscovery").isEmpty }
             try sensor.addSensor()
-            try sensor.addSensor(address: Self.tickr, name: Self.tickrName, rssi: -71, requiresPairing: true)
+            try sensor.addSensor(address: Self.tickr, name: Self.tickrName, rssi: -71, requiresPairing: true,
+                                 identityAddress: Self.tickrIdentity)
             try sensor.wear(Self.tickr)
         }
         let binary = try BuildProducts.executable("ariata-agent")
@@ -66,9 +69,9 @@ final class OnboardBLESensorTests: XCTestCase {
             child.sendline("2")
             expect("connecting to \(Self.tickrName) (\(Self.tickr)) and waiting for a heart rate")
             expect("\(Self.tickr) refuses notifications until it is paired: pairing")
-            expect("paired with \(Self.tickr)")
+            expect("paired with \(Self.tickr), known from now on as \(Self.tickrIdentity)")
             expect("ok    heart-rate sensor \(Self.tickrName) (\(Self.tickr)): notifies: 72 bpm, with beat intervals (HRV)")
-            expect('health source: kind = "ble", address = "\(Self.tickr)", name = "\(Self.tickrName)"')
+            expect('health source: kind = "ble", address = "\(Self.tickrIdentity)", name = "\(Self.tickrName)", address_type = "public"')
             expect("Device name (how the server lists it) [")
             child.sendline("chest-box")
             expect("Import the last 7 days of \(heartFile) now? [Y/n]: ")
@@ -92,7 +95,8 @@ final class OnboardBLESensorTests: XCTestCase {
         XCTAssertTrue(written.health.enabled)
         XCTAssertEqual(written.health.sources.map(\.kind), [.file, .ble])
         XCTAssertEqual(written.health.sources.first.flatMap { if case .file(let file) = $0 { file.path } else { nil } }, heartFile)
-        XCTAssertEqual(written.health.sources.last, .ble(BLESourceSettings(address: Self.tickr, name: Self.tickrName)))
+        XCTAssertEqual(written.health.sources.last,
+                       .ble(BLESourceSettings(address: Self.tickrIdentity, name: Self.tickrName, addressType: .public)))
         let text = try String(contentsOfFile: cli.configPath, encoding: .utf8)
         XCTAssertTrue(text.contains("path = \"\(heartFile)\""), "the file's own lines stay as they were: the sensor is appended\n\(text)")
     }
@@ -122,7 +126,8 @@ final class OnboardBLESensorTests: XCTestCase {
         let written = try AgentConfig.load(path: cli.configPath, environment: [:])
         XCTAssertTrue(written.health.enabled)
         XCTAssertEqual(written.health.sources.count, 1)
-        XCTAssertEqual(written.health.sources.first, .ble(BLESourceSettings(address: sensor.sensorAddress, name: sensor.sensorName)))
+        XCTAssertEqual(written.health.sources.first,
+                       .ble(BLESourceSettings(address: sensor.sensorAddress, name: sensor.sensorName, addressType: .public)))
 
         // Again with --yes alone: the configured sensor is checked with the others, no scan,
         // and the source stays one.

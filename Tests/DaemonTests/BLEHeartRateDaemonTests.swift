@@ -98,12 +98,65 @@ final class BLEHeartRateDaemonTests: XCTestCase {
         XCTAssertTrue(report.warnings.contains { $0.contains("polar-h10: battery at 12 %") }, "\(report.warnings)")
         let text = try cli.run(["status"], environment: ["NO_COLOR": "1"]).stdout
         XCTAssertTrue(text.contains("sensor polar-h10: connected, battery 12 % (low)"), text)
+        XCTAssertEqual(shown.state, .connected)
+        XCTAssertEqual(shown.address, sensor.sensorAddress)
+        // doctor reads the daemon's status for the sensor the daemon holds: no connection
+        // of its own, the daemon's notifications go on.
+        let connects = try sensor.connectCalls()
+        let doctor = try cli.run(["doctor"], environment: bus.environment.merging(["NO_COLOR": "1"]) { $1 })
+        XCTAssertTrue(doctor.stdout.contains("health ble \(sensor.sensorAddress): connected to the running daemon"), doctor.stdout)
+        XCTAssertEqual(try sensor.connectCalls(), connects, "doctor did not connect")
+        XCTAssertTrue(try sensor.isNotifying(), "the daemon's connection is left alone")
         let metrics = try cli.run(["status", "--prometheus"]).stdout
         XCTAssertTrue(metrics.contains(#"ariata_agent_health_sensor_battery_percent{source="polar-h10",stream="health"} 12"#)
                       || metrics.contains(#"ariata_agent_health_sensor_battery_percent{stream="health",source="polar-h10"} 12"#), metrics)
         XCTAssertEqual(rig.stopAgent(), 0)
         XCTAssertFalse(try sensor.isNotifying(), "notifications stopped at the stop")
         XCTAssertTrue(rig.agentLog.contains("battery is at 12 %"), rig.agentLog)
+    }
+}
+
+extension BLEHeartRateDaemonTests {
+    /// A strap that cannot be found beside the rig's file source: the supervisor's rounds
+    /// leave the strap to its own retries and never restart the health stream, so the
+    /// file's samples all arrive, and status names the strap.
+    func testAMissingStrapRestartsNothingAndTheFileKeepsItsPace() throws {
+        let bus = try DBusRig(.system)
+        let bluez = try BlueZMockRig(on: bus, knownToBlueZ: false)
+        defer { bluez.stop() }
+        let rig = try DaemonRig(locationEnabled: false, microphoneConfig: "enabled = false", healthConfig: """
+            [[health.source]]
+            kind = "ble"
+            address = "A0:9E:1A:12:34:56"
+            name = "strap"
+            """)
+        try rig.startAgent(environment: bus.environment)
+        let cli = AgentCLI(directory: rig.directory.path, configPath: rig.configPath)
+        // Four maintenance rounds (2 s each) while the file is written to: a restart of the
+        // whole stream would have come at the second.
+        var sent = 0
+        for round in 0..<4 {
+            try rig.appendHeartRates([60 + round, 61 + round], at: Date().addingTimeInterval(Double(-600 + round * 10)))
+            sent += 2
+            let expected = sent
+            do {
+                try waitUntil("\(expected) samples at the receiver", timeout: 20) { try rig.receiver.stats().stored(.health) >= expected }
+            } catch {
+                print("agent log:\n\(rig.agentLog)")
+                throw error
+            }
+            Thread.sleep(forTimeInterval: 2)
+        }
+        let report = try StatusReport.decode(Data(try cli.run(["status", "--json"]).stdout.utf8))
+        let health = try XCTUnwrap(report.streams.first { $0.name == "health" })
+        XCTAssertTrue(health.reason?.hasPrefix("strap: ") == true, "\(String(describing: health.reason))")
+        XCTAssertEqual(rig.stopAgent(), 0)
+        XCTAssertEqual(try rig.receiver.stats().stored(.health), sent)
+        let restarts = rig.agentLog.split(separator: "\n").filter { $0.contains("health still") && $0.contains("restarting it") }
+        XCTAssertEqual(restarts, [], "the health stream is never restarted whole")
+        XCTAssertTrue(rig.agentLog.contains("left strap retrying by itself"), rig.agentLog)
+        XCTAssertEqual(rig.agentLog.components(separatedBy: "health stream started with").count - 1, 1,
+                       "the stream started once: \(rig.agentLog)")
     }
 }
 

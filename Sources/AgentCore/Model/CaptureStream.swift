@@ -12,9 +12,14 @@ public protocol CaptureStream: AnyObject, Sendable {
     /// What the stream is doing right now that `status` shows as text (the microphone's
     /// device in use and why), by name; replaced at every maintenance round.
     func details() -> [String: String]
+    /// For a stream made of parts that fail alone (the health stream's sources): restarts
+    /// only the parts at fault and says what it did. nil (the default): the supervisor
+    /// restarts the whole stream.
+    func restartFaults() -> String?
 }
 
 extension CaptureStream {
     public func counters() -> [String: Int] { [:] }
     public func details() -> [String: String] { [:] }
+    public func restartFaults() -> String? { nil }
 }

@@ -18,6 +18,20 @@ public struct SensorStatus: Codable, Sendable, Equatable {
     public var hrvWindowsDropped: Int
     /// Readings the sensor sent while reporting no skin contact (left out), since the daemon started.
     public var noContactReadings: Int
+    /// The address in use (nil for a sensor looked for by name, until it is found).
+    public var address: String?
+    /// The address the sensor was found under by its advertised name, when not the
+    /// configured one: kept in the agent's state, not written to the config.
+    public var adoptedAddress: String?
+    /// Connected and notifying, connected and silent, or away (nil from an older daemon).
+    public var state: State?
+
+    public enum State: String, Codable, Sendable, Equatable {
+        case connected
+        /// Connected, and no notification for a while (docs/streams/health.md).
+        case silent
+        case away
+    }
 
     /// Below this percentage the battery is warned about.
     public static let lowBattery = 15
@@ -25,7 +39,8 @@ public struct SensorStatus: Codable, Sendable, Equatable {
     public var batteryLow: Bool { battery.map { $0 < Self.lowBattery } ?? false }
 
     public init(name: String, connected: Bool, battery: Int?, disconnectedSince: Date?, lastGapFrom: Date?,
-                lastGapSeconds: Double?, hrvWindowsDropped: Int, noContactReadings: Int) {
+                lastGapSeconds: Double?, hrvWindowsDropped: Int, noContactReadings: Int, address: String? = nil,
+                adoptedAddress: String? = nil, state: State? = nil) {
         self.name = name
         self.connected = connected
         self.battery = battery
@@ -34,6 +49,9 @@ public struct SensorStatus: Codable, Sendable, Equatable {
         self.lastGapSeconds = lastGapSeconds
         self.hrvWindowsDropped = hrvWindowsDropped
         self.noContactReadings = noContactReadings
+        self.address = address
+        self.adoptedAddress = adoptedAddress
+        self.state = state
     }
 
     /// The detail's text.

@@ -123,6 +123,12 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         return current?.liveness() ?? .unhealthy(reason: "not running")
     }
 
+    /// The stream's own restart of its parts at fault, when it has one (the health stream).
+    public func restartFaults() -> String? {
+        let current = state.withLock { s in s.paused || s.sleeping ? nil : s.current }
+        return current?.restartFaults()
+    }
+
     public func restart() {
         guard !isPaused, !state.withLock({ $0.sleeping }) else { return }
         stop()

@@ -15,11 +15,15 @@ public protocol SupervisedComponent: AnyObject, Sendable {
     func counters() -> [String: Int]
     /// What the component is doing now, as text for `status` (see `StreamCounter`).
     func details() -> [String: String]
+    /// Restarts only the parts at fault when the component can (see
+    /// `CaptureStream.restartFaults`): what it did, or nil to be restarted whole.
+    func restartFaults() -> String?
 }
 
 extension SupervisedComponent {
     public func counters() -> [String: Int] { [:] }
     public func details() -> [String: String] { [:] }
+    public func restartFaults() -> String? { nil }
 }
 
 /// The daemon's maintenance rounds (`[daemon] check_interval`), on one timer for the whole
@@ -118,8 +122,12 @@ public final class Supervisor: Sendable {
             if count == 1 {
                 logger.warning("\(name) is \(health)")
             } else if count >= restartAfterStrikes {
-                logger.warning("\(name) still \(health): restarting it")
-                component.restart()
+                if let partial = component.restartFaults() {
+                    logger.warning("\(name) still \(health): \(partial)")
+                } else {
+                    logger.warning("\(name) still \(health): restarting it")
+                    component.restart()
+                }
                 strikes.withLock { $0[name] = 0 }
             }
         }

@@ -198,6 +198,8 @@ public struct StatusText: Sendable {
         var line = "sensor \(sensor.name): "
         if let since = sensor.disconnectedSince {
             line += "out of reach since \(RFC3339.string(from: since))"
+        } else if sensor.state == .silent {
+            line += "connected but silent (see its health)"
         } else {
             line += sensor.connected ? "connected" : "not connected"
         }
@@ -206,6 +208,7 @@ public struct StatusText: Sendable {
             line += "; last out of reach \(RFC3339.string(from: from)) for \(Int(seconds.rounded())) s"
         }
         if sensor.hrvWindowsDropped > 0 { line += "; \(sensor.hrvWindowsDropped) HRV windows without enough clean beats" }
+        if let adopted = sensor.adoptedAddress { line += "; found under a new address \(adopted) (the config keeps the old one)" }
         return line
     }
 

@@ -34,8 +34,8 @@ struct BLESensorStep {
             guard let chosen = try scanAndChoose() else { return }
             sensor = chosen
         }
-        guard let name = try setUp(sensor) else { return }
-        add(address: sensor.address, name: name, to: &health)
+        guard let found = try setUp(sensor) else { return }
+        add(address: found.address, name: found.name, addressType: found.addressType, replacing: sensor.address, to: &health)
     }
 
     // MARK: Scan and choice
@@ -88,26 +88,36 @@ struct BLESensorStep {
 
     // MARK: Pairing and the check
 
-    /// Checks that the sensor notifies, pairing it first when it asks to be; the name to
-    /// write, or nil when it is not to be written.
-    private func setUp(_ sensor: BLESensorSighting) throws -> String? {
+    /// Checks that the sensor notifies, pairing it first when it asks to be; what to write
+    /// (its advertised name, and the address BlueZ has it under after pairing, with its
+    /// type), or nil when it is not to be written.
+    private func setUp(_ sensor: BLESensorSighting) throws -> (name: String, address: String, addressType: BLEAddressType?)? {
         let label = sensor.name.isEmpty ? sensor.address : "\(sensor.name) (\(sensor.address))"
         console.line("  connecting to \(label) and waiting for a heart rate…")
         let probe = BLESensorProbe(target: BLESensorTarget(address: sensor.address, name: nil), bus: bus)
         var result = probe.run()
+        var address = sensor.address
         if case .failure(let failure) = result, failure.needsPairing, !sensor.paired {
             console.line("  \(sensor.address) refuses notifications until it is paired: pairing…")
             switch BLESensorPairing(bus: bus).pair(address: sensor.address) {
-            case .success:
-                console.line("  paired with \(sensor.address)")
-                result = probe.run()
+            case .success(let identity):
+                // A sensor bonded from a private address is known by its identity address
+                // from now on: that is the one to write.
+                if identity.address != sensor.address {
+                    console.line("  paired with \(sensor.address), known from now on as \(identity.address)")
+                    address = identity.address
+                } else {
+                    console.line("  paired with \(sensor.address)")
+                }
+                result = BLESensorProbe(target: BLESensorTarget(address: address, name: nil), bus: bus).run()
             case .failure(let pairing):
                 result = .failure(BLESensorProbe.ProbeFailure(description: pairing.description))
             }
         }
         let check = BLESourceKind.check(result, name: "heart-rate sensor \(label)")
         console.write(printer.render(check))
-        let advertised = (try? result.get())?.name ?? sensor.name
+        let reading = try? result.get()
+        let advertised = reading?.name ?? sensor.name
         if check.outcome == .failed {
             // Named on the command line: written anyway (the agent connects once it
             // notifies); a sensor picked from a scan is written only when a person says so.
@@ -118,22 +128,26 @@ struct BLESensorStep {
                 return nil
             }
         }
-        return advertised
+        return (advertised, reading?.address ?? address, reading?.addressType)
     }
 
     // MARK: The source
 
     /// Adds the sensor as a source, or updates the one with its address; health is
     /// switched on with it.
-    private func add(address: String, name: String, to health: inout HealthConfig) {
-        let source = BLESourceSettings(address: address, name: name.isEmpty ? nil : name)
-        if let index = health.sources.firstIndex(where: { if case .ble(let ble) = $0 { ble.address == address } else { false } }) {
+    /// `replacing`: the address the sensor was chosen by (before pairing gave it another).
+    private func add(address: String, name: String, addressType: BLEAddressType?, replacing: String, to health: inout HealthConfig) {
+        let source = BLESourceSettings(address: address, name: name.isEmpty ? nil : name, addressType: addressType)
+        if let index = health.sources.firstIndex(where: {
+            if case .ble(let ble) = $0 { ble.address == address || ble.address == replacing } else { false }
+        }) {
             health.sources[index] = .ble(source)
         } else {
             health.sources.append(.ble(source))
         }
-        console.line("  health source: kind = \"ble\", address = \"\(address)\", name = \"\(source.name)\"")
-        let others = Self.sensors(in: health).filter { $0.address != address }
+        console.line("  health source: kind = \"ble\", address = \"\(address)\", name = \"\(source.name)\""
+                     + (addressType.map { ", address_type = \"\($0.rawValue)\"" } ?? ""))
+        let others = Self.sensors(in: health).filter { $0.address != address && $0.address != replacing }
         if !others.isEmpty {
             console.line("  also configured: \(others.map { $0.address ?? $0.name }.joined(separator: ", ")) (remove its [[health.source]] if it is gone)")
         }

@@ -5,13 +5,24 @@ public struct BLESourceSettings: HealthSourceKindSettings {
 
     /// The sensor's address (`A0:9E:1A:12:34:56`, upper case), when given.
     public var address: String?
-    /// Without an `address`, the sensor that advertises this name is looked for;
-    /// `ble:<address>` when not given.
+    /// The name the sensor advertises (onboard writes it), also the source's name in the
+    /// records. Without an `address` the sensor advertising it is looked for; with one,
+    /// it is looked for when BlueZ no longer knows the address (a strap whose random
+    /// address changed). `ble:<address>` when not given.
     public var name: String
+    /// How the sensor's address is kept (BlueZ's `AddressType`, written by onboard): a
+    /// `random` one may change with a battery swap or a firmware update.
+    public var addressType: BLEAddressType?
 
-    public init(address: String?, name: String? = nil) {
+    public init(address: String?, name: String? = nil, addressType: BLEAddressType? = nil) {
         self.address = address
         self.name = name ?? address.map { "ble:\($0)" } ?? ""
+        self.addressType = addressType
+    }
+
+    /// The advertised name to look for, nil when none was given (the default `ble:…` name).
+    public var advertisedName: String? {
+        name.isEmpty || address.map({ name == "ble:\($0)" }) == true ? nil : name
     }
 
     public var settings: HealthSourceSettings { .ble(self) }
@@ -22,6 +33,12 @@ public struct BLESourceSettings: HealthSourceKindSettings {
         guard parts.count == 6, parts.allSatisfy({ $0.utf8.count == 2 && $0.allSatisfy(\.isHexDigit) }) else { return nil }
         return text.uppercased()
     }
+}
+
+/// BlueZ's `AddressType` of a Bluetooth LE device.
+public enum BLEAddressType: String, Sendable, Equatable, Codable {
+    case `public`
+    case random
 }
 
 extension HealthSourceKindName {
@@ -38,7 +55,14 @@ extension BLESourceSettings: HealthSourceKindTable {
                  throw s.error("address", "\"\(text)\" is not a Bluetooth address: give six hex pairs such as \"A0:9E:1A:12:34:56\" (bluetoothctl --timeout 10 scan on lists the sensors nearby)")
              }
              t.address = address
-         }, write: { $0.address })]
+         }, write: { $0.address }),
+         ConfigKey("address_type", read: { s, t in
+             guard let text = try s.optionalString("address_type") else { return }
+             guard let type = BLEAddressType(rawValue: text) else {
+                 throw s.error("address_type", "\"\(text)\" is not an address type: give \"public\" or \"random\" (bluetoothctl info <address> shows it), or leave it out")
+             }
+             t.addressType = type
+         }, write: { $0.addressType?.rawValue })]
     }
 
     mutating func validate(_ s: ConfigSection) throws {

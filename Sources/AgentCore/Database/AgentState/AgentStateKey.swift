@@ -54,4 +54,9 @@ public enum AgentStateKey {
 
     /// Failed upload attempts that ended with `code`, a running total (a whole number as text).
     public static func uploadErrors(_ code: AgentErrorCode) -> String { "upload.errors.\(code.rawValue)" }
+
+    /// The address a Bluetooth LE source's sensor was last found under by its advertised
+    /// name, when it differs from the configured one (the config keeps what the person
+    /// wrote; docs/streams/health.md#a-strap-whose-address-changes).
+    public static func bleAdoptedAddress(source: String) -> String { "health.ble.adopted_address.\(source)" }
 }

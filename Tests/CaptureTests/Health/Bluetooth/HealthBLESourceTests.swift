@@ -22,6 +22,9 @@ final class HealthBLESourceTests: XCTestCase {
         tuning.commitDelay = 0.2
         tuning.scanSeconds = 3
         tuning.connectTimeout = 5
+        // Retried every second or so: these tests are about the session, not the backoff
+        // of a strap away for long (StrapTroubleTests).
+        tuning.reconnect = Backoff(base: 1, cap: 5)
         return HealthStream(config: config, queue: bed.database.recordQueue,
                             clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true), bleTuning: tuning,
                             logger: HealthTestBed.logger)

@@ -1,3 +1,4 @@
+import AgentCore
 import DBus
 import Foundation
 
@@ -14,7 +15,10 @@ public struct BLESensorPairing: Sendable {
         self.bus = bus
     }
 
-    public func pair(address: String) -> Result<Void, BLESetupFailure> {
+    /// Pairs the sensor at `address`; the address BlueZ has it under afterwards (its
+    /// identity address, which a sensor bonded from a private address takes on pairing)
+    /// and its `AddressType`.
+    public func pair(address: String) -> Result<(address: String, type: BLEAddressType?), BLESetupFailure> {
         let connection: DBusConnection
         do {
             connection = try BlueZ.connect(bus)
@@ -42,6 +46,8 @@ public struct BLESensorPairing: Sendable {
         } catch {
             return .failure(BLESetupFailure(BlueZSensorSession.problem(error, connecting: target)))
         }
-        return .success(())
+        let device = (try? BlueZObjects.fetch(connection))?.objects[path]?[BlueZ.device]
+        let identity = device?["Address"]?.string.flatMap(BLESourceSettings.bluetoothAddress) ?? address
+        return .success((identity, device?["AddressType"]?.string.flatMap(BLEAddressType.init(rawValue:))))
     }
 }

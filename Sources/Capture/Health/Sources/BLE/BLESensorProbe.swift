@@ -15,12 +15,20 @@ public struct BLESensorProbe: Sendable {
         public var battery: Int?
         /// The name the sensor advertises, when BlueZ has one.
         public var name: String?
+        /// The address BlueZ has the sensor under, and its kind (`AddressType`).
+        public var address: String?
+        public var addressType: BLEAddressType?
+        /// Notifications read (over `beatIntervalWindow`).
+        public var notifications = 1
     }
 
     public let target: BLESensorTarget
     public var tuning: BLETuning
     /// How long to wait for a notification once notifications are on.
     public var notificationTimeout: TimeInterval = 8
+    /// How long notifications are read after the first before deciding whether the sensor
+    /// sends beat intervals: below 60 bpm a notification may carry none, so one is not enough.
+    public var beatIntervalWindow: TimeInterval = 5
 
     public init(target: BLESensorTarget, bus: DBusBus = .system) {
         self.target = target
@@ -32,7 +40,7 @@ public struct BLESensorProbe: Sendable {
 
     /// A reading, or why there is none (worded with what to do).
     public func run() -> Result<Reading, ProbeFailure> {
-        let readings = Mutex<(bytes: [UInt8]?, battery: Int?)>((nil, nil))
+        let readings = Mutex<(all: [[UInt8]], battery: Int?)>(([], nil))
         let stop: Waker
         let arrived: Doorbell
         do {
@@ -44,31 +52,41 @@ public struct BLESensorProbe: Sendable {
         let session: BlueZSensorSession
         do {
             session = try BlueZSensorSession(target: target, tuning: tuning, stop: stop, handlers: .init(onValue: { bytes in
-                readings.withLock { if $0.bytes == nil { $0.bytes = bytes } }
+                readings.withLock { $0.all.append(bytes) }
                 arrived.ring()
             }, onBattery: { percentage in readings.withLock { $0.battery = percentage } }))
         } catch {
             return .failure(ProbeFailure(description: error.description, needsPairing: error.asksForPairing))
         }
         defer { session.close(disconnect: true) }
-        let deadline = Monotonic.now + notificationTimeout
-        while readings.withLock({ $0.bytes == nil }) {
-            let left = deadline - Monotonic.now
-            guard left > 0 else {
-                return .failure(ProbeFailure(description: "\(target) connected but sent no heart rate within \(Int(notificationTimeout)) s: is it worn (moisten the strap's electrodes)?"))
+        var deadline = Monotonic.now + notificationTimeout
+        var windowSet = false
+        while true {
+            let count = readings.withLock { $0.all.count }
+            if count > 0, !windowSet {
+                deadline = Monotonic.now + beatIntervalWindow
+                windowSet = true
             }
+            let left = deadline - Monotonic.now
+            if left <= 0 { break }
             _ = Poll.wait([arrived.fd, session.ended.fd], timeout: left)
             arrived.clear()
-            if session.ended.isWoken, readings.withLock({ $0.bytes == nil }) {
+            if session.ended.isWoken { break }
+        }
+        let (all, battery) = readings.withLock { ($0.all, $0.battery) }
+        guard let first = all.first else {
+            if session.ended.isWoken {
                 return .failure(ProbeFailure(description: (session.endedBy ?? .disconnected(target)).description))
             }
+            return .failure(ProbeFailure(description: "\(target) connected but sent no heart rate within \(Int(notificationTimeout)) s: is it worn (moisten the strap's electrodes)?"))
         }
-        let (bytes, battery) = readings.withLock { ($0.bytes ?? [], $0.battery) }
         do {
-            let measurement = try HeartRateMeasurement(bytes: bytes)
+            let measurement = try HeartRateMeasurement(bytes: first)
+            let withIntervals = all.contains { (try? HeartRateMeasurement(bytes: $0))?.rrIntervals.isEmpty == false }
             return .success(Reading(heartRate: measurement.heartRate, contact: measurement.contact,
-                                    hasRRIntervals: !measurement.rrIntervals.isEmpty, battery: battery,
-                                    name: session.deviceName))
+                                    hasRRIntervals: withIntervals, battery: battery, name: session.deviceName,
+                                    address: session.deviceAddress, addressType: session.deviceAddressType,
+                                    notifications: all.count))
         } catch {
             return .failure(ProbeFailure(description: "\(target) sent a notification that is not a heart rate measurement: \(error.description)"))
         }

@@ -21,7 +21,10 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     // locks; every var is touched only by the thread inside run().
     public let name: String
     let config: BLESourceSettings
-    let target: BLESensorTarget
+    /// The sensor looked for: the configured address, or the one it was last found under
+    /// by its advertised name (kept in the agent's state, `AgentStateKey.bleAdoptedAddress`).
+    private var target: BLESensorTarget
+    private let agentState: AgentStateStore?
     let tuning: BLETuning
     let clock: any WallClock
     let clockTrust: ClockTrust
@@ -30,6 +33,8 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     private let counters: HealthSourceCounters
     private let inbox = NotificationInbox()
     private let doorbell: Doorbell?
+    /// What BlueZ last saw of the sensor while it was away (set on the bus thread).
+    private let seen = Mutex<String?>(nil)
     private var committer: HealthCommitter
     private var windows: BeatWindows
     private var log: RateLimitedLog
@@ -43,15 +48,20 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     ///   - hrvWindowSeconds: one variability sample per this many seconds (`[health] hrv_window_seconds`).
     public init(config: BLESourceSettings, heartRateSeconds: Int = 5, hrvWindowSeconds: Int = 300, queue: any RecordSink,
                 commitInterval: TimeInterval = 300, tuning: BLETuning = BLETuning(), clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), logger: Logger) {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), agentState: AgentStateStore? = nil, logger: Logger) {
         name = config.name
         self.config = config
-        target = BLESensorTarget(config)
+        self.agentState = agentState
+        let adopted = config.address == nil ? nil : (try? agentState?.value(AgentStateKey.bleAdoptedAddress(source: config.name))) ?? nil
+        target = BLESensorTarget(config, adoptedAddress: adopted)
         self.tuning = tuning
         self.clock = clock
         self.clockTrust = clockTrust
         self.logger = logger
-        let counters = HealthSourceCounters(name: config.name, kind: .ble, kindStatus: BLESourceStatus())
+        var kindStatus = BLESourceStatus()
+        kindStatus.address = adopted ?? config.address
+        kindStatus.adoptedAddress = adopted
+        let counters = HealthSourceCounters(name: config.name, kind: .ble, kindStatus: kindStatus)
         self.counters = counters
         doorbell = try? Doorbell()
         committer = HealthCommitter(queue: queue, interval: min(commitInterval, tuning.commitDelay), batchSize: 500,
@@ -71,14 +81,25 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         var session: BlueZSensorSession?
         var failures = RetryCounter()
         var retryAt: TimeInterval = 0
+        var lastAttempt: TimeInterval = -.infinity
         var lastProblem: BlueZProblem?
-        defer { session?.close(disconnect: true) }
+        var away = AwayWatch(tuning: tuning)
+        var silence = SilenceWatch(limit: tuning.silenceLimit)
+        defer {
+            away.end()
+            session?.close(disconnect: true)
+        }
         while !stop.isWoken {
             if session == nil, Monotonic.now >= retryAt {
+                lastAttempt = Monotonic.now
                 do {
-                    session = try open(stop: stop, doorbell: doorbell)
+                    let opened = try open(stop: stop, doorbell: doorbell)
+                    session = opened
                     failures.succeeded()
                     lastProblem = nil
+                    away.end()
+                    silence.connected(at: Monotonic.now)
+                    adoptIfMoved(opened)
                 } catch {
                     if stop.isWoken { break }
                     retryAt = Monotonic.now + failures.failed(backoff: tuning.reconnect)
@@ -86,9 +107,11 @@ public final class BLESource: HealthSource, @unchecked Sendable {
                     lastProblem = error
                 }
             }
-            var timeout: TimeInterval? = session == nil ? max(0, retryAt - Monotonic.now) : nil
-            for due in [windows.deadline, committer.dueAt].compactMap({ $0 }) {
-                timeout = min(timeout ?? .infinity, max(0, due - Monotonic.now))
+            if session == nil { away.begin(target: target, onSeen: sawSensor) }
+            let now = Monotonic.now
+            var timeout: TimeInterval? = session == nil ? max(0, retryAt - now) : nil
+            for due in [windows.deadline, committer.dueAt, session == nil ? away.nextChange : silence.deadline].compactMap({ $0 }) {
+                timeout = min(timeout ?? .infinity, max(0, due - now))
             }
             var fds = [stop.fd, doorbell.fd]
             if let session { fds.append(session.ended.fd) }
@@ -96,9 +119,34 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             counters.update { $0.wakeups += 1 }
             doorbell.clear()
             take(windows.close(at: Monotonic.now))
-            for (bytes, receipt) in inbox.takeAll() {
+            let notifications = inbox.takeAll()
+            for (bytes, receipt) in notifications {
                 measured(bytes, receipt)
             }
+            if session != nil {
+                if !notifications.isEmpty, silence.heard(at: Monotonic.now) {
+                    counters.update(BLESourceStatus.self) { status, ble in
+                        status.liveness = .healthy
+                        ble.silent = false
+                    }
+                    logger.notice("health source \(name): heart-rate sensor \(target) notifies again")
+                }
+                if silence.isOverdue(at: Monotonic.now), let address = session?.deviceAddress ?? target.address {
+                    silence.reported()
+                    let problem = BlueZProblem.silent(target, address: address, seconds: Int(tuning.silenceLimit))
+                    report(problem, previous: nil)
+                }
+            }
+            if let seenWhat = seen.withLock({ s -> String? in defer { s = nil }; return s }), session == nil {
+                // Taken at once, but never sooner than the first step after the last try:
+                // a sensor that advertises and still refuses does not make a loop.
+                let soonest = lastAttempt + tuning.reconnect.base
+                if retryAt > soonest {
+                    logger.info("health source \(name): heart-rate sensor \(target): \(seenWhat); connecting")
+                    retryAt = max(Monotonic.now, soonest)
+                }
+            }
+            away.tick(at: Monotonic.now)
             if let current = session, current.ended.isWoken {
                 let problem = current.endedBy ?? .disconnected(target)
                 current.close(disconnect: false)
@@ -117,6 +165,33 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         }
         take(windows.closeAll())
         _ = committer.commit { nil }
+    }
+
+    /// On the bus thread: BlueZ saw the sensor while it was away.
+    private var sawSensor: @Sendable (String) -> Void {
+        { [weak self] what in
+            self?.seen.withLock { $0 = what }
+            self?.doorbell?.ring()
+        }
+    }
+
+    /// The sensor was found by its advertised name under another address than the one
+    /// looked for: that address is adopted (kept in the agent's state, shown in `status`,
+    /// logged), the config is left as the person wrote it.
+    private func adoptIfMoved(_ session: BlueZSensorSession) {
+        guard let previous = target.address, let found = session.deviceAddress, found != previous else { return }
+        target.address = found
+        let adopted = found == config.address ? nil : found
+        do {
+            try agentState?.set(AgentStateKey.bleAdoptedAddress(source: name), adopted)
+        } catch {
+            logger.warning("health source \(name): cannot keep the sensor's new address \(found) in the agent's state (\(error)); it is looked for by its name again after a restart")
+        }
+        counters.update(BLESourceStatus.self) { _, ble in
+            ble.address = found
+            ble.adoptedAddress = adopted
+        }
+        logger.notice("health source \(name): heart-rate sensor \"\(target.name ?? "")\" found under a new address \(found) (was \(previous)); using it from now on (the config keeps \(config.address ?? previous))")
     }
 
     private func open(stop: Waker, doorbell: Doorbell) throws(BlueZProblem) -> BlueZSensorSession {
@@ -143,6 +218,8 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         let gap = counters.snapshot().kindStatus(BLESourceStatus.self)?.disconnectedSince
         counters.update(BLESourceStatus.self) { status, ble in
             status.liveness = .healthy
+            ble.silent = false
+            if ble.address == nil { ble.address = session.deviceAddress }
             if let gap {
                 ble.lastGap = BLESourceStatus.Gap(from: gap, to: now)
                 ble.disconnectedSince = nil
@@ -159,9 +236,11 @@ public final class BLESource: HealthSource, @unchecked Sendable {
 
     private func report(_ problem: BlueZProblem, previous: BlueZProblem?) {
         let code: AgentErrorCode? = if case .accessDenied = problem { .permissionDenied } else { nil }
+        let silent = if case .silent = problem { true } else { false }
         counters.update(BLESourceStatus.self) { status, ble in
             status.liveness = .unhealthy(reason: problem.description, code: code)
-            if ble.disconnectedSince == nil { ble.disconnectedSince = clock.now() }
+            ble.silent = silent
+            if !silent, ble.disconnectedSince == nil { ble.disconnectedSince = clock.now() }
         }
         // Once per kind of outage, not once per attempt.
         guard problem != previous else { return }

@@ -7,7 +7,7 @@ public enum BLESourceKind: HealthSourceKind {
         BLESource(config: settings, heartRateSeconds: context.health.bleHeartRateSeconds,
                   hrvWindowSeconds: context.health.hrvWindowSeconds, queue: context.queue,
                   commitInterval: context.commitInterval, tuning: context.bleTuning, clock: context.clock,
-                  clockTrust: context.clockTrust, logger: context.logger)
+                  clockTrust: context.clockTrust, agentState: context.agentState, logger: context.logger)
     }
 
     /// Connect, wait for one heart rate, let go.
@@ -24,7 +24,8 @@ public enum BLESourceKind: HealthSourceKind {
         case .success(let reading):
             var detail = "notifies: \(reading.heartRate) bpm"
             if reading.contact == .notDetected { detail += " (no skin contact)" }
-            detail += reading.hasRRIntervals ? ", with beat intervals (HRV)" : ", without beat intervals (no HRV)"
+            detail += reading.hasRRIntervals ? ", with beat intervals (HRV)"
+                : ", without beat intervals in \(reading.notifications) notification(s) (no HRV: optical sensors and most watches send none)"
             if let battery = reading.battery {
                 detail += ", battery \(battery) %"
                 if battery < BLESource.lowBattery {
@@ -54,6 +55,13 @@ public struct BLESourceStatus: HealthSourceKindStatus {
     public var hrvWindowsDropped = 0
     /// Notifications the sensor sent while reporting no skin contact (left out).
     public var noContactReadings = 0
+    /// The address in use: the configured one, or the adopted one.
+    public var address: String?
+    /// The address the sensor was found under by its advertised name, when it is not the
+    /// configured one (kept in the agent's state).
+    public var adoptedAddress: String?
+    /// Connected, and no notification for `BLETuning.silenceLimit`.
+    public var silent = false
 
     public struct Gap: Sendable, Equatable {
         public var from: Date
@@ -67,6 +75,8 @@ public struct BLESourceStatus: HealthSourceKindStatus {
     public func sensor(of status: HealthSourceStatus) -> SensorStatus? {
         SensorStatus(name: status.name, connected: status.liveness.isHealthy, battery: battery, disconnectedSince: disconnectedSince,
                      lastGapFrom: lastGap?.from, lastGapSeconds: lastGap.map { ($0.seconds * 10).rounded() / 10 },
-                     hrvWindowsDropped: hrvWindowsDropped, noContactReadings: noContactReadings)
+                     hrvWindowsDropped: hrvWindowsDropped, noContactReadings: noContactReadings,
+                     address: address, adoptedAddress: adoptedAddress,
+                     state: silent ? .silent : status.liveness.isHealthy ? .connected : .away)
     }
 }

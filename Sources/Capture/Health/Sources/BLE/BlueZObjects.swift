@@ -26,7 +26,8 @@ enum BlueZ {
     }
 }
 
-/// Which sensor a source wants: its address, or else the name it advertises.
+/// Which sensor a source wants: its address, or else the name it advertises. With both,
+/// the address is looked for first and the name when BlueZ no longer knows the address.
 public struct BLESensorTarget: Sendable, Equatable, CustomStringConvertible {
     public var address: String?
     public var name: String?
@@ -36,9 +37,16 @@ public struct BLESensorTarget: Sendable, Equatable, CustomStringConvertible {
         self.name = name
     }
 
-    init(_ config: BLESourceSettings) {
-        address = config.address
-        name = config.address == nil ? config.name : nil
+    init(_ config: BLESourceSettings, adoptedAddress: String? = nil) {
+        address = adoptedAddress ?? config.address
+        name = config.address == nil ? config.name : config.advertisedName
+    }
+
+    /// The same sensor by its advertised name alone: how it is found again when its
+    /// address changed. nil without both.
+    var byName: BLESensorTarget? {
+        guard address != nil, let name else { return nil }
+        return BLESensorTarget(address: nil, name: name)
     }
 
     public var description: String { address ?? "\"\(name ?? "")\"" }
@@ -79,6 +87,12 @@ struct BlueZObjects {
     /// Adapters by path, sorted (hci0 first).
     var adapters: [(path: String, properties: [String: DBusValue])] {
         objects.compactMap { path, interfaces in interfaces[BlueZ.adapter].map { (path, $0) } }.sorted { $0.path < $1.path }
+    }
+
+    /// The device the target names, by its address, else by its advertised name (the
+    /// address changed), if BlueZ knows it.
+    func deviceOrRenamed(_ target: BLESensorTarget) -> (path: String, properties: [String: DBusValue])? {
+        device(target) ?? target.byName.flatMap(device)
     }
 
     /// The device the target names, if BlueZ knows it.

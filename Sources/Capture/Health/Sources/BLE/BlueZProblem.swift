@@ -11,6 +11,8 @@ enum BlueZProblem: Error, Equatable, Sendable, CustomStringConvertible {
     case noHeartRateService(BLESensorTarget)
     case needsPairing(BLESensorTarget, String)
     case disconnected(BLESensorTarget)
+    /// Connected, and no notification for this many seconds.
+    case silent(BLESensorTarget, address: String, seconds: Int)
     case failed(String)
 
     var description: String {
@@ -35,6 +37,8 @@ enum BlueZProblem: Error, Equatable, Sendable, CustomStringConvertible {
             return "heart-rate sensor \(target) asks to be paired (\(detail)): pair it once with bluetoothctl pair \(target), then it is taken up by itself"
         case .disconnected(let target):
             return "heart-rate sensor \(target) disconnected (out of range, taken off, or its battery flat?); reconnecting"
+        case .silent(let target, let address, let seconds):
+            return "heart-rate sensor \(target) is connected but sent no heart rate for \(seconds) s: if it is worn, BlueZ's copy of its services may be stale (after a firmware update): run 'bluetoothctl remove \(address)', then 'ariata-agent onboard --ble-scan' to pair it again"
         case .failed(let detail):
             return "BlueZ failed: \(detail)"
         }

@@ -24,6 +24,8 @@ final class BlueZSensorSession: Sendable {
     private struct State {
         var devicePath: String?
         var deviceName: String?
+        var deviceAddress: String?
+        var deviceAddressType: BLEAddressType?
         var characteristicPath: String?
         var servicesResolved = false
         var endedBy: BlueZProblem?
@@ -34,6 +36,10 @@ final class BlueZSensorSession: Sendable {
     var devicePath: String? { state.withLock { $0.devicePath } }
     /// The name the sensor advertises (BlueZ's `Name`, else its `Alias`), once found.
     var deviceName: String? { state.withLock { $0.deviceName } }
+    /// The address BlueZ has the sensor under, once found: another than the target's when
+    /// it was found by its advertised name (its address changed).
+    var deviceAddress: String? { state.withLock { $0.deviceAddress } }
+    var deviceAddressType: BLEAddressType? { state.withLock { $0.deviceAddressType } }
 
     struct Handlers: Sendable {
         var onValue: @Sendable ([UInt8]) -> Void
@@ -107,7 +113,7 @@ final class BlueZSensorSession: Sendable {
 
         var objects = try managedObjects()
         guard !objects.adapters.isEmpty else { throw .noAdapter }
-        var found = objects.device(target)
+        var found = objects.deviceOrRenamed(target)
         if found == nil {
             found = try discover(tuning: tuning, stop: stop, objects: &objects)
         }
@@ -119,6 +125,8 @@ final class BlueZSensorSession: Sendable {
         state.withLock {
             $0.devicePath = devicePath
             $0.deviceName = device["Name"]?.string ?? device["Alias"]?.string
+            $0.deviceAddress = device["Address"]?.string?.uppercased()
+            $0.deviceAddressType = device["AddressType"]?.string.flatMap(BLEAddressType.init(rawValue:))
             $0.servicesResolved = device["ServicesResolved"]?.bool == true
         }
         if let battery = objects.objects[devicePath]?[BlueZ.battery]?["Percentage"]?.int { handlers.onBattery(battery) }
@@ -179,8 +187,9 @@ final class BlueZSensorSession: Sendable {
         if let problem = endedBy { throw problem }
     }
 
-    /// Looks for the sensor for `scanSeconds` with a discovery filtered on LE and the
-    /// Heart Rate Service; the discovery is stopped again whatever happens.
+    /// Looks for the sensor (by its address, else its advertised name) for `scanSeconds`
+    /// with a discovery filtered on LE and the Heart Rate Service; the discovery is
+    /// stopped again whatever happens.
     private func discover(tuning: BLETuning, stop: Waker,
                           objects: inout BlueZObjects) throws(BlueZProblem) -> (path: String, properties: [String: DBusValue])? {
         guard let adapter = objects.adapters.first(where: { $0.properties["Powered"]?.bool != false }) else {
@@ -190,7 +199,7 @@ final class BlueZSensorSession: Sendable {
         defer { BlueZDiscovery(connection: connection, adapter: adapter.path).stop() }
         let deadline = Monotonic.now + tuning.scanSeconds
         while true {
-            if let found = objects.device(target) { return found }
+            if let found = objects.deviceOrRenamed(target) { return found }
             let left = deadline - Monotonic.now
             guard left > 0 else { return nil }
             if wait(stop: stop, timeout: left) == .woken { throw .failed("stopped") }

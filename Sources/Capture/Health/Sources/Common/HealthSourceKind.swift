@@ -74,11 +74,16 @@ public struct HealthSourceContext: Sendable {
     /// written held, with their place on the boot clock.
     public var clockTrust: ClockTrust
     public var bleTuning: BLETuning
+    /// Where a source keeps what it learnt of its device (a sensor's adopted address);
+    /// nil: nothing is kept across restarts.
+    public var agentState: AgentStateStore?
     public var logger: Logger
 
     public init(health: HealthConfig, queue: any HealthRecordQueue, clock: any WallClock = SystemClock(),
-                clockTrust: ClockTrust = .live(trustSystemClock: false), bleTuning: BLETuning = BLETuning(), logger: Logger) {
+                clockTrust: ClockTrust = .live(trustSystemClock: false), bleTuning: BLETuning = BLETuning(),
+                agentState: AgentStateStore? = nil, logger: Logger) {
         self.health = health
+        self.agentState = agentState
         self.queue = queue
         self.clock = clock
         self.clockTrust = clockTrust

@@ -13,4 +13,7 @@ enum HealthSourceTuning {
     static let pollWithoutInotify = Backoff.constant(2)
     /// Opening a serial device again that is unplugged (udev usually announces it first).
     static let serialReopen = Backoff.constant(1)
+    /// Between starts of a source whose reading stopped (its thread returned): it is
+    /// started again alone, sooner at first, at most every five minutes when it keeps failing.
+    static let restartAlone = Backoff(base: 5, cap: 300)
 }

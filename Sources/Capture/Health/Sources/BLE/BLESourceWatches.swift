@@ -1,0 +1,83 @@
+import AgentCore
+import Foundation
+import Platform
+
+/// The Bluetooth LE source's watch while its sensor is away: a `BlueZDeviceWatch` that
+/// follows BlueZ's signs of the sensor, and a filtered discovery of `scanSeconds` every
+/// `awayScanEvery` (a low duty: the controller is not kept scanning while a strap lies in
+/// a drawer). Lives on the source's thread only.
+struct AwayWatch {
+    let tuning: BLETuning
+    private var watch: BlueZDeviceWatch?
+    /// Monotonic seconds of the next discovery's start, or of the running one's end.
+    private(set) var nextChange: TimeInterval?
+    private var scanning = false
+
+    init(tuning: BLETuning) {
+        self.tuning = tuning
+    }
+
+    /// Starts watching, unless it already does (BlueZ not reachable: tried at the next call).
+    mutating func begin(target: BLESensorTarget, onSeen: @escaping @Sendable (String) -> Void) {
+        guard watch == nil else { return }
+        watch = try? BlueZDeviceWatch(target: target, bus: tuning.bus, onSeen: onSeen)
+        if watch != nil {
+            scanning = false
+            nextChange = Monotonic.now + tuning.awayScanEvery
+        }
+    }
+
+    /// Starts or ends the discovery when its time has come.
+    mutating func tick(at now: TimeInterval) {
+        guard let watch, let due = nextChange, now >= due else { return }
+        if scanning {
+            watch.endDiscovery()
+            nextChange = now + tuning.awayScanEvery
+        } else {
+            watch.discover()
+            nextChange = now + tuning.scanSeconds
+        }
+        scanning.toggle()
+    }
+
+    mutating func end() {
+        watch?.close()
+        watch = nil
+        nextChange = nil
+        scanning = false
+    }
+}
+
+/// A connected sensor that sends nothing: after `limit` without a notification it is
+/// reported once (a stale GATT cache after a firmware update is the usual cause), and
+/// healthy again at its next notification. Lives on the source's thread only.
+struct SilenceWatch {
+    let limit: TimeInterval
+    private var lastHeard: TimeInterval?
+    private(set) var isReported = false
+
+    init(limit: TimeInterval) {
+        self.limit = limit
+    }
+
+    mutating func connected(at now: TimeInterval) {
+        lastHeard = now
+        isReported = false
+    }
+
+    /// A notification came; true when the sensor had been reported silent.
+    mutating func heard(at now: TimeInterval) -> Bool {
+        defer {
+            lastHeard = now
+            isReported = false
+        }
+        return isReported
+    }
+
+    /// When the sensor is to be reported silent (nil once it is, or before a connection).
+    var deadline: TimeInterval? { isReported ? nil : lastHeard.map { $0 + limit } }
+
+    func isOverdue(at now: TimeInterval) -> Bool { deadline.map { now >= $0 } ?? false }
+
+    mutating func reported() { isReported = true }
+}

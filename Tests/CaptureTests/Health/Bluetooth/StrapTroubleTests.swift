@@ -1,0 +1,262 @@
+import AgentCore
+@testable import Capture
+import DBus
+import Foundation
+import Platform
+import Synchronization
+import TestRigs
+import XCTest
+
+/// Straps as they behave, against python-dbusmock's bluez5 on a private system bus, in a
+/// stream that also reads a file: one source's trouble stays its own, a strap found again
+/// under a new address, the backoff while it is away and its quick return, a connection
+/// that stays silent (docs/streams/health.md#bluetooth-le-sensors).
+final class StrapTroubleTests: XCTestCase {
+    static let strap = "strap"
+
+    /// A stream of a file source (`test-source`, at `path`) and a strap source.
+    func stream(_ bed: HealthTestBed, bus: DBusRig, path: String, strap: BLESourceSettings,
+                tune: (inout BLETuning) -> Void = { _ in }) -> HealthStream {
+        try? FileManager.default.append("", to: path)
+        var config = HealthConfig()
+        config.enabled = true
+        config.commitInterval = 1
+        config.bleHeartRateSeconds = 1
+        config.hrvWindowSeconds = 3
+        config.sources = [HealthTestBed.lineSource(.file, path: path), .ble(strap)]
+        var tuning = BLETuning()
+        tuning.bus = .address(bus.address)
+        tuning.commitDelay = 0.2
+        tuning.scanSeconds = 0.5
+        tuning.connectTimeout = 3
+        tuning.reconnect = Backoff(base: 0.2, cap: 1)
+        tune(&tuning)
+        return HealthStream(config: config, queue: bed.database.recordQueue,
+                            clockTrust: ClockTrust(sync: KernelClockSync(), trustSystemClock: true), bleTuning: tuning,
+                            agentState: bed.database.agentState, logger: HealthTestBed.logger)
+    }
+
+    /// The file keeps its pace: `count` more lines appended now are all written.
+    func fileKeepsItsPace(_ bed: HealthTestBed, path: String, written: inout Int, count: Int = 5) throws {
+        try FileManager.default.append(SampleLines.jsonl(written..<written + count), to: path)
+        written += count
+        let expected = written
+        try waitUntil("the file's \(expected) samples written") { try bed.count() >= expected }
+    }
+
+    func testAFailingStrapIsLeftToItselfAndTheFileInItsStreamKeepsItsPace() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let bluez = try BlueZMockRig(on: bus, knownToBlueZ: false)
+        defer { bluez.stop() }
+        let path = bed.file("steps.jsonl")
+        let stream = stream(bed, bus: bus, path: path, strap: BLESourceSettings(address: "A0:9E:1A:12:34:56", name: Self.strap))
+        stream.start()
+        defer { stream.stop() }
+        var written = 0
+        // As the supervisor would at every round after the second unhealthy one.
+        for _ in 0..<4 {
+            try fileKeepsItsPace(bed, path: path, written: &written)
+            let liveness = stream.liveness()
+            XCTAssertTrue(liveness.reason?.hasPrefix("\(Self.strap): heart-rate sensor") == true, "\(liveness)")
+            XCTAssertFalse(liveness.reason?.contains("test-source") == true, "\(liveness)")
+            let said = try XCTUnwrap(stream.restartFaults(), "the stream restarts its own parts")
+            XCTAssertTrue(said.contains("left \(Self.strap) retrying by itself"), said)
+        }
+        stream.stop()
+        XCTAssertEqual(try bed.values(), (0..<written).map(Double.init), "every line once, in order")
+        XCTAssertEqual(stream.statuses().first?.liveness, .healthy)
+    }
+
+    /// A source whose reading stopped is started again alone, after its own wait.
+    func testASourceWhoseReadingStoppedIsStartedAgainAloneAfterItsWait() throws {
+        final class GivesUpOnce: HealthSource, @unchecked Sendable {
+            let name = "flaky"
+            let runs = Mutex(0)
+            func run(until stop: Waker) {
+                let run = runs.withLock { $0 += 1; return $0 }
+                if run == 1 { return }
+                _ = stop.wait(for: nil, timeout: 30)
+            }
+            func status() -> HealthSourceStatus {
+                var status = HealthSourceStatus(name: name, kind: .file)
+                status.liveness = .healthy
+                return status
+            }
+        }
+        let source = GivesUpOnce()
+        let now = Mutex<TimeInterval>(100)
+        let runner = HealthSourceRunner(source: source, threadName: "ariata-test-1", clock: { now.withLock { $0 } },
+                                        logger: HealthTestBed.logger)
+        XCTAssertTrue(runner.start())
+        defer { runner.stop() }
+        try waitUntil("its reading stopped") { runner.ended != nil }
+        XCTAssertEqual(runner.liveness().reason, "its reading stopped")
+        XCTAssertNil(runner.restartIfEnded(), "not before its wait")
+        now.withLock { $0 += HealthSourceTuning.restartAlone.base }
+        XCTAssertEqual(runner.restartIfEnded(), "started flaky again")
+        try waitUntil("its second run") { source.runs.withLock { $0 } == 2 }
+        XCTAssertTrue(runner.liveness().isHealthy)
+        XCTAssertNil(runner.restartIfEnded(), "a running source is not restarted")
+        XCTAssertEqual(runner.restarts, 1)
+    }
+
+    /// The strap's object goes and the same name appears under another address when a
+    /// discovery runs: found again by its name, adopted (kept in the agent's state, shown in its status), while
+    /// the file in the same stream keeps its pace; the config keeps what was written.
+    func testAStrapFoundAgainUnderANewAddressIsAdopted() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus)
+        let configured = sensor.sensorAddress
+        let path = bed.file("steps.jsonl")
+        let settings = BLESourceSettings(address: configured, name: sensor.sensorName)
+        let stream = stream(bed, bus: bus, path: path, strap: settings)
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        var written = 0
+        try fileKeepsItsPace(bed, path: path, written: &written)
+
+        let moved = "C4:7F:51:0A:1B:2C"
+        let start = Date()
+        let discoveries = try sensor.adapterCalls(of: "StartDiscovery").count
+        // BlueZ adds the strap under its new address when a discovery hears it: the
+        // source looks for it by name once the address is gone.
+        try sensor.moveSensor(to: moved) {
+            try waitUntil("a discovery after the address went", timeout: 30) {
+                try sensor.adapterCalls(of: "StartDiscovery").count > discoveries
+            }
+            try fileKeepsItsPace(bed, path: path, written: &written)
+        }
+        try waitUntil("the strap found under its new address", timeout: 90) { try sensor.isNotifying() && stream.liveness().isHealthy }
+        print(String(format: "measured: the strap found again under its new address %.2f s after it moved", Date().timeIntervalSince(start)))
+        try fileKeepsItsPace(bed, path: path, written: &written)
+        let ble = try XCTUnwrap(stream.statuses()[1].kindStatus(BLESourceStatus.self))
+        XCTAssertEqual(ble.adoptedAddress, moved)
+        XCTAssertEqual(ble.sensor(of: stream.statuses()[1])?.adoptedAddress, moved)
+        XCTAssertEqual(ble.sensor(of: stream.statuses()[1])?.state, .connected)
+        XCTAssertEqual(try bed.database.agentState.value(AgentStateKey.bleAdoptedAddress(source: sensor.sensorName)), moved)
+        XCTAssertEqual(stream.config.sources.last, .ble(settings), "the config keeps what the person wrote")
+        try sensor.notify(HeartRateMeasurement(heartRate: 64, contact: .detected).bytes())
+        try waitUntil("a heart rate from the new address") {
+            try bed.payloads().contains { $0["metric_type"] as? String == "heart_rate" }
+        }
+        stream.stop()
+
+        // The next start looks for the adopted address first.
+        let again = self.stream(bed, bus: bus, path: path, strap: settings)
+        XCTAssertEqual(again.statuses()[1].kindStatus(BLESourceStatus.self)?.address, moved)
+        again.start()
+        defer { again.stop() }
+        try waitUntil("notifications on after a restart") { try sensor.isNotifying() && again.liveness().isHealthy }
+    }
+
+    /// Away, the strap costs few connect attempts (the backoff grows towards minutes; here
+    /// shortened fifty-fold), and once back it is taken when BlueZ hears it advertise
+    /// during the watch's low-duty discovery, long before the next attempt was due.
+    func testAStrapAwayBacksOffAndIsTakenWhenItAdvertises() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus)
+        let path = bed.file("steps.jsonl")
+        let stream = stream(bed, bus: bus, path: path, strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) {
+            $0.reconnect = Backoff(base: 0.1, cap: 30)
+            $0.awayScanEvery = 0.5
+            $0.scanSeconds = 0.5
+        }
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        let before = try sensor.connectCalls()
+        try sensor.goAway()
+        // Attempts 0.1, 0.2, 0.4, 0.8, 1.6, 3.2 s apart: the sixth ends at 6.3 s, the next
+        // is due at 12.7 s.
+        Thread.sleep(forTimeInterval: 7)
+        let attempts = try sensor.connectCalls() - before
+        XCTAssertLessThanOrEqual(attempts, 7, "attempts while away")
+        XCTAssertGreaterThanOrEqual(attempts, 3, "it keeps trying")
+        XCTAssertFalse(try sensor.adapterCalls(of: "StartDiscovery").isEmpty, "the away watch's discovery runs")
+        try sensor.comeBack()
+        let back = Date()
+        try waitUntil("the strap taken up once it advertises", timeout: 10) {
+            try sensor.advertise()
+            return try sensor.isNotifying() && stream.liveness().isHealthy
+        }
+        let seconds = Date().timeIntervalSince(back)
+        print(String(format: "measured: the strap taken up %.2f s after it advertised again", seconds))
+        XCTAssertLessThan(seconds, 5, "taken by its advertisement, not by the next attempt")
+        XCTAssertFalse(try sensor.isDiscovering(), "no discovery left running once connected")
+    }
+
+    /// Connected, and nothing comes: unhealthy with the fix, healthy again at the next
+    /// notification.
+    func testAConnectedStrapThatNeverNotifiesIsUnhealthyWithItsFix() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus)
+        let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                            strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) { $0.silenceLimit = 1 }
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        try waitUntil("the silence reported") { stream.liveness().reason?.contains("bluetoothctl remove \(sensor.sensorAddress)") == true }
+        let status = stream.statuses()[1]
+        XCTAssertEqual(status.kindStatus(BLESourceStatus.self)?.sensor(of: status)?.state, .silent)
+        XCTAssertNil(status.kindStatus(BLESourceStatus.self)?.disconnectedSince, "connected, not away")
+        XCTAssertTrue(try sensor.isConnected())
+        try sensor.notify(HeartRateMeasurement(heartRate: 66, contact: .detected).bytes())
+        try waitUntil("healthy again") { stream.liveness().isHealthy }
+    }
+
+    /// StartNotify refused until the strap is paired (BlueZ's NotPermitted): the source
+    /// says to pair it, and is left retrying by itself.
+    func testAStrapThatNeedsPairingSaysSo() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus, knownToBlueZ: false)
+        try sensor.addSensor(address: sensor.sensorAddress, name: sensor.sensorName, requiresPairing: true)
+        let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                            strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap))
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("the refusal") { stream.liveness().reason?.contains("asks to be paired") == true }
+        XCTAssertFalse(try sensor.isNotifying())
+        XCTAssertTrue(stream.restartFaults()?.contains("left \(Self.strap) retrying by itself") == true)
+    }
+
+    /// `doctor`'s and onboard's check decides about beat intervals over its window, not
+    /// from the first notification: below 60 bpm a notification may carry none. A sensor
+    /// that sends none in the whole window (an optical one) is told apart.
+    func testTheCheckDecidesAboutBeatIntervalsOverItsWindow() throws {
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus)
+        var probe = BLESensorProbe(target: BLESensorTarget(address: sensor.sensorAddress, name: nil), bus: .address(bus.address))
+        probe.beatIntervalWindow = 1.5
+        for laterWithIntervals in [true, false] {
+            let done = DispatchSemaphore(value: 0)
+            let failure = Mutex<String?>(nil)
+            DispatchQueue.global().async { [sensor] in
+                defer { done.signal() }
+                do {
+                try waitUntil("notifications on") { try sensor.isNotifying() }
+                // 52 bpm: no beat ended between these two notifications.
+                try sensor.notify(HeartRateMeasurement(heartRate: 52, contact: .detected).bytes())
+                Thread.sleep(forTimeInterval: 0.5)
+                try sensor.notify(HeartRateMeasurement(heartRate: 52, contact: .detected,
+                                                       rrIntervals: laterWithIntervals ? [1180] : []).bytes())
+                } catch {
+                    failure.withLock { $0 = "\(error)" }
+                }
+            }
+            let reading = try probe.run().get()
+            done.wait()
+            XCTAssertNil(failure.withLock { $0 })
+            XCTAssertEqual(reading.hasRRIntervals, laterWithIntervals)
+            XCTAssertEqual(reading.notifications, 2)
+            XCTAssertEqual(reading.address, sensor.sensorAddress)
+            XCTAssertEqual(reading.addressType, .public)
+            try waitUntil("let go") { try !sensor.isNotifying() }
+        }
+    }
+}
