@@ -9,11 +9,13 @@ import Foundation
 /// (`RoomFloor`, learnt from the frames before the block) plus `marginDB` plus twice the
 /// room's own spread (at most `spreadCapDB`): a room whose level moves by several dB from
 /// frame to frame needs more than a fixed margin. Above frames are *sound* when they make a
-/// run of at least `minimumRunFrames` (60 ms: a key click is shorter, a syllable is
-/// not; one frame under the level between two above does not end a run), or when their run reaches the end of the block and so may go on; such a
-/// run is at the full rate itself but starts the hold only once the next block shows it long
-/// enough. A frame is encoded at the full rate when a sound frame lies within
-/// `lookAheadFrames` after it (the frames of a block are all read before any is encoded, so
+/// run of at least `minimumRunFrames` (60 ms: a key's click is shorter, a syllable is not;
+/// one frame under the level between two above does not end a run), or when their run
+/// reaches the end of the block and so may go on (at the full rate, but starting the hold
+/// only once the next block shows it long enough). A shorter run stays at the quiet rate,
+/// unless it comes just before a sound run (the first 40 ms of a soft syllable): the
+/// look-ahead then reaches back from it. A frame is encoded at the full rate when a sound
+/// frame lies within `lookAheadFrames` after it (the frames of a block are all read before any is encoded, so
 /// the start of speech is never coded at the quiet rate) or within `holdFrames` before it
 /// (the pauses between words stay at the full rate); at the quiet rate otherwise. The
 /// look-ahead sees only the frames handed over together (one capture block, 2 s): a frame is
@@ -57,8 +59,8 @@ public struct BitratePlan: Sendable {
     /// 100 frames, 2 s: longer than the pauses inside a sentence.
     public static let defaultHoldFrames = 100
 
-    /// 3 dB over the floor, before the spread: white noise's 20 ms frames stay within 1 dB
-    /// of its floor, and faint speech's loud frames rise 5 dB or more over a room as loud.
+    /// Over the floor, before the spread: small enough that faint speech over a room as
+    /// loud as itself rises over it (docs/streams/microphone.md, "Adaptive bit rate").
     public static let defaultMarginDB = 3.0
     /// The room's spread (median above floor) counts twice: a frame of the room's own noise
     /// rarely rises more than twice that over the median.
@@ -101,8 +103,7 @@ public struct BitratePlan: Sendable {
         // still turn out to be a click).
         var sound = [Bool](repeating: false, count: levels.count)
         var holds = [Bool](repeating: false, count: levels.count)
-        // Shorter runs (a click, or the first 40 ms of a soft syllable): at the full rate
-        // themselves, with neither look-ahead nor hold.
+        // Shorter runs: a click, or the first 40 ms of a soft syllable (see the look-ahead).
         var brief = [Bool](repeating: false, count: levels.count)
         var start = 0
         while start < levels.count {
@@ -124,7 +125,7 @@ public struct BitratePlan: Sendable {
         let trailing = above.reversed().prefix { $0 }.count
         openRun = trailing + (trailing == levels.count ? openRun : 0)
 
-        var rates = levels.indices.map { brief[$0] ? settings.soundBitrate : settings.quietBitrate }
+        var rates = [Int](repeating: settings.quietBitrate, count: levels.count)
         // Walked backwards: the distance to the next sound frame within these frames.
         var untilSound: Int?
         for index in levels.indices.reversed() {
@@ -135,10 +136,7 @@ public struct BitratePlan: Sendable {
             if let untilSound, untilSound <= settings.lookAheadFrames { rates[index] = settings.soundBitrate }
         }
         for index in levels.indices {
-            // Once speech holds the rate, any frame above the room keeps it held: the
-            // quieter syllables of faint speech are often shorter than a run.
-            let holding = framesSinceSound.map { $0 < settings.holdFrames } ?? false
-            if holds[index] || (holding && above[index]) {
+            if holds[index] {
                 framesSinceSound = 0
             } else if let since = framesSinceSound {
                 framesSinceSound = since + 1
