@@ -116,27 +116,45 @@ print("location, microphone and healthkit switched on")
 PY
 
 say "running 'ariata-agent run' for $SECONDS_TO_RUN s (uploads every $UPLOAD_INTERVAL s)"
-"$BIN" run --config "$CONFIG" &
-AGENT=$!
-at_exit "kill $AGENT 2>/dev/null"
-# The daemon's own cost: CPU time and voluntary context switches between 5 s after start
-# (start-up excluded) and the end of the run, and its peak RSS.
-cost() {  # prints: cpu_ticks voluntary_switches (summed over all the daemon's threads)
+# Started through a small launcher that waits for it and writes its rusage: only
+# getrusage counts the context switches of threads that have exited (/proc/PID/status is
+# the main thread's, and summing /proc/PID/task/* loses the exited ones).
+python3 -c '
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[3], sys.argv[3:])
+open(sys.argv[1], "w").write(str(pid))
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, lambda number, frame: os.kill(pid, number))
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[2], "w").write(f"{usage.ru_nvcsw}\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+' "$WORK/agent.pid" "$WORK/agent.rusage" "$BIN" run --config "$CONFIG" &
+LAUNCHER=$!
+at_exit "kill $LAUNCHER 2>/dev/null"
+until [ -s "$WORK/agent.pid" ]; do sleep 0.1; done
+AGENT=$(cat "$WORK/agent.pid")
+START=$(date +%s.%N)
+# The daemon's own cost: CPU time between 5 s after start (start-up excluded) and the end
+# of the run, and its peak RSS; its voluntary context switches over its whole life (all
+# threads, exited ones included: getrusage when it has exited), start-up and stop included.
+cpu_ticks() {
   local stat; stat=$(cat "/proc/$AGENT/stat")
   stat=${stat##*) }
   set -- $stat
-  echo "$(( ${12} + ${13} )) $(cat /proc/"$AGENT"/task/*/status | awk '/^voluntary_ctxt_switches/ {n += $2} END {print n}')"
+  echo "$(( ${12} + ${13} ))"
 }
 sleep 5
-read -r CPU0 VCS0 < <(cost); T0=$(date +%s.%N)
+CPU0=$(cpu_ticks); T0=$(date +%s.%N)
 sleep "$(( SECONDS_TO_RUN > 5 ? SECONDS_TO_RUN - 5 : 1 ))"
-read -r CPU1 VCS1 < <(cost); T1=$(date +%s.%N)
+CPU1=$(cpu_ticks); T1=$(date +%s.%N)
 HWM=$(awk '/^VmHWM/ {print $2}' "/proc/$AGENT/status")
-COST=$(python3 -c "import os,sys; c0,c1,v0,v1,t0,t1,h=map(float,sys.argv[1:]); hz=os.sysconf('SC_CLK_TCK'); w=t1-t0; print(f'over {w:.0f} s: CPU {100*(c1-c0)/hz/w:.2f} % of one core, peak RSS {h/1024:.1f} MB, {(v1-v0)/w:.1f} voluntary context switches/s')" "$CPU0" "$CPU1" "$VCS0" "$VCS1" "$T0" "$T1" "$HWM")
 say "stopping the agent with SIGTERM (it writes the audio chunk in progress)"
 STOP0=$(date +%s.%N)
-kill -TERM "$AGENT"
-wait "$AGENT" && echo "the agent exited with status 0 after $(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$STOP0") s"
+kill -TERM "$LAUNCHER"
+wait "$LAUNCHER" && echo "the agent exited with status 0 after $(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$STOP0") s"
+COST=$(python3 -c "import os,sys,time; c0,c1,t0,t1,h,start,v=map(float,sys.argv[1:]); hz=os.sysconf('SC_CLK_TCK'); w=t1-t0; life=time.time()-start; print(f'over {w:.0f} s: CPU {100*(c1-c0)/hz/w:.2f} % of one core, peak RSS {h/1024:.1f} MB; over its whole {life:.0f} s (start-up and stop included): {v/life:.1f} voluntary context switches/s')" "$CPU0" "$CPU1" "$T0" "$T1" "$HWM" "$START" "$(cat "$WORK/agent.rusage")")
 
 say "uploading what is left ('ariata-agent sync')"
 "$BIN" sync --config "$CONFIG" || true

@@ -2,6 +2,7 @@ import AgentCore
 import ArgumentParser
 import Capture
 import Foundation
+import Rigs
 
 /// The benchmarks (docs/development.md, Benchmarks; figures in docs/performance.md): one
 /// subcommand each, its options declared here, its measurement in its own file. Build
@@ -14,7 +15,7 @@ struct AriataBench: ParsableCommand {
         abstract: "Measure ariata-agent against real components (docs/performance.md).",
         discussion: "Build as the package is built: scripts/static-build.sh ariata-agent ariata-bench.",
         subcommands: [QueueCommand.self, UploadCommand.self, LocationCommand.self, AudioCommand.self, SilenceCommand.self,
-                      EncodeCommand.self, JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
+                      NoiseCommand.self, EncodeCommand.self, JournalCommand.self, HealthCommand.self, ExportCommand.self, MetricsCommand.self,
                       PowerCommand.self, FootprintCommand.self, SleepCommand.self])
 }
 
@@ -104,13 +105,17 @@ struct SilenceCommand: ParsableCommand {
             spells, each --quiet-percent of room noise at --room-db and then speech, captured once per \
             --settings: today (quiet_bitrate = bitrate: one rate), adaptive (the defaults), adaptive-drop \
             (the defaults with upload_silent = false). Bytes per day are 24 such hours; wire bytes are the \
-            records' JSON with the Ogg as base64, each chunk's 2 s overlap included.
+            records' JSON with the Ogg as base64, each chunk's 2 s overlap included. \
+            With --noise, the noises rooms make instead (white, pink, brown, hum50, hum60, fan, keyboard, \
+            traffic): for each noise, --noise-db, --quiet-percent and --speech-db, --spells spells of \
+            --spell-seconds (the noise alone, then speech over it) through the stream's chunker and encoder: \
+            bytes a day, the share of frames at the quiet rate and the speech frames coded at it (must be 0).
             """)
 
     @Option(help: "Seconds of each input (the file plugin reads faster than real time).")
     var seconds = 300
-    @Option(help: "How much of the hour is quiet, in percent.")
-    var quietPercent = 80
+    @Option(help: "How much of the hour is quiet, in percent (comma-separated: one day each).")
+    var quietPercent = "80"
     @Option(help: "The room noise's level in the hour, dBFS.")
     var roomDb: Double = -58
     @Option(help: "Comma-separated: today, adaptive, adaptive-drop.")
@@ -119,16 +124,54 @@ struct SilenceCommand: ParsableCommand {
     var quietBitrate = MicrophoneConfig().quietBitrate
     @Option(help: "[microphone] sound_threshold_db of the adaptive settings. Default: the config's default.")
     var soundThresholdDb = MicrophoneConfig().soundThresholdDB
+    @Option(help: "[microphone] sound_margin_db of the adaptive settings. Default: the config's default.")
+    var soundMarginDb = MicrophoneConfig().soundMarginDB
     @Flag(help: "Only the hour, not each input's levels.")
     var dayOnly = false
+    @Option(help: "Comma-separated noises rooms make: white, pink, brown, hum50, hum60, fan, keyboard, traffic (or all); instead of the white-noise inputs and hour.")
+    var noise: String?
+    @Option(help: "With --noise: the noise's levels, dBFS, comma-separated.")
+    var noiseDb = "-60,-55,-50"
+    @Option(help: "With --noise: the speech's levels, dBFS, comma-separated.")
+    var speechDb = "-20"
+    @Option(help: "With --noise: how many spells (noise, then speech) make the stretch measured.")
+    var spells = 2
+    @Option(help: "With --noise: seconds of each spell.")
+    var spellSeconds = 300
     @OptionGroup var work: WorkDirectoryOption
 
     func validate() throws {
         try requirePositive(seconds, "--seconds")
-        try requireWithin(quietPercent, 0...100, "--quiet-percent")
+        for percent in try parsedQuietPercents() { try requireWithin(percent, 0...100, "--quiet-percent") }
         try requireWithin(quietBitrate, 2_000...16_000, "--quiet-bitrate")
         try requireWithin(soundThresholdDb, -100...0, "--sound-threshold-db")
+        try requireWithin(soundMarginDb, 0...40, "--sound-margin-db")
+        try requirePositive(spells, "--spells")
+        try requireWithin(spellSeconds, 10...3_600, "--spell-seconds")
         _ = try parsedSettings()
+        _ = try parsedNoises()
+        _ = try decibels(noiseDb, "--noise-db")
+        _ = try decibels(speechDb, "--speech-db")
+    }
+
+    func parsedQuietPercents() throws -> [Int] {
+        try quietPercent.split(separator: ",").map {
+            guard let value = Int($0.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--quiet-percent: '\($0)' is not a whole number (0 to 100)")
+            }
+            return value
+        }
+    }
+
+    func parsedNoises() throws -> [RoomNoise] {
+        guard let noise else { return [] }
+        if noise == "all" { return RoomNoise.allCases }
+        return try noise.split(separator: ",").map {
+            guard let kind = RoomNoise(rawValue: $0.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--noise: '\($0)' is none of \(RoomNoise.allCases.map(\.rawValue).joined(separator: ", ")), all")
+            }
+            return kind
+        }
     }
 
     func parsedSettings() throws -> [SilenceBench.Setting] {
@@ -141,8 +184,59 @@ struct SilenceCommand: ParsableCommand {
     }
 
     func run() throws {
-        try SilenceBench.run(seconds: seconds, quietPercent: quietPercent, roomDB: roomDb, settings: try parsedSettings(),
-                             adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: soundThresholdDb), dayOnly: dayOnly, work: work)
+        let adaptive = SilenceBench.Adaptive(quietBitrate: quietBitrate, soundThresholdDB: soundThresholdDb, soundMarginDB: soundMarginDb)
+        let noises = try parsedNoises()
+        guard noises.isEmpty else {
+            try RoomNoiseBench.run(noises: noises, noiseDBs: try decibels(noiseDb, "--noise-db"), quietPercents: try parsedQuietPercents(),
+                                   speechDBs: try decibels(speechDb, "--speech-db"), spells: spells, spellSeconds: spellSeconds,
+                                   adaptive: adaptive, work: work)
+            return
+        }
+        for (index, percent) in try parsedQuietPercents().enumerated() {
+            try SilenceBench.run(seconds: seconds, quietPercent: percent, roomDB: roomDb, settings: try parsedSettings(),
+                                 adaptive: adaptive, dayOnly: dayOnly || index > 0, work: work)
+        }
+    }
+}
+
+/// Comma-separated levels in dBFS (0 and below).
+func decibels(_ list: String, _ option: String) throws -> [Double] {
+    try list.split(separator: ",").map {
+        guard let value = Double($0.trimmingCharacters(in: .whitespaces)), value <= 0 else {
+            throw ValidationError("\(option): '\($0)' is not a level in dBFS (a number, 0 or below)")
+        }
+        return value
+    }
+}
+
+struct NoiseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "noise",
+        abstract: "Writes one of the noises rooms make as raw PCM (16 kHz mono s16le), the same samples for the same seed.",
+        discussion: "The noises of `silence --noise`, for the word-error-rate benchmark (tools/wer/wer.py --noise).")
+
+    @Option(help: "white, pink, brown, hum50, hum60, fan, keyboard or traffic.")
+    var kind: String
+    @Option(help: "The level (RMS over the whole file), dBFS.")
+    var db: Double
+    @Option(help: "Seconds of noise.")
+    var seconds: Double
+    @Option(help: "Seed: the same seed, the same samples.")
+    var seed = 1
+    @Option(help: "Where the raw PCM goes.")
+    var output: String
+
+    func validate() throws {
+        guard RoomNoise(rawValue: kind) != nil else {
+            throw ValidationError("--kind: '\(kind)' is none of \(RoomNoise.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard db <= 0 else { throw ValidationError("--db: \(db) is above full scale (0 dBFS)") }
+        guard seconds > 0 else { throw ValidationError("--seconds must be positive") }
+    }
+
+    func run() throws {
+        guard let noise = RoomNoise(rawValue: kind) else { return }
+        try TestSignal.write(noise.samples(seconds: seconds, dbfs: db, seed: UInt64(max(0, seed))), to: output)
     }
 }
 
@@ -166,8 +260,11 @@ struct EncodeCommand: ParsableCommand {
     var quietBitrate = MicrophoneConfig().quietBitrate
     @Option(help: "[microphone] sound_threshold_db. Default: the config's default.")
     var soundThresholdDb = MicrophoneConfig().soundThresholdDB
+    @Option(help: "[microphone] sound_margin_db. Default: the config's default.")
+    var soundMarginDb = MicrophoneConfig().soundMarginDB
 
     func validate() throws {
+        try requireWithin(soundMarginDb, 0...40, "--sound-margin-db")
         try requireWithin(bitrate, 2_000...64_000, "--bitrate")
         try requireWithin(quietBitrate, 2_000...64_000, "--quiet-bitrate")
         try requireWithin(soundThresholdDb, -100...0, "--sound-threshold-db")
@@ -175,7 +272,7 @@ struct EncodeCommand: ParsableCommand {
 
     func run() throws {
         try EncodeBench.run(input: input, output: output, bitrate: bitrate, quietBitrate: min(quietBitrate, bitrate),
-                            soundThresholdDB: soundThresholdDb)
+                            soundThresholdDB: soundThresholdDb, soundMarginDB: soundMarginDb)
     }
 }
 

@@ -8,16 +8,17 @@ import Rigs
 /// encoded by the agent's own encoder (`OggOpusChunkEncoder`, the settings the microphone
 /// stream gives it) into one Ogg Opus file, handed over in 2 s blocks like the capture
 /// thread's reads (the bit-rate plan's look-ahead sees one block at a time). One chunk for
-/// the whole file: unlike the stream, the plan's hold is not reset every 30 s. For the
+/// the whole file, its plan (the room's floor, the hold) carried through as the stream's chunks carry it. For the
 /// word-error-rate benchmark (tools/wer), which decodes the file and feeds it to a recogniser.
 enum EncodeBench {
-    static func run(input: String, output: String, bitrate: Int, quietBitrate: Int, soundThresholdDB: Int) throws {
+    static func run(input: String, output: String, bitrate: Int, quietBitrate: Int, soundThresholdDB: Int,
+                    soundMarginDB: Int = MicrophoneConfig().soundMarginDB) throws {
         let samples = try SpeechInput.samples(ofRawFile: input)
         guard !samples.isEmpty else { throw BenchFailure("\(input) holds no samples") }
         let config = MicrophoneConfig()
         let settings = OggOpusChunkEncoder.Settings(
             sampleRate: 16_000, bitrate: bitrate, complexity: config.complexity,
-            adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: Double(soundThresholdDB)))
+            adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: Double(soundThresholdDB), soundMarginDB: Double(soundMarginDB)))
         let encoder = try OggOpusChunkEncoder(settings)
         let block = 32_000 // 2 s at 16 kHz
         try samples.withUnsafeBufferPointer { all in

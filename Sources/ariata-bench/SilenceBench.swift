@@ -51,8 +51,8 @@ enum SilenceBench {
         func description(_ adaptive: Adaptive) -> String {
             switch self {
             case .today: "one rate (quiet_bitrate = bitrate = 16000)"
-            case .adaptive: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB))"
-            case .adaptiveDrop: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB)), upload_silent = false"
+            case .adaptive: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB), sound_margin_db = \(adaptive.soundMarginDB))"
+            case .adaptiveDrop: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB), sound_margin_db = \(adaptive.soundMarginDB)), upload_silent = false"
             }
         }
     }
@@ -60,10 +60,12 @@ enum SilenceBench {
     struct Adaptive {
         var quietBitrate = MicrophoneConfig().quietBitrate
         var soundThresholdDB = MicrophoneConfig().soundThresholdDB
+        var soundMarginDB = MicrophoneConfig().soundMarginDB
 
         func apply(to config: inout MicrophoneConfig) {
             config.quietBitrate = quietBitrate
             config.soundThresholdDB = soundThresholdDB
+            config.soundMarginDB = soundMarginDB
         }
     }
 

@@ -51,6 +51,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.bitrate = 24_000
         c.microphone.quietBitrate = 8_000
         c.microphone.soundThresholdDB = -48
+        c.microphone.soundMarginDB = 6
         c.microphone.chunkSeconds = 20
         c.microphone.overlapSeconds = 3
         c.microphone.complexity = 3

@@ -99,6 +99,7 @@ final class ConfigTests: XCTestCase {
             ("[microphone]\nquiet_bitrate = 20000", "microphone.quiet_bitrate", "20000 must not be above bitrate (16000)"),
             ("[microphone]\nquiet_bitrate = 1000", "microphone.quiet_bitrate", "1000 is out of range: allowed 2000 to 128000"),
             ("[microphone]\nsound_threshold_db = 3", "microphone.sound_threshold_db", "3 is out of range: allowed -100 to 0 dBFS"),
+            ("[microphone]\nsound_margin_db = 50", "microphone.sound_margin_db", "50 is out of range: allowed 0 to 40 dB above the room's noise floor"),
             ("[health]\nenabled = true", "health.source", "no [[health.source]] is configured"),
             ("[[health.source]]\nkind = \"usb\"\npath = \"/x\"", "health.source[1].kind", "use one of \"file\", \"serial\""),
             ("[location]\nsource = \"wifi\"", "location.source", "use one of \"auto\", \"gpsd\", \"geoclue\""),

@@ -5,13 +5,21 @@ speech encoded three ways: 16 kbit/s throughout, the agent's level-adaptive rate
 
     python3 tools/wer/wer.py [--bench .build/debug/ariata-bench] [--levels -20,-40,-51]
                              [--room-db -58] [--gap 4] [--work DIR] [--jobs 2]
+                             [--noise brown,keyboard,...] [--seeds N] [--voices-per-sentence K]
+                             [--settings "16 kbit/s,adaptive"]
 
 The sentences are tools/wer/sentences.txt (one a line), spoken by the espeak-ng voices in
 VOICES in turn (sentence i by VOICES[i % len(VOICES)]), each resampled by sox to 16 kHz mono without dither (`sox -D`, so every run has the same PCM)
 and scaled so its RMS is the level. At each level the sentences follow each other with
 --gap seconds of quiet between them (and before the first), and white noise at --room-db
 dBFS (the room) runs under all of it, so the adaptive rate drops to the quiet rate between
-sentences. The same PCM is encoded by `ariata-bench encode` (the agent's encoder) at
+sentences. --noise takes the noises rooms make instead (`ariata-bench noise`: white, pink,
+brown, hum50, hum60, fan, keyboard, traffic), one table each. --voices-per-sentence K speaks
+each sentence with K voices in turn (more words, more voices). --seeds N repeats every
+scene with N different noises of the same kind: the recogniser is deterministic for the
+same PCM, so the spread over seeds is its run-to-run spread on audio that differs only in
+what it does not transcribe, and each table shows it (min-max) beside the mean, and the
+difference adaptive minus 16 kbit/s seed by seed. The same PCM is encoded by `ariata-bench encode` (the agent's encoder) at
 --bitrate 16000 --quiet-bitrate 16000, at the default adaptive settings and at 6000/6000,
 decoded by opusdec and recognised by pocketsphinx_continuous; the unencoded PCM is
 recognised too. WER is the word-level Levenshtein distance between the reference (all the
@@ -37,7 +45,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-VOICES = ["en-us", "en-gb-x-rp", "en-us+f3", "en-gb-scotland"]
+VOICES = ["en-us", "en-gb-x-rp", "en-us+f3", "en-gb-scotland", "en-us-nyc", "en-gb-x-gbclan", "en-029", "en-gb+f2"]
 MODEL = "/usr/share/pocketsphinx/model/en-us"
 RATE = 16000
 SEED = 1
@@ -82,11 +90,11 @@ def rms_db(x):
     return 20 * np.log10(max(np.sqrt(np.mean(x * x)), 1e-12))
 
 
-def synthesise(sentences, work):
+def synthesise_spoken(spoken, work):
+    """Each (sentence, voice) spoken by espeak-ng, resampled without dither."""
     clips = []
-    for i, text in enumerate(sentences):
-        voice = VOICES[i % len(VOICES)]
-        wav, raw = f"{work}/s{i:02d}.wav", f"{work}/s{i:02d}.raw"
+    for i, (text, voice) in enumerate(spoken):
+        wav, raw = f"{work}/s{i:03d}.wav", f"{work}/s{i:03d}.raw"
         run(["espeak-ng", "-v", voice, "-w", wav, text])
         run(["sox", "-D", wav, "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw])
         clips.append(read_raw(raw))
@@ -99,17 +107,23 @@ def demo_speech(work):
     return read_raw(f"{work}/demo.raw")
 
 
-def scene(clips, level, room_db, gap, seed):
-    """The clips at `level` dBFS RMS each, `gap` s apart, with white noise at `room_db` under them."""
+def scene(clips, level, room_db, gap, seed, noise=None, bench=None, work=None):
+    """The clips at `level` dBFS RMS each, `gap` s apart, with white noise at `room_db` under
+    them, or `noise` from `ariata-bench noise` (the same samples for the same seed)."""
     parts, bounds, at = [np.zeros(int(gap * RATE))], [], int(gap * RATE)
     for clip in clips:
         parts += [clip * 10 ** ((level - rms_db(clip)) / 20), np.zeros(int(gap * RATE))]
         bounds.append((at, at + len(clip)))
         at += len(clip) + int(gap * RATE)
     signal = np.concatenate(parts)
-    if room_db is not None:
-        noise = np.random.default_rng(seed).standard_normal(len(signal))
-        signal += noise * 10 ** (room_db / 20) / np.sqrt(np.mean(noise * noise))
+    if room_db is not None and noise is not None:
+        path = f"{work}/noise-{noise}-{seed}.raw"
+        run([bench, "noise", "--kind", noise, f"--db={room_db}", "--seconds", f"{len(signal) / RATE + 1:.0f}",
+             "--seed", str(seed), "--output", path])
+        signal += read_raw(path)[:len(signal)]
+    elif room_db is not None:
+        white = np.random.default_rng(seed).standard_normal(len(signal))
+        signal += white * 10 ** (room_db / 20) / np.sqrt(np.mean(white * white))
     return signal, bounds
 
 
@@ -170,66 +184,94 @@ def main():
     parser.add_argument("--work")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-demo", action="store_true", help="leave the demo recording out")
+    parser.add_argument("--noise", help="comma-separated noises of ariata-bench noise instead of the white room")
+    parser.add_argument("--seeds", type=int, default=1, help="noises of each kind, for the run-to-run spread")
+    parser.add_argument("--voices-per-sentence", type=int, default=1)
+    parser.add_argument("--settings", help="comma-separated encodings to run (default: all)")
     parser.add_argument("--continuous", action="store_true",
                         help="recognise the sentences' whole file with pocketsphinx_continuous (its own segmentation) "
                              "instead of each sentence cut at its known place")
     args = parser.parse_args()
     levels = [float(x) for x in args.levels.split(",")]
+    noises = args.noise.split(",") if args.noise else [None]
+    seeds = [SEED + i for i in range(args.seeds)]
     work = args.work or tempfile.mkdtemp(prefix="ariata-wer-")
     os.makedirs(work, exist_ok=True)
 
     with open(f"{HERE}/sentences.txt") as f:
         sentences = [line.strip() for line in f if line.strip()]
-    reference = [w for s in sentences for w in words(s)]
-    clips = synthesise(sentences, work)
+    k = max(1, args.voices_per_sentence)
+    # Sentence i by voices k*i ... k*i+k-1 (mod the voices), so every voice speaks as often.
+    spoken = [(text, VOICES[(k * i + j) % len(VOICES)]) for i, text in enumerate(sentences) for j in range(k)]
+    reference = [w for text, _ in spoken for w in words(text)]
+    clips = synthesise_spoken(spoken, work)
     demo = None if args.no_demo else demo_speech(work)
 
-    settings = [("unencoded", None)] + SETTINGS
+    chosen = args.settings.split(",") if args.settings else None
+    settings = [(n, o) for n, o in [("unencoded", None)] + SETTINGS if chosen is None or n in chosen]
     jobs = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         if demo is not None:
             write_raw(demo * 10 ** ((-20 - rms_db(demo)) / 20), f"{work}/demo-clean.raw")
             jobs[("demo", "reference")] = pool.submit(encode_and_recognise, args.bench, f"{work}/demo-clean.raw", "", None,
                                                      f"{work}/demo-clean")
-        for level in levels:
-            tag = f"{level:g}"
-            signal, bounds = scene(clips, level, args.room_db, args.gap, SEED)
-            write_raw(signal, f"{work}/speech{tag}.raw")
-            if demo is not None:
-                write_raw(scene([demo], level, args.room_db, args.gap, SEED + 1)[0], f"{work}/demo{tag}.raw")
-            for name, options in settings:
-                slug = name.replace(" ", "").replace("/", "")
-                jobs[("sentences", level, name)] = pool.submit(encode_and_recognise, args.bench, f"{work}/speech{tag}.raw",
-                                                               name, options, f"{work}/speech{tag}-{slug}",
-                                                               None if args.continuous else bounds)
-                if demo is not None:
-                    jobs[("demo", level, name)] = pool.submit(encode_and_recognise, args.bench, f"{work}/demo{tag}.raw",
-                                                              name, options, f"{work}/demo{tag}-{slug}")
+        for noise in noises:
+            for seed in seeds:
+                for level in levels:
+                    tag = f"{noise or 'white'}{seed}{level:g}"
+                    signal, bounds = scene(clips, level, args.room_db, args.gap, seed, noise, args.bench, work)
+                    write_raw(signal, f"{work}/speech{tag}.raw")
+                    if demo is not None and seed == SEED:
+                        write_raw(scene([demo], level, args.room_db, args.gap, seed + 1000, noise, args.bench, work)[0],
+                                  f"{work}/demo{tag}.raw")
+                    for name, options in settings:
+                        slug = name.replace(" ", "").replace("/", "")
+                        jobs[("sentences", noise, seed, level, name)] = pool.submit(
+                            encode_and_recognise, args.bench, f"{work}/speech{tag}.raw", name, options,
+                            f"{work}/speech{tag}-{slug}", None if args.continuous else bounds)
+                        if demo is not None and seed == SEED:
+                            jobs[("demo", noise, seed, level, name)] = pool.submit(
+                                encode_and_recognise, args.bench, f"{work}/demo{tag}.raw", name, options, f"{work}/demo{tag}-{slug}")
         results = {key: job.result() for key, job in jobs.items()}
 
-    print(f"sentences: {len(sentences)} from tools/wer/sentences.txt, {len(reference)} words per level; "
-          f"voices in turn: {', '.join(VOICES)}; {args.gap:g} s gaps; room noise {args.room_db:g} dBFS (white); work {work}")
+    print(f"sentences: {len(sentences)} from tools/wer/sentences.txt, each by {k} voice(s): {len(spoken)} utterances, "
+          f"{len(reference)} words per level; voices in turn: {', '.join(VOICES)}; {args.gap:g} s gaps; "
+          f"room {args.room_db:g} dBFS ({args.noise or 'white'}); seeds {seeds}; work {work}")
     for key, (text, line) in sorted(results.items(), key=str):
         with open(f"{work}/{'-'.join(str(k) for k in key).replace(' ', '').replace('/', '')}.txt", "w") as f:
             f.write(text + "\n")
         if line not in ("unencoded", ""):
             print(f"  {key}: {line}")
-    def table(kind, truth):
-        """One row a level: each encoding's word-level distance from `truth`, in %."""
-        print("| level | " + " | ".join(name for name, _ in settings) + " | words |")
-        print("|" + "---|" * (len(settings) + 2))
+
+    def wer(kind, noise, seed, level, name, truth):
+        return 100 * distance(truth, words(results[(kind, noise, seed, level, name)][0])) / max(1, len(truth))
+
+    def spread(values):
+        return f"{np.mean(values):.1f}" if len(values) == 1 else f"{np.mean(values):.1f} ({min(values):.1f}–{max(values):.1f})"
+
+    def table(kind, truth, noise, seeds):
+        """One row a level: each encoding's WER (mean, and min-max over the seeds), and
+        adaptive minus 16 kbit/s seed by seed."""
+        names = [name for name, _ in settings]
+        paired = "adaptive" in names and "16 kbit/s" in names
+        print("| level | " + " | ".join(names) + (" | adaptive − 16 kbit/s |" if paired else " |") + " words |")
+        print("|" + "---|" * (len(names) + 2 + paired))
         for level in levels:
-            row = [f"{100 * distance(truth, words(results[(kind, level, name)][0])) / max(1, len(truth)):.1f}"
-                   for name, _ in settings]
+            row = [spread([wer(kind, noise, s, level, name, truth) for s in seeds]) for name in names]
+            if paired:
+                row.append(spread([wer(kind, noise, s, level, "adaptive", truth) - wer(kind, noise, s, level, "16 kbit/s", truth)
+                                   for s in seeds]))
             print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(truth)} |")
 
-    print("\nWER (%), espeak-ng sentences:")
-    table("sentences", reference)
-    if demo is not None:
-        demo_ref = words(results[("demo", "reference")][0])
-        print(f"\ndemo recording: words differing (%) from the recogniser's transcript of the recording itself "
-              f"({len(demo_ref)} words), no reference transcript:")
-        table("demo", demo_ref)
+    for noise in noises:
+        print(f"\nWER (%), espeak-ng sentences, room {noise or 'white (numpy)'} at {args.room_db:g} dBFS, "
+              f"mean (min–max) over {len(seeds)} noise seed(s):")
+        table("sentences", reference, noise, seeds)
+        if demo is not None:
+            demo_ref = words(results[("demo", "reference")][0])
+            print(f"\ndemo recording: words differing (%) from the recogniser's transcript of the recording itself "
+                  f"({len(demo_ref)} words), no reference transcript:")
+            table("demo", demo_ref, noise, [SEED])
 
 
 if __name__ == "__main__":

@@ -10,15 +10,18 @@ public struct MicrophoneConfig: Sendable, Equatable {
     public var fallbackDevice: String = "default"
     /// Opus bit rate in bits per second: the rate for sound.
     public var bitrate: Int = 16_000
-    /// The Opus bit rate while the room is quiet (every 20 ms frame under
-    /// `soundThresholdDB` for 2 s); equal to `bitrate`, the rate never changes
+    /// The Opus bit rate while the room is quiet (no 20 ms frame of sound for 2 s); equal
+    /// to `bitrate`, the rate never changes
     /// (docs/streams/microphone.md, "Adaptive bit rate"). 5000, not 6000: measured, it is
     /// what brings a day 80 % quiet under 100 MB on the wire.
     public var quietBitrate: Int = 5_000
-    /// A 20 ms frame at or above this level (dBFS) is sound and encoded at `bitrate`. -55
-    /// keeps speech far from the microphone (about -51 dBFS) at the full rate while room
-    /// noise (-58 to -60 dBFS) costs the quiet rate.
+    /// A 20 ms frame below this level (dBFS) is never sound. -55 keeps speech far from
+    /// the microphone (about -51 dBFS) within reach while a quiet room (-58 to -60 dBFS)
+    /// costs the quiet rate.
     public var soundThresholdDB: Int = -55
+    /// How far (dB) above the room's own noise floor a frame must rise to be sound, before
+    /// the room's own spread is added (docs/streams/microphone.md, "Adaptive bit rate").
+    public var soundMarginDB: Int = 3
     /// Seconds of audio per chunk. Setting it (in the file or in code) makes it explicit.
     public var chunkSeconds: Int = 30 { didSet { chunkSecondsIsExplicit = true } }
     /// Whether the file sets `chunk_seconds`: only then does onboarding keep it instead of
@@ -65,6 +68,7 @@ extension MicrophoneConfig: ConfigTable {
          .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
          .int("quiet_bitrate", \.quietBitrate, range: 2_000...128_000, unit: "bits per second"),
          .int("sound_threshold_db", \.soundThresholdDB, range: -100...0, unit: "dBFS (0 is full scale, -55 quiet speech far away)"),
+         .int("sound_margin_db", \.soundMarginDB, range: 0...40, unit: "dB above the room's noise floor"),
          // Read and written only when given, so that a default leaves room for onboarding's
          // proposal (and stays the default after a rewrite).
          ConfigKey("chunk_seconds", read: { s, t in

@@ -18,6 +18,9 @@ final class AdaptiveBitrateTests: XCTestCase {
     /// "H" for a frame at the full rate, "q" for the quiet rate.
     func marks(_ rates: [Int]) -> String { String(rates.map { $0 == 16_000 ? "H" : "q" }) }
 
+    /// A short syllable, 60 ms.
+    var syllable: [Double] { [loud, loud, loud] }
+
     func testQuietFramesGetTheQuietRateAndSoundTheFullRate() {
         var plan = plan()
         XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: quiet, count: 8))), "qqqqqqqq")
@@ -26,33 +29,100 @@ final class AdaptiveBitrateTests: XCTestCase {
 
     func testTheFullRateStartsLookAheadFramesBeforeTheFirstSoundFrame() {
         var plan = plan(lookAhead: 3)
-        let levels = Array(repeating: quiet, count: 10) + [loud, loud] + Array(repeating: quiet, count: 10)
-        XCTAssertEqual(marks(plan.rates(forLevels: levels)), "qqqqqqqHHHHHHHHHHqqqqq")
+        let levels = Array(repeating: quiet, count: 10) + syllable + Array(repeating: quiet, count: 10)
+        XCTAssertEqual(marks(plan.rates(forLevels: levels)), "qqqqqqqHHHHHHHHHHHqqqqq")
     }
 
     func testTheFullRateHoldsAfterTheLastSoundFrameAndAcrossBlocks() {
         var plan = plan(lookAhead: 0, hold: 5)
-        XCTAssertEqual(marks(plan.rates(forLevels: [quiet, loud, quiet, quiet])), "qHHH")
+        XCTAssertEqual(marks(plan.rates(forLevels: [quiet] + syllable + [quiet, quiet])), "qHHHHH")
         // The hold began in the block before: 3 more frames at the full rate, then quiet.
         XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: quiet, count: 6))), "HHHqqq")
     }
 
     func testPausesShorterThanTheHoldStayAtTheFullRate() {
         var plan = plan(lookAhead: 2, hold: 5)
-        let words: [Double] = [loud, loud, quiet, quiet, quiet, quiet, loud, quiet, quiet, quiet, quiet, quiet, loud]
-        XCTAssertEqual(marks(plan.rates(forLevels: words)), "HHHHHHHHHHHHH")
+        let words = syllable + [quiet, quiet, quiet, quiet] + syllable + [quiet, quiet, quiet, quiet, quiet] + syllable
+        XCTAssertEqual(marks(plan.rates(forLevels: words)), String(repeating: "H", count: words.count))
     }
 
     func testTheLookAheadSeesOnlyTheFramesHandedOverTogether() {
         var plan = plan(lookAhead: 3)
         XCTAssertEqual(marks(plan.rates(forLevels: Array(repeating: quiet, count: 5))), "qqqqq",
                        "the next block's sound is not known yet: nothing is held back for it")
-        XCTAssertEqual(marks(plan.rates(forLevels: [loud, quiet])), "HH")
+        XCTAssertEqual(marks(plan.rates(forLevels: syllable + [quiet])), "HHHH")
     }
 
-    func testTheThresholdItselfIsSound() {
+    func testTheThresholdItselfIsSoundAndNothingBelowIt() {
         var plan = plan(lookAhead: 0, hold: 0)
-        XCTAssertEqual(marks(plan.rates(forLevels: [-55.1, -55, -54.9, AudioLevel.floor])), "qHHq")
+        XCTAssertEqual(marks(plan.rates(forLevels: [-55.1, -55, -55, -54.9, AudioLevel.floor])), "qHHHq")
+        // A room of digital silence: -70 dBFS is far above its floor, and still not sound.
+        var silentRoom = plan
+        _ = silentRoom.rates(forLevels: Array(repeating: AudioLevel.floor, count: 200))
+        XCTAssertEqual(marks(silentRoom.rates(forLevels: Array(repeating: -70, count: 5))), "qqqqq")
+    }
+
+    func testAClickShorterThanASyllableStaysQuiet() {
+        var plan = plan(lookAhead: 3, hold: 5)
+        let clicks = [quiet, quiet, quiet, quiet, loud, quiet, quiet, quiet, quiet, loud, loud, quiet, quiet, quiet, quiet, quiet]
+        XCTAssertEqual(marks(plan.rates(forLevels: clicks)), "qqqqqqqqqqqqqqqq", "1 and 2 frames: a key, a knock")
+        // One frame under the level inside a syllable does not cut it into clicks.
+        XCTAssertEqual(marks(plan.rates(forLevels: [quiet, quiet, quiet, quiet, loud, quiet, loud, quiet, quiet, quiet, quiet, quiet])),
+                       "qHHHHHHHHHHH")
+    }
+
+    func testTheLookAheadReachesBackOverAShortRiseJustBeforeASyllable() {
+        var plan = plan(lookAhead: 3, hold: 0)
+        // The first 20 ms of a soft syllable, a dip, then the syllable: 200 ms before the first rise.
+        let onset = [quiet, quiet, quiet, quiet, quiet, quiet, loud, quiet, quiet, quiet] + syllable + [quiet]
+        XCTAssertEqual(marks(plan.rates(forLevels: onset)), "qqqHHHHHHHHHHq")
+        // The same rise further from the syllable is a click: the look-ahead starts at the syllable.
+        var apart = self.plan(lookAhead: 3, hold: 0)
+        let click = [quiet, quiet, loud, quiet, quiet, quiet, quiet, quiet, quiet, quiet] + syllable + [quiet]
+        XCTAssertEqual(marks(apart.rates(forLevels: click)), "qqqqqqqHHHHHHq")
+    }
+
+    func testARunAtTheEndOfTheBlockIsFullRateAndHoldsOnlyOnceItProvesASyllable() {
+        var plan = plan(lookAhead: 2, hold: 5)
+        // The run may go on in the next block: at the full rate, but no hold yet.
+        XCTAssertEqual(marks(plan.rates(forLevels: [quiet, quiet, quiet, quiet, quiet, loud])), "qqqHHH")
+        XCTAssertEqual(marks(plan.rates(forLevels: [quiet, quiet, quiet, quiet, quiet, quiet, quiet])), "qqqqqqq",
+                       "it ended after one frame: a click, no hold")
+        XCTAssertEqual(marks(plan.rates(forLevels: [quiet, quiet, quiet, quiet, quiet, loud])), "qqqHHH")
+        XCTAssertEqual(marks(plan.rates(forLevels: [loud, loud, quiet, quiet, quiet, quiet, quiet, quiet, quiet])), "HHHHHHHqq",
+                       "three frames across the blocks: a syllable, and the hold follows it")
+    }
+
+    /// A room whose level moves by several dB from frame to frame (-58 to -52 dBFS, over
+    /// the threshold half the time) is quiet once its floor is learnt; speech over it is sound.
+    func testTheRoomsOwnFloorAndSpreadAreQuiet() {
+        var plan = plan(lookAhead: 0, hold: 5)
+        let pattern: [Double] = [-58, -55, -52, -54, -57, -53]
+        let room: [Double] = (0 ..< 300).map { pattern[$0 % pattern.count] }
+        XCTAssertNil(plan.room.floor)
+        XCTAssertTrue(marks(plan.rates(forLevels: Array(room.prefix(50)))).contains("H"),
+                      "before a floor is known, the threshold alone decides (and the room is over it)")
+        _ = plan.rates(forLevels: Array(room.dropFirst(50)))
+        XCTAssertEqual(marks(plan.rates(forLevels: Array(room.prefix(100)))), String(repeating: "q", count: 100))
+        let floor = try? XCTUnwrap(plan.room.floor)
+        XCTAssertEqual(floor ?? 0, -58, accuracy: 0.5)
+        XCTAssertEqual(marks(plan.rates(forLevels: [-58, -57] + Array(repeating: -40.0, count: 3) + [-58])), "qqHHHH",
+                       "faint speech 15 dB over the room is sound")
+    }
+
+    /// Speech for longer than the floor's window cannot make itself the floor: it has pauses,
+    /// and the spread it adds is capped under its level.
+    func testLongSpeechStaysSound() {
+        var plan = plan(lookAhead: 0, hold: 5)
+        _ = plan.rates(forLevels: Array(repeating: -60, count: 200))
+        // 60 s of speech: syllables of -30 to -40 dBFS, a short pause at the room's level every 10 frames.
+        let speech: [Double] = (0 ..< 3_000).map { (frame: Int) -> Double in
+            frame % 10 == 9 ? -60.0 : -40.0 + Double(frame % 3) * 5.0
+        }
+        var rates: [Int] = []
+        for start in stride(from: 0, to: speech.count, by: 100) { rates += plan.rates(forLevels: Array(speech[start ..< start + 100])) }
+        XCTAssertFalse(marks(rates).contains("q"), "speech was coded at the quiet rate")
+        XCTAssertLessThan(plan.soundLevel, -40)
     }
 
     func testEqualRatesAreNotAdaptive() {
@@ -75,6 +145,29 @@ final class AdaptiveBitrateTests: XCTestCase {
             try samples[start ..< min(start + 2 * rate, samples.count)].withUnsafeBufferPointer { try encoder.append($0) }
         }
         return (finish ? try encoder.finish() : Data(), encoder)
+    }
+
+    /// The next chunk takes up the room its predecessor learnt (`BitratePlanCarry`): in a
+    /// room louder than the threshold, it starts at the quiet rate instead of learning the
+    /// room again at the full rate; a chunk on its own does learn it again.
+    func testTheNextChunkKeepsTheRoomsFloor() throws {
+        let room = RoomNoise.hum50.samples(seconds: 10, dbfs: -50, seed: 3)
+        let carry = BitratePlanCarry()
+        func chunk(_ carry: BitratePlanCarry?) throws -> OggOpusChunkEncoder {
+            let encoder = try OggOpusChunkEncoder(.init(bitrate: 16_000, adaptive: adaptive), carry: carry)
+            for start in stride(from: 0, to: room.count, by: 2 * rate) {
+                try room[start ..< min(start + 2 * rate, room.count)].withUnsafeBufferPointer { try encoder.append($0) }
+            }
+            _ = try encoder.finish()
+            return encoder
+        }
+        let first = try chunk(carry)
+        XCTAssertEqual(first.rateChanges.first?.bitrate, 16_000, "no floor yet: the room is over the threshold")
+        XCTAssertEqual(first.rateChanges.last?.bitrate, adaptive.quietBitrate, "once learnt, the room is quiet")
+        let next = try chunk(carry)
+        XCTAssertEqual(next.rateChanges.map(\.bitrate), [adaptive.quietBitrate], "the next chunk knows the room from its first frame")
+        let alone = try chunk(nil)
+        XCTAssertEqual(alone.rateChanges.first?.bitrate, 16_000)
     }
 
     /// An Opus packet of a chunk: its size, where its audio starts and how long it is (in

@@ -122,6 +122,7 @@ final class MicrophoneLevelTests: XCTestCase {
             XCTAssertEqual(metadata["bitrate"] as? Int, 16_000)
             XCTAssertEqual(metadata["quiet_bitrate"] as? Int, 5_000)
             XCTAssertEqual(metadata["sound_threshold_db"] as? Int, -55)
+            XCTAssertEqual(metadata["sound_margin_db"] as? Int, 3)
         }
         let directory = try TemporaryDirectory()
         for record in run.records {

@@ -27,9 +27,7 @@ struct ChunkAssembly {
     init(config: MicrophoneConfig, tuning: MicrophoneTuning, clock: any WallClock, clockTrust: ClockTrust,
          journal: ChunkJournal, logger: Logger) {
         let rate = tuning.sampleRate
-        let settings = OggOpusChunkEncoder.Settings(sampleRate: rate, bitrate: config.bitrate, complexity: config.complexity,
-                                                    adaptive: .init(quietBitrate: config.quietBitrate,
-                                                                    soundThresholdDB: Double(config.soundThresholdDB)))
+        let settings = OggOpusChunkEncoder.Settings(microphone: config, sampleRate: rate)
         times = ChunkTimes(trust: clockTrust)
         chunker = AudioChunker(sampleRate: rate, chunkFrames: config.chunkSeconds * rate, overlapFrames: config.overlapSeconds * rate,
                                makeEncoder: JournaledEncoderMaker(settings: settings, times: times, journal: journal).make)

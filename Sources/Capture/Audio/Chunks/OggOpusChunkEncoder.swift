@@ -1,3 +1,4 @@
+import AgentCore
 import COpus
 import Foundation
 
@@ -36,20 +37,25 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         /// With a journal: end the page after every block of samples handed over (about
         /// every 2 s, what one capture wake brings), so what was encoded is in the journal at once.
         public var pageEveryBlock: Bool
-        /// The quiet rate and the level that is sound; nil (or a quiet rate equal to
-        /// `bitrate`) encodes everything at `bitrate`.
+        /// The quiet rate and what is sound; nil (or a quiet rate equal to `bitrate`)
+        /// encodes everything at `bitrate`.
         public var adaptive: Adaptive?
 
         public struct Adaptive: Sendable, Equatable {
             public var quietBitrate: Int
+            /// Below it nothing is sound (`sound_threshold_db`).
             public var soundThresholdDB: Double
+            /// How far above the room's floor sound must be (`sound_margin_db`).
+            public var soundMarginDB: Double
             public var lookAheadFrames: Int
             public var holdFrames: Int
 
-            public init(quietBitrate: Int, soundThresholdDB: Double, lookAheadFrames: Int = BitratePlan.defaultLookAheadFrames,
+            public init(quietBitrate: Int, soundThresholdDB: Double, soundMarginDB: Double = BitratePlan.defaultMarginDB,
+                        lookAheadFrames: Int = BitratePlan.defaultLookAheadFrames,
                         holdFrames: Int = BitratePlan.defaultHoldFrames) {
                 self.quietBitrate = quietBitrate
                 self.soundThresholdDB = soundThresholdDB
+                self.soundMarginDB = soundMarginDB
                 self.lookAheadFrames = lookAheadFrames
                 self.holdFrames = holdFrames
             }
@@ -65,6 +71,13 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             self.muxingDelay = muxingDelay
             self.pageEveryBlock = pageEveryBlock
         }
+
+        /// The settings the microphone stream encodes with, from `[microphone]`.
+        public init(microphone config: MicrophoneConfig, sampleRate: Int) {
+            self.init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity,
+                      adaptive: .init(quietBitrate: config.quietBitrate, soundThresholdDB: Double(config.soundThresholdDB),
+                                      soundMarginDB: Double(config.soundMarginDB)))
+        }
     }
 
     private var data = Data()
@@ -74,6 +87,8 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     private var samplesWritten = 0
     /// Set only when the quiet rate is below the sound rate.
     private var plan: BitratePlan?
+    /// Where the plan comes from and goes back to after each block, for the next chunk.
+    private let carry: BitratePlanCarry?
     /// Whether the full rate is pinned to wideband, with SILK restarted at each rise to it.
     private let widebandRestart: Bool
     /// Samples still to be written in 5 ms frames since the last rise to the full rate.
@@ -90,16 +105,25 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     /// - Parameter journal: where the chunk's pages also go as they are produced; nil for
     ///   none. The encoder closes it when the chunk is finished and removes it when the
     ///   chunk is dropped unfinished.
-    public init(_ settings: Settings, journal: JournalFile? = nil) throws {
+    /// - Parameter carry: shared by the chunks of one stream: the plan (the room's floor,
+    ///   the hold) the previous chunk left, taken up by this one. nil: a plan of its own.
+    public init(_ settings: Settings, journal: JournalFile? = nil, carry: BitratePlanCarry? = nil) throws {
         self.journal = journal
+        self.carry = carry
         pageEveryBlock = journal != nil && settings.pageEveryBlock
         frameSamples = max(1, settings.sampleRate / 50)
         currentBitrate = settings.bitrate
         if let adaptive = settings.adaptive {
             let planSettings = BitratePlan.Settings(soundBitrate: settings.bitrate, quietBitrate: adaptive.quietBitrate,
-                                                    thresholdDB: adaptive.soundThresholdDB,
+                                                    thresholdDB: adaptive.soundThresholdDB, marginDB: adaptive.soundMarginDB,
                                                     lookAheadFrames: adaptive.lookAheadFrames, holdFrames: adaptive.holdFrames)
-            if planSettings.isAdaptive { plan = BitratePlan(planSettings) }
+            if planSettings.isAdaptive {
+                if let carried = carry?.plan, carried.settings == planSettings {
+                    plan = carried
+                } else {
+                    plan = BitratePlan(planSettings)
+                }
+            }
         }
         widebandRestart = plan != nil && settings.sampleRate == 16_000 && settings.bitrate >= Self.widebandRestartMinimumBitrate
         guard let comments = ope_comments_create() else { throw OpusEncodingError(call: "ope_comments_create", code: OPE_ALLOC_FAIL) }
@@ -173,6 +197,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             start = end
         }
         guard let rates = plan?.rates(forLevels: levels) else { return }
+        carry?.plan = plan
         var runStart = 0
         while runStart < bounds.count {
             var runEnd = runStart + 1

@@ -40,6 +40,7 @@ public enum MicrophoneRecord {
                 "bitrate": bitrate,
                 "quiet_bitrate": adaptive.quietBitrate,
                 "sound_threshold_db": adaptive.soundThresholdDB,
+                "sound_margin_db": adaptive.soundMarginDB,
             ] as [String: any Sendable]
         }
         if let level = chunk.level {
@@ -57,10 +58,12 @@ public enum MicrophoneRecord {
     public struct AdaptiveRate: Sendable, Equatable {
         public var quietBitrate: Int
         public var soundThresholdDB: Int
+        public var soundMarginDB: Int
 
-        public init(quietBitrate: Int, soundThresholdDB: Int) {
+        public init(quietBitrate: Int, soundThresholdDB: Int, soundMarginDB: Int = MicrophoneConfig().soundMarginDB) {
             self.quietBitrate = quietBitrate
             self.soundThresholdDB = soundThresholdDB
+            self.soundMarginDB = soundMarginDB
         }
     }
 
