@@ -14,7 +14,9 @@ struct CoverageCommand: ParsableCommand {
             legend, then each stream's captured share and its largest gap with the reason \
             (docs/operations.md, "Coverage").
 
-            --json prints the same for scripts (docs/operations.md, "Coverage").
+            --json prints the same for scripts (docs/operations.md, "Coverage"). --svg FILE \
+            also writes the day as an SVG picture: a 24-hour axis in local time, a row per \
+            stream, a colour per reason, captured time split into uploaded and pending.
             """)
 
     @OptionGroup var options: ConfigOptions
@@ -27,6 +29,9 @@ struct CoverageCommand: ParsableCommand {
 
     @Flag(help: "Print JSON instead of the picture.")
     var json = false
+
+    @Option(help: "Also write the day as an SVG picture to this file.")
+    var svg: String?
 
     func run() throws {
         let now = Date()
@@ -52,6 +57,14 @@ struct CoverageCommand: ParsableCommand {
         }
         let streams = try only.map { [$0] } ?? Set(StreamName.allCases.filter(config.isEnabled) + database.coverage.streams()).sorted()
         let picture = try CoverageDay.read(database, day: moment, streams: streams, now: now)
+        if let svg {
+            let picture = CoverageSVG(pendingCells: try CoverageSVG.pendingCells(picture, queue: database.recordQueue)).render(picture)
+            do {
+                try Data(picture.utf8).write(to: URL(fileURLWithPath: svg))
+            } catch {
+                throw CommandFailure("cannot write \(svg): \(error)")
+            }
+        }
         if json {
             FileHandle.standardOutput.write(try CoverageJSON(picture).data())
             FileHandle.standardOutput.write(Data("\n".utf8))
