@@ -44,7 +44,7 @@ alone='MemoryFootprintTests|IdleWakeUpTests'
 iroh='BoxOnboardTests|BoxDaemonTests|BoxUploaderTests|IrohBridgeTests'
 # The long whole-daemon tests the everyday tier leaves out (each runs the real binary for
 # half a minute or more; the whole suite and CI run them).
-long='KillStormTests|BoxDaemonTests|ServerReadEndToEndTests|PurgeDaemonTests|MicrophoneFallbackTests|PipeWireCaptureTests/testTheSourceGoingAndComingBack|PrivacyZoneDaemonTests|MutedPlaceDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests|ServerSwitchWholeDaemonTests|LongChunkKillTests|SleepWakeDaemonTests|GeoClueDaemonTests|MeteredUploadDaemonTests|DesktopNoticesDaemonTests|BLEHeartRateDaemonTests|CoverageKillTests'
+long='KillStormTests|BoxDaemonTests|ServerReadEndToEndTests|PurgeDaemonTests|MicrophoneFallbackTests|PipeWireCaptureTests/testTheSourceGoingAndComingBack|PrivacyZoneDaemonTests|MutedPlaceDaemonTests|ClockTrustTests|IdleWakeUpTests|PowerDaemonTests|DaemonFullDiskTests|TimedPauseDaemonTests|NetworkReturnTests|ServerSwitchWholeDaemonTests|LongChunkKillTests|SleepWakeDaemonTests|GeoClueDaemonTests|MeteredUploadDaemonTests|DesktopNoticesDaemonTests|BLEHeartRateDaemonTests'
 
 case "$tier" in
   soak) export KILL_STORM_KILLS=${KILL_STORM_KILLS:-25} ;;

@@ -9,7 +9,7 @@ import XCTest
 /// as `stopped`, and `ariata-agent coverage --json` prints it (docs/operations.md, "Coverage").
 final class CoverageKillTests: XCTestCase {
     func testAKillIsALostGapFromTheLastChunkToTheRestart() throws {
-        let rig = try DaemonRig(chunkSeconds: 3, overlapSeconds: 1, uploadInterval: 300, checkInterval: 2, locationEnabled: false)
+        let rig = try DaemonRig(chunkSeconds: 5, overlapSeconds: 1, uploadInterval: 300, checkInterval: 2, locationEnabled: false)
         try rig.startAgent()
         let database = try rig.openDatabase()
         try waitUntil("two chunks", timeout: 30) { try database.recordQueue.count(stream: .microphone, status: .pending) >= 2 }
@@ -29,7 +29,7 @@ final class CoverageKillTests: XCTestCase {
             return lost != nil
         }
         let gap = try XCTUnwrap(lost)
-        // The last chunk began at `lastChunk` and was written at its end, 3 s later.
+        // The last chunk began at `lastChunk` and was written at its end, 5 s later.
         XCTAssertGreaterThanOrEqual(gap.start, lastChunk, "not before the last chunk")
         XCTAssertLessThanOrEqual(gap.start, killed, "from the last chunk written, before the kill")
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(gap.end), restarted, "to the restart")
