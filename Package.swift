@@ -164,7 +164,7 @@ let package = Package(
 
         // The rigs only the tests use (network namespaces, small file systems, pexpect,
         // older queues), and Rigs re-exported.
-        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "PlatformTestSupport", "Rigs", "DBus"], path: "TestSupport/TestRigs"),
+        .target(name: "TestRigs", dependencies: ["AgentCore", "Platform", "PlatformTestSupport", "Rigs", "DBus", "CZlib"], path: "TestSupport/TestRigs"),
         // The tests' child processes (a queue writer to kill, health sources), found beside
         // the test bundle: built with the tests, not installed.
         .executableTarget(name: "ariata-test-helper", dependencies: [

@@ -25,6 +25,7 @@ public final class AgentDaemon: Sendable {
     private let commitSync: CommitSyncDeadline
     private let maintenance: MaintenanceRound
     private let metered: MeteredUploads
+    private let coverage: CoverageRecorder
     private let state: Mutex<State>
 
     private struct State {
@@ -62,6 +63,7 @@ public final class AgentDaemon: Sendable {
                                 power: PowerGovernor(database: database, logger: Logger(.power)), timeZone: timeZone, logger: logger)
         commitSync = CommitSyncDeadline(database: database, scheduler: scheduler, roundInterval: roundInterval)
         metered = MeteredUploads(database: database, clock: clock, logger: Logger(.network))
+        coverage = CoverageRecorder(database: database, clock: clock, logger: logger)
         let notices = DesktopNotices(sink: factory.makeNoticeSink(logger: Logger(.notify)), logger: Logger(.notify))
         maintenance = MaintenanceRound(.init(database: database, supervisor: supervisor, storageGuard: storageGuard,
                                              commitSync: commitSync, control: control, clockCorrection: clockCorrection,
@@ -95,8 +97,10 @@ public final class AgentDaemon: Sendable {
         control.askServerBeforeCapture()
         MemoryFootprint.dropMappedFilePages()
         let stopped = control.prepare()
+        // What the last process left open in the ledger, before the streams report.
+        coverage.closeAfterStart()
         let supervisors = StreamSupervisor.forEnabledStreams(of: config, stopped: stopped, factory: factory, control: control,
-                                                             database: database, logger: logger)
+                                                             coverage: coverage, database: database, logger: logger)
         control.attach(supervisors)
         let uploader = factory.makeUploader(config: config, database: database, logger: Logger(.upload))
         // A start-up stage ends (docs/decisions/0005-start-up-page-drop.md): the streams and
@@ -112,7 +116,7 @@ public final class AgentDaemon: Sendable {
         }
         for stream in StreamName.allCases {
             supervisors[stream]?.start()
-            logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : stopped[stream] ?? "started")")
+            logger.info("\(stream.rawValue) \(supervisors[stream] == nil ? "disabled" : stopped[stream]?.word ?? "started")")
         }
         // The streams' set-up leaves the resident set before the rest of the start.
         MemoryFootprint.dropMappedFilePages()
@@ -154,6 +158,7 @@ public final class AgentDaemon: Sendable {
         sleep?.stop()
         metered.stop()
         for supervisor in supervisors.values { supervisor.stop() }
+        coverage.stopped(Array(supervisors.keys))
         uploader?.stop()
         clockCorrection.pass(trustSystemClock: state.withLock { $0.config.daemon.trustSystemClock })
         // Captures that wait for their fsync do not outlive the daemon unsynced.

@@ -16,7 +16,7 @@ struct AriataAgent: AsyncParsableCommand {
         version: AgentVersion.string,
         subcommands: [
             RunCommand.self, OnboardCommand.self, StatusCommand.self, SyncCommand.self,
-            PauseCommand.self, ResumeCommand.self, PurgeCommand.self, ExportCommand.self, DoctorCommand.self,
+            PauseCommand.self, ResumeCommand.self, PurgeCommand.self, ExportCommand.self, CoverageCommand.self, DoctorCommand.self,
         ]
     )
 }

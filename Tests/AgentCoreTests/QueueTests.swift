@@ -134,7 +134,7 @@ final class QueueTests: XCTestCase {
 
     func testSchemaVersionIsRecordedAndANewerDatabaseIsRefused() throws {
         let path = dir.file("agent.sqlite")
-        XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "5")
+        XCTAssertEqual(try sqlite3Output(path, "PRAGMA user_version;"), "6")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA page_size;"), "1024", "a new queue has 1 KiB pages")
         XCTAssertEqual(try sqlite3Output(path, "PRAGMA journal_mode;"), "wal")
         // Reopening an up-to-date database migrates nothing and keeps the data.
@@ -145,7 +145,7 @@ final class QueueTests: XCTestCase {
 
         _ = try sqlite3Output(path, "PRAGMA user_version = 99;")
         XCTAssertThrowsError(try AgentDatabase(path: path)) { error in
-            XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 5))
+            XCTAssertEqual(error as? QueueError, .schemaTooNew(found: 99, known: 6))
             XCTAssertTrue("\(error)".contains("newer ariata-agent"))
         }
     }

@@ -233,6 +233,11 @@ final class ServerSwitchDaemonTests: XCTestCase {
         rig.scheduler.advance(by: 1)
         XCTAssertEqual(try receiver.verifyCalls().count, 2)
         XCTAssertEqual(rig.counts.starts(.microphone), 0)
+        // The coverage ledger says why: the server, from the start; the location captured.
+        let ledger = try rig.database.coverage.spans([.microphone, .location], from: Date(timeIntervalSince1970: 0),
+                                                     to: rig.scheduler.now().addingTimeInterval(1))
+        XCTAssertEqual(Set(ledger.map { "\($0.stream.rawValue) \($0.state.rawValue)" }), ["microphone server_off", "location captured"])
+        XCTAssertEqual(ledger.count, 2, "one span each, unchanged over the hour")
         daemon.stop()
     }
 

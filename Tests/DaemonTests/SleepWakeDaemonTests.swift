@@ -71,6 +71,12 @@ final class SleepWakeDaemonTests: XCTestCase {
         XCTAssertTrue(rig.agentLog.contains("ready for sleep in"), rig.agentLog)
         XCTAssertEqual(rig.stopAgent(), 0)
         XCTAssertFalse(try logind.holdsSleepDelay(), "the lock goes with the agent")
+        // The coverage ledger: asleep from the announcement to the wake, then captured, then stopped.
+        let spans = try rig.openDatabase().coverage.spans([.microphone], from: sleepAt.addingTimeInterval(-600), to: Date().addingTimeInterval(60))
+        XCTAssertEqual(spans.suffix(3).map(\.state), [.asleep, .captured, .stopped], "\(spans)")
+        let asleep = try XCTUnwrap(spans.first { $0.state == .asleep })
+        XCTAssertLessThan(abs(asleep.start.timeIntervalSince(sleepAt)), 2.5)
+        XCTAssertLessThan(abs(try XCTUnwrap(asleep.end).timeIntervalSince(wakeAt)), 2.5)
     }
 
     func testAsTheSystemServiceTheChunkIsCommittedBeforeSleepAndANewOneStartsOnWake() throws {

@@ -246,6 +246,10 @@ final class VirtualTimeDaemonTests: XCTestCase {
         try set(ac: false, battery: 10)
         scheduler.advance(by: 1)
         XCTAssertFalse(rig.counts.running(.microphone), "the microphone paused for the battery")
+        func ledger() throws -> CoverageState? {
+            try database.coverage.spans([.microphone], from: Date(timeIntervalSince1970: 0), to: scheduler.now().addingTimeInterval(1)).last?.state
+        }
+        XCTAssertEqual(try ledger(), .lowBattery, "the coverage ledger says why")
         XCTAssertEqual(try power()?.effects, ["microphone paused (battery 10 %, below 20 %)", "uploads wait for mains (battery 10 %, below 20 %)"])
         try database.recordQueue.enqueue(rig.fix())
         let requests = try receiver.stats().requests
@@ -258,6 +262,7 @@ final class VirtualTimeDaemonTests: XCTestCase {
         // Back on mains: at the next check the microphone resumes and the waiting fix goes at once.
         try set(ac: true, battery: 11)
         scheduler.advance(by: 1)
+        XCTAssertEqual(try ledger(), .captured)
         XCTAssertEqual(try power()?.source, "mains")
         XCTAssertEqual(try power()?.effects, [])
         XCTAssertTrue(rig.counts.running(.microphone), "the microphone resumed on mains")

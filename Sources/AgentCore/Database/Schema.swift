@@ -5,7 +5,7 @@ import GRDB
 /// build knows is refused rather than guessed at.
 enum Schema {
     /// Migration N (1-based) is `migrations[N-1]`. Append only; never edit a released one.
-    static let migrations: [String] = [v1, v2, v3, v4, v5]
+    static let migrations: [String] = [v1, v2, v3, v4, v5, v6]
 
     static var currentVersion: Int { migrations.count }
 
@@ -177,6 +177,21 @@ enum Schema {
         true_time  REAL NOT NULL,                    -- unix seconds
         source     TEXT NOT NULL                     -- e.g. gpsd 3D fix
     ) WITHOUT ROWID;
+    """
+
+    static let v6 = """
+    -- The coverage ledger (CoverageLedger, docs/operations.md#coverage): for each stream,
+    -- spans of time with what it was doing (captured, or why not). Written when a state
+    -- changes, never on a timer; the open span of a stream has no end yet. Kept as long
+    -- as uploaded records (`retention_days`).
+    CREATE TABLE coverage_spans (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        stream     TEXT    NOT NULL,
+        state      TEXT    NOT NULL,                 -- a CoverageState raw value
+        started_at REAL    NOT NULL,                 -- unix seconds
+        ended_at   REAL                              -- NULL while open
+    );
+    CREATE INDEX coverage_spans_by_stream ON coverage_spans (stream, started_at);
     """
 
     /// Brings the database to `currentVersion`.

@@ -31,6 +31,12 @@ final class StreamControl: Sendable {
     private let mutedSpans: MutedSpanWriter
     private let timeZone: TimeZone
 
+    /// A stream that starts not capturing: the start's log word, and the ledger's reason.
+    struct Held {
+        var word: String
+        var reason: CoverageState
+    }
+
     private struct State {
         var config: AgentConfig
         var supervisors: [StreamName: StreamSupervisor] = [:]
@@ -93,22 +99,23 @@ final class StreamControl: Sendable {
     /// from the first moment (a restart without network keeps the last answer), ended
     /// pauses are cleared, the power supply is read. Returns the streams that start not capturing,
     /// each with the word the start's log line uses.
-    func prepare() -> [StreamName: String] {
+    func prepare() -> [StreamName: Held] {
         let config = state.withLock { $0.config }
         switchKeeper?.use(config.server)
         let switches = PauseSwitches(database: database)
         let now = clock.now()
         _ = try? switches.clearEnded(at: now)
         power.pass(config: config, uploader: nil)
-        var stopped: [StreamName: String] = [:]
-        for stream in (try? switches.pausedStreams(at: now)) ?? [] { stopped[stream] = "paused" }
-        if power.policy?.microphonePaused == true { stopped[.microphone] = "paused" }
-        for stream in switchKeeper?.current?.switchedOffStreams ?? [] { stopped[stream] = "switched off by the server" }
+        var stopped: [StreamName: Held] = [:]
+        if power.policy?.microphonePaused == true { stopped[.microphone] = Held(word: "paused", reason: .lowBattery) }
+        for stream in switchKeeper?.current?.switchedOffStreams ?? [] { stopped[stream] = Held(word: "switched off by the server", reason: .serverOff) }
+        for stream in (try? switches.pausedStreams(at: now)) ?? [] { stopped[stream] = Held(word: "paused", reason: .paused) }
         let gated = gate.evaluate()
         // What an earlier process stored (killed at a muted place, say) is not this one's.
         storeMute(gated)
         if let muted = gated.closedBy, muted.isMute, stopped[.microphone] == nil {
-            stopped[.microphone] = muted == .schedule ? "muted (quiet hours)" : "muted (a muted place)"
+            stopped[.microphone] = muted == .schedule ? Held(word: "muted (quiet hours)", reason: .quiet)
+                : Held(word: "muted (a muted place)", reason: .mutedPlace)
         }
         return stopped
     }
@@ -178,18 +185,19 @@ final class StreamControl: Sendable {
             let byServer = serverReason != nil
             let byPower = stream == .microphone && powerPausesMicrophone && !paused.contains(stream) && !byServer
             var why = serverReason ?? (byPower ? "the battery is low ([power] low_battery_percent); it resumes on mains" : nil)
-            var muted = false
+            var muted: CoverageState?
             if stream == .microphone {
                 // The gate keeps every reason, so its state says why the microphone is off.
                 gate.hold(paused.contains(stream) || byPower ? .paused : byServer ? .server : nil)
                 let gated = gate.evaluate()
                 if let reason = gated.closedBy, reason.isMute {
-                    muted = true
+                    muted = reason == .schedule ? .quiet : .mutedPlace
                     if why == nil && !paused.contains(stream) { why = mutedReason(gated) }
                 }
             }
-            supervisor.setPaused(paused.contains(stream) || byPower || byServer || muted,
-                                 until: try? pauses.pausedUntil(stream, at: now), why: why)
+            // The ledger's reason: the person's pause first, as the log's.
+            let reason: CoverageState? = paused.contains(stream) ? .paused : byServer ? .serverOff : byPower ? .lowBattery : muted
+            supervisor.setPaused(reason != nil, until: try? pauses.pausedUntil(stream, at: now), why: why, reason: reason)
         }
         if supervisors[.microphone] == nil { gate.evaluate() }
         armPauseEnd()

@@ -10,10 +10,14 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
     private let make: @Sendable () -> any CaptureStream
     private let state: Mutex<State>
     private let logger: Logger
+    /// The coverage ledger's side: told the stream's state whenever something happens to it.
+    private let coverage: CoverageRecorder?
 
     private struct State {
         var current: (any CaptureStream)?
         var paused: Bool
+        /// Why it is paused, for the coverage ledger (a person's pause, the server, ...).
+        var pausedFor: CoverageState = .paused
         /// Stopped while the machine sleeps (`SleepWatch`): not started, not restarted.
         var sleeping = false
         /// Why the machine seems awake while capture is still held for its sleep (nil: no
@@ -25,11 +29,18 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
 
     /// `make` builds a fresh stream (a restart uses a new one, so no state of a stream that
     /// went wrong is carried over).
-    public init(stream: StreamName, paused: Bool, logger: Logger, make: @escaping @Sendable () -> any CaptureStream) {
+    public convenience init(stream: StreamName, paused: Bool, logger: Logger, make: @escaping @Sendable () -> any CaptureStream) {
+        self.init(stream: stream, paused: paused ? .paused : nil, coverage: nil, logger: logger, make: make)
+    }
+
+    /// `paused`: why it starts paused, nil when it starts.
+    init(stream: StreamName, paused: CoverageState?, coverage: CoverageRecorder?, logger: Logger,
+         make: @escaping @Sendable () -> any CaptureStream) {
         self.stream = stream
         self.make = make
         self.logger = logger
-        state = Mutex(State(current: nil, paused: paused))
+        self.coverage = coverage
+        state = Mutex(State(current: nil, paused: paused != nil, pausedFor: paused ?? .paused))
     }
 
     public var componentName: String { stream.rawValue }
@@ -43,6 +54,8 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
             return s.current
         }
         started?.start()
+        // A stream just started counts as capturing; the next liveness check says otherwise.
+        if started != nil { coverage?.enter(stream, .captured) } else { noteCoverage() }
     }
 
     /// Stops the stream; capture in progress is finished and written (the audio chunk).
@@ -70,18 +83,27 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
 
     /// `until`: when a timed pause ends by itself (for the log; the daemon resumes it).
     /// `why`: a pause the daemon decided (the power policy), for the log.
-    public func setPaused(_ paused: Bool, until: Date? = nil, why: String? = nil) {
+    /// `reason`: why, for the coverage ledger (a pause by hand when nil).
+    public func setPaused(_ paused: Bool, until: Date? = nil, why: String? = nil, reason: CoverageState? = nil) {
         let changed = state.withLock { s -> Bool in
-            defer { s.paused = paused }
+            defer {
+                s.paused = paused
+                s.pausedFor = reason ?? .paused
+            }
             return s.paused != paused
         }
-        guard changed else { return }
+        guard changed else {
+            // Still paused, perhaps for another reason now (quiet hours, then a pause by hand).
+            if paused { noteCoverage() }
+            return
+        }
         if paused {
             let end = why.map { "because \($0)" } ?? until.map { "until \(RFC3339.string(from: $0)) (or 'ariata-agent resume \(stream.rawValue)')" }
                 ?? "until 'ariata-agent resume \(stream.rawValue)'"
             // Said once it is true: stop() has ended capture and written the chunk in progress.
             stop()
             logger.notice("\(stream.rawValue) paused: capture stopped \(end)")
+            noteCoverage()
         } else {
             logger.notice("\(stream.rawValue) resumed")
             start()
@@ -96,6 +118,7 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
             s.heldAwake = nil
         }
         stop()
+        noteCoverage()
     }
 
     /// The machine woke: capture starts again (a new chunk), unless paused meanwhile.
@@ -117,6 +140,14 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
     }
 
     public func liveness() -> Liveness {
+        let liveness = currentLiveness()
+        // The maintenance round asks this: a stream that lost its device or its fix shows
+        // in the ledger from that round.
+        noteCoverage(liveness)
+        return liveness
+    }
+
+    private func currentLiveness() -> Liveness {
         let (current, paused, sleeping, heldAwake) = state.withLock { ($0.current, $0.paused, $0.sleeping, $0.heldAwake) }
         if paused { return .disabled }
         if sleeping { return heldAwake.map { .unhealthy(reason: $0) } ?? .asleep }
@@ -129,6 +160,27 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
         return current?.restartFaults()
     }
 
+    /// Tells the coverage ledger what the stream is doing now.
+    private func noteCoverage(_ liveness: Liveness? = nil) {
+        guard let coverage else { return }
+        let (paused, pausedFor, sleeping) = state.withLock { ($0.paused, $0.pausedFor, $0.sleeping) }
+        let now: CoverageState
+        if paused {
+            now = pausedFor
+        } else if sleeping {
+            now = .asleep
+        } else {
+            switch liveness ?? currentLiveness() {
+            case .healthy: now = .captured
+            case .asleep: now = .asleep
+            case .disabled: now = pausedFor
+            // Not live: the location stream has no fix; the others lack their device or source.
+            case .unhealthy: now = stream == .location ? .noFix : .deviceMissing
+            }
+        }
+        coverage.enter(stream, now)
+    }
+
     public func restart() {
         guard !isPaused, !state.withLock({ $0.sleeping }) else { return }
         stop()
@@ -139,12 +191,13 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
 extension StreamSupervisor {
     /// One supervisor per stream `config` enables, paused when `stopped` names it; each
     /// start makes the stream with the settings then in force, the server's latest included.
-    static func forEnabledStreams(of config: AgentConfig, stopped: [StreamName: String], factory: any ComponentFactory,
-                                  control: StreamControl, database: AgentDatabase, logger: Logger) -> [StreamName: StreamSupervisor] {
+    static func forEnabledStreams(of config: AgentConfig, stopped: [StreamName: StreamControl.Held], factory: any ComponentFactory,
+                                  control: StreamControl, coverage: CoverageRecorder, database: AgentDatabase,
+                                  logger: Logger) -> [StreamName: StreamSupervisor] {
         var supervisors: [StreamName: StreamSupervisor] = [:]
         for stream in StreamName.allCases where config.isEnabled(stream) {
             let streamLogger = Logger(.stream(stream))
-            supervisors[stream] = StreamSupervisor(stream: stream, paused: stopped[stream] != nil, logger: logger) {
+            supervisors[stream] = StreamSupervisor(stream: stream, paused: stopped[stream]?.reason, coverage: coverage, logger: logger) {
                 factory.makeStream(stream, config: control.streamConfig(), database: database, gate: control.gate, logger: streamLogger)
             }
         }

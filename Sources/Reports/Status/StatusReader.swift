@@ -40,6 +40,7 @@ public struct StatusReader: Sendable {
         report.clock = clockStatus(database: database, config: effective, now: now)
         if let database {
             fill(&report, from: database, config: effective, now: now)
+            coverage(&report, from: database, now: now)
         } else {
             report.streams = StreamName.allCases.map { emptyStream($0, enabled: effective.isEnabled($0)) }
         }
@@ -214,6 +215,17 @@ public struct StatusReader: Sendable {
             report.database.belowFloorSince = try database.agentState.value(AgentStateKey.storageBelowFloorSince).flatMap(RFC3339.date(from:))
         } catch {
             report.database.error = "\(error)"
+        }
+    }
+
+    /// Each stream's day so far from the coverage ledger; nothing for a queue without one.
+    private func coverage(_ report: inout StatusReport, from database: AgentDatabase, now: Date) {
+        guard let day = try? CoverageDay.read(database, day: now, streams: StreamName.allCases, timeZone: timeZone, now: now) else { return }
+        for row in day.rows {
+            guard let share = row.capturedShare, let i = report.streams.firstIndex(where: { $0.name == row.stream.rawValue }) else { continue }
+            report.streams[i].coverageToday = .init(capturedShare: share, largestGap: row.largestGap.map {
+                .init(state: $0.state.rawValue, from: $0.from, to: $0.to, seconds: $0.seconds)
+            })
         }
     }
 

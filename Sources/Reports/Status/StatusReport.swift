@@ -236,6 +236,23 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// place from the running daemon's latest fix.
         public var mutedBy: String? = nil
         public var mutedSince: Date? = nil
+        /// Today so far, from the coverage ledger (docs/operations.md, "Coverage"); nil when
+        /// it knows nothing of today.
+        public var coverageToday: CoverageToday? = nil
+    }
+
+    /// A stream's day so far: the share captured (0 to 1) and its largest gap.
+    public struct CoverageToday: Codable, Sendable, Equatable {
+        public var capturedShare: Double
+        public var largestGap: CoverageGap?
+    }
+
+    /// A gap of the coverage ledger: its state (`quiet`, `lost`, ...) and when.
+    public struct CoverageGap: Codable, Sendable, Equatable {
+        public var state: String
+        public var from: Date
+        public var to: Date
+        public var seconds: Double
     }
 
     /// The microphone's device in use: the chosen one, or the fallback while the chosen

@@ -105,6 +105,16 @@ public struct StatusText: Sendable {
                 out.append("  \(s.name): quiet hours from \(LocalClockTime.string(from, in: timeZone, now: now))")
             }
         }
+        let covered = r.streams.compactMap { s in s.coverageToday.map { (s.name, $0) } }
+        if !covered.isEmpty {
+            // One line for the day so far; `ariata-agent coverage` draws it.
+            out.append("  coverage today: " + covered.map { name, day in
+                "\(name) \(Int((day.capturedShare * 100).rounded())) %" + (day.largestGap.map { gap in
+                    " (largest gap \(LocalClockTime.string(gap.from, in: timeZone))-\(LocalClockTime.string(gap.to, in: timeZone)) "
+                        + "\(CoverageState(rawValue: gap.state)?.label ?? gap.state))"
+                } ?? "")
+            }.joined(separator: ", "))
+        }
         for s in r.streams where (s.privacySkipped ?? 0) + (s.privacyCoarsened ?? 0) > 0 {
             out.append("  \(s.name): \(s.privacySkipped ?? 0) fixes skipped and \(s.privacyCoarsened ?? 0) coarsened in privacy zones since the daemon started")
         }

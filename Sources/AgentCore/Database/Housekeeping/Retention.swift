@@ -34,6 +34,8 @@ extension Housekeeping {
                 deleted += db.changesCount
             }
         }
+        // The coverage ledger is kept as long as the uploaded records it tells of.
+        try database.coverage.purge(endedBefore: Date(timeIntervalSince1970: now - policy.keepUploaded))
         if deleted > 0 {
             try removeDeletedAttachments()
             try releaseFreePages()
