@@ -2,17 +2,19 @@ import Foundation
 import Rigs
 
 /// Rewrites a queue written by this agent into the layout an earlier agent left, to test
-/// the migrations forward: schema 4 (no time evidence), 3 (payloads in their own table,
+/// the migrations forward: schema 5 (no coverage ledger), 4 (no time evidence), 3 (payloads in their own table,
 /// no attachments), 2 (payloads in the rows) or 1 (no held records either). Needs
 /// python3's sqlite3.
 public enum OlderQueue {
     public static func downgrade(_ path: String, to version: Int, logDirectory: String) throws {
-        precondition((1...4).contains(version), "schemas 1 to 4 only")
+        precondition((1...5).contains(version), "schemas 1 to 5 only")
         let script = try ChildProcess("python3", ["-c", """
             import sqlite3, sys
             c = sqlite3.connect(sys.argv[1])
             version = int(sys.argv[2])
-            c.executescript("DROP TABLE time_evidence;")
+            c.executescript("DROP TABLE coverage_spans;")
+            if version <= 4:
+              c.executescript("DROP TABLE time_evidence;")
             if version <= 3:
               c.executescript('''
                 DROP TRIGGER records_attachment_delete; DROP TABLE attachments; DROP TABLE attachment_trash;

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Platform
 
 /// Upload bookkeeping of one stream, for `status`.
 public struct UploadStats: Sendable, Equatable {
@@ -15,6 +16,10 @@ public struct UploadStats: Sendable, Equatable {
 /// The `upload_stats` table (each stream's last attempt, last success and totals) and the
 /// failed attempts by error code kept beside it in `agent_state`, for `status` and the metrics.
 extension RecordQueue {
+    /// Free bytes below which a batch is not sent: room for the WAL frames of marking the
+    /// largest batch delivered (its rows' pages and the status index's), with a margin.
+    static let deliveryMarkRoom: Int64 = 256 * 1024
+
     /// Records the outcome of one upload attempt of `stream`.
     public func recordUploadResult(stream: StreamName, success: Bool, result: String, code: AgentErrorCode?,
                                    records: Int, bytes: Int) throws {
@@ -45,7 +50,14 @@ extension RecordQueue {
     /// attempt time, committed with synchronous=NORMAL, so it costs a page of WAL and no
     /// fsync. It used to rewrite every record of the batch, fsynced: a third of an upload
     /// cycle's writes to the card.
+    ///
+    /// A one-page write can still fit where marking a batch delivered (its records' pages
+    /// and the status index) cannot, so the probe also asks the file system for that room
+    /// (`deliveryMarkRoom`): a batch sent that cannot be marked is sent again (queue.md).
     public func noteSending(stream: StreamName) throws {
+        if let room = DiskSpace.availableBytes(at: path), room < Self.deliveryMarkRoom {
+            try writing { throw DatabaseError(resultCode: .SQLITE_FULL, message: "\(room) bytes free, fewer than marking a batch delivered needs") }
+        }
         let now = clock.now().timeIntervalSince1970
         try writing {
             try connection.writeWithoutTransaction { db in
