@@ -46,7 +46,7 @@ TEST_PACKAGES=(
   python3-prometheus-client  # its parser reads the metrics back
   strace        # counts the fsyncs of an upload (SyncCommandTests)
   zbar-tools    # zbarimg reads back the QR code of onboard --link (OnboardLinkTests)
-  librsvg2-bin  # rsvg-convert renders coverage --svg to PNG, read back by CoverageSVGTests
+  librsvg2-bin  # rsvg-convert renders coverage --svg to PNG, read back by CoverageCommandTests
   # A real PipeWire session in the tests' own user session (PipeWireRig): the daemon,
   # WirePlumber, the PulseAudio stand-in with its module-pipe-source, ALSA's pipewire
   # plugin (which routes ALSA's default to it), pactl and pw-record, and a session D-Bus.
