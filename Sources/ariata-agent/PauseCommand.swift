@@ -37,7 +37,7 @@ func setPaused(_ paused: Bool, streams: [StreamName], until: Date? = nil, option
             : "could not signal the daemon (pid \(pid)): it applies the setting within 30 s"
     }
     if let until {
-        let local = DateFormatter.localizedString(from: until, dateStyle: .short, timeStyle: .medium)
+        let local = LocalClockTime.string(until, now: Date())
         print("paused \(names) until \(local) (\(RFC3339.string(from: until))): \(told). Capture resumes by itself then, "
               + "also across a restart or a suspend; 'ariata-agent resume' ends the pause earlier.")
     } else {

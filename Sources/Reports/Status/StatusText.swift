@@ -89,9 +89,7 @@ public struct StatusText: Sendable {
             out.append("  \(s.name): \(s.errorCode.map { "\($0) " } ?? "")\(s.reason ?? "")")
         }
         for s in r.streams where s.paused && s.enabled {
-            let local = DateFormatter()
-            local.dateFormat = "yyyy-MM-dd HH:mm:ss"
-            out.append("  \(s.name): paused " + (s.pausedUntil.map { "until \(local.string(from: $0)) (resumes by itself in \(age($0.timeIntervalSince(now))))" }
+            out.append("  \(s.name): paused " + (s.pausedUntil.map { "until \(LocalClockTime.string($0, in: timeZone, now: now)) (resumes by itself in \(age($0.timeIntervalSince(now))))" }
                 ?? "until 'ariata-agent resume \(s.name)'"))
         }
         for s in r.streams where s.enabled && s.switchedOffBy == nil {
