@@ -62,6 +62,8 @@ public struct BLESourceStatus: HealthSourceKindStatus {
     public var adoptedAddress: String?
     /// Connected, and no notification for `BLETuning.silenceLimit`.
     public var silent = false
+    /// How the sensor was last watched while away: BlueZ's advertisement monitor, or discoveries.
+    public var awayWatch: SensorStatus.AwayWatch?
 
     public struct Gap: Sendable, Equatable {
         public var from: Date
@@ -77,6 +79,6 @@ public struct BLESourceStatus: HealthSourceKindStatus {
                      lastGapFrom: lastGap?.from, lastGapSeconds: lastGap.map { ($0.seconds * 10).rounded() / 10 },
                      hrvWindowsDropped: hrvWindowsDropped, noContactReadings: noContactReadings,
                      address: address, adoptedAddress: adoptedAddress,
-                     state: silent ? .silent : status.liveness.isHealthy ? .connected : .away)
+                     state: silent ? .silent : status.liveness.isHealthy ? .connected : .away, awayWatch: awayWatch)
     }
 }

@@ -8,8 +8,9 @@ import Synchronization
 /// `Device1` appearing (`InterfacesAdded`, by its address or its advertised name), or a
 /// change BlueZ makes only when it hears or reaches the device (`RSSI` during a discovery,
 /// `Connected` or `ServicesResolved` when the kernel connects a bonded device by itself).
-/// `discover`/`endDiscovery` run the source's low-duty filtered discovery
-/// (docs/streams/health.md#while-a-strap-is-away).
+/// With BlueZ's advertisement monitor (`BlueZAdvertisementMonitor`) a sign is also its
+/// `DeviceFound`, and no discovery is needed; without it, `discover`/`endDiscovery` run
+/// the source's low-duty filtered discovery (docs/streams/health.md#while-a-strap-is-away).
 final class BlueZDeviceWatch: Sendable {
     private let connection: DBusConnection
     private let registrations = Mutex<[DBusRegistration]>([])
@@ -17,9 +18,15 @@ final class BlueZDeviceWatch: Sendable {
     private let paths = Mutex<Set<String>>([])
     private let adapter: String?
     private let discovering = Mutex(false)
+    private let monitor = Mutex<BlueZAdvertisementMonitor?>(nil)
+    private let unavailable = Mutex<BlueZAdvertisementMonitor.Unavailable?>(nil)
 
-    /// - Parameter onSeen: called on the bus thread with what BlueZ saw.
-    init(target: BLESensorTarget, bus: DBusBus, onSeen: @escaping @Sendable (String) -> Void) throws(BlueZProblem) {
+    /// - Parameters:
+    ///   - onSeen: called on the bus thread with what BlueZ saw.
+    ///   - onMonitorReleased: called on the bus thread when BlueZ let the monitor go
+    ///     (discoveries take over at the watch's next tick).
+    init(target: BLESensorTarget, bus: DBusBus, onSeen: @escaping @Sendable (String) -> Void,
+         onMonitorReleased: @escaping @Sendable () -> Void = {}) throws(BlueZProblem) {
         connection = try BlueZ.connect(bus)
         let objects: BlueZObjects
         do {
@@ -58,7 +65,42 @@ final class BlueZDeviceWatch: Sendable {
             connection.close()
             throw BlueZSensorSession.problem(error, connecting: nil)
         }
+        let unavailable = watchByMonitor(target: target, objects: objects, onSeen: onSeen, onReleased: onMonitorReleased)
+        self.unavailable.withLock { $0 = unavailable }
     }
+
+    /// Registers the advertisement monitor; nil when it watches, else why not.
+    private func watchByMonitor(target: BLESensorTarget, objects: BlueZObjects, onSeen: @escaping @Sendable (String) -> Void,
+                                onReleased: @escaping @Sendable () -> Void) -> BlueZAdvertisementMonitor.Unavailable? {
+        guard let adapter, objects.objects[adapter]?[BlueZAdvertisementMonitor.managerInterface] != nil else { return .noManager }
+        let connection = self.connection
+        do {
+            let registered = try BlueZAdvertisementMonitor(
+                connection: connection, adapter: adapter,
+                patterns: BlueZAdvertisementPattern.heartRateSensor(named: target.name ?? target.byName?.name),
+                onFound: { [weak self] path in
+                    // The patterns also match other heart-rate sensors nearby: only this one counts.
+                    if self?.paths.withLock({ $0.contains(path) }) == true { return onSeen("BlueZ's advertisement monitor heard it") }
+                    connection.call(DBusMethodCall(destination: BlueZ.service, path: path, interface: DBusConnection.propertiesInterface,
+                                                   member: "GetAll", arguments: [.string(BlueZ.device)]), timeout: 5) { [weak self] result in
+                        guard case .success(let answer) = result, let device = answer.first?.dictionary,
+                              target.matches(device) || target.byName?.matches(device) == true else { return }
+                        self?.paths.withLock { _ = $0.insert(path) }
+                        onSeen("BlueZ's advertisement monitor heard it (\(device["Address"]?.string ?? path))")
+                    }
+                }, onReleased: onReleased)
+            monitor.withLock { $0 = registered }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Why the strap is watched by discoveries instead of a monitor (nil while a monitor watches).
+    var monitorUnavailable: BlueZAdvertisementMonitor.Unavailable? { unavailable.withLock { $0 } }
+
+    /// An advertisement monitor watches for the strap (BlueZ has not let it go): no discovery is needed.
+    var isMonitoring: Bool { monitor.withLock { $0?.isWatching ?? false } }
 
     deinit { close() }
 
@@ -80,6 +122,7 @@ final class BlueZDeviceWatch: Sendable {
 
     func close() {
         endDiscovery()
+        monitor.withLock { m -> BlueZAdvertisementMonitor? in defer { m = nil }; return m }?.close()
         for registration in registrations.withLock({ r -> [DBusRegistration] in defer { r = [] }; return r }) {
             registration.cancel()
         }

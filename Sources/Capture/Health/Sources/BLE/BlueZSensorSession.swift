@@ -114,7 +114,7 @@ final class BlueZSensorSession: Sendable {
         var objects = try managedObjects()
         guard !objects.adapters.isEmpty else { throw .noAdapter }
         var found = objects.deviceOrRenamed(target)
-        if found == nil {
+        if found == nil, tuning.scanSeconds > 0 {
             found = try discover(tuning: tuning, stop: stop, objects: &objects)
         }
         guard let (devicePath, device) = found else { throw .notFound(target) }
