@@ -336,6 +336,24 @@ final class StrapTroubleTests: XCTestCase {
         XCTAssertTrue(stream.restartFaults()?.contains("left \(Self.strap) retrying by itself") == true)
     }
 
+    /// `doctor`'s check says how the sensor will be found again once away: by BlueZ's
+    /// advertisement monitor where bluetoothd offers it, else by the discovery, with the fix.
+    func testTheCheckSaysHowAnAwaySensorIsFoundAgain() throws {
+        for monitor in [true, false] {
+            let bus = try DBusRig(.system)
+            let sensor = try BlueZMockRig(on: bus, advertisementMonitor: monitor)
+            try sensor.wear(sensor.sensorAddress)
+            var probe = BLESensorProbe(target: BLESensorTarget(address: sensor.sensorAddress, name: nil), bus: .address(bus.address))
+            probe.beatIntervalWindow = 0.5
+            let check = BLESourceKind.check(probe.run(), name: "health ble \(sensor.sensorAddress)")
+            XCTAssertEqual(check.outcome, .ok, check.detail)
+            XCTAssertTrue(check.detail.hasSuffix(monitor ? "; when away, found again by BlueZ's advertisement monitor within seconds"
+                                                 : "(BlueZ offers no advertisement monitor: Experimental = true in /etc/bluetooth/main.conf would)"),
+                          check.detail)
+            sensor.stop()
+        }
+    }
+
     /// `doctor`'s and onboard's check decides about beat intervals over its window, not
     /// from the first notification: below 60 bpm a notification may carry none. A sensor
     /// that sends none in the whole window (an optical one) is told apart.
