@@ -62,8 +62,11 @@ public final class BlueZMockRig: @unchecked Sendable {
     public func stop() { mock.stop() }
 
     private func setUp() throws {
-        try mock.call("AddAdapter", "ss", [Self.adapter, "ariata-test"], interface: "org.bluez.Mock")
-        if advertisementMonitor { try addAdvertisementMonitorManager() }
+        if advertisementMonitor {
+            try addAdapterWithMonitorManager()
+        } else {
+            try mock.call("AddAdapter", "ss", [Self.adapter, "ariata-test"], interface: "org.bluez.Mock")
+        }
         // A sensor never seen is added by the test (`addSensor`) while a discovery runs,
         // as BlueZ adds a device when it first hears its advertisement.
         if knownToBlueZ { try addSensor() }
@@ -243,10 +246,11 @@ public final class BlueZMockRig: @unchecked Sendable {
             """
     }
 
-    private func addAdvertisementMonitorManager() throws {
+    /// The adapter and its `AdvertisementMonitorManager1` made in one step of the mock's
+    /// loop, as bluetoothd registers both in one go: a client never sees the adapter
+    /// without the manager.
+    private func addAdapterWithMonitorManager() throws {
         let manager = "org.bluez.AdvertisementMonitorManager1"
-        try mock.call("AddProperties", "sa{sv}", [manager, "2", "SupportedMonitorTypes", "as", "1", "or_patterns",
-                                                  "SupportedFeatures", "as", "0"], object: adapterPath)
         // dbusmock hands a method no sender: it is the message dbus-python is dispatching.
         let caller = """
             import sys
@@ -257,7 +261,7 @@ public final class BlueZMockRig: @unchecked Sendable {
             apps = self.__dict__.setdefault('adv_apps', {})
 
             """
-        try mock.call("AddMethod", "sssss", [manager, "RegisterMonitor", "o", "", caller + """
+        let register = caller + """
             if (owner, app) in apps: raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
             tree = self.connection.call_blocking(owner, app, 'org.freedesktop.DBus.ObjectManager', 'GetManagedObjects', '', [])
             monitors = []
@@ -274,11 +278,20 @@ public final class BlueZMockRig: @unchecked Sendable {
                 for path, _ in monitors: c.call_async(owner, path, 'org.bluez.AdvertisementMonitor1', 'Activate', '', [], None, None)
                 return False
             GLib.idle_add(activate)
-            """], object: adapterPath)
-        try mock.call("AddMethod", "sssss", [manager, "UnregisterMonitor", "o", "", caller + """
+            """
+        let unregister = caller + """
             if (owner, app) not in apps: raise dbus.exceptions.DBusException('Does Not Exist', name='org.bluez.Error.DoesNotExist')
             for path, _ in apps.pop((owner, app)): self.connection.call_async(owner, path, 'org.bluez.AdvertisementMonitor1', 'Release', '', [], None, None)
-            """], object: adapterPath)
+            """
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "AddAdapterWithMonitorManager", "", "", """
+            path = self.AddAdapter('\(Self.adapter)', 'ariata-test')
+            adapter = objects[path]
+            adapter.AddProperties('\(manager)', {'SupportedMonitorTypes': dbus.Array(['or_patterns'], signature='s'), 'SupportedFeatures': dbus.Array([], signature='s')})
+            adapter.AddMethod('\(manager)', 'RegisterMonitor', 'o', '', \(Self.pythonString(register)))
+            adapter.AddMethod('\(manager)', 'UnregisterMonitor', 'o', '', \(Self.pythonString(unregister)))
+            self.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}', [dbus.ObjectPath(path), {'\(manager)': adapter.props['\(manager)']}])
+            """])
+        try mock.call("AddAdapterWithMonitorManager", interface: "org.ariata.Test")
         try mock.call("AddMethod", "sssss", ["org.ariata.Test", "MonitorHears", "ay", "b", """
             adapter = self
             \(Self.matchingMonitors(name: "").replacingOccurrences(of: "9: bytes([])", with: "9: bytes(args[0])"))
@@ -287,6 +300,12 @@ public final class BlueZMockRig: @unchecked Sendable {
         try mock.call("AddMethod", "sssss", ["org.ariata.Test", "MonitorCounts", "", "ii", """
             ret = (sum(len(ms) for ms in getattr(self, 'adv_apps', {}).values()), getattr(self, 'device_found_calls', 0))
             """], object: adapterPath)
+    }
+
+    /// `text` as a Python string literal (a JSON string is one).
+    private static func pythonString(_ text: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8)
+        return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
     }
 
     /// Whether a registered monitor matches a heart-rate sensor advertising as `name`.

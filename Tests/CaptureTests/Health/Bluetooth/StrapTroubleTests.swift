@@ -262,6 +262,33 @@ final class StrapTroubleTests: XCTestCase {
         XCTAssertEqual(try sensor.adapterCalls(of: "StartDiscovery").count, discoveries, "no discovery at all")
     }
 
+    /// bluetoothd restarting while the strap is away: the new one knows neither the monitor
+    /// nor the unbonded strap. The watch registers its monitor with it again, and the
+    /// strap's advertisement brings it back, long before the backoff's next attempt.
+    func testTheMonitorIsRegisteredAgainWhenBluetoothdRestarts() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus, knownToBlueZ: false, advertisementMonitor: true)
+        try sensor.addSensor()
+        let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                            strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) {
+            $0.reconnect = Backoff(base: 0.25, cap: 3_600, factor: 80)
+            $0.awayScanEvery = 3_600
+        }
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        try sensor.goAway()
+        try waitUntil("the monitor registered") { try sensor.monitors().registered == 1 }
+        try sensor.restart()
+        XCTAssertFalse(try sensor.knows(sensor.sensorAddress), "the new bluetoothd forgot the unbonded strap")
+        try waitUntil("the monitor registered with the new bluetoothd") { try sensor.monitors().registered == 1 }
+        try sensor.advertise()
+        try waitUntil("connected and notifying", timeout: 10) { try sensor.isNotifying() && stream.liveness().isHealthy }
+        XCTAssertEqual(try sensor.monitors().deviceFoundCalls, 1)
+        XCTAssertTrue(try sensor.adapterCalls(of: "StartDiscovery").isEmpty, "no discovery at all")
+    }
+
     /// What a strap away for an hour costs, on a clock sped up 600-fold (an hour in 6 s,
     /// every interval of `BLETuning` divided alike): connect attempts, and discovery
     /// seconds with the advertisement monitor and without (docs/performance.md).

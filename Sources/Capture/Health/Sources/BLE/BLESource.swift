@@ -111,7 +111,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
                 }
             }
             if session == nil {
-                away.begin(target: target, onSeen: sawSensor, onMonitorReleased: { [doorbell] in doorbell.ring() })
+                away.begin(target: target, onSeen: sawSensor, onMonitorGone: { [doorbell] in doorbell.ring() })
                 noteAwayWatch(away)
             }
             let now = Monotonic.now

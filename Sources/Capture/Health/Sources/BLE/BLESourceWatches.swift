@@ -14,6 +14,10 @@ struct AwayWatch {
     /// while a monitor watches.
     private(set) var nextChange: TimeInterval?
     private var scanning = false
+    /// BlueZ not reachable (bluetoothd restarting, not running): the watch is tried again
+    /// after the source's own backoff, not only at the next attempt.
+    private var beginFailures = RetryCounter()
+    private var beginAgainAt: TimeInterval = 0
 
     init(tuning: BLETuning) {
         self.tuning = tuning
@@ -28,15 +32,24 @@ struct AwayWatch {
     /// Why no advertisement monitor watches (nil while one does, or while not watching).
     var monitorUnavailable: String? { watch?.monitorUnavailable?.description }
 
-    /// Starts watching, unless it already does (BlueZ not reachable: tried at the next call).
-    /// `onMonitorReleased` wakes the source so that discoveries take over.
+    /// Starts watching, unless it already does (BlueZ not reachable: tried again after a
+    /// backoff, `nextChange`). `onMonitorGone` wakes the source so that discoveries take
+    /// over, or a new watch is made when bluetoothd restarted.
     mutating func begin(target: BLESensorTarget, onSeen: @escaping @Sendable (String) -> Void,
-                        onMonitorReleased: @escaping @Sendable () -> Void = {}) {
-        guard watch == nil else { return }
-        watch = try? BlueZDeviceWatch(target: target, bus: tuning.bus, onSeen: onSeen, onMonitorReleased: onMonitorReleased)
+                        onMonitorGone: @escaping @Sendable () -> Void = {}) {
+        if watch?.isStale == true { end() }
+        let now = Monotonic.now
+        guard watch == nil, now >= beginAgainAt else { return }
+        watch = try? BlueZDeviceWatch(target: target, bus: tuning.bus, onSeen: onSeen, onMonitorGone: onMonitorGone)
+        scanning = false
         if let watch {
-            scanning = false
-            nextChange = watch.isMonitoring ? nil : Monotonic.now + tuning.awayScanEvery
+            beginFailures.succeeded()
+            nextChange = watch.isMonitoring ? nil : now + tuning.awayScanEvery
+        } else {
+            // The reconnect steps' base and cap, doubling: bluetoothd back after a restart
+            // is watched again within seconds.
+            beginAgainAt = now + beginFailures.failed(backoff: Backoff(base: tuning.reconnect.base, cap: tuning.reconnect.cap))
+            nextChange = beginAgainAt
         }
     }
 
