@@ -28,7 +28,6 @@ final class BlueZAdvertisementMonitor: Sendable {
     private struct State {
         var registered = false
         var released = false
-        var activated = false
     }
 
     /// Why no monitor could be registered (the caller falls back to discoveries).
@@ -40,7 +39,7 @@ final class BlueZAdvertisementMonitor: Sendable {
         var description: String {
             switch self {
             case .noManager:
-                "BlueZ offers no advertisement monitor (bluetoothd runs without its experimental interfaces: Experimental = true in /etc/bluetooth/main.conf)"
+                "BlueZ offers no advertisement monitor (bluetoothd has one only with its experimental interfaces: Experimental = true in /etc/bluetooth/main.conf)"
             case .refused(let why): "BlueZ refused the advertisement monitor (\(why))"
             }
         }
@@ -69,15 +68,14 @@ final class BlueZAdvertisementMonitor: Sendable {
             }
             let monitor = try connection.export(path: Self.monitorPath) { [weak self] call in
                 switch (call.interface, call.member) {
-                case (Self.monitorInterface, "Activate"):
-                    self?.state.withLock { $0.activated = true }
+                case (Self.monitorInterface, "Activate"), (Self.monitorInterface, "DeviceLost"):
+                    // In force from registration on; a strap leaving is the session's to see.
+                    break
                 case (Self.monitorInterface, "Release"):
                     let first = self?.state.withLock { s -> Bool in defer { s.released = true }; return !s.released } ?? false
                     if first { onReleased() }
                 case (Self.monitorInterface, "DeviceFound"):
                     if let device = call.arguments.first?.string { onFound(device) }
-                case (Self.monitorInterface, "DeviceLost"):
-                    break
                 case (DBusConnection.propertiesInterface, "Get"):
                     guard call.arguments.count == 2, let name = call.arguments[1].string, let value = properties[name] else {
                         return .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no such property")
@@ -113,9 +111,6 @@ final class BlueZAdvertisementMonitor: Sendable {
 
     /// Registered and not let go by BlueZ: the strap is watched without a discovery.
     var isWatching: Bool { state.withLock { $0.registered && !$0.released } }
-
-    /// BlueZ said the monitor is in force (`Activate`).
-    var isActive: Bool { state.withLock { $0.activated && !$0.released } }
 
     /// Unregisters (BlueZ also drops it when this connection leaves the bus) and stops
     /// answering. Not on the bus thread.

@@ -94,7 +94,7 @@ final class BlueZDeviceWatch: Sendable {
         do {
             let registered = try BlueZAdvertisementMonitor(
                 connection: connection, adapter: adapter,
-                patterns: BlueZAdvertisementPattern.heartRateSensor(named: target.name ?? target.byName?.name),
+                patterns: BlueZAdvertisementPattern.heartRateSensor(named: target.name),
                 onFound: { [weak self] path in
                     // The patterns also match other heart-rate sensors nearby: only this one counts.
                     if self?.paths.withLock({ $0.contains(path) }) == true { return onSeen("BlueZ's advertisement monitor heard it") }
