@@ -8,6 +8,14 @@ import Foundation
 /// that set `Connected` and `ServicesResolved` as BlueZ does, and fail while the sensor is
 /// "out of range". `notify` sets the characteristic's `Value`, which emits the
 /// PropertiesChanged (typed `ay`) BlueZ sends for a notification.
+///
+/// With `advertisementMonitor` the adapter also has `AdvertisementMonitorManager1`, as
+/// bluetoothd offers it when it runs with `Experimental = true`: `RegisterMonitor` reads the
+/// application's tree (`GetManagedObjects` of its root, from the caller), answers, then calls
+/// `Activate` on each `or_patterns` monitor; a sensor in range that advertises what a
+/// monitor's patterns match gets its `Device1` made (when BlueZ did not know it) and the
+/// monitor's `DeviceFound(device)` called, whether a discovery runs or not; unregistering
+/// calls `Release`.
 public final class BlueZMockRig: @unchecked Sendable {
     // Touched from the test's thread only.
     public let mock: DBusMockRig
@@ -19,6 +27,7 @@ public final class BlueZMockRig: @unchecked Sendable {
     public static let heartRateMeasurement = "00002a37-0000-1000-8000-00805f9b34fb"
     private let battery: Int?
     private let knownToBlueZ: Bool
+    private let advertisementMonitor: Bool
 
     public var adapterPath: String { "/org/bluez/\(Self.adapter)" }
     public var devicePath: String { devicePath(sensorAddress) }
@@ -32,12 +41,13 @@ public final class BlueZMockRig: @unchecked Sendable {
     /// - Parameters:
     ///   - knownToBlueZ: false: the sensor is not there until the test calls `addSensor()`.
     public init(on bus: DBusRig, sensorAddress: String = "A0:9E:1A:12:34:56", sensorName: String = "Polar H10 12345678",
-                battery: Int? = 84, knownToBlueZ: Bool = true) throws {
+                battery: Int? = 84, knownToBlueZ: Bool = true, advertisementMonitor: Bool = false) throws {
         mock = try DBusMockRig(template: "bluez5", name: "org.bluez", path: "/", on: bus)
         self.sensorAddress = sensorAddress
         self.sensorName = sensorName
         self.battery = battery
         self.knownToBlueZ = knownToBlueZ
+        self.advertisementMonitor = advertisementMonitor
         try setUp()
     }
 
@@ -52,7 +62,11 @@ public final class BlueZMockRig: @unchecked Sendable {
     public func stop() { mock.stop() }
 
     private func setUp() throws {
-        try mock.call("AddAdapter", "ss", [Self.adapter, "ariata-test"], interface: "org.bluez.Mock")
+        if advertisementMonitor {
+            try addAdapterWithMonitorManager()
+        } else {
+            try mock.call("AddAdapter", "ss", [Self.adapter, "ariata-test"], interface: "org.bluez.Mock")
+        }
         // A sensor never seen is added by the test (`addSensor`) while a discovery runs,
         // as BlueZ adds a device when it first hears its advertisement.
         if knownToBlueZ { try addSensor() }
@@ -83,8 +97,16 @@ public final class BlueZMockRig: @unchecked Sendable {
             "self.UpdateProperties('org.bluez.Device1', {'Address': dbus.String('\($0)', variant_level=1), 'AddressType': dbus.String('public', variant_level=1)})"
         } ?? "pass"
         // A sensor in range that advertises while a discovery runs: BlueZ updates its RSSI.
+        // A monitor whose patterns match hears it too: BlueZ updates the RSSI only when it
+        // moved by 8 dB or more, and calls the monitor's DeviceFound.
         try mock.call("AddMethod", "sssss", ["org.ariata.Test", "Advertise", "", "", """
-            if getattr(self, 'in_range', True) and objects['\(adapterPath)'].props['org.bluez.Adapter1']['Discovering']: self.UpdateProperties('org.bluez.Device1', {'RSSI': dbus.Int16(-60, variant_level=1)})
+            adapter = objects['\(adapterPath)']
+            if getattr(self, 'in_range', True) and adapter.props['org.bluez.Adapter1']['Discovering']: self.UpdateProperties('org.bluez.Device1', {'RSSI': dbus.Int16(-60, variant_level=1)})
+            \(Self.matchingMonitors(name: name))
+            if getattr(self, 'in_range', True) and found and not adapter.props['org.bluez.Adapter1']['Discovering'] and abs(int(self.props['org.bluez.Device1'].get('RSSI', 127)) + 60) >= 8: self.UpdateProperties('org.bluez.Device1', {'RSSI': dbus.Int16(-60, variant_level=1)})
+            if getattr(self, 'in_range', True):
+                for owner, path in found: self.connection.call_async(owner, path, 'org.bluez.AdvertisementMonitor1', 'DeviceFound', 'o', [dbus.ObjectPath('\(devicePath)')], None, None)
+                adapter.device_found_calls = getattr(adapter, 'device_found_calls', 0) + len(found)
             """], object: devicePath)
         try mock.call("AddMethod", "sssss", ["org.bluez.Device1", "Connect", "", "", """
             if not getattr(self, 'in_range', True): raise dbus.exceptions.DBusException('le-connection-abort-by-local', name='org.bluez.Error.Failed')
@@ -189,7 +211,116 @@ public final class BlueZMockRig: @unchecked Sendable {
     /// One advertisement of the sensor: BlueZ updates its `RSSI` when it is in range and a
     /// discovery runs (the adapter's `Discovering`), and hears nothing otherwise.
     public func advertise() throws {
+        // A sensor BlueZ does not know (it dropped an unbonded one it had not heard for a
+        // while) gets its object when a discovery or a monitor hears it.
+        if try !knows(sensorAddress) {
+            guard try isDiscovering() || monitorHears(sensorName) else { return }
+            try addSensor()
+        }
         try mock.call("Advertise", interface: "org.ariata.Test", object: devicePath)
+    }
+
+    /// Whether BlueZ has an object for the device at `address`.
+    public func knows(_ address: String) throws -> Bool {
+        let answer = try mock.call("GetManagedObjects", interface: "org.freedesktop.DBus.ObjectManager", object: "/")
+        return ((answer.first as? [String: Any])?[devicePath(address)]) != nil
+    }
+
+    // MARK: the advertisement monitor (bluetoothd with Experimental = true)
+
+    /// python: `found`, the (owner, monitor path) of every active monitor whose patterns
+    /// match a heart-rate sensor's advertisement (the Heart Rate Service in its complete
+    /// 16-bit UUID list, `name` as its complete local name), with `adapter` bound.
+    private static func matchingMonitors(name: String) -> String {
+        let nameBytes = Array(name.utf8).map(String.init).joined(separator: ", ")
+        // Plain loops: a comprehension in dbusmock's exec would not see these names.
+        return """
+            ad = {3: bytes([0x0d, 0x18]), 9: bytes([\(nameBytes)])}
+            found = []
+            for (o, a), ms in getattr(adapter, 'adv_apps', {}).items():
+                for p, pats in ms:
+                    for st, t, c in pats:
+                        if ad.get(t, b'')[st:st + len(c)] == c:
+                            found.append((o, p))
+                            break
+            """
+    }
+
+    /// The adapter and its `AdvertisementMonitorManager1` made in one step of the mock's
+    /// loop, as bluetoothd registers both in one go: a client never sees the adapter
+    /// without the manager.
+    private func addAdapterWithMonitorManager() throws {
+        let manager = "org.bluez.AdvertisementMonitorManager1"
+        // dbusmock hands a method no sender: it is the message dbus-python is dispatching.
+        let caller = """
+            import sys
+            f = sys._getframe()
+            while f is not None and not hasattr(f.f_locals.get('message'), 'get_sender'): f = f.f_back
+            owner = f.f_locals['message'].get_sender()
+            app = str(args[0])
+            apps = self.__dict__.setdefault('adv_apps', {})
+
+            """
+        let register = caller + """
+            if (owner, app) in apps: raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
+            tree = self.connection.call_blocking(owner, app, 'org.freedesktop.DBus.ObjectManager', 'GetManagedObjects', '', [])
+            monitors = []
+            for path, interfaces in tree.items():
+                m = interfaces.get('org.bluez.AdvertisementMonitor1')
+                if m is None or not str(path).startswith(app + '/'): continue
+                if str(m.get('Type', '')) != 'or_patterns' or len(m.get('Patterns', [])) == 0:
+                    self.connection.call_async(owner, str(path), 'org.bluez.AdvertisementMonitor1', 'Release', '', [], None, None)
+                    continue
+                monitors.append((str(path), [(int(p[0]), int(p[1]), bytes(p[2])) for p in m['Patterns']]))
+            apps[(owner, app)] = monitors
+            from gi.repository import GLib
+            def activate(c=self.connection, owner=owner, monitors=monitors):
+                for path, _ in monitors: c.call_async(owner, path, 'org.bluez.AdvertisementMonitor1', 'Activate', '', [], None, None)
+                return False
+            GLib.idle_add(activate)
+            """
+        let unregister = caller + """
+            if (owner, app) not in apps: raise dbus.exceptions.DBusException('Does Not Exist', name='org.bluez.Error.DoesNotExist')
+            for path, _ in apps.pop((owner, app)): self.connection.call_async(owner, path, 'org.bluez.AdvertisementMonitor1', 'Release', '', [], None, None)
+            """
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "AddAdapterWithMonitorManager", "", "", """
+            path = self.AddAdapter('\(Self.adapter)', 'ariata-test')
+            adapter = objects[path]
+            adapter.AddProperties('\(manager)', {'SupportedMonitorTypes': dbus.Array(['or_patterns'], signature='s'), 'SupportedFeatures': dbus.Array([], signature='s')})
+            adapter.AddMethod('\(manager)', 'RegisterMonitor', 'o', '', \(Self.pythonString(register)))
+            adapter.AddMethod('\(manager)', 'UnregisterMonitor', 'o', '', \(Self.pythonString(unregister)))
+            self.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}', [dbus.ObjectPath(path), {'\(manager)': adapter.props['\(manager)']}])
+            """])
+        try mock.call("AddAdapterWithMonitorManager", interface: "org.ariata.Test")
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "MonitorHears", "ay", "b", """
+            adapter = self
+            \(Self.matchingMonitors(name: "").replacingOccurrences(of: "9: bytes([])", with: "9: bytes(args[0])"))
+            ret = len(found) > 0
+            """], object: adapterPath)
+        try mock.call("AddMethod", "sssss", ["org.ariata.Test", "MonitorCounts", "", "ii", """
+            ret = (sum(len(ms) for ms in getattr(self, 'adv_apps', {}).values()), getattr(self, 'device_found_calls', 0))
+            """], object: adapterPath)
+    }
+
+    /// `text` as a Python string literal (a JSON string is one).
+    private static func pythonString(_ text: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8)
+        return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
+    }
+
+    /// Whether a registered monitor matches a heart-rate sensor advertising as `name`.
+    private func monitorHears(_ name: String) throws -> Bool {
+        guard advertisementMonitor else { return false }
+        let answer = try mock.call("MonitorHears", "ay", [String(name.utf8.count)] + name.utf8.map { String($0) },
+                                   interface: "org.ariata.Test", object: adapterPath)
+        return answer.first as? Bool ?? false
+    }
+
+    /// The monitors registered now, and how often BlueZ called a monitor's DeviceFound.
+    public func monitors() throws -> (registered: Int, deviceFoundCalls: Int) {
+        guard advertisementMonitor else { return (0, 0) }
+        let answer = try mock.call("MonitorCounts", interface: "org.ariata.Test", object: adapterPath)
+        return ((answer.first as? NSNumber)?.intValue ?? 0, (answer.dropFirst().first as? NSNumber)?.intValue ?? 0)
     }
 
     /// The sensor's object goes (InterfacesRemoved), as bluetoothd removes a device it

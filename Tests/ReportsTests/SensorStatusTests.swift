@@ -26,5 +26,20 @@ final class SensorStatusTests: XCTestCase {
         let read = try XCTUnwrap(SensorStatus.decode(older)?.first)
         XCTAssertNil(read.state)
         XCTAssertNil(read.adoptedAddress)
+        XCTAssertNil(read.awayWatch)
+    }
+
+    /// An away sensor's line says how it is watched for (docs/streams/health.md#while-a-strap-is-away).
+    func testAnAwaySensorSaysHowItIsWatchedFor() throws {
+        let since = try XCTUnwrap(RFC3339.date(from: "2026-11-28T10:00:00Z"))
+        var away = SensorStatus(name: "strap", connected: false, battery: nil, disconnectedSince: since, lastGapFrom: nil,
+                                lastGapSeconds: nil, hrvWindowsDropped: 0, noContactReadings: 0, state: .away,
+                                awayWatch: .advertisementMonitor)
+        XCTAssertEqual(StatusText.sensorLine(away),
+                       "sensor strap: out of reach since 2026-11-28T10:00:00.000Z (BlueZ's advertisement monitor watches for it)")
+        away.awayWatch = .discovery
+        XCTAssertTrue(StatusText.sensorLine(away).hasSuffix("(looked for by a short discovery every few minutes: no advertisement monitor from BlueZ)"),
+                      StatusText.sensorLine(away))
+        XCTAssertEqual(SensorStatus.decode(SensorStatus.encode([away])), [away])
     }
 }

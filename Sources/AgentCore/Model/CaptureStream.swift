@@ -16,10 +16,16 @@ public protocol CaptureStream: AnyObject, Sendable {
     /// only the parts at fault and says what it did. nil (the default): the supervisor
     /// restarts the whole stream.
     func restartFaults() -> String?
+    /// Whether some part of an unhealthy stream still captures (a health stream whose file
+    /// source reads while its strap is away): its coverage is then `captured`, and its
+    /// liveness still names the part at fault. false (the default): a stream's fault is
+    /// the whole stream's.
+    func capturesInPart() -> Bool
 }
 
 extension CaptureStream {
     public func counters() -> [String: Int] { [:] }
     public func details() -> [String: String] { [:] }
     public func restartFaults() -> String? { nil }
+    public func capturesInPart() -> Bool { false }
 }

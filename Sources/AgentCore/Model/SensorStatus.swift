@@ -25,6 +25,17 @@ public struct SensorStatus: Codable, Sendable, Equatable {
     public var adoptedAddress: String?
     /// Connected and notifying, connected and silent, or away (nil from an older daemon).
     public var state: State?
+    /// How the sensor is watched for while away (nil before it was first away, or from an
+    /// older daemon).
+    public var awayWatch: AwayWatch?
+
+    /// docs/streams/health.md#while-a-strap-is-away
+    public enum AwayWatch: String, Codable, Sendable, Equatable {
+        /// BlueZ's advertisement monitor: passive scanning, no discovery.
+        case advertisementMonitor = "advertisement_monitor"
+        /// A filtered discovery of a few seconds every few minutes (bluetoothd offers no monitor).
+        case discovery
+    }
 
     public enum State: String, Codable, Sendable, Equatable {
         case connected
@@ -40,7 +51,7 @@ public struct SensorStatus: Codable, Sendable, Equatable {
 
     public init(name: String, connected: Bool, battery: Int?, disconnectedSince: Date?, lastGapFrom: Date?,
                 lastGapSeconds: Double?, hrvWindowsDropped: Int, noContactReadings: Int, address: String? = nil,
-                adoptedAddress: String? = nil, state: State? = nil) {
+                adoptedAddress: String? = nil, state: State? = nil, awayWatch: AwayWatch? = nil) {
         self.name = name
         self.connected = connected
         self.battery = battery
@@ -52,6 +63,7 @@ public struct SensorStatus: Codable, Sendable, Equatable {
         self.address = address
         self.adoptedAddress = adoptedAddress
         self.state = state
+        self.awayWatch = awayWatch
     }
 
     /// The detail's text.

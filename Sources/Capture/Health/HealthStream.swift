@@ -92,6 +92,12 @@ public final class HealthStream: CaptureStream, Sendable {
         return .unhealthy(reason: reason, code: first.1.code)
     }
 
+    /// One live source is enough for the coverage ledger to count the stream as capturing
+    /// (docs/decisions/0015-coverage-written-at-changes.md).
+    public func capturesInPart() -> Bool {
+        runners.contains { $0.liveness().isHealthy }
+    }
+
     /// Each source's liveness and counters (for `status` and the backfill progress).
     public func statuses() -> [HealthSourceStatus] { runners.map { $0.source.status() } }
 

@@ -174,8 +174,14 @@ public final class StreamSupervisor: SupervisedComponent, Sendable {
             case .healthy: now = .captured
             case .asleep: now = .asleep
             case .disabled: now = pausedFor
-            // Not live: the location stream has no fix; the others lack their device or source.
-            case .unhealthy: now = stream == .location ? .noFix : .deviceMissing
+            // Not live: the location stream has no fix; the others lack their device or
+            // source, unless one of its sources still captures.
+            case .unhealthy:
+                if state.withLock({ $0.current })?.capturesInPart() == true {
+                    now = .captured
+                } else {
+                    now = stream == .location ? .noFix : .deviceMissing
+                }
             }
         }
         coverage.enter(stream, now)

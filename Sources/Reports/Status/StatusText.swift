@@ -206,6 +206,11 @@ public struct StatusText: Sendable {
         var line = "sensor \(sensor.name): "
         if let since = sensor.disconnectedSince {
             line += "out of reach since \(RFC3339.string(from: since))"
+            switch sensor.awayWatch {
+            case .advertisementMonitor?: line += " (BlueZ's advertisement monitor watches for it)"
+            case .discovery?: line += " (looked for by a short discovery every few minutes: no advertisement monitor from BlueZ)"
+            case nil: break
+            }
         } else if sensor.state == .silent {
             line += "connected but silent (see its health)"
         } else {

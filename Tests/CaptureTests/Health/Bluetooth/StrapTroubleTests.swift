@@ -62,6 +62,7 @@ final class StrapTroubleTests: XCTestCase {
             XCTAssertFalse(liveness.reason?.contains("test-source") == true, "\(liveness)")
             let said = try XCTUnwrap(stream.restartFaults(), "the stream restarts its own parts")
             XCTAssertTrue(said.contains("left \(Self.strap) retrying by itself"), said)
+            XCTAssertTrue(stream.capturesInPart(), "the file still reads: the coverage ledger says captured")
         }
         stream.stop()
         XCTAssertEqual(try bed.values(), (0..<written).map(Double.init), "every line once, in order")
@@ -187,6 +188,143 @@ final class StrapTroubleTests: XCTestCase {
         print(String(format: "measured: the strap taken up %.2f s after it advertised again", seconds))
         XCTAssertLessThan(seconds, 5, "taken by its advertisement, not by the next attempt")
         XCTAssertFalse(try sensor.isDiscovering(), "no discovery left running once connected")
+        let status = stream.statuses()[1]
+        XCTAssertEqual(status.kindStatus(BLESourceStatus.self)?.sensor(of: status)?.awayWatch, .discovery,
+                       "bluetoothd without its experimental interfaces: no monitor, the low-duty discovery")
+    }
+
+    /// An unbonded strap away, with bluetoothd offering its advertisement monitor: no
+    /// discovery at all while it is away (the discovery's interval is an hour here, so only
+    /// the monitor can explain its return), and once it advertises again BlueZ's
+    /// `DeviceFound` has it connected and notifying before the backoff's next attempt.
+    func testAnUnbondedStrapIsFoundByBlueZsAdvertisementMonitorWithoutADiscovery() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus, advertisementMonitor: true)
+        let backoff = Backoff(base: 0.25, cap: 3_600, factor: 80)
+        let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                            strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) {
+            $0.reconnect = backoff
+            $0.awayScanEvery = 3_600
+        }
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        XCTAssertFalse(try sensor.isPaired(sensor.sensorAddress), "unbonded: the kernel does not reconnect it by itself")
+        let discoveries = try sensor.adapterCalls(of: "StartDiscovery").count
+        let before = try sensor.connectCalls()
+        try sensor.goAway()
+        try waitUntil("the monitor registered") { try sensor.monitors().registered == 1 }
+        // The first attempt fails 0.25 s after the link dropped; the next is due 20 s after it,
+        // beyond the 10 s the strap has to be back in.
+        try waitUntil("an attempt while away") { try sensor.connectCalls() - before >= 1 }
+        let status = stream.statuses()[1]
+        XCTAssertEqual(status.kindStatus(BLESourceStatus.self)?.sensor(of: status)?.awayWatch, .advertisementMonitor)
+        let attempts = try sensor.connectCalls()
+        try sensor.comeBack()
+        try sensor.advertise()
+        let advertised = Date()
+        try waitUntil("connected and notifying", timeout: 10) { try sensor.isNotifying() && stream.liveness().isHealthy }
+        let seconds = Date().timeIntervalSince(advertised)
+        print(String(format: "measured: an unbonded strap connected and notifying %.2f s after it advertised (advertisement monitor)", seconds))
+        XCTAssertEqual(try sensor.monitors().deviceFoundCalls, 1, "BlueZ told the monitor")
+        XCTAssertEqual(try sensor.connectCalls(), attempts + 1, "one attempt: the one the monitor's DeviceFound made")
+        XCTAssertLessThan(seconds, backoff.delay(afterFailures: 2), "before the backoff's next attempt was due")
+        XCTAssertEqual(try sensor.adapterCalls(of: "StartDiscovery").count, discoveries, "no discovery while it was away")
+        try waitUntil("the monitor unregistered once connected") { try sensor.monitors().registered == 0 }
+    }
+
+    /// A strap BlueZ forgot (an unbonded device unheard for a while loses its object): with
+    /// the monitor, an attempt runs no discovery of its own, and the strap's advertisement
+    /// makes its object and brings it back.
+    func testAForgottenStrapComesBackByTheMonitorWithoutADiscovery() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus, advertisementMonitor: true)
+        let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                            strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) {
+            $0.awayScanEvery = 3_600
+        }
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        let discoveries = try sensor.adapterCalls(of: "StartDiscovery").count
+        try sensor.goAway()
+        try sensor.removeSensor()
+        try waitUntil("the monitor registered") { try sensor.monitors().registered == 1 }
+        try waitUntil("away") { !stream.liveness().isHealthy }
+        // Attempts every second at most (the test's backoff) find nothing.
+        Thread.sleep(forTimeInterval: 1.5)
+        XCTAssertEqual(try sensor.adapterCalls(of: "StartDiscovery").count, discoveries, "no discovery for an attempt")
+        try sensor.advertise()
+        XCTAssertTrue(try sensor.knows(sensor.sensorAddress), "BlueZ made its object when the monitor heard it")
+        try waitUntil("connected and notifying", timeout: 10) { try sensor.isNotifying() && stream.liveness().isHealthy }
+        XCTAssertEqual(try sensor.adapterCalls(of: "StartDiscovery").count, discoveries, "no discovery at all")
+    }
+
+    /// bluetoothd restarting while the strap is away: the new one knows neither the monitor
+    /// nor the unbonded strap. The watch registers its monitor with it again, and the
+    /// strap's advertisement brings it back, long before the backoff's next attempt.
+    func testTheMonitorIsRegisteredAgainWhenBluetoothdRestarts() throws {
+        let bed = try HealthTestBed()
+        let bus = try DBusRig(.system)
+        let sensor = try BlueZMockRig(on: bus, knownToBlueZ: false, advertisementMonitor: true)
+        try sensor.addSensor()
+        let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                            strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) {
+            $0.reconnect = Backoff(base: 0.25, cap: 3_600, factor: 80)
+            $0.awayScanEvery = 3_600
+        }
+        stream.start()
+        defer { stream.stop() }
+        try waitUntil("notifications on") { try sensor.isNotifying() }
+        try sensor.goAway()
+        try waitUntil("the monitor registered") { try sensor.monitors().registered == 1 }
+        try sensor.restart()
+        XCTAssertFalse(try sensor.knows(sensor.sensorAddress), "the new bluetoothd forgot the unbonded strap")
+        try waitUntil("the monitor registered with the new bluetoothd") { try sensor.monitors().registered == 1 }
+        try sensor.advertise()
+        try waitUntil("connected and notifying", timeout: 10) { try sensor.isNotifying() && stream.liveness().isHealthy }
+        XCTAssertEqual(try sensor.monitors().deviceFoundCalls, 1)
+        XCTAssertTrue(try sensor.adapterCalls(of: "StartDiscovery").isEmpty, "no discovery at all")
+    }
+
+    /// What a strap away for an hour costs, on a clock sped up 600-fold (an hour in 6 s,
+    /// every interval of `BLETuning` divided alike): connect attempts, and discovery
+    /// seconds with the advertisement monitor and without (docs/performance.md).
+    func testAnHourAwayCostsFewAttemptsAndNoDiscoveryWithTheMonitor() throws {
+        let speedUp = 600.0
+        let hour = 3_600 / speedUp
+        for monitor in [true, false] {
+            let bed = try HealthTestBed()
+            let bus = try DBusRig(.system)
+            let sensor = try BlueZMockRig(on: bus, advertisementMonitor: monitor)
+            let defaults = BLETuning()
+            let stream = stream(bed, bus: bus, path: bed.file("steps.jsonl"),
+                                strap: BLESourceSettings(address: sensor.sensorAddress, name: Self.strap)) {
+                $0.reconnect = Backoff(base: defaults.reconnect.base / speedUp, cap: defaults.reconnect.cap / speedUp)
+                $0.awayScanEvery = defaults.awayScanEvery / speedUp
+                $0.scanSeconds = defaults.scanSeconds / speedUp
+            }
+            stream.start()
+            try waitUntil("notifications on") { try sensor.isNotifying() }
+            let attempts = try sensor.connectCalls(), discoveries = try sensor.adapterCalls(of: "StartDiscovery").count
+            try sensor.goAway()
+            Thread.sleep(forTimeInterval: hour)
+            let hourAttempts = try sensor.connectCalls() - attempts
+            let discoverySeconds = Double(try sensor.adapterCalls(of: "StartDiscovery").count - discoveries) * defaults.scanSeconds
+            stream.stop()
+            sensor.stop()
+            print("measured: a strap away an hour (\(monitor ? "advertisement monitor" : "no monitor")): \(hourAttempts) connect attempts, \(Int(discoverySeconds)) s of discovery")
+            // 5 s doubling to 5 min: 16 in the first hour (12 an hour after that).
+            XCTAssertLessThanOrEqual(hourAttempts, 18, "attempts back off to minutes")
+            XCTAssertGreaterThanOrEqual(hourAttempts, 8, "it keeps trying")
+            if monitor {
+                XCTAssertEqual(discoverySeconds, 0, "the monitor needs no discovery")
+            } else {
+                XCTAssertGreaterThan(discoverySeconds, 0, "without a monitor the low-duty discovery runs")
+            }
+        }
     }
 
     /// Connected, and nothing comes: unhealthy with the fix, healthy again at the next
@@ -223,6 +361,24 @@ final class StrapTroubleTests: XCTestCase {
         try waitUntil("the refusal") { stream.liveness().reason?.contains("asks to be paired") == true }
         XCTAssertFalse(try sensor.isNotifying())
         XCTAssertTrue(stream.restartFaults()?.contains("left \(Self.strap) retrying by itself") == true)
+    }
+
+    /// `doctor`'s check says how the sensor will be found again once away: by BlueZ's
+    /// advertisement monitor where bluetoothd offers it, else by the discovery, with the fix.
+    func testTheCheckSaysHowAnAwaySensorIsFoundAgain() throws {
+        for monitor in [true, false] {
+            let bus = try DBusRig(.system)
+            let sensor = try BlueZMockRig(on: bus, advertisementMonitor: monitor)
+            try sensor.wear(sensor.sensorAddress)
+            var probe = BLESensorProbe(target: BLESensorTarget(address: sensor.sensorAddress, name: nil), bus: .address(bus.address))
+            probe.beatIntervalWindow = 0.5
+            let check = BLESourceKind.check(probe.run(), name: "health ble \(sensor.sensorAddress)")
+            XCTAssertEqual(check.outcome, .ok, check.detail)
+            XCTAssertTrue(check.detail.hasSuffix(monitor ? "; when away, found again by BlueZ's advertisement monitor within seconds"
+                                                 : "(BlueZ offers no advertisement monitor: Experimental = true in /etc/bluetooth/main.conf would)"),
+                          check.detail)
+            sensor.stop()
+        }
     }
 
     /// `doctor`'s and onboard's check decides about beat intervals over its window, not

@@ -20,6 +20,9 @@ public struct BLESensorProbe: Sendable {
         public var addressType: BLEAddressType?
         /// Notifications read (over `beatIntervalWindow`).
         public var notifications = 1
+        /// Whether BlueZ offers its advertisement monitor, which finds the sensor within
+        /// seconds once it is back; else the source looks with a discovery every 2 minutes.
+        public var advertisementMonitor = false
     }
 
     public let target: BLESensorTarget
@@ -86,7 +89,8 @@ public struct BLESensorProbe: Sendable {
             return .success(Reading(heartRate: measurement.heartRate, contact: measurement.contact,
                                     hasRRIntervals: withIntervals, battery: battery, name: session.deviceName,
                                     address: session.deviceAddress, addressType: session.deviceAddressType,
-                                    notifications: all.count))
+                                    notifications: all.count,
+                                    advertisementMonitor: session.adapterOffersAdvertisementMonitor))
         } catch {
             return .failure(ProbeFailure(description: "\(target) sent a notification that is not a heart rate measurement: \(error.description)"))
         }

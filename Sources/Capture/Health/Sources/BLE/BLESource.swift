@@ -38,6 +38,7 @@ public final class BLESource: HealthSource, @unchecked Sendable {
     private var committer: HealthCommitter
     private var windows: BeatWindows
     private var log: RateLimitedLog
+    private var fallbackLogged = false
     private let normaliser = HealthNormaliser()
     /// Below this the battery is warned about in status and the log.
     public static let lowBattery = SensorStatus.lowBattery
@@ -93,7 +94,9 @@ public final class BLESource: HealthSource, @unchecked Sendable {
             if session == nil, Monotonic.now >= retryAt {
                 lastAttempt = Monotonic.now
                 do {
-                    let opened = try open(stop: stop, doorbell: doorbell)
+                    // While BlueZ's advertisement monitor watches, BlueZ makes the strap's
+                    // object the moment it advertises: an attempt has nothing to discover.
+                    let opened = try open(stop: stop, doorbell: doorbell, discover: away.watchedBy != .advertisementMonitor)
                     session = opened
                     failures.succeeded()
                     lastProblem = nil
@@ -107,7 +110,10 @@ public final class BLESource: HealthSource, @unchecked Sendable {
                     lastProblem = error
                 }
             }
-            if session == nil { away.begin(target: target, onSeen: sawSensor) }
+            if session == nil {
+                away.begin(target: target, onSeen: sawSensor, onMonitorGone: { [doorbell] in doorbell.ring() })
+                noteAwayWatch(away)
+            }
             let now = Monotonic.now
             var timeout: TimeInterval? = session == nil ? max(0, retryAt - now) : nil
             for due in [windows.deadline, committer.dueAt, session == nil ? away.nextChange : silence.deadline].compactMap({ $0 }) {
@@ -175,6 +181,18 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         }
     }
 
+    /// How the away sensor is watched, in its status; the fallback to discoveries is
+    /// logged once per source (docs/streams/health.md#while-a-strap-is-away).
+    private func noteAwayWatch(_ away: AwayWatch) {
+        guard let watchedBy = away.watchedBy,
+              counters.snapshot().kindStatus(BLESourceStatus.self)?.awayWatch != watchedBy else { return }
+        counters.update(BLESourceStatus.self) { $1.awayWatch = watchedBy }
+        guard watchedBy == .discovery, !fallbackLogged else { return }
+        fallbackLogged = true
+        let why = away.monitorUnavailable ?? "BlueZ let the advertisement monitor go"
+        logger.notice("health source \(name): \(why); while the sensor is away it is looked for by a \(Int(tuning.scanSeconds)) s discovery every \(Int(tuning.awayScanEvery)) s")
+    }
+
     /// The sensor was found by its advertised name under another address than the one
     /// looked for: that address is adopted (kept in the agent's state, shown in `status`,
     /// logged), the config is left as the person wrote it.
@@ -194,13 +212,15 @@ public final class BLESource: HealthSource, @unchecked Sendable {
         logger.notice("health source \(name): heart-rate sensor \"\(target.name ?? "")\" found under a new address \(found) (was \(previous)); using it from now on (the config keeps \(config.address ?? previous))")
     }
 
-    private func open(stop: Waker, doorbell: Doorbell) throws(BlueZProblem) -> BlueZSensorSession {
+    private func open(stop: Waker, doorbell: Doorbell, discover: Bool) throws(BlueZProblem) -> BlueZSensorSession {
         let inbox = self.inbox
         let counters = self.counters
         let clock = self.clock
         let logger = self.logger
         let name = self.name
         let clockTrust = self.clockTrust
+        var tuning = self.tuning
+        if !discover { tuning.scanSeconds = 0 }
         let session = try BlueZSensorSession(target: target, tuning: tuning, stop: stop, handlers: .init(onValue: { bytes in
             // On the bus thread: note when it came, hand it to the source's thread.
             let wall = clock.now()

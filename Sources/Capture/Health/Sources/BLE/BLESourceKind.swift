@@ -16,6 +16,12 @@ public enum BLESourceKind: HealthSourceKind {
         return check(BLESensorProbe(target: BLESensorTarget(settings), bus: context.bus).run(), name: name)
     }
 
+    /// How the sensor is found again once it was away (docs/streams/health.md#while-a-strap-is-away).
+    private static func away(_ reading: BLESensorProbe.Reading) -> String {
+        reading.advertisementMonitor ? "; when away, found again by BlueZ's advertisement monitor within seconds"
+            : "; when away, looked for by a discovery every 2 minutes (BlueZ offers no advertisement monitor: Experimental = true in /etc/bluetooth/main.conf would)"
+    }
+
     /// A probe's result as a check (`doctor`'s of a source, onboarding's of the sensor it
     /// sets up). No heart rate is a failure: the source would record nothing now (it
     /// keeps trying, so the fix is about the sensor, not the agent).
@@ -29,9 +35,10 @@ public enum BLESourceKind: HealthSourceKind {
             if let battery = reading.battery {
                 detail += ", battery \(battery) %"
                 if battery < BLESource.lowBattery {
-                    return DeviceCheck(name: name, stream: .health, outcome: .warning, detail: detail, fix: "charge or replace the sensor's battery")
+                    return DeviceCheck(name: name, stream: .health, outcome: .warning, detail: detail + away(reading), fix: "charge or replace the sensor's battery")
                 }
             }
+            detail += away(reading)
             return DeviceCheck(name: name, stream: .health, outcome: .ok, detail: detail)
         case .failure(let failure):
             return DeviceCheck(name: name, stream: .health, outcome: .failed, detail: failure.description,
@@ -62,6 +69,8 @@ public struct BLESourceStatus: HealthSourceKindStatus {
     public var adoptedAddress: String?
     /// Connected, and no notification for `BLETuning.silenceLimit`.
     public var silent = false
+    /// How the sensor was last watched while away: BlueZ's advertisement monitor, or discoveries.
+    public var awayWatch: SensorStatus.AwayWatch?
 
     public struct Gap: Sendable, Equatable {
         public var from: Date
@@ -77,6 +86,6 @@ public struct BLESourceStatus: HealthSourceKindStatus {
                      lastGapFrom: lastGap?.from, lastGapSeconds: lastGap.map { ($0.seconds * 10).rounded() / 10 },
                      hrvWindowsDropped: hrvWindowsDropped, noContactReadings: noContactReadings,
                      address: address, adoptedAddress: adoptedAddress,
-                     state: silent ? .silent : status.liveness.isHealthy ? .connected : .away)
+                     state: silent ? .silent : status.liveness.isHealthy ? .connected : .away, awayWatch: awayWatch)
     }
 }

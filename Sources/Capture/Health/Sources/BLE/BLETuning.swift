@@ -13,8 +13,9 @@ public struct BLETuning: Sendable, Equatable {
     /// How long one attempt looks for a sensor BlueZ does not know yet (a discovery), and
     /// how long each of the away watch's discoveries lasts.
     public var scanSeconds: TimeInterval = 10
-    /// While the sensor is away, a filtered discovery of `scanSeconds` this often, so
-    /// BlueZ hears it advertise (a bonded sensor is also connected by the kernel alone).
+    /// While the sensor is away and BlueZ offers no advertisement monitor, a filtered
+    /// discovery of `scanSeconds` this often, so BlueZ hears it advertise (a bonded sensor
+    /// is also connected by the kernel alone; with the monitor no discovery runs).
     public var awayScanEvery: TimeInterval = 120
     /// Connected and no notification for this long: reported unhealthy, with its fix.
     public var silenceLimit: TimeInterval = 30

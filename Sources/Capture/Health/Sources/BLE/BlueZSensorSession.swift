@@ -29,6 +29,7 @@ final class BlueZSensorSession: Sendable {
         var characteristicPath: String?
         var servicesResolved = false
         var endedBy: BlueZProblem?
+        var adapterOffersMonitor = false
     }
 
     /// Why the session ended, once it has.
@@ -40,6 +41,9 @@ final class BlueZSensorSession: Sendable {
     /// it was found by its advertised name (its address changed).
     var deviceAddress: String? { state.withLock { $0.deviceAddress } }
     var deviceAddressType: BLEAddressType? { state.withLock { $0.deviceAddressType } }
+    /// Whether the sensor's adapter offers BlueZ's advertisement monitor (what watches a
+    /// strap while it is away, docs/streams/health.md#while-a-strap-is-away).
+    var adapterOffersAdvertisementMonitor: Bool { state.withLock { $0.adapterOffersMonitor } }
 
     struct Handlers: Sendable {
         var onValue: @Sendable ([UInt8]) -> Void
@@ -114,7 +118,7 @@ final class BlueZSensorSession: Sendable {
         var objects = try managedObjects()
         guard !objects.adapters.isEmpty else { throw .noAdapter }
         var found = objects.deviceOrRenamed(target)
-        if found == nil {
+        if found == nil, tuning.scanSeconds > 0 {
             found = try discover(tuning: tuning, stop: stop, objects: &objects)
         }
         guard let (devicePath, device) = found else { throw .notFound(target) }
@@ -128,6 +132,7 @@ final class BlueZSensorSession: Sendable {
             $0.deviceAddress = device["Address"]?.string?.uppercased()
             $0.deviceAddressType = device["AddressType"]?.string.flatMap(BLEAddressType.init(rawValue:))
             $0.servicesResolved = device["ServicesResolved"]?.bool == true
+            $0.adapterOffersMonitor = objects.objects[adapterPath]?[BlueZAdvertisementMonitor.managerInterface] != nil
         }
         if let battery = objects.objects[devicePath]?[BlueZ.battery]?["Percentage"]?.int { handlers.onBattery(battery) }
         try keep(connection.subscribe(.propertiesChanged(sender: BlueZ.service, path: devicePath)) { [weak self] message in
