@@ -31,8 +31,11 @@ final class MeteredWatchTests: XCTestCase {
         .watched(MeteredNetworkReading(watchedBy: "NetworkManager", global: metering))
     }
 
+    /// On a link of the test's own, whose bus thread the idle count below finds by name.
     private func watch(_ bus: DBusRig) -> NetworkManagerMeteredWatch {
-        NetworkManagerMeteredWatch(bus: .address(bus.address), logger: Logger(label: "test"))
+        NetworkManagerMeteredWatch(service: DBusService(NetworkManagerMeteredWatch.service,
+                                                        on: DBusLink(.address(bus.address), threadName: "ariata-nmtest")),
+                                   logger: Logger(label: "test"))
     }
 
     func testItReadsMeteredBeforeStartReturnsThenFollowsEveryChange() throws {
@@ -51,9 +54,9 @@ final class MeteredWatchTests: XCTestCase {
         XCTAssertEqual(heard.all.count, 3, "\(heard.all)")
 
         // Idle: the connection's thread sleeps while nothing happens on the bus.
-        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-metered"))
+        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-nmtest"))
         Thread.sleep(forTimeInterval: 3)
-        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-metered"))
+        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-nmtest"))
         XCTAssertLessThanOrEqual(after - before, 1, "the watch woke \(after - before) times in 3 idle seconds")
 
         watch.stop()

@@ -11,6 +11,7 @@ import Synchronization
 /// `discover`/`endDiscovery` run the source's low-duty filtered discovery
 /// (docs/streams/health.md#while-a-strap-is-away).
 final class BlueZDeviceWatch: Sendable {
+    private let service: DBusService
     private let connection: DBusConnection
     private let registrations = Mutex<[DBusRegistration]>([])
     /// The paths of BlueZ's devices that are the sensor (by address or name).
@@ -20,12 +21,13 @@ final class BlueZDeviceWatch: Sendable {
 
     /// - Parameter onSeen: called on the bus thread with what BlueZ saw.
     init(target: BLESensorTarget, bus: DBusBus, onSeen: @escaping @Sendable (String) -> Void) throws(BlueZProblem) {
-        connection = try BlueZ.connect(bus)
+        service = BlueZ.service(bus)
+        connection = try BlueZ.connect(service)
         let objects: BlueZObjects
         do {
             objects = try BlueZObjects.fetch(connection)
         } catch {
-            connection.close()
+            service.link.close()
             throw error
         }
         adapter = objects.adapters.first { $0.properties["Powered"]?.bool != false }?.path
@@ -55,7 +57,7 @@ final class BlueZDeviceWatch: Sendable {
             }
             registrations.withLock { $0 = [added, changed] }
         } catch {
-            connection.close()
+            service.link.close()
             throw BlueZSensorSession.problem(error, connecting: nil)
         }
     }
@@ -83,6 +85,6 @@ final class BlueZDeviceWatch: Sendable {
         for registration in registrations.withLock({ r -> [DBusRegistration] in defer { r = [] }; return r }) {
             registration.cancel()
         }
-        connection.close()
+        service.link.close()
     }
 }
