@@ -85,8 +85,10 @@ public final class DBusLink: Sendable {
     public var current: DBusConnection? { state.withLock { $0.connection } }
 
     /// Tells `handler` of the connection (at once, made when missing: `.lost` when it cannot
-    /// be), then of every loss and every new connection, until the registration ends.
-    /// `.lost` comes on the lost connection's bus thread, `.connected` on a retry's queue.
+    /// be), then of every loss and every new connection, until the registration ends. A
+    /// connection may be told twice (made for this follower, then handed to it).
+    /// `.lost` comes on the lost connection's bus thread, `.connected` on the thread that
+    /// made it: a retry's queue, or a client's that asked for the connection first.
     public func follow(_ handler: @escaping @Sendable (DBusLinkEvent) -> Void) -> DBusRegistration {
         let id = state.withLock { s -> UInt64 in
             s.nextFollower += 1
@@ -130,6 +132,9 @@ public final class DBusLink: Sendable {
             guard let self, let made else { return }
             self.lost(made, reason)
         }
+        // Whoever made it (a retry, or a client asking first), every follower hears of it.
+        let followers = state.withLock { Array($0.followers.values) }
+        for follower in followers { follower(.connected(made)) }
         return made
     }
 
@@ -156,9 +161,7 @@ public final class DBusLink: Sendable {
             state.withLock { $0.retryScheduled = false }
             guard state.withLock({ $0.connection == nil && !$0.closed }) else { return }
             do {
-                let connection = try connect()
-                let followers = state.withLock { Array($0.followers.values) }
-                for follower in followers { follower(.connected(connection)) }
+                _ = try connect()
             } catch {
                 scheduleRetry()
             }

@@ -126,7 +126,11 @@ private final class OwnerFollower: Sendable {
     /// Subscribes first and then asks, so that no change falls between the two; the
     /// answers and signals arrive in the bus's order on the bus thread.
     private func follow(on connection: DBusConnection) {
-        state.withLock { $0.connection = connection }
+        let known = state.withLock { s -> Bool in
+            defer { s.connection = connection }
+            return s.connection === connection
+        }
+        if known { return }
         let name = self.name
         let subscription: DBusRegistration
         do {

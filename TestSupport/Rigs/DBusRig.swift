@@ -62,11 +62,12 @@ public final class DBusRig: @unchecked Sendable {
     /// restarted: every connection to it is lost, and the services started on it stopped
     /// (start them again on the new bus).
     public func restartDaemon() throws {
-        for service in services.reversed() { service.stop(grace: 2) }
-        services = []
-        // Killed, not stopped: a daemon told to end lets its clients' names go first.
+        // Killed, not stopped, and before its services: a daemon told to end, or a service
+        // stopped first, lets the names go before the bus goes.
         daemon.signal(SIGKILL)
         daemon.wait(timeout: 5)
+        for service in services.reversed() { service.stop(grace: 2) }
+        services = []
         try? FileManager.default.removeItem(atPath: directory.file("bus"))
         daemon = try Self.startDaemon(in: directory)
         try waitForDaemon()

@@ -141,6 +141,26 @@ final class DBusServiceTests: XCTestCase {
         followingLogin.cancel()
     }
 
+    /// After a loss, a client that asks for the connection before the link's own retry
+    /// (GeoClue's reader on its backoff) makes it for everyone: the other clients' services
+    /// hear of it, and are not left waiting for a retry that no longer comes.
+    func testAConnectionMadeByOneClientAfterALossBringsTheOthersBack() throws {
+        let rig = try DBusRig()
+        let link = DBusLink(.address(rig.address), reconnect: .constant(600))
+        let service = DBusService(Self.name, on: link)
+        var owning = try owner(rig)
+        let heard = Heard()
+        let following = service.follow(heard.append)
+        defer { following.cancel() }
+        try waitUntil("the owner", timeout: 10) { heard.all.count == 1 }
+        try rig.restartDaemon()
+        try waitUntil("the bus lost", timeout: 10) { heard.all.count == 2 }
+        owning = try owner(rig)
+        _ = try link.connection().call(listNames)
+        try waitUntil("the owner found on the connection another client made", timeout: 10) { heard.all.count == 3 }
+        XCTAssertEqual(heard.all.last, "appeared \(owning.uniqueName ?? "?")")
+    }
+
     /// A bus that cannot be reached is said at once, and once.
     func testNoBusIsReportedOnceAsSuch() throws {
         let service = DBusService(Self.name, on: DBusLink(.address("unix:path=/nonexistent/bus"), reconnect: .constant(0.05)))

@@ -84,6 +84,31 @@ final class MeteredWatchTests: XCTestCase {
         }
     }
 
+    /// dbus restarted: said once as a lost bus, then NetworkManager on the new bus read and
+    /// followed again without a reload.
+    func testTheBusRestartedIsSaidAndNetworkManagerReadAgainWhenItIsBack() throws {
+        let bus = try DBusRig(.system)
+        var networkManager = try DBusMockRig.networkManager(on: bus, metered: 2)
+        let watch = watch(bus)
+        let heard = Heard()
+        watch.start(report: heard.append)
+        defer { watch.stop() }
+        XCTAssertEqual(heard.last, global(.no))
+
+        try bus.restartDaemon()
+        try waitUntil("the lost bus said", timeout: 10) {
+            guard case .unwatched(let reason)? = heard.last else { return false }
+            return reason.hasPrefix("the system bus connection was lost")
+        }
+        networkManager = try DBusMockRig.networkManager(on: bus, metered: 1)
+        try networkManager.setMetered(1)
+        try waitUntil("NetworkManager read again", timeout: 10) { heard.last == global(.yes) }
+        try networkManager.setMetered(2)
+        try waitUntil("and followed", timeout: 10) { heard.last == global(.no) }
+        let lost = heard.all.filter { if case .unwatched = $0 { return true } else { return false } }
+        XCTAssertEqual(lost.count, 1, "the loss said once: \(heard.all)")
+    }
+
     func testTheDevicesUnderTheDefaultRouteAreReadWithTheirSSIDAndFollowed() throws {
         let bus = try DBusRig(.system)
         let networkManager = try DBusMockRig.networkManager(on: bus, metered: 4)
