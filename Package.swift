@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "PlatformTestSupport", dependencies: ["Platform"], path: "TestSupport/PlatformTestSupport"),
         // The D-Bus seam: one connection per bus on a thread of its own, values, calls,
         // signals and exported objects (docs/dbus.md). Knows no service.
-        .target(name: "DBus", dependencies: ["Platform", "CSystemd"]),
+        .target(name: "DBus", dependencies: ["AgentCore", "Platform", "CSystemd"]),
         // The queue, records, config, error codes, time evidence, retries, liveness.
         .target(name: "AgentCore", dependencies: [
             "Platform",

@@ -78,7 +78,8 @@ public final class DBusRegistration: Sendable {
 /// reads its agent's properties before it answers `AddAgent`).
 ///
 /// A lost connection is not made again here: every call then fails with `.notConnected`
-/// and `onLost` runs once; the owner opens a new connection on its own schedule.
+/// and `onLost` runs once; `DBusLink`, through which clients use connections, makes a new
+/// one on its backoff.
 public final class DBusConnection: Sendable {
     public let bus: DBusBus
     private let thread: Mutex<NamedThread?>

@@ -10,7 +10,7 @@ public final class DBusRig: @unchecked Sendable {
     public let kind: Kind
     public let directory: TemporaryDirectory
     public let address: String
-    private let daemon: ChildProcess
+    private var daemon: ChildProcess
     private var services: [ChildProcess] = []
 
     public init(_ kind: Kind = .system) throws {
@@ -40,13 +40,37 @@ public final class DBusRig: @unchecked Sendable {
             </busconfig>
             """
         try config.write(toFile: directory.file("bus.conf"), atomically: true, encoding: .utf8)
-        daemon = try ChildProcess("dbus-daemon", ["--config-file=\(directory.file("bus.conf"))", "--nofork", "--nopidfile"],
-                                  logDirectory: directory.path)
-        // The socket file appears before the daemon accepts on it: ready once it answers.
+        daemon = try Self.startDaemon(in: directory)
+        try waitForDaemon()
+    }
+
+    private static func startDaemon(in directory: TemporaryDirectory) throws -> ChildProcess {
+        try ChildProcess("dbus-daemon", ["--config-file=\(directory.file("bus.conf"))", "--nofork", "--nopidfile"],
+                         logDirectory: directory.path)
+    }
+
+    /// The socket file appears before the daemon accepts on it: ready once it answers.
+    private func waitForDaemon() throws {
+        let socket = directory.file("bus")
         try waitUntil("dbus-daemon to answer on \(socket)", timeout: 15) {
             guard daemon.isRunning else { throw RigFailure("dbus-daemon exited: \(daemon.stderr())") }
             return FileManager.default.fileExists(atPath: socket) && ((try? hasOwner("org.freedesktop.DBus")) ?? false)
         }
+    }
+
+    /// The bus daemon killed and started again on the same address, as when dbus is
+    /// restarted: every connection to it is lost, and the services started on it stopped
+    /// (start them again on the new bus).
+    public func restartDaemon() throws {
+        // Killed, not stopped, and before its services: a daemon told to end, or a service
+        // stopped first, lets the names go before the bus goes.
+        daemon.signal(SIGKILL)
+        daemon.wait(timeout: 5)
+        for service in services.reversed() { service.stop(grace: 2) }
+        services = []
+        try? FileManager.default.removeItem(atPath: directory.file("bus"))
+        daemon = try Self.startDaemon(in: directory)
+        try waitForDaemon()
     }
 
     deinit {

@@ -31,8 +31,11 @@ final class MeteredWatchTests: XCTestCase {
         .watched(MeteredNetworkReading(watchedBy: "NetworkManager", global: metering))
     }
 
+    /// On a link of the test's own, whose bus thread the idle count below finds by name.
     private func watch(_ bus: DBusRig) -> NetworkManagerMeteredWatch {
-        NetworkManagerMeteredWatch(bus: .address(bus.address), logger: Logger(label: "test"))
+        NetworkManagerMeteredWatch(service: DBusService(NetworkManagerMeteredWatch.service,
+                                                        on: DBusLink(.address(bus.address), threadName: "ariata-nmtest")),
+                                   logger: Logger(label: "test"))
     }
 
     func testItReadsMeteredBeforeStartReturnsThenFollowsEveryChange() throws {
@@ -51,9 +54,9 @@ final class MeteredWatchTests: XCTestCase {
         XCTAssertEqual(heard.all.count, 3, "\(heard.all)")
 
         // Idle: the connection's thread sleeps while nothing happens on the bus.
-        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-metered"))
+        let before = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-nmtest"))
         Thread.sleep(forTimeInterval: 3)
-        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-metered"))
+        let after = try XCTUnwrap(ThreadSwitches.voluntary(named: "ariata-nmtest"))
         XCTAssertLessThanOrEqual(after - before, 1, "the watch woke \(after - before) times in 3 idle seconds")
 
         watch.stop()
@@ -79,6 +82,31 @@ final class MeteredWatchTests: XCTestCase {
         try waitUntil("NetworkManager gone", timeout: 10) {
             heard.last == .unwatched(reason: "NetworkManager left the system bus")
         }
+    }
+
+    /// dbus restarted: said once as a lost bus, then NetworkManager on the new bus read and
+    /// followed again without a reload.
+    func testTheBusRestartedIsSaidAndNetworkManagerReadAgainWhenItIsBack() throws {
+        let bus = try DBusRig(.system)
+        var networkManager = try DBusMockRig.networkManager(on: bus, metered: 2)
+        let watch = watch(bus)
+        let heard = Heard()
+        watch.start(report: heard.append)
+        defer { watch.stop() }
+        XCTAssertEqual(heard.last, global(.no))
+
+        try bus.restartDaemon()
+        try waitUntil("the lost bus said", timeout: 10) {
+            guard case .unwatched(let reason)? = heard.last else { return false }
+            return reason.hasPrefix("the system bus connection was lost")
+        }
+        networkManager = try DBusMockRig.networkManager(on: bus, metered: 1)
+        try networkManager.setMetered(1)
+        try waitUntil("NetworkManager read again", timeout: 10) { heard.last == global(.yes) }
+        try networkManager.setMetered(2)
+        try waitUntil("and followed", timeout: 10) { heard.last == global(.no) }
+        let lost = heard.all.filter { if case .unwatched = $0 { return true } else { return false } }
+        XCTAssertEqual(lost.count, 1, "the loss said once: \(heard.all)")
     }
 
     func testTheDevicesUnderTheDefaultRouteAreReadWithTheirSSIDAndFollowed() throws {

@@ -1,3 +1,4 @@
+import AgentCore
 import DBus
 import Foundation
 import Logging
@@ -157,4 +158,33 @@ final class SleepWatchTests: XCTestCase {
         try waitUntil("the new logind's delay lock", timeout: 10) { try logind.holdsSleepDelay() }
         XCTAssertFalse(watch.isAsleep)
     }
+
+    /// dbus restarted under the watch: the bus lost, then a new logind on the new bus. The
+    /// shared connection is made again and the lock taken from the new logind; its signal
+    /// is followed on the new connection.
+    func testTheBusRestartedTheLockIsTakenFromTheNewLogindAndItsSignalFollowed() throws {
+        let bus = try DBusRig(.system)
+        var logind = try DBusMockRig.logind(on: bus)
+        let seen = Seen()
+        let link = DBusLink(.address(bus.address), reconnect: Backoff(base: 0.2, cap: 1))
+        let watch = SleepWatch(service: DBusService(SleepWatch.logind, on: link), clocks: VirtualScheduler(),
+                               logger: Logger(label: "test")) {
+            seen.sleeps.withLock { $0 += 1 }
+        } onWake: {
+            seen.wakes.withLock { $0 += 1 }
+        }
+        watch.start()
+        defer { watch.stop() }
+        try waitUntil("the delay lock", timeout: 10) { try logind.holdsSleepDelay() }
+
+        try bus.restartDaemon()
+        logind = try DBusMockRig.logind(on: bus)
+        try waitUntil("the delay lock from the new logind", timeout: 10) { try logind.holdsSleepDelay() }
+        try logind.prepareForSleep(true)
+        try waitUntil("the lock released for sleep", timeout: 10) { try !logind.holdsSleepDelay() }
+        XCTAssertEqual(seen.sleeps.withLock { $0 }, 1)
+        try logind.prepareForSleep(false)
+        try waitUntil("awake with the lock", timeout: 10) { try logind.holdsSleepDelay() && seen.wakes.withLock { $0 } == 1 }
+    }
+
 }

@@ -61,11 +61,12 @@ public protocol MeteredNetworkWatch: AnyObject, Sendable {
 /// The watch on NetworkManager over the system bus: the way out read at start
 /// (`NetworkManagerRoute`: the global `Metered`, the primary connection, the devices under
 /// it, through a VPN), then again when NetworkManager says something of it changed (its
-/// own properties, a device's `Metered` or active connection), and NetworkManager leaving
-/// or joining the bus (NameOwnerChanged). The connection's thread (`ariata-metered`)
-/// sleeps in poll(2) with no time-out between signals, so an idle daemon does not wake for
-/// it; the reading's blocking calls run on a Dispatch queue, never on the bus thread, and
-/// the readings asked for while one runs make one more.
+/// own properties, a device's `Metered` or active connection), and when it comes, goes or
+/// restarts, or the bus is lost and back (NetworkManager as a `DBusService`). The process's
+/// shared system-bus connection carries it, whose thread sleeps in poll(2) with no time-out
+/// between signals, so an idle daemon does not wake for it; the reading's blocking calls
+/// run on a Dispatch queue, never on the bus thread, and the readings asked for while one
+/// runs make one more.
 public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
     public static let service = NetworkManagerRoute.service
     public static let path = NetworkManagerRoute.managerPath
@@ -76,7 +77,7 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
     static let relevant: Set<String> = ["Metered", "PrimaryConnection", "ActiveConnections", "ActiveConnection", "Devices",
                                         "SpecificObject"]
 
-    private let bus: DBusBus
+    private let service: any DBusServiceWatching
     private let logger: Logger
     /// How long `start` waits for the first answer (NetworkManager's, or the bus's that it
     /// is not there: both come at once unless the system is very busy).
@@ -84,10 +85,20 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
     private let running = Mutex<Running?>(nil)
     private let queue = DispatchQueue(label: "ariata.metered.read")
 
-    private struct Running {
-        let connection: DBusConnection
-        let subscriptions: [DBusRegistration]
+    private final class Running: Sendable {
         let gate: ReportGate
+        let following = Mutex<DBusRegistration?>(nil)
+        /// Whether NetworkManager's first word came (the reading at start answers it).
+        let heardFirst = Mutex(false)
+        /// The change signals, on the connection they were subscribed on.
+        let signals = Mutex<(connection: DBusConnection, registrations: [DBusRegistration])?>(nil)
+        init(gate: ReportGate) { self.gate = gate }
+
+        func end() {
+            gate.close()
+            following.withLock { $0.take() }?.cancel()
+            signals.withLock { $0.take() }?.registrations.forEach { $0.cancel() }
+        }
     }
 
     /// Reports until stopped, so nothing reaches the daemon after `stop()`; and coalesces
@@ -101,8 +112,12 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
         var isOpen: Bool { report.withLock { $0 != nil } }
     }
 
-    public init(bus: DBusBus = .system, logger: Logger, firstAnswerWait: TimeInterval = 3) {
-        self.bus = bus
+    public convenience init(bus: DBusBus = .system, logger: Logger, firstAnswerWait: TimeInterval = 3) {
+        self.init(service: DBusService(Self.service, bus: bus), logger: logger, firstAnswerWait: firstAnswerWait)
+    }
+
+    public init(service: any DBusServiceWatching, logger: Logger, firstAnswerWait: TimeInterval = 3) {
+        self.service = service
         self.logger = logger
         self.firstAnswerWait = firstAnswerWait
     }
@@ -112,53 +127,39 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
         let gate = ReportGate(report)
         let connection: DBusConnection
         do {
-            connection = try DBusConnection(bus, threadName: "ariata-metered")
+            connection = try service.connection()
         } catch {
             gate(.unwatched(reason: "\(error)"))
             return
         }
-        let queue = queue
-        connection.onLost { reason in
-            queue.async { gate(.unwatched(reason: "the system bus connection was lost (\(reason)); metering is read again at the next start or reload")) }
-        }
-        let subscriptions: [DBusRegistration]
+        let running = Running(gate: gate)
+        // Signals first, then the reading, so that no change falls between the two.
         do {
-            // Signals first, then the reading, so that no change falls between the two.
-            let changed: @Sendable (DBusMessage) -> Void = { [weak self, weak connection] message in
-                guard let self, let connection, let change = DBusPropertiesChange(message),
-                      !Self.relevant.isDisjoint(with: change.changed.keys) else { return }
-                read(on: connection, into: gate)
-            }
-            subscriptions = [
-                try connection.subscribe(.nameOwnerChanged(Self.service)) { [weak self, weak connection] message in
-                    guard let self, message.arguments.count == 3, let owner = message.arguments[2].string else { return }
-                    if owner.isEmpty {
-                        queue.async { gate(.unwatched(reason: "\(Self.name) left the system bus")) }
-                    } else if let connection {
-                        read(on: connection, into: gate)
-                    }
-                },
-                try connection.subscribe(.propertiesChanged(sender: Self.service, path: Self.path), handler: changed),
-                // A device's Metered or active connection, whichever device: only this
-                // interface's changes, not its access points' signal strengths.
-                try connection.subscribe(DBusMatchRule(sender: Self.service, interface: DBusConnection.propertiesInterface,
-                                                       member: "PropertiesChanged", arg0: NetworkManagerRoute.deviceInterface),
-                                         handler: changed),
-                // Older NetworkManager releases also announced changes with a signal of their
-                // own interface (a{sv}), and python-dbusmock's template sends only that one.
-                try connection.subscribe(DBusMatchRule(sender: Self.service, path: Self.path, interface: Self.interface,
-                                                       member: "PropertiesChanged")) { [weak self, weak connection] message in
-                    guard let self, let connection, let changed = message.arguments.first?.dictionary,
-                          !Self.relevant.isDisjoint(with: changed.keys) else { return }
-                    read(on: connection, into: gate)
-                },
-            ]
+            try subscribe(on: connection, for: running)
         } catch {
             gate(.unwatched(reason: "cannot follow \(Self.name) on the system bus: \(error)"))
-            connection.close()
             return
         }
-        running.withLock { $0 = Running(connection: connection, subscriptions: subscriptions, gate: gate) }
+        self.running.withLock { $0 = running }
+        // The first word is the reading's own; then each change of NetworkManager's presence.
+        let queue = queue
+        let following = service.follow { [weak self, weak running] event in
+            guard let self, let running, running.heardFirst.withLock({ h in defer { h = true }; return h }) else { return }
+            switch event {
+            case .appeared(_, let connection):
+                do {
+                    try subscribe(on: connection, for: running)
+                    read(on: connection, into: running.gate)
+                } catch {
+                    queue.async { running.gate(.unwatched(reason: "cannot follow \(Self.name) on the system bus: \(error)")) }
+                }
+            case .vanished(.notOnBus):
+                queue.async { running.gate(.unwatched(reason: "\(Self.name) left the system bus")) }
+            case .vanished(.noBus(let reason)):
+                queue.async { running.gate(.unwatched(reason: "the system bus connection was lost (\(reason)); metering is read again once it is back")) }
+            }
+        }
+        running.following.withLock { $0 = following }
         let first = DispatchSemaphore(value: 0)
         read(on: connection, into: gate) { first.signal() }
         if first.wait(timeout: .now() + firstAnswerWait) == .timedOut {
@@ -167,10 +168,40 @@ public final class NetworkManagerMeteredWatch: MeteredNetworkWatch {
     }
 
     public func stop() {
-        guard let old = running.withLock({ $0.take() }) else { return }
-        old.gate.close()
-        for subscription in old.subscriptions { subscription.cancel() }
-        old.connection.close()
+        running.withLock { $0.take() }?.end()
+    }
+
+    /// The change signals on `connection` unless they are there already (a new connection
+    /// after the bus was lost needs them again).
+    private func subscribe(on connection: DBusConnection, for running: Running) throws(DBusError) {
+        if running.signals.withLock({ $0?.connection === connection }) { return }
+        let gate = running.gate
+        let changed: @Sendable (DBusMessage) -> Void = { [weak self, weak connection] message in
+            guard let self, let connection, let change = DBusPropertiesChange(message),
+                  !Self.relevant.isDisjoint(with: change.changed.keys) else { return }
+            read(on: connection, into: gate)
+        }
+        let registrations = [
+            try connection.subscribe(.propertiesChanged(sender: Self.service, path: Self.path), handler: changed),
+            // A device's Metered or active connection, whichever device: only this
+            // interface's changes, not its access points' signal strengths.
+            try connection.subscribe(DBusMatchRule(sender: Self.service, interface: DBusConnection.propertiesInterface,
+                                                   member: "PropertiesChanged", arg0: NetworkManagerRoute.deviceInterface),
+                                     handler: changed),
+            // Older NetworkManager releases also announced changes with a signal of their
+            // own interface (a{sv}), and python-dbusmock's template sends only that one.
+            try connection.subscribe(DBusMatchRule(sender: Self.service, path: Self.path, interface: Self.interface,
+                                                   member: "PropertiesChanged")) { [weak self, weak connection] message in
+                guard let self, let connection, let changed = message.arguments.first?.dictionary,
+                      !Self.relevant.isDisjoint(with: changed.keys) else { return }
+                read(on: connection, into: gate)
+            },
+        ]
+        let old = running.signals.withLock { s -> [DBusRegistration] in
+            defer { s = (connection, registrations) }
+            return s?.registrations ?? []
+        }
+        old.forEach { $0.cancel() }
     }
 
     /// Reads the way out on the queue (one reading at a time; those asked for while one

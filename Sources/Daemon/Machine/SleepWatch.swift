@@ -19,25 +19,33 @@ import Synchronization
 /// and capture resumed as after the signal when the machine is awake; logind restarting
 /// while asleep is asked the same. Without logind (a board without systemd, a container)
 /// it says so once and the daemon goes on as before: a suspend then cuts the chunk in
-/// progress at its last page, as a power cut would. It sleeps in its bus thread's poll
-/// with no time-out: no wake-ups.
+/// progress at its last page, as a power cut would. logind is followed as a `DBusService`
+/// on the process's shared system-bus connection, whose thread sleeps in poll(2) with no
+/// time-out: no wake-ups (docs/dbus.md).
 public final class SleepWatch: Sendable {
     static let logind = "org.freedesktop.login1"
     static let managerPath = "/org/freedesktop/login1"
     static let managerInterface = "org.freedesktop.login1.Manager"
 
-    private let bus: DBusBus
+    private let service: any DBusServiceWatching
     private let logger: Logger
     private let onSleep: @Sendable () -> Void
     private let onWake: @Sendable () -> Void
     private let onHeldAwake: @Sendable (String?) -> Void
     /// The clocks the suspend detector reads (a test's `VirtualScheduler` suspends).
     private let clocks: any TimerScheduling
+    /// Where capture is stopped before sleep and started after it: never the bus thread,
+    /// which every D-Bus client of the process shares and which a stopping stream may call
+    /// through (GeoClue's client let go, a strap disconnected).
+    private let work = DispatchQueue(label: "ariata.sleep")
     private let state = Mutex(State())
 
     private struct State {
-        var connection: DBusConnection?
-        var registrations: [DBusRegistration] = []
+        var following: DBusRegistration?
+        /// `PrepareForSleep` on the connection it was subscribed on.
+        var signal: (connection: DBusConnection, registration: DBusRegistration)?
+        /// Whether logind's availability was reported once already.
+        var heard = false
         /// The inhibitor lock: logind holds off sleep until it is closed.
         var lock: Int32?
         var asleep = false
@@ -53,10 +61,17 @@ public final class SleepWatch: Sendable {
     /// - Parameters:
     ///   - onHeldAwake: the machine seems awake while logind has not ended its sleep (the
     ///     reason), or no longer (nil): the held streams show it as a fault.
-    public init(bus: DBusBus = .system, clocks: any TimerScheduling = DispatchScheduler(), logger: Logger,
+    public convenience init(bus: DBusBus = .system, clocks: any TimerScheduling = DispatchScheduler(), logger: Logger,
+                            onSleep: @escaping @Sendable () -> Void, onWake: @escaping @Sendable () -> Void,
+                            onHeldAwake: @escaping @Sendable (String?) -> Void = { _ in }) {
+        self.init(service: DBusService(Self.logind, bus: bus), clocks: clocks, logger: logger,
+                  onSleep: onSleep, onWake: onWake, onHeldAwake: onHeldAwake)
+    }
+
+    public init(service: any DBusServiceWatching, clocks: any TimerScheduling = DispatchScheduler(), logger: Logger,
                 onSleep: @escaping @Sendable () -> Void, onWake: @escaping @Sendable () -> Void,
                 onHeldAwake: @escaping @Sendable (String?) -> Void = { _ in }) {
-        self.bus = bus
+        self.service = service
         self.clocks = clocks
         self.logger = logger
         self.onSleep = onSleep
@@ -73,53 +88,72 @@ public final class SleepWatch: Sendable {
     public var isAsleep: Bool { state.withLock { $0.asleep } }
 
     public func start() {
-        let connection: DBusConnection
-        do {
-            connection = try DBusConnection(bus, threadName: "ariata-sleep")
-        } catch {
-            logger.notice("no system bus (\(error)): the agent does not prepare for sleep; a suspend cuts the audio chunk in progress")
-            return
+        let following = service.follow { [weak self] event in self?.serviceChanged(event) }
+        state.withLock { $0.following = following }
+    }
+
+    public func stop() {
+        let (following, signal, lock) = state.withLock { s in
+            defer {
+                s.following = nil
+                s.signal = nil
+                s.lock = nil
+                s.heard = false
+            }
+            return (s.following, s.signal, s.lock)
         }
+        following?.cancel()
+        signal?.registration.cancel()
+        if let lock { close(lock) }
+    }
+
+    /// logind's comings and goings, each once (`DBusService`): the first word takes the
+    /// lock (a logind not yet running is started by the call), a new logind too, since
+    /// logind restarting drops every lock; asleep, the new one is asked whether the machine
+    /// still sleeps. The bus lost and back is logind back.
+    private func serviceChanged(_ event: DBusServiceEvent) {
+        let first = state.withLock { s -> Bool in
+            defer { s.heard = true }
+            return !s.heard
+        }
+        switch event {
+        case .appeared(_, let connection):
+            guard follow(on: connection) else { return }
+            if isAsleep { checkResume() } else { takeLock(on: connection) }
+        case .vanished(.notOnBus):
+            // Not running yet: asking for the lock starts it where it is activatable, and
+            // says so once where it is not.
+            guard first, let connection = try? service.connection(), follow(on: connection) else { return }
+            takeLock(on: connection)
+        case .vanished(.noBus(let error)):
+            if first {
+                logger.notice("no system bus (\(error)): the agent does not prepare for sleep; a suspend cuts the audio chunk in progress")
+            } else {
+                logger.notice("the system bus was lost (\(error)): the agent prepares for sleep again once it is back")
+            }
+        }
+    }
+
+    /// `PrepareForSleep` subscribed on `connection` unless it is already; false when it
+    /// cannot be (said once).
+    private func follow(on connection: DBusConnection) -> Bool {
+        if state.withLock({ $0.signal?.connection === connection }) { return true }
         do {
             let sleep = try connection.subscribe(DBusMatchRule(sender: Self.logind, path: Self.managerPath,
                                                                interface: Self.managerInterface, member: "PrepareForSleep")) { [weak self] message in
                 guard let going = message.arguments.first?.bool else { return }
                 self?.prepare(sleeping: going)
             }
-            // logind restarting drops every lock: take it again from the new one. Asleep, the
-            // new logind is asked whether the machine still sleeps (a resume takes the lock).
-            let restart = try connection.subscribe(.nameOwnerChanged(Self.logind)) { [weak self] message in
-                guard let self, message.arguments.count == 3, message.arguments[2].string?.isEmpty == false else { return }
-                if isAsleep {
-                    checkResume()
-                } else {
-                    takeLock(on: connection)
-                }
+            let old = state.withLock { s -> DBusRegistration? in
+                defer { s.signal = (connection, sleep) }
+                return s.signal?.registration
             }
-            state.withLock { s in
-                s.connection = connection
-                s.registrations = [sleep, restart]
-            }
+            old?.cancel()
+            return true
         } catch {
             logger.notice("cannot follow logind's sleep signal (\(error)): the agent does not prepare for sleep")
-            connection.close()
-            return
+            return false
         }
-        takeLock(on: connection)
-    }
-
-    public func stop() {
-        let (connection, registrations, lock) = state.withLock { s in
-            defer {
-                s.connection = nil
-                s.registrations = []
-                s.lock = nil
-            }
-            return (s.connection, s.registrations, s.lock)
-        }
-        registrations.forEach { $0.cancel() }
-        if let lock { close(lock) }
-        connection?.close()
     }
 
     /// Asks logind for the delay lock (asynchronously: this may run on the bus thread).
@@ -155,7 +189,7 @@ public final class SleepWatch: Sendable {
     /// `PrepareForSleep(false)`.
     public func checkResume() {
         let asked = state.withLock { s -> (connection: DBusConnection, epoch: Int, suspended: Double)? in
-            guard s.asleep, let connection = s.connection else { return nil }
+            guard s.asleep, let connection = s.signal?.connection, connection.lostReason == nil else { return nil }
             if let slept = s.suspend?.suspendedSinceLastCheck() { s.suspended += slept }
             return (connection, s.epoch, s.suspended)
         }
@@ -203,10 +237,10 @@ public final class SleepWatch: Sendable {
         onHeldAwake(reason)
     }
 
-    /// On the bus thread: nothing else on this connection needs it meanwhile. `why`: the
-    /// evidence of a resume that came without logind's signal.
+    /// Decided on the bus thread, in order with the signals; done on the work queue, in the
+    /// same order. `why`: the evidence of a resume that came without logind's signal.
     private func prepare(sleeping: Bool, why: String? = nil) {
-        let (changed, connection) = state.withLock { s -> (Bool, DBusConnection?) in
+        let changed = state.withLock { s -> Bool in
             defer {
                 if s.asleep != sleeping {
                     s.asleep = sleeping
@@ -216,23 +250,25 @@ public final class SleepWatch: Sendable {
                     s.heldAwake = nil
                 }
             }
-            return (s.asleep != sleeping, s.connection)
+            return s.asleep != sleeping
         }
         guard changed else { return }
-        if sleeping {
-            let started = Monotonic.now
-            onSleep()
-            let lock = state.withLock { s -> Int32? in
-                defer { s.lock = nil }
-                return s.lock
+        work.async { [self] in
+            if sleeping {
+                let started = Monotonic.now
+                onSleep()
+                let lock = state.withLock { s -> Int32? in
+                    defer { s.lock = nil }
+                    return s.lock
+                }
+                if let lock { close(lock) }
+                logger.notice("ready for sleep in \(String(format: "%.2f", Monotonic.now - started)) s: capture stopped, the chunk in progress written and committed")
+            } else {
+                let signal = why.map { "woke from sleep without logind's signal (\($0))" } ?? "woke from sleep"
+                logger.notice("\(signal): capture starts again with a new chunk, and an upload cycle runs now")
+                if let connection = state.withLock({ $0.signal?.connection }) { takeLock(on: connection) }
+                onWake()
             }
-            if let lock { close(lock) }
-            logger.notice("ready for sleep in \(String(format: "%.2f", Monotonic.now - started)) s: capture stopped, the chunk in progress written and committed")
-        } else {
-            let signal = why.map { "woke from sleep without logind's signal (\($0))" } ?? "woke from sleep"
-            logger.notice("\(signal): capture starts again with a new chunk, and an upload cycle runs now")
-            if let connection { takeLock(on: connection) }
-            onWake()
         }
     }
 }

@@ -5,10 +5,11 @@ import Synchronization
 
 /// Sends desktop notices to the person's notification server:
 /// `org.freedesktop.Notifications.Notify` on the session bus, which the user service
-/// reaches and the system service does not (docs/laptop.md#desktop-notices). The bus is
-/// joined at the first notice, not before, and its thread (`ariata-notify`) sleeps in
-/// poll(2) with no time-out between notices. A problem (no session bus, no notification
-/// server) is logged once while it lasts; the next notice tries again.
+/// reaches and the system service does not (docs/laptop.md#desktop-notices). The service is
+/// a `DBusService` on the process's shared session-bus connection, joined at the first
+/// notice, not before; its thread (`ariata-userbus`) sleeps in poll(2) with no time-out
+/// between notices. A problem (no session bus, no notification server) is logged once
+/// while it lasts; the next notice tries again, on a new connection when the bus was lost.
 public final class DesktopNotifier: NoticeSink {
     public static let appName = "Ariata agent"
     public static let service = "org.freedesktop.Notifications"
@@ -16,16 +17,13 @@ public final class DesktopNotifier: NoticeSink {
 
     private let bus: DBusBus
     private let logger: Logger
-    private let connection = Mutex<DBusConnection?>(nil)
+    /// From the first notice on.
+    private let service = Mutex<DBusService?>(nil)
     private let problem = Mutex<String?>(nil)
 
     public init(bus: DBusBus = .session, logger: Logger) {
         self.bus = bus
         self.logger = logger
-    }
-
-    deinit {
-        connection.withLock { $0.take() }?.close()
     }
 
     public func send(_ notice: DesktopNotice) {
@@ -50,15 +48,14 @@ public final class DesktopNotifier: NoticeSink {
 
     /// The connection, made when missing or lost.
     private func connected() -> DBusConnection? {
-        if let current = connection.withLock({ $0 }), current.lostReason == nil { return current }
+        let service = service.withLock { current -> DBusService in
+            if let current { return current }
+            let made = DBusService(Self.service, bus: bus)
+            current = made
+            return made
+        }
         do {
-            let fresh = try DBusConnection(bus, threadName: "ariata-notify")
-            let old = connection.withLock { current -> DBusConnection? in
-                defer { current = fresh }
-                return current
-            }
-            old?.close()
-            return fresh
+            return try service.connection()
         } catch {
             failed("cannot send desktop notices: \(error); a system service has no session bus ([notify] enabled = false turns them off)")
             return nil

@@ -17,7 +17,7 @@ struct GeoClueSettings: Sendable, Equatable {
     /// As the system service there is no desktop to authorize the agent: it registers as
     /// its own GeoClue agent. As a user service the desktop's agent does (docs/laptop.md).
     var actsAsItsOwnAgent: Bool
-    /// GeoClue answers `GetClient` only once an agent for the user is there: as a user
+    /// GeoClue answers `CreateClient` only once an agent for the user is there: as a user
     /// service without a desktop agent it never does.
     var startTimeout: TimeInterval = 25
 }
@@ -57,25 +57,35 @@ public enum GeoClueProblem: Error, Equatable, Sendable, CustomStringConvertible 
     }
 }
 
-/// A GeoClue client on its own bus connection: registers as GeoClue's agent when it must,
-/// asks for a client with the settings, follows `LocationUpdated` and reads each new
-/// Location. GeoClue pushes fixes; nothing here wakes between them.
+/// A GeoClue client on the process's shared system-bus connection (GeoClue as a
+/// `DBusService`): registers as GeoClue's agent when it must, creates a client of its own
+/// with the settings, follows `LocationUpdated` and reads each new Location, and deletes
+/// the client when it closes. The connection outlives the session, so the client is
+/// created and deleted, not left for GeoClue to drop with the connection (a client asked
+/// for with `GetClient` would be the same one each time, and keep the last fix's
+/// thresholds). GeoClue pushes fixes; nothing here wakes between them.
 public final class GeoClueSession: Sendable {
     public static let service = "org.freedesktop.GeoClue2"
     public static let managerPath = "/org/freedesktop/GeoClue2/Manager"
     static let agentPath = "/org/freedesktop/GeoClue2/Agent"
 
+    /// GeoClue on the bus: holding it keeps the shared connection while the session lasts.
+    private let geoClue: DBusService
     private let connection: DBusConnection
+    private let following = Mutex<DBusRegistration?>(nil)
+    /// GeoClue's owner on the bus, once seen: another one is a restarted GeoClue.
+    private let owner = Mutex<String?>(nil)
     private let registrations = Mutex<[DBusRegistration]>([])
     private let clientPath = Mutex<String?>(nil)
-    /// Woken once the session is of no more use (GeoClue gone, the bus lost): the
-    /// reader's loop sleeps on it and opens a new one.
+    /// Woken once the session is of no more use (GeoClue gone or restarted, the bus lost):
+    /// the reader's loop sleeps on it and opens a new one.
     let ended: Waker
 
-    /// Connects and starts GeoClue's client; `onFix` runs on the bus thread for each fix.
+    /// Starts GeoClue's client; `onFix` runs on the bus thread for each fix.
     init(bus: DBusBus, settings: GeoClueSettings, onFix: @escaping @Sendable (GeoClueFix) -> Void) throws(GeoClueProblem) {
+        geoClue = DBusService(Self.service, bus: bus)
         do {
-            connection = try DBusConnection(bus, threadName: "ariata-geoclue")
+            connection = try geoClue.connection()
             ended = try Waker()
         } catch let error as DBusError {
             throw .noBus(error.description)
@@ -83,7 +93,7 @@ public final class GeoClueSession: Sendable {
             throw .noBus("\(error)")
         }
         do {
-            try begin(settings, onFix: onFix)
+            try begin(settings, service: geoClue, onFix: onFix)
         } catch {
             close()
             throw error
@@ -93,32 +103,46 @@ public final class GeoClueSession: Sendable {
     deinit { close() }
 
     func close() {
+        following.withLock { $0.take() }?.cancel()
         if let path = clientPath.withLock({ $0.take() }), connection.lostReason == nil {
             _ = try? connection.call(DBusMethodCall(destination: Self.service, path: path,
                                                     interface: "org.freedesktop.GeoClue2.Client", member: "Stop"), timeout: 2)
+            _ = try? connection.call(DBusMethodCall(destination: Self.service, path: Self.managerPath,
+                                                    interface: "org.freedesktop.GeoClue2.Manager", member: "DeleteClient",
+                                                    arguments: [.objectPath(path)]), timeout: 2)
         }
         for registration in registrations.withLock({ r -> [DBusRegistration] in defer { r = [] }; return r }) {
             registration.cancel()
         }
-        connection.close()
         ended.wake()
     }
 
-    private func begin(_ settings: GeoClueSettings, onFix: @escaping @Sendable (GeoClueFix) -> Void) throws(GeoClueProblem) {
+    private func begin(_ settings: GeoClueSettings, service: DBusService,
+                       onFix: @escaping @Sendable (GeoClueFix) -> Void) throws(GeoClueProblem) {
         let ended = self.ended
-        connection.onLost { _ in ended.wake() }
-        try keep(connection.subscribe(.nameOwnerChanged(Self.service)) { message in
-            // GeoClue leaving (or replaced by a new process) ends this session's client.
-            if message.arguments.count == 3, message.arguments[1].string?.isEmpty == false { ended.wake() }
-        })
+        // GeoClue leaving or replaced by a new process ends this session's client, as does
+        // the bus lost. Not yet running is no end: the first call starts it.
+        let following = service.follow { [weak self] event in
+            guard let self else { return }
+            switch event {
+            case .appeared(let owner, _):
+                let before = self.owner.withLock { s -> String? in defer { s = owner }; return s }
+                if before != nil { ended.wake() }
+            case .vanished(.notOnBus):
+                if self.owner.withLock({ $0 }) != nil { ended.wake() }
+            case .vanished(.noBus):
+                ended.wake()
+            }
+        }
+        self.following.withLock { $0 = following }
         if settings.actsAsItsOwnAgent { try registerAsAgent(settings) }
 
         let client: String
         do {
             let answer = try connection.call(DBusMethodCall(destination: Self.service, path: Self.managerPath,
-                                                            interface: "org.freedesktop.GeoClue2.Manager", member: "GetClient"),
+                                                            interface: "org.freedesktop.GeoClue2.Manager", member: "CreateClient"),
                                              timeout: settings.startTimeout)
-            guard let path = answer.first?.string else { throw GeoClueProblem.failed("GetClient gave no client") }
+            guard let path = answer.first?.string else { throw GeoClueProblem.failed("CreateClient gave no client") }
             client = path
         } catch let error as DBusError where !settings.actsAsItsOwnAgent && error.isNoReply {
             throw .noDesktopAgent

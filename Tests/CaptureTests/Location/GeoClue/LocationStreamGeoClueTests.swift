@@ -134,6 +134,28 @@ final class LocationStreamGeoClueTests: XCTestCase {
         XCTAssertTrue(fixture.stream.status().connected)
     }
 
+    /// dbus restarted under the stream: the session ends with the bus, and once the bus and
+    /// GeoClue are back the shared connection is made again and fixes come again.
+    func testTheBusRestartedIsTakenUpAgain() throws {
+        let rig = try GeoClueRig()
+        let fixture = try LocationFixture(port: 1, interval: 1, tuning: tuning(rig)) { $0.source = .geoclue }
+        fixture.stream.start()
+        _ = try waitForRecords(fixture, atLeast: 1, rig: rig)
+        try rig.bus.restartDaemon()
+        try waitUntil("the stream to notice the bus is gone", timeout: 10) {
+            if case .unreachable = fixture.stream.status().link { return true }
+            return false
+        }
+        let before = try fixture.records().count
+        try rig.startGeoClue()
+        rig.move(to: (52.6, 13.5))
+        try waitUntil("fixes again", timeout: 20) {
+            try fixture.records().contains { ($0["latitude"] as? Double).map { abs($0 - 52.6) < 1e-4 } ?? false }
+        }
+        XCTAssertGreaterThan(try fixture.records().count, before)
+        XCTAssertTrue(fixture.stream.status().connected)
+    }
+
     /// Source `auto` on a laptop: gpsd answers with no receiver, so GeoClue; then a
     /// receiver appears at gpsd and the stream takes it up.
     func testAutoUsesGeoClueUntilGPSDHasAReceiver() throws {

@@ -12,6 +12,7 @@ import Synchronization
 /// `DeviceFound`, and no discovery is needed; without it, `discover`/`endDiscovery` run
 /// the source's low-duty filtered discovery (docs/streams/health.md#while-a-strap-is-away).
 final class BlueZDeviceWatch: Sendable {
+    private let service: DBusService
     private let connection: DBusConnection
     private let registrations = Mutex<[DBusRegistration]>([])
     /// The paths of BlueZ's devices that are the sensor (by address or name).
@@ -29,7 +30,8 @@ final class BlueZDeviceWatch: Sendable {
     ///     came back (the watch is then stale: its owner makes a new one).
     init(target: BLESensorTarget, bus: DBusBus, onSeen: @escaping @Sendable (String) -> Void,
          onMonitorGone: @escaping @Sendable () -> Void = {}) throws(BlueZProblem) {
-        connection = try BlueZ.connect(bus)
+        service = BlueZ.service(bus)
+        connection = try BlueZ.connect(service)
         do {
             let added = try connection.subscribe(DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManager,
                                                                member: "InterfacesAdded")) { [weak self] message in
@@ -63,7 +65,7 @@ final class BlueZDeviceWatch: Sendable {
             }
             registrations.withLock { $0 = [added, changed, owner] }
         } catch {
-            connection.close()
+            service.link.close()
             throw BlueZSensorSession.problem(error, connecting: nil)
         }
         // Read after subscribing, so that nothing BlueZ adds in between is missed.
@@ -147,6 +149,6 @@ final class BlueZDeviceWatch: Sendable {
         for registration in registrations.withLock({ r -> [DBusRegistration] in defer { r = [] }; return r }) {
             registration.cancel()
         }
-        connection.close()
+        service.link.close()
     }
 }

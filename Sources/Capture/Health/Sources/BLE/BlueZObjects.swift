@@ -16,7 +16,24 @@ enum BlueZ {
     static let heartRateService = "0000180d-0000-1000-8000-00805f9b34fb"
     static let heartRateMeasurement = "00002a37-0000-1000-8000-00805f9b34fb"
 
-    /// A connection to the bus BlueZ is on, on a thread of its own; no bus is `.noBus`.
+    /// BlueZ over a link of its own (thread `ariata-bluez`), not the process's shared one:
+    /// bluetoothd keeps a discovery and its filter per D-Bus client, so two users of one
+    /// connection would stop each other's (docs/decisions/0016-one-connection-per-bus.md).
+    static func service(_ bus: DBusBus) -> DBusService {
+        DBusService(service, on: DBusLink(bus, threadName: "ariata-bluez"))
+    }
+
+    /// The connection of `service`'s link; no bus is `.noBus`.
+    static func connect(_ service: DBusService) throws(BlueZProblem) -> DBusConnection {
+        do {
+            return try service.connection()
+        } catch {
+            throw .noBus(error.description)
+        }
+    }
+
+    /// A one-shot connection of `onboard`'s and `doctor`'s (a scan, a pairing), closed
+    /// when they are done; no bus is `.noBus`.
     static func connect(_ bus: DBusBus) throws(BlueZProblem) -> DBusConnection {
         do {
             return try DBusConnection(bus, threadName: "ariata-bluez")

@@ -4,7 +4,8 @@ import Foundation
 import Platform
 import Synchronization
 
-/// One connection to a heart-rate sensor through BlueZ, on a bus connection of its own:
+/// One connection to a heart-rate sensor through BlueZ, over a bus link of its own
+/// (`BlueZ.service`: BlueZ as a `DBusService`):
 /// finds the sensor (a discovery filtered on the Heart Rate Service when BlueZ does not
 /// know it yet), connects, waits for its services, and starts notifications of the Heart
 /// Rate Measurement. Notifications arrive as `PropertiesChanged` of the characteristic's
@@ -15,6 +16,7 @@ import Synchronization
 final class BlueZSensorSession: Sendable {
     let target: BLESensorTarget
     let ended: Waker
+    private let service: DBusService
     private let connection: DBusConnection
     private let registrations = Mutex<[DBusRegistration]>([])
     /// Rung by the handlers while the session starts (a device appeared, services resolved).
@@ -30,6 +32,8 @@ final class BlueZSensorSession: Sendable {
         var servicesResolved = false
         var endedBy: BlueZProblem?
         var adapterOffersMonitor = false
+        /// bluetoothd seen on the bus: its going or another owner ends the session.
+        var bluezSeen = false
     }
 
     /// Why the session ended, once it has.
@@ -54,12 +58,13 @@ final class BlueZSensorSession: Sendable {
     /// times) unless `stop` is woken.
     init(target: BLESensorTarget, tuning: BLETuning, stop: Waker, handlers: Handlers) throws(BlueZProblem) {
         self.target = target
-        connection = try BlueZ.connect(tuning.bus)
+        service = BlueZ.service(tuning.bus)
+        connection = try BlueZ.connect(service)
         do {
             ended = try Waker()
             changed = try Doorbell()
         } catch {
-            connection.close()
+            service.link.close()
             throw .noBus("\(error)")
         }
         do {
@@ -89,7 +94,7 @@ final class BlueZSensorSession: Sendable {
         for registration in registrations.withLock({ r -> [DBusRegistration] in defer { r = [] }; return r }) {
             registration.cancel()
         }
-        connection.close()
+        service.link.close()
         ended.wake()
     }
 
@@ -100,12 +105,21 @@ final class BlueZSensorSession: Sendable {
     }
 
     private func begin(tuning: BLETuning, stop: Waker, handlers: Handlers) throws(BlueZProblem) {
-        connection.onLost { [weak self] error in self?.end(.noBus(error.description)) }
         let target = self.target
-        try keep(connection.subscribe(.nameOwnerChanged(BlueZ.service)) { [weak self] message in
-            // bluetoothd leaving (or restarting) ends the connection to the sensor with it.
-            if message.arguments.count == 3, message.arguments[1].string?.isEmpty == false { self?.end(.notRunning) }
-        })
+        // bluetoothd leaving (or restarting) ends the connection to the sensor with it, as
+        // does the bus lost. Not yet running is no end: the calls say so.
+        let following = service.follow { [weak self] event in
+            guard let self else { return }
+            switch event {
+            case .appeared:
+                if state.withLock({ s in defer { s.bluezSeen = true }; return s.bluezSeen }) { end(.notRunning) }
+            case .vanished(.notOnBus):
+                if state.withLock({ $0.bluezSeen }) { end(.notRunning) }
+            case .vanished(.noBus(let error)):
+                end(.noBus(error.description))
+            }
+        }
+        registrations.withLock { $0.append(following) }
         try keep(connection.subscribe(DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManager,
                                                     member: "InterfacesRemoved")) { [weak self] message in
             guard let self, let removed = message.arguments.first?.string else { return }
