@@ -65,8 +65,8 @@ public struct MapsLine: Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32 * 1_024)
         // Read into a buffer of its own and appended as a block: appending a run of zeros to
-        // read into went element by element in a debug build (the tests' in-process daemons
-        // read their maps at every maintenance round).
+        // read into went element by element in a debug build (the one the tests run, whose
+        // daemons read their maps at every maintenance round).
         let chunk = 8 * 1_024
         var buffer = [UInt8](repeating: 0, count: chunk)
         while true {
