@@ -12,7 +12,7 @@
 #              without the memory tests that run alone
 #   --soak     the whole suite with the soaks at full size (a 25-kill storm instead of 10)
 #   --filter   only the tests whose "Target.Class/testName" matches REGEX
-#   --workers  parallel worker processes (default: three times the cores: most tests wait)
+#   --workers  parallel worker processes (default: five times the cores: most tests wait)
 # Tiers, timings and how to run one test: docs/development.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 tier=whole
 filter=()
-workers=$(( $(nproc) * 3 ))
+workers=$(( $(nproc) * 5 ))
 while [ $# -gt 0 ]; do
   case "$1" in
     --fast) tier=fast ;;

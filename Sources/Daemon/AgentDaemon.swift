@@ -42,10 +42,14 @@ public final class AgentDaemon: Sendable {
     ///   - scheduler: makes the maintenance, pause-end, commit-sync and storage-kick
     ///     timers and gives the supervisor's monotonic clock; a test passes a
     ///     `VirtualScheduler` (also as `clock`) and moves time itself.
+    ///   - trimsMemory: the rounds' page drop and memory hand-back; a test that runs the
+    ///     daemon in its own process turns it off: there it would drop the test runner's
+    ///     code and read it back at every round (the memory tests run the real program).
     public init(config: AgentConfig, database: AgentDatabase, factory: any ComponentFactory,
                 notifier: SystemdNotifier = SystemdNotifier(), clock: any WallClock = SystemClock(),
                 scheduler: any TimerScheduling = DispatchScheduler(),
-                roundInterval: TimeInterval = 30, timeZone: TimeZone = .current, logger: Logger) {
+                roundInterval: TimeInterval = 30, timeZone: TimeZone = .current, trimsMemory: Bool = true,
+                logger: Logger) {
         self.database = database
         self.factory = factory
         self.notifier = notifier
@@ -67,7 +71,8 @@ public final class AgentDaemon: Sendable {
         let notices = DesktopNotices(sink: factory.makeNoticeSink(logger: Logger(.notify)), logger: Logger(.notify))
         maintenance = MaintenanceRound(.init(database: database, supervisor: supervisor, storageGuard: storageGuard,
                                              commitSync: commitSync, control: control, clockCorrection: clockCorrection,
-                                             metrics: MetricsTextfile(logger: Logger(.metrics)), notices: notices),
+                                             metrics: MetricsTextfile(logger: Logger(.metrics)), notices: notices,
+                                             trimsMemory: trimsMemory),
                                        config: config, clock: clock, scheduler: scheduler, interval: roundInterval, logger: logger)
         // A capture refused for lack of space asks for a pass at once rather than at the
         // next round; the pass is coalesced and runs off the capture thread.

@@ -188,7 +188,7 @@ enum ArchitecturePage {
     /// Names the code does not have: `Type`, `Type.member` and `path/File.swift` in backticks.
     static func missingNames(page: String, sources: [String: String], root: String, modules: Set<String>,
                              checked: inout Int) -> [String] {
-        let code = sources.values.joined(separator: "\n")
+        let declared = Declarations(sources: sources)
         var missing: [String] = []
         var seen: Set<String> = []
         for name in backticked(withoutCodeBlocks(page)) where !seen.contains(name) {
@@ -204,16 +204,63 @@ enum ArchitecturePage {
             let type = String(match.1)
             if modules.contains(type) || externalNames.contains(type) { continue }
             checked += 1
-            guard code.contains(regex: "\\b(struct|class|enum|protocol|actor|typealias)\\s+\(type)\\b") else {
+            guard declared.types.contains(type) else {
                 missing.append("\(type): no such type")
                 continue
             }
-            if let member = match.2.map(String.init),
-               !code.contains(regex: "\\b(func|var|let|case|init)\\s+\(member)\\b") {
+            if let member = match.2.map(String.init), !declared.members.contains(member) {
                 missing.append("\(name): no such member")
             }
         }
         return missing
+    }
+
+    /// The names the code declares: the word after `struct`, `class`, `enum`, `protocol`,
+    /// `actor` or `typealias` (types) and after `func`, `var`, `let`, `case` or `init`
+    /// (members), with only white space between. Read in one pass over each file's words,
+    /// since searching all of the code once per name on the page took most of a minute.
+    struct Declarations {
+        var types: Set<String> = []
+        var members: Set<String> = []
+
+        static let typeKeywords: Set<String> = ["struct", "class", "enum", "protocol", "actor", "typealias"]
+        static let memberKeywords: Set<String> = ["func", "var", "let", "case", "init"]
+
+        init(sources: [String: String]) {
+            for text in sources.values {
+                var previous: String?
+                for (word, spaceBefore) in Self.words(of: text) {
+                    if let previous, spaceBefore {
+                        if Self.typeKeywords.contains(previous) { types.insert(word) }
+                        if Self.memberKeywords.contains(previous) { members.insert(word) }
+                    }
+                    previous = word
+                }
+            }
+        }
+
+        /// The text's words (letters, digits, `_`, and any non-ASCII byte), each with whether
+        /// only white space (at least one character of it) stands between it and the word before.
+        static func words(of text: String) -> [(String, Bool)] {
+            let bytes = Array(text.utf8)
+            var words: [(String, Bool)] = []
+            var index = 0
+            var gapStart = 0
+            func isWord(_ byte: UInt8) -> Bool {
+                byte >= 0x80 || byte == UInt8(ascii: "_") || (byte >= 0x30 && byte <= 0x39)
+                    || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+            }
+            while index < bytes.count {
+                guard isWord(bytes[index]) else { index += 1; continue }
+                let start = index
+                while index < bytes.count, isWord(bytes[index]) { index += 1 }
+                let gap = bytes[gapStart..<start]
+                let spaceOnly = !gap.isEmpty && gap.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+                words.append((String(decoding: bytes[start..<index], as: UTF8.self), spaceOnly))
+                gapStart = index
+            }
+            return words
+        }
     }
 
     /// Names the page uses that are not the agent's: its dependencies' and the system's.
@@ -255,11 +302,5 @@ enum ArchitecturePage {
             if line.hasPrefix("```") { inBlock.toggle(); return false }
             return !inBlock
         }.joined(separator: "\n")
-    }
-}
-
-private extension String {
-    func contains(regex pattern: String) -> Bool {
-        range(of: pattern, options: .regularExpression) != nil
     }
 }

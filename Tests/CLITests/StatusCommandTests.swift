@@ -231,16 +231,20 @@ final class StatusCommandTests: XCTestCase {
         let dir = try TemporaryDirectory("status-million")
         let cli = try AgentCLI.writeConfig(in: dir.path, server: server)
         _ = try AgentDatabase(path: dir.file("agent.sqlite"))
-        // Fill it in bulk with SQL (the triggers keep the counts, as they do for the daemon).
+        // Fill it in bulk with SQL (the triggers keep the counts, as they do for the daemon),
+        // without a journal: a quarter of a gigabyte through the WAL and checkpointed again
+        // doubled what the fill wrote; the file is back in WAL mode, as the agent left it.
         let fill = try ChildProcess("/usr/bin/python3", ["-c", """
             import sqlite3, sys, time
             c = sqlite3.connect(sys.argv[1]); now = time.time()
+            c.execute('PRAGMA journal_mode = OFF'); c.execute('PRAGMA synchronous = OFF'); c.execute('PRAGMA cache_size = -65536')
             c.execute('''WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
               INSERT INTO records (stream, record_id, captured_at, enqueued_at, payload, payload_bytes, status, status_changed_at)
               SELECT CASE i % 3 WHEN 0 THEN 'location' WHEN 1 THEN 'health' ELSE 'microphone' END,
                      randomblob(16), ? - 1000000 + i, ? , zeroblob(200), 200,
                      CASE WHEN i % 10 = 0 THEN 'uploaded' ELSE 'pending' END, ? FROM n''', (now, now, now))
             c.commit()
+            assert c.execute('PRAGMA journal_mode = WAL').fetchone()[0] == 'wal'
             """, dir.file("agent.sqlite")], logDirectory: dir.path)
         XCTAssertEqual(fill.wait(timeout: 300), 0, fill.stderr())
 

@@ -23,7 +23,7 @@ final class CoverageDaemonTests: XCTestCase {
         AgentDaemon(config: rig.config, database: rig.database,
                     factory: VirtualTimeDaemonTests.VirtualComponents(counts: rig.counts, scheduler: rig.scheduler),
                     clock: rig.scheduler, scheduler: rig.scheduler, roundInterval: 3_600, timeZone: berlin,
-                    logger: Logger(label: "test"))
+                    trimsMemory: false, logger: Logger(label: "test"))
     }
 
     func spans(_ rig: Rig, _ stream: StreamName = .microphone) throws -> [CoverageSpan] {

@@ -39,7 +39,7 @@ final class DaemonCommitSyncTests: XCTestCase {
         config.storage.database = dir.file("agent.sqlite")
         let database = try AgentDatabase(path: config.storage.database)
         let daemon = AgentDaemon(config: config, database: database, factory: NoStreams(), roundInterval: 30,
-                                 logger: Logger(label: "test"))
+                                 trimsMemory: false, logger: Logger(label: "test"))
         XCTAssertEqual(database.commitSync.window, 45, "the window is the configuration's")
         daemon.start()
 

@@ -30,7 +30,7 @@ final class QuietHoursDaemonTests: XCTestCase {
         AgentDaemon(config: rig.config, database: rig.database,
                     factory: VirtualTimeDaemonTests.VirtualComponents(counts: rig.counts, scheduler: rig.scheduler),
                     clock: rig.scheduler, scheduler: rig.scheduler, roundInterval: 3_600, timeZone: berlin,
-                    logger: Logger(label: "test"))
+                    trimsMemory: false, logger: Logger(label: "test"))
     }
 
     func status(_ rig: Rig) -> StatusReport {

@@ -45,7 +45,7 @@ final class ServerSwitchDaemonTests: XCTestCase {
     private func daemon(_ rig: Rig, made: Made, uploads: Bool = false) -> AgentDaemon {
         AgentDaemon(config: rig.config, database: rig.database,
                     factory: RecordingComponents(counts: rig.counts, made: made, scheduler: rig.scheduler, uploads: uploads),
-                    clock: rig.scheduler, scheduler: rig.scheduler, roundInterval: 30, logger: Logger(label: "test"))
+                    clock: rig.scheduler, scheduler: rig.scheduler, roundInterval: 30, trimsMemory: false, logger: Logger(label: "test"))
     }
 
     private func connect(_ rig: inout Rig, to receiver: ReceiverRig) {

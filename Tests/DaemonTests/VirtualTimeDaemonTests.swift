@@ -83,7 +83,8 @@ final class VirtualTimeDaemonTests: XCTestCase {
         func daemon(uploads: Bool = false, roundInterval: TimeInterval = 30) -> AgentDaemon {
             AgentDaemon(config: config, database: database,
                         factory: VirtualComponents(counts: counts, scheduler: scheduler, uploads: uploads),
-                        clock: scheduler, scheduler: scheduler, roundInterval: roundInterval, logger: Logger(label: "test"))
+                        clock: scheduler, scheduler: scheduler, roundInterval: roundInterval, trimsMemory: false,
+                        logger: Logger(label: "test"))
         }
 
         /// A fix as the location stream writes it, stamped now on the virtual clock.

@@ -19,6 +19,9 @@ final class MaintenanceRound: Sendable {
         let clockCorrection: ClockCorrection
         let metrics: MetricsTextfile
         let notices: DesktopNotices
+        /// Hands memory back and drops the mapped file pages each round; false only for a
+        /// daemon inside a test's process, whose pages are the test runner's.
+        var trimsMemory = true
     }
 
     private let parts: Parts
@@ -139,6 +142,7 @@ final class MaintenanceRound: Sendable {
     /// pages back to the page cache; the later ones keep them cached, so that what comes
     /// back is not read from the card (docs/decisions/0005-start-up-page-drop.md).
     private func trimMemory(round: Int) {
+        guard parts.trimsMemory else { return }
         MemoryFootprint.releaseFreedMemory()
         MemoryFootprint.dropMappedFilePages(handingBackCache: round <= 2)
     }

@@ -64,21 +64,17 @@ public struct MapsLine: Sendable {
         defer { close(descriptor) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32 * 1_024)
+        // Read into a buffer of its own and appended as a block: appending a run of zeros to
+        // read into went element by element in a debug build (the one the tests run, whose
+        // daemons read their maps at every maintenance round).
         let chunk = 8 * 1_024
+        var buffer = [UInt8](repeating: 0, count: chunk)
         while true {
-            let count = bytes.count
-            bytes.append(contentsOf: repeatElement(0, count: chunk))
-            let got = bytes.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return -1 }
-                return Glibc.read(descriptor, base + count, chunk)
-            }
-            if got < 0, errno == EINTR {
-                bytes.removeLast(chunk)
-                continue
-            }
+            let got = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, chunk) }
+            if got < 0, errno == EINTR { continue }
             guard got >= 0 else { return nil }
-            bytes.removeLast(chunk - got)
             if got == 0 { return bytes }
+            bytes.append(contentsOf: buffer[..<got])
         }
     }
 
