@@ -108,8 +108,10 @@ struct SilenceCommand: ParsableCommand {
             records' JSON with the Ogg as base64, each chunk's 2 s overlap included. \
             With --noise, the noises rooms make instead (white, pink, brown, hum50, hum60, fan, keyboard, \
             traffic): for each noise, --noise-db, --quiet-percent and --speech-db, --spells spells of \
-            --spell-seconds (the noise alone, then speech over it) through the stream's chunker and encoder: \
-            bytes a day, the share of frames at the quiet rate and the speech frames coded at it (must be 0).
+            --spell-seconds (the noise alone, then speech over it) through the stream's chunker and encoder, \
+            after 30 s of the noise alone: bytes a day, the share of frames at the quiet rate (coded or \
+            comfort noise, --quiet-room) and the speech frames among them (must be 0); --hold-frames \
+            measures another hold.
             """)
 
     @Option(help: "Seconds of each input (the file plugin reads faster than real time).")

@@ -4,15 +4,16 @@ import Foundation
 import Rigs
 
 /// `ariata-bench silence --noise KINDS [--noise-db L,...] [--quiet-percent P,...]
-/// [--speech-db S,...] [--spells N] [--spell-seconds T]`: what the adaptive bit rate does in
+/// [--speech-db S,...] [--spells N] [--spell-seconds T] [--quiet-room Q] [--hold-frames H]`: what the adaptive bit rate does in
 /// the noises rooms make (`RoomNoise`). For each noise, level, quiet share and speech
 /// level, a stretch of N spells, each T·P % of the noise alone and then speech
 /// (tools/demo/speech.opus at S dBFS) over the same noise, goes through the microphone
 /// stream's own chunker and encoder (30 s chunks, 2 s overlap, 2 s blocks as the capture
-/// thread reads them, the default settings), without ALSA and the queue, so that each 20 ms
+/// thread reads them, the default settings, after 30 s of the noise alone so that the room is
+/// known as a day's stream knows it), without ALSA and the queue, so that each 20 ms
 /// frame's rate can be read back from its encoder. Printed per row: Opus and wire bytes a day
-/// (the stretch scaled to 24 h; wire as `SilenceBench` counts it), the share of frames coded
-/// at the quiet rate, and the frames of speech coded at the quiet rate, which must be 0.
+/// (the stretch scaled to 24 h; wire as `SilenceBench` counts it), the share of frames at
+/// the quiet rate (coded or comfort noise), and the frames of speech among them, which must be 0.
 /// docs/streams/microphone.md, "Adaptive bit rate".
 enum RoomNoiseBench {
     /// A frame is speech when the speech alone is within this many dB of the speech's own

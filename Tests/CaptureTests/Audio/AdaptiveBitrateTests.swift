@@ -125,6 +125,22 @@ final class AdaptiveBitrateTests: XCTestCase {
         XCTAssertLessThan(plan.soundLevel, -40)
     }
 
+    /// Faint speech only a few dB over a room that moves, for longer than the floor's window:
+    /// the speech does not widen the room's spread (only frames under the level count), so
+    /// the level stays under the speech. Counted over all frames, the median would be the
+    /// speech's and twice the spread would lift the level over it.
+    func testFaintSpeechLongerThanTheWindowDoesNotWidenTheRoomsSpread() {
+        var plan = plan(lookAhead: 0, hold: 5)
+        let pattern: [Double] = [-57, -56, -55.5, -56.5, -56, -57.5]
+        _ = plan.rates(forLevels: (0 ..< 1_500).map { pattern[$0 % pattern.count] })
+        // 40 s of speech 5 dB over the room, a pause at the room's level every 8 frames.
+        let speech: [Double] = (0 ..< 2_000).map { $0 % 8 == 7 ? pattern[$0 % pattern.count] : -51.0 }
+        var rates: [Int] = []
+        for start in stride(from: 0, to: speech.count, by: 100) { rates += plan.rates(forLevels: Array(speech[start ..< start + 100])) }
+        XCTAssertFalse(marks(rates).contains("q"), "faint speech was coded at the quiet rate from frame \(marks(rates).firstIndex(of: "q").map { marks(rates).distance(from: marks(rates).startIndex, to: $0) } ?? -1)")
+        XCTAssertLessThanOrEqual(plan.soundLevel, -51)
+    }
+
     func testEqualRatesAreNotAdaptive() {
         XCTAssertFalse(BitratePlan.Settings(soundBitrate: 16_000, quietBitrate: 16_000, thresholdDB: -55).isAdaptive)
         XCTAssertTrue(BitratePlan.Settings(soundBitrate: 16_000, quietBitrate: 6_000, thresholdDB: -55).isAdaptive)
