@@ -108,8 +108,10 @@ struct SilenceCommand: ParsableCommand {
             records' JSON with the Ogg as base64, each chunk's 2 s overlap included. \
             With --noise, the noises rooms make instead (white, pink, brown, hum50, hum60, fan, keyboard, \
             traffic): for each noise, --noise-db, --quiet-percent and --speech-db, --spells spells of \
-            --spell-seconds (the noise alone, then speech over it) through the stream's chunker and encoder: \
-            bytes a day, the share of frames at the quiet rate and the speech frames coded at it (must be 0).
+            --spell-seconds (the noise alone, then speech over it) through the stream's chunker and encoder, \
+            after 30 s of the noise alone: bytes a day, the share of frames at the quiet rate (coded or \
+            comfort noise, --quiet-room) and the speech frames among them (must be 0); --hold-frames \
+            measures another hold.
             """)
 
     @Option(help: "Seconds of each input (the file plugin reads faster than real time).")
@@ -126,6 +128,8 @@ struct SilenceCommand: ParsableCommand {
     var soundThresholdDb = MicrophoneConfig().soundThresholdDB
     @Option(help: "[microphone] sound_margin_db of the adaptive settings. Default: the config's default.")
     var soundMarginDb = MicrophoneConfig().soundMarginDB
+    @Option(help: "[microphone] quiet_room of the adaptive settings: comfort-noise or coded. Default: the config's default.")
+    var quietRoom = MicrophoneConfig().quietRoom.rawValue
     @Flag(help: "Only the hour, not each input's levels.")
     var dayOnly = false
     @Option(help: "Comma-separated noises rooms make: white, pink, brown, hum50, hum60, fan, keyboard, traffic (or all); instead of the white-noise inputs and hour.")
@@ -138,6 +142,8 @@ struct SilenceCommand: ParsableCommand {
     var spells = 2
     @Option(help: "With --noise: seconds of each spell.")
     var spellSeconds = 300
+    @Option(help: "With --noise: the hold after the last frame of sound, in 20 ms frames (what a shorter hold would save). Default: the stream's.")
+    var holdFrames: Int?
     @OptionGroup var work: WorkDirectoryOption
 
     func validate() throws {
@@ -148,6 +154,8 @@ struct SilenceCommand: ParsableCommand {
         try requireWithin(soundMarginDb, 0...40, "--sound-margin-db")
         try requirePositive(spells, "--spells")
         try requireWithin(spellSeconds, 10...3_600, "--spell-seconds")
+        if let holdFrames { try requireWithin(holdFrames, 0...500, "--hold-frames") }
+        _ = try parsedQuietRoom(quietRoom)
         _ = try parsedSettings()
         _ = try parsedNoises()
         _ = try decibels(noiseDb, "--noise-db")
@@ -184,11 +192,12 @@ struct SilenceCommand: ParsableCommand {
     }
 
     func run() throws {
-        let adaptive = SilenceBench.Adaptive(quietBitrate: quietBitrate, soundThresholdDB: soundThresholdDb, soundMarginDB: soundMarginDb)
+        let adaptive = SilenceBench.Adaptive(quietBitrate: quietBitrate, soundThresholdDB: soundThresholdDb, soundMarginDB: soundMarginDb,
+                                             quietRoom: try parsedQuietRoom(quietRoom))
         let noises = try parsedNoises()
         guard noises.isEmpty else {
             try RoomNoiseBench.run(noises: noises, noiseDBs: try decibels(noiseDb, "--noise-db"), quietPercents: try parsedQuietPercents(),
-                                   speechDBs: try decibels(speechDb, "--speech-db"), spells: spells, spellSeconds: spellSeconds,
+                                   speechDBs: try decibels(speechDb, "--speech-db"), spells: spells, spellSeconds: spellSeconds, holdFrames: holdFrames,
                                    adaptive: adaptive, work: work)
             return
         }
@@ -200,6 +209,14 @@ struct SilenceCommand: ParsableCommand {
 }
 
 /// Comma-separated levels in dBFS (0 and below).
+/// `--quiet-room`: the values `[microphone] quiet_room` takes.
+func parsedQuietRoom(_ value: String) throws -> QuietRoom {
+    guard let room = QuietRoom(rawValue: value) else {
+        throw ValidationError("--quiet-room: '\(value)' is none of \(QuietRoom.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    return room
+}
+
 func decibels(_ list: String, _ option: String) throws -> [Double] {
     try list.split(separator: ",").map {
         guard let value = Double($0.trimmingCharacters(in: .whitespaces)), value <= 0 else {
@@ -262,8 +279,11 @@ struct EncodeCommand: ParsableCommand {
     var soundThresholdDb = MicrophoneConfig().soundThresholdDB
     @Option(help: "[microphone] sound_margin_db. Default: the config's default.")
     var soundMarginDb = MicrophoneConfig().soundMarginDB
+    @Option(help: "[microphone] quiet_room: comfort-noise or coded. Default: the config's default.")
+    var quietRoom = MicrophoneConfig().quietRoom.rawValue
 
     func validate() throws {
+        _ = try parsedQuietRoom(quietRoom)
         try requireWithin(soundMarginDb, 0...40, "--sound-margin-db")
         try requireWithin(bitrate, 2_000...64_000, "--bitrate")
         try requireWithin(quietBitrate, 2_000...64_000, "--quiet-bitrate")
@@ -272,7 +292,7 @@ struct EncodeCommand: ParsableCommand {
 
     func run() throws {
         try EncodeBench.run(input: input, output: output, bitrate: bitrate, quietBitrate: min(quietBitrate, bitrate),
-                            soundThresholdDB: soundThresholdDb, soundMarginDB: soundMarginDb)
+                            soundThresholdDB: soundThresholdDb, soundMarginDB: soundMarginDb, quietRoom: try parsedQuietRoom(quietRoom))
     }
 }
 

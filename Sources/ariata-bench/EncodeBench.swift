@@ -12,13 +12,14 @@ import Rigs
 /// word-error-rate benchmark (tools/wer), which decodes the file and feeds it to a recogniser.
 enum EncodeBench {
     static func run(input: String, output: String, bitrate: Int, quietBitrate: Int, soundThresholdDB: Int,
-                    soundMarginDB: Int = MicrophoneConfig().soundMarginDB) throws {
+                    soundMarginDB: Int = MicrophoneConfig().soundMarginDB, quietRoom: QuietRoom = MicrophoneConfig().quietRoom) throws {
         let samples = try SpeechInput.samples(ofRawFile: input)
         guard !samples.isEmpty else { throw BenchFailure("\(input) holds no samples") }
         let config = MicrophoneConfig()
         let settings = OggOpusChunkEncoder.Settings(
             sampleRate: 16_000, bitrate: bitrate, complexity: config.complexity,
-            adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: Double(soundThresholdDB), soundMarginDB: Double(soundMarginDB)))
+            adaptive: .init(quietBitrate: quietBitrate, soundThresholdDB: Double(soundThresholdDB), soundMarginDB: Double(soundMarginDB),
+                            quietRoom: quietRoom))
         let encoder = try OggOpusChunkEncoder(settings)
         let block = 32_000 // 2 s at 16 kHz
         try samples.withUnsafeBufferPointer { all in

@@ -4,15 +4,16 @@ import Foundation
 import Rigs
 
 /// `ariata-bench silence --noise KINDS [--noise-db L,...] [--quiet-percent P,...]
-/// [--speech-db S,...] [--spells N] [--spell-seconds T]`: what the adaptive bit rate does in
+/// [--speech-db S,...] [--spells N] [--spell-seconds T] [--quiet-room Q] [--hold-frames H]`: what the adaptive bit rate does in
 /// the noises rooms make (`RoomNoise`). For each noise, level, quiet share and speech
 /// level, a stretch of N spells, each T·P % of the noise alone and then speech
 /// (tools/demo/speech.opus at S dBFS) over the same noise, goes through the microphone
 /// stream's own chunker and encoder (30 s chunks, 2 s overlap, 2 s blocks as the capture
-/// thread reads them, the default settings), without ALSA and the queue, so that each 20 ms
+/// thread reads them, the default settings, after 30 s of the noise alone so that the room is
+/// known as a day's stream knows it), without ALSA and the queue, so that each 20 ms
 /// frame's rate can be read back from its encoder. Printed per row: Opus and wire bytes a day
-/// (the stretch scaled to 24 h; wire as `SilenceBench` counts it), the share of frames coded
-/// at the quiet rate, and the frames of speech coded at the quiet rate, which must be 0.
+/// (the stretch scaled to 24 h; wire as `SilenceBench` counts it), the share of frames at
+/// the quiet rate (coded or comfort noise), and the frames of speech among them, which must be 0.
 /// docs/streams/microphone.md, "Adaptive bit rate".
 enum RoomNoiseBench {
     /// A frame is speech when the speech alone is within this many dB of the speech's own
@@ -35,15 +36,21 @@ enum RoomNoiseBench {
         var speechFramesAtQuietRate: Int
     }
 
+    /// Seconds of the noise alone that go through the encoder before the stretch, uncounted.
+    static let warmUpSeconds = 30
+
     static func run(noises: [RoomNoise], noiseDBs: [Double], quietPercents: [Int], speechDBs: [Double], spells: Int, spellSeconds: Int,
+                    holdFrames: Int? = nil,
                     adaptive: SilenceBench.Adaptive, work directory: WorkDirectoryOption) throws {
         let work = try directory.workDirectory("rooms")
         defer { try? FileManager.default.removeItem(atPath: work) }
         let speech = try SilenceBench.decodeSpeech(in: work)
         var config = MicrophoneConfig()
         adaptive.apply(to: &config)
-        print("\(spells) spells of \(spellSeconds) s, each the noise alone and then speech (tools/demo/speech.opus) over it; "
-              + "quiet_bitrate \(config.quietBitrate), sound_threshold_db \(config.soundThresholdDB), sound_margin_db \(config.soundMarginDB); "
+        print("\(spells) spells of \(spellSeconds) s (after \(warmUpSeconds) s of the noise alone, not counted), each the noise alone and then speech (tools/demo/speech.opus) over it; "
+              + "hold \(holdFrames ?? BitratePlan.defaultHoldFrames) frames; "
+              + "quiet_bitrate \(config.quietBitrate), sound_threshold_db \(config.soundThresholdDB), sound_margin_db \(config.soundMarginDB), "
+              + "quiet_room \(config.quietRoom.rawValue); "
               + "a speech frame: the speech alone within \(Int(speechFrameWithinDB)) dB of its level and at most \(Int(maskedBelowNoiseDB)) dB under the noise")
         print("| noise | noise dBFS | quiet % | speech dBFS | Opus MB/day | wire MB/day | at the quiet rate | speech frames at the quiet rate |")
         print("|---|---|---|---|---|---|---|---|")
@@ -52,7 +59,8 @@ enum RoomNoiseBench {
                 for quietPercent in quietPercents {
                     for speechDB in speechDBs {
                         let row = try measure(noise: noise, noiseDB: noiseDB, quietPercent: quietPercent, speechDB: speechDB,
-                                              speech: speech, spells: spells, spellSeconds: spellSeconds, config: config)
+                                              speech: speech, spells: spells, spellSeconds: spellSeconds, holdFrames: holdFrames,
+                                              config: config)
                         print(String(format: "| %@ | %.0f | %d | %.0f | %.1f | %.1f | %.1f %% | %d of %d |",
                                      row.noise.rawValue, row.noiseDB, row.quietPercent, row.speechDB,
                                      row.opusBytesPerDay / 1e6, row.wireBytesPerDay / 1e6, row.quietShare * 100,
@@ -65,7 +73,7 @@ enum RoomNoiseBench {
     }
 
     static func measure(noise: RoomNoise, noiseDB: Double, quietPercent: Int, speechDB: Double, speech: [Int16],
-                        spells: Int, spellSeconds: Int, config: MicrophoneConfig) throws -> Row {
+                        spells: Int, spellSeconds: Int, holdFrames: Int? = nil, config: MicrophoneConfig) throws -> Row {
         let rate = RoomNoise.sampleRate, frame = rate / 50
         let speechGain = pow(10, (speechDB - TestSignal.dbfs(speech[...])) / 20)
         var samples: [Int16] = []
@@ -92,8 +100,19 @@ enum RoomNoiseBench {
         }
 
         // The stream's chunker and encoders, as `ChunkAssembly` builds them.
-        let settings = OggOpusChunkEncoder.Settings(microphone: config, sampleRate: rate)
+        var settings = OggOpusChunkEncoder.Settings(microphone: config, sampleRate: rate)
+        if let holdFrames { settings.adaptive?.holdFrames = holdFrames }
         let carry = BitratePlanCarry()
+        // The room as the stream knows it after its first half minute, not counted: a day
+        // starts without a floor once, not once per stretch.
+        let warmUp = try OggOpusChunkEncoder(settings, carry: carry)
+        let lead = noise.samples(seconds: Double(warmUpSeconds), dbfs: noiseDB, seed: 0)
+        try lead.withUnsafeBufferPointer { all in
+            for start in stride(from: 0, to: all.count, by: 2 * rate) {
+                try warmUp.append(UnsafeBufferPointer(rebasing: all[start ..< min(all.count, start + 2 * rate)]))
+            }
+        }
+        _ = try warmUp.finish()
         var encoders: [OggOpusChunkEncoder] = []
         var chunker = AudioChunker<OggOpusChunkEncoder>(
             sampleRate: rate, chunkFrames: config.chunkSeconds * rate, overlapFrames: config.overlapSeconds * rate,
@@ -115,8 +134,7 @@ enum RoomNoiseBench {
         var opusBytes = 0, wireBytes = 0
         for chunk in chunks {
             let record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate,
-                                                   adaptive: .init(quietBitrate: config.quietBitrate, soundThresholdDB: config.soundThresholdDB,
-                                                                   soundMarginDB: config.soundMarginDB),
+                                                   adaptive: .init(microphone: config),
                                                    silenceThresholdDB: config.silenceThresholdDB)
             opusBytes += chunk.data.count
             // The payload, `,"audio_data":"…"` with the Ogg as base64, and the comma between records.

@@ -51,8 +51,8 @@ enum SilenceBench {
         func description(_ adaptive: Adaptive) -> String {
             switch self {
             case .today: "one rate (quiet_bitrate = bitrate = 16000)"
-            case .adaptive: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB), sound_margin_db = \(adaptive.soundMarginDB))"
-            case .adaptiveDrop: "adaptive (quiet_bitrate = \(adaptive.quietBitrate), sound_threshold_db = \(adaptive.soundThresholdDB), sound_margin_db = \(adaptive.soundMarginDB)), upload_silent = false"
+            case .adaptive: "adaptive (\(adaptive.description))"
+            case .adaptiveDrop: "adaptive (\(adaptive.description)), upload_silent = false"
             }
         }
     }
@@ -61,11 +61,17 @@ enum SilenceBench {
         var quietBitrate = MicrophoneConfig().quietBitrate
         var soundThresholdDB = MicrophoneConfig().soundThresholdDB
         var soundMarginDB = MicrophoneConfig().soundMarginDB
+        var quietRoom = MicrophoneConfig().quietRoom
 
         func apply(to config: inout MicrophoneConfig) {
             config.quietBitrate = quietBitrate
+            config.quietRoom = quietRoom
             config.soundThresholdDB = soundThresholdDB
             config.soundMarginDB = soundMarginDB
+        }
+
+        var description: String {
+            "quiet_bitrate = \(quietBitrate), sound_threshold_db = \(soundThresholdDB), sound_margin_db = \(soundMarginDB), quiet_room = \(quietRoom.rawValue)"
         }
     }
 

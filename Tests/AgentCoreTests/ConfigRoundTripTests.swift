@@ -50,6 +50,7 @@ final class ConfigRoundTripTests: XCTestCase {
         c.microphone.fallbackDevice = "none"
         c.microphone.bitrate = 24_000
         c.microphone.quietBitrate = 8_000
+        c.microphone.quietRoom = .coded
         c.microphone.soundThresholdDB = -48
         c.microphone.soundMarginDB = 6
         c.microphone.chunkSeconds = 20

@@ -15,6 +15,9 @@ public struct MicrophoneConfig: Sendable, Equatable {
     /// (docs/streams/microphone.md, "Adaptive bit rate"). 5000, not 6000: measured, it is
     /// what brings a day 80 % quiet under 100 MB on the wire.
     public var quietBitrate: Int = 5_000
+    /// What a quiet stretch is sent as once the chunk has coded the room
+    /// (docs/decisions/0018-a-quiet-room-sent-as-comfort-noise.md).
+    public var quietRoom: QuietRoom = .comfortNoise
     /// A 20 ms frame below this level (dBFS) is never sound. -55 keeps speech far from
     /// the microphone (about -51 dBFS) within reach while a quiet room (-58 to -60 dBFS)
     /// costs the quiet rate.
@@ -67,6 +70,7 @@ extension MicrophoneConfig: ConfigTable {
          .string("fallback_device", \.fallbackDevice),
          .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
          .int("quiet_bitrate", \.quietBitrate, range: 2_000...128_000, unit: "bits per second"),
+         .choice("quiet_room", \.quietRoom, allowed: QuietRoom.allCases),
          .int("sound_threshold_db", \.soundThresholdDB, range: -100...0, unit: "dBFS (0 is full scale, -55 quiet speech far away)"),
          .int("sound_margin_db", \.soundMarginDB, range: 0...40, unit: "dB above the room's noise floor"),
          // Read and written only when given, so that a default leaves room for onboarding's
@@ -92,6 +96,15 @@ extension MicrophoneConfig: ConfigTable {
             throw s.error("overlap_seconds", "\(overlapSeconds) must be shorter than chunk_seconds (\(chunkSeconds))")
         }
     }
+}
+
+/// `[microphone] quiet_room`: how the frames at the quiet rate are sent.
+public enum QuietRoom: String, Sendable, Equatable, CaseIterable {
+    /// Not coded: packets the decoder fills with comfort noise shaped like the room it
+    /// last decoded (the chunk codes its first frames, and the hold after sound, as usual).
+    case comfortNoise = "comfort-noise"
+    /// Coded at `quiet_bitrate`, 20 ms frame by 20 ms frame.
+    case coded
 }
 
 /// `[[microphone.quiet]]`.

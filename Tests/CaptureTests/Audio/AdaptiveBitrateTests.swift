@@ -125,6 +125,22 @@ final class AdaptiveBitrateTests: XCTestCase {
         XCTAssertLessThan(plan.soundLevel, -40)
     }
 
+    /// Faint speech only a few dB over a room that moves, for longer than the floor's window:
+    /// the speech does not widen the room's spread (only frames under the level count), so
+    /// the level stays under the speech. Counted over all frames, the median would be the
+    /// speech's and twice the spread would lift the level over it.
+    func testFaintSpeechLongerThanTheWindowDoesNotWidenTheRoomsSpread() {
+        var plan = plan(lookAhead: 0, hold: 5)
+        let pattern: [Double] = [-57, -56, -55.5, -56.5, -56, -57.5]
+        _ = plan.rates(forLevels: (0 ..< 1_500).map { pattern[$0 % pattern.count] })
+        // 40 s of speech 5 dB over the room, a pause at the room's level every 8 frames.
+        let speech: [Double] = (0 ..< 2_000).map { $0 % 8 == 7 ? pattern[$0 % pattern.count] : -51.0 }
+        var rates: [Int] = []
+        for start in stride(from: 0, to: speech.count, by: 100) { rates += plan.rates(forLevels: Array(speech[start ..< start + 100])) }
+        XCTAssertFalse(marks(rates).contains("q"), "faint speech was coded at the quiet rate from frame \(marks(rates).firstIndex(of: "q").map { marks(rates).distance(from: marks(rates).startIndex, to: $0) } ?? -1)")
+        XCTAssertLessThanOrEqual(plan.soundLevel, -51)
+    }
+
     func testEqualRatesAreNotAdaptive() {
         XCTAssertFalse(BitratePlan.Settings(soundBitrate: 16_000, quietBitrate: 16_000, thresholdDB: -55).isAdaptive)
         XCTAssertTrue(BitratePlan.Settings(soundBitrate: 16_000, quietBitrate: 6_000, thresholdDB: -55).isAdaptive)
@@ -133,9 +149,13 @@ final class AdaptiveBitrateTests: XCTestCase {
     // MARK: Through the real encoder
 
     let rate = 16_000
-    /// The defaults of `[microphone] quiet_bitrate` and `sound_threshold_db`.
+    /// The defaults of `[microphone] quiet_bitrate`, `sound_threshold_db` and `quiet_room`
+    /// (comfort noise).
     let adaptive = OggOpusChunkEncoder.Settings.Adaptive(quietBitrate: MicrophoneConfig().quietBitrate,
                                                          soundThresholdDB: Double(MicrophoneConfig().soundThresholdDB))
+    /// The same with `quiet_room = "coded"`: the quiet frames coded at the quiet rate.
+    let coded = OggOpusChunkEncoder.Settings.Adaptive(quietBitrate: MicrophoneConfig().quietBitrate,
+                                                      soundThresholdDB: Double(MicrophoneConfig().soundThresholdDB), quietRoom: .coded)
 
     /// Encodes in 2 s blocks, as the capture thread hands them over.
     func encode(_ samples: [Int16], adaptive: OggOpusChunkEncoder.Settings.Adaptive?, journal: JournalFile? = nil,
@@ -153,6 +173,7 @@ final class AdaptiveBitrateTests: XCTestCase {
     func testTheNextChunkKeepsTheRoomsFloor() throws {
         let room = RoomNoise.hum50.samples(seconds: 10, dbfs: -50, seed: 3)
         let carry = BitratePlanCarry()
+        let adaptive = coded
         func chunk(_ carry: BitratePlanCarry?) throws -> OggOpusChunkEncoder {
             let encoder = try OggOpusChunkEncoder(.init(bitrate: 16_000, adaptive: adaptive), carry: carry)
             for start in stride(from: 0, to: room.count, by: 2 * rate) {
@@ -224,6 +245,28 @@ final class AdaptiveBitrateTests: XCTestCase {
         }
     }
 
+    /// The granule position of the file's last page: where a decoder ends it, in 48 kHz
+    /// samples, the pre-skip included (RFC 7845, 4).
+    func lastGranule(_ data: Data) throws -> Int {
+        let bytes = [UInt8](data)
+        var offset = 0, granule: Int?
+        while offset + 27 <= bytes.count, bytes[offset ..< offset + 4].elementsEqual("OggS".utf8) {
+            granule = (0 ..< 8).reduce(0) { $0 | Int(bytes[offset + 6 + $1]) << (8 * $1) }
+            let segments = Int(bytes[offset + 26])
+            offset += 27 + segments + bytes[offset + 27 ..< offset + 27 + segments].reduce(0) { $0 + Int($1) }
+        }
+        XCTAssertEqual(offset, bytes.count, "the pages fill the file")
+        return try XCTUnwrap(granule)
+    }
+
+    /// The pre-skip of the OpusHead packet, in 48 kHz samples.
+    func preSkip(_ data: Data) -> Int {
+        let bytes = [UInt8](data)
+        // The first page holds only OpusHead: 27 bytes of header, one lacing value, then
+        // "OpusHead", version, channels, and the pre-skip.
+        return Int(bytes[28 + 10]) | Int(bytes[28 + 11]) << 8
+    }
+
     /// The bytes of the packets whose audio starts in `range` (16 kHz samples).
     func bytes(_ packets: [Packet], in range: Range<Int>) -> Int {
         packets.filter { range.contains($0.start) }.reduce(0) { $0 + $1.bytes }
@@ -233,6 +276,7 @@ final class AdaptiveBitrateTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let room = TestSignal.noise(seconds: 30, dbfs: -60)
         let flat = try encode(room, adaptive: nil)
+        let adaptive = coded
         let planned = try encode(room, adaptive: adaptive)
         let ratio = Double(flat.data.count) / Double(planned.data.count)
         print("measured: 30 s of room noise at -60 dBFS: \(flat.data.count) bytes at 16 kbit/s, \(planned.data.count) adaptive (\(String(format: "%.2f", ratio)) ×)")
@@ -322,6 +366,89 @@ final class AdaptiveBitrateTests: XCTestCase {
         let restart = plannedPackets.filter { $0.mode == "CELT" }
         XCTAssertFalse(restart.isEmpty, "the restarts' 5 ms frames are CELT")
         XCTAssertTrue(restart.allSatisfy { $0.samples == 80 && $0.bandwidth == "WB" }, "\(restart)")
+    }
+
+    /// A quiet room (`quiet_room = "comfort-noise"`): the chunk's first frames coded at the
+    /// quiet rate, then nothing but one-byte packets of 60 and 40 ms, which the decoder fills
+    /// with comfort noise like the room; the chunk decodes to its full duration, the room
+    /// near its level rather than silence, for a small part of the coded room's bytes.
+    func testAQuietRoomGoesAsComfortNoiseInLongFramesAndDecodesToItsFullDuration() throws {
+        let directory = try TemporaryDirectory()
+        for (name, room) in [("white", TestSignal.noise(seconds: 30, dbfs: -60)), ("pink", RoomNoise.pink.samples(seconds: 30, dbfs: -60, seed: 2))] {
+            let comfort = try encode(room, adaptive: adaptive)
+            let quietRate = try encode(room, adaptive: coded)
+            let packets = try packets(comfort.data)
+            let head = OggOpusChunkEncoder.roomFrames * 320
+            // The packets' starts are offset from the frames by the encoder's look-ahead.
+            let first = packets.prefix(OggOpusChunkEncoder.roomFrames - 1)
+            XCTAssertTrue(first.allSatisfy { $0.samples == 320 && $0.bytes > 1 }, "\(name): the chunk's first frames are coded: \(first)")
+            let rest = packets.filter { $0.start >= head }
+            XCTAssertGreaterThan(rest.count, 400, name)
+            XCTAssertTrue(rest.allSatisfy { $0.bytes == 1 && [640, 960].contains($0.samples) },
+                          "\(name): the rest is one-byte 40 and 60 ms packets: \(rest.filter { $0.bytes != 1 || ![640, 960].contains($0.samples) }.prefix(4))")
+            XCTAssertEqual(comfort.encoder.rateChanges.map(\.bitrate), [adaptive.quietBitrate, OggOpusChunkEncoder.comfortNoiseRate])
+            XCTAssertEqual(comfort.encoder.meanBitrate, adaptive.quietBitrate * OggOpusChunkEncoder.roomFrames / 1_500)
+            print("measured: 30 s of \(name) room: \(comfort.data.count) bytes as comfort noise, \(quietRate.data.count) coded at the quiet rate")
+            XCTAssertLessThan(comfort.data.count * 4, quietRate.data.count, "\(name): a small part of the coded room's bytes")
+
+            _ = try OpusTools.info(comfort.data, in: directory)
+            XCTAssertEqual(try lastGranule(comfort.data) - preSkip(comfort.data), room.count * 3, "\(name): the granule ends the chunk at its last sample")
+            let decoded = try OpusTools.decode(comfort.data, in: directory)
+            XCTAssertEqual(decoded.count, room.count, "\(name): opusdec plays the whole chunk")
+            let codedLevel = TestSignal.dbfs(try OpusTools.decode(quietRate.data, in: directory)[16_000 ..< 464_000])
+            let comfortLevel = TestSignal.dbfs(decoded[16_000 ..< 464_000])
+            print(String(format: "measured: decoded level of the %@ room: %.1f dBFS as comfort noise, %.1f coded at the quiet rate", name, comfortLevel, codedLevel))
+            XCTAssertGreaterThan(comfortLevel, codedLevel - 15, "\(name): the room is still heard, not silence")
+            XCTAssertLessThan(comfortLevel, codedLevel + 6, "\(name): no louder than the room")
+        }
+    }
+
+    /// Chunks of a stretch with quiet, speech, quiet and speech, through the stream's chunker
+    /// (30 s chunks, 2 s overlap): each holds packets of 5, 20, 40 and 60 ms, its granule ends
+    /// it at its last sample, it decodes to its full duration, the next starts 2 s before its
+    /// end, and every packet from 200 ms before each speech onset to the speech's end is coded.
+    func testChunksWithMixedFrameSizesDecodeToTheirFullDurationWithTheOverlap() throws {
+        let directory = try TemporaryDirectory()
+        let words = try speechFromItsFirstSound(seconds: 6, in: directory)
+        let room = RoomNoise.brown.samples(seconds: 80, dbfs: -55, seed: 5)
+        var input = room
+        let onsets = [13 * rate + 5_000, 51 * rate + 3_000]
+        for onset in onsets {
+            for (i, sample) in words.enumerated() {
+                input[onset + i] = Int16(clamping: Int32(input[onset + i]) + Int32(sample))
+            }
+        }
+        let carry = BitratePlanCarry()
+        var chunker = AudioChunker<OggOpusChunkEncoder>(
+            sampleRate: rate, chunkFrames: 30 * rate, overlapFrames: 2 * rate,
+            makeEncoder: { _ in try OggOpusChunkEncoder(.init(bitrate: 16_000, adaptive: self.adaptive), carry: carry) })
+        var chunks = try chunker.begin(at: Date(timeIntervalSince1970: 1_800_000_000))
+        try input.withUnsafeBufferPointer { all in
+            for start in stride(from: 0, to: all.count, by: 2 * rate) {
+                chunks += try chunker.append(UnsafeBufferPointer(rebasing: all[start ..< min(all.count, start + 2 * rate)]))
+            }
+        }
+        chunks += try chunker.finish()
+        XCTAssertEqual(chunks.count, 3, "chunks at 0, 28 and 56 s")
+        var chunkStart = 0
+        var sizes = Set<Int>()
+        for (index, chunk) in chunks.enumerated() {
+            XCTAssertEqual(chunk.overlapFrames, index == 0 ? 0 : 2 * rate)
+            XCTAssertEqual(chunk.frames, min(30 * rate, input.count - chunkStart))
+            let packets = try packets(chunk.data)
+            sizes.formUnion(packets.map(\.samples))
+            _ = try OpusTools.info(chunk.data, in: directory)
+            XCTAssertEqual(try lastGranule(chunk.data) - preSkip(chunk.data), chunk.frames * 3, "chunk \(index): the granule ends it at its last sample")
+            let decoded = try OpusTools.decode(chunk.data, in: directory)
+            XCTAssertEqual(decoded.count, chunk.frames, "chunk \(index): opusdec plays the whole chunk")
+            for onset in onsets {
+                let speech = (onset - chunkStart - BitratePlan.defaultLookAheadFrames * 320) ..< (onset - chunkStart + words.count)
+                let notCoded = packets.filter { speech.contains($0.start) && $0.bytes == 1 }
+                XCTAssertTrue(notCoded.isEmpty, "chunk \(index): speech at \(onset) sent as comfort noise: \(notCoded.prefix(3))")
+            }
+            chunkStart += chunk.frames - 2 * rate
+        }
+        XCTAssertTrue(sizes.isSuperset(of: [80, 320, 640, 960]), "5, 20, 40 and 60 ms packets: \(sizes.sorted())")
     }
 
     /// The level (dB) of the band above about 4.5 kHz: a 31-tap windowed-sinc high-pass.

@@ -110,19 +110,24 @@ final class MicrophoneLevelTests: XCTestCase {
         let rates = run.records.map { $0["bitrate"] as? Int ?? 0 }
         print("measured: records' bitrate \(rates)")
         let quiet = 5_000.0 // the default quiet_bitrate
-        XCTAssertEqual(Double(rates[0]), quiet, "0–10 s: the room only")
-        // 8–18 s: 3.8 s of room at the quiet rate (4 s before the tone less the 200 ms
-        // look-ahead, when the tone starts mid-block), 6.2 s at the full rate.
-        XCTAssertEqual(Double(rates[1]), (3.8 * quiet + 6.2 * 16_000) / 10, accuracy: 410, "a 2 s block boundary moves the look-ahead")
-        // 16–26 s: the tone to 18 s, held to 20 s, then quiet.
-        XCTAssertEqual(Double(rates[2]), (4 * 16_000 + 6 * quiet) / 10, accuracy: 50)
-        XCTAssertEqual(Double(rates[3]), quiet, "24–32 s: the room only")
+        // With the default quiet_room ("comfort-noise"), a chunk codes its first 200 ms of
+        // room at the quiet rate and sends the rest of the room as comfort noise, counted at 0.
+        let head = Double(OggOpusChunkEncoder.roomFrames) / 50
+        XCTAssertEqual(Double(rates[0]), head * quiet / 10, accuracy: 1, "0–10 s: the room only")
+        // 8–18 s: 3.8 s of room (4 s before the tone less the 200 ms look-ahead, when the
+        // tone starts mid-block), its first 200 ms coded; 6.2 s at the full rate.
+        XCTAssertEqual(Double(rates[1]), (head * quiet + 6.2 * 16_000) / 10, accuracy: 410, "a 2 s block boundary moves the look-ahead")
+        // 16–26 s: the tone to 18 s, held to 20 s, then the room as comfort noise (the
+        // chunk's first frames were the tone's).
+        XCTAssertEqual(Double(rates[2]), 4 * 16_000 / 10, accuracy: 50)
+        XCTAssertEqual(Double(rates[3]), head * quiet / 8, accuracy: 1, "24–32 s: the room only")
         for record in run.records {
             let metadata = try XCTUnwrap(record["metadata"] as? [String: Any])
             XCTAssertEqual(metadata["bitrate"] as? Int, 16_000)
             XCTAssertEqual(metadata["quiet_bitrate"] as? Int, 5_000)
             XCTAssertEqual(metadata["sound_threshold_db"] as? Int, -55)
             XCTAssertEqual(metadata["sound_margin_db"] as? Int, 3)
+            XCTAssertEqual(metadata["quiet_room"] as? String, "comfort-noise")
         }
         let directory = try TemporaryDirectory()
         for record in run.records {

@@ -77,6 +77,11 @@ public struct BitratePlan: Sendable {
     /// Above frames at the end of the last block: a run that may go on in this one.
     private var openRun = 0
     public private(set) var room = RoomFloor()
+    /// The frames that were under the level when they came: the room's own, whose spread
+    /// is the room's. Speech longer than the window does not widen it (it would raise the
+    /// level over faint speech's own); a room that gets louder for good does, once its new
+    /// level is in `room`'s floor.
+    private var roomAlone = RoomFloor()
 
     public init(_ settings: Settings) {
         self.settings = settings
@@ -84,7 +89,9 @@ public struct BitratePlan: Sendable {
 
     /// The level from which a frame is above, from what the room has been so far.
     public var soundLevel: Double {
-        guard let floor = room.floor, let spread = room.spread else { return settings.thresholdDB }
+        // Until the room's own frames are enough (a room louder than the threshold has none
+        // before its floor is known), the spread of all frames.
+        guard let floor = room.floor, let spread = roomAlone.spread ?? room.spread else { return settings.thresholdDB }
         let margin = settings.marginDB + min(Self.spreadCapDB, Self.spreadFactor * max(0, spread))
         return max(settings.thresholdDB, floor + margin)
     }
@@ -144,6 +151,7 @@ public struct BitratePlan: Sendable {
             if let since = framesSinceSound, since <= settings.holdFrames { rates[index] = settings.soundBitrate }
         }
         room.add(levels)
+        roomAlone.add(levels.filter { $0 < level })
         return rates
     }
 }

@@ -49,11 +49,14 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             public var soundMarginDB: Double
             public var lookAheadFrames: Int
             public var holdFrames: Int
+            /// What the quiet frames are sent as (`quiet_room`).
+            public var quietRoom: QuietRoom
 
             public init(quietBitrate: Int, soundThresholdDB: Double, soundMarginDB: Double = BitratePlan.defaultMarginDB,
                         lookAheadFrames: Int = BitratePlan.defaultLookAheadFrames,
-                        holdFrames: Int = BitratePlan.defaultHoldFrames) {
+                        holdFrames: Int = BitratePlan.defaultHoldFrames, quietRoom: QuietRoom = MicrophoneConfig().quietRoom) {
                 self.quietBitrate = quietBitrate
+                self.quietRoom = quietRoom
                 self.soundThresholdDB = soundThresholdDB
                 self.soundMarginDB = soundMarginDB
                 self.lookAheadFrames = lookAheadFrames
@@ -76,7 +79,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         public init(microphone config: MicrophoneConfig, sampleRate: Int) {
             self.init(sampleRate: sampleRate, bitrate: config.bitrate, complexity: config.complexity,
                       adaptive: .init(quietBitrate: config.quietBitrate, soundThresholdDB: Double(config.soundThresholdDB),
-                                      soundMarginDB: Double(config.soundMarginDB)))
+                                      soundMarginDB: Double(config.soundMarginDB), quietRoom: config.quietRoom))
         }
     }
 
@@ -95,7 +98,13 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     private var restartSamplesLeft = 0
     /// Samples per 20 ms frame at the input rate: where the plan's frames begin.
     private let frameSamples: Int
+    /// The plan's rate of the frames last written (the quiet rate for comfort noise too).
     private var currentBitrate: Int
+    /// What the encoder was last told: its target rate and frame duration.
+    private var opusBitrate: Int
+    private var opusFrameDuration = OPUS_FRAMESIZE_20_MS
+    /// Whether the quiet frames go as comfort noise (`QuietRoom.comfortNoise`).
+    private let comfortNoise: Bool
     /// Sum over the samples written of the rate each was encoded at: the chunk's mean rate.
     private var bitrateSampleSum = 0
     /// Where the rate changed: the sample (counted from the chunk's first) from which on
@@ -113,6 +122,8 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         pageEveryBlock = journal != nil && settings.pageEveryBlock
         frameSamples = max(1, settings.sampleRate / 50)
         currentBitrate = settings.bitrate
+        opusBitrate = settings.bitrate
+        comfortNoise = settings.adaptive?.quietRoom == .comfortNoise
         if let adaptive = settings.adaptive {
             let planSettings = BitratePlan.Settings(soundBitrate: settings.bitrate, quietBitrate: adaptive.quietBitrate,
                                                     thresholdDB: adaptive.soundThresholdDB, marginDB: adaptive.soundMarginDB,
@@ -198,6 +209,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         }
         guard let rates = plan?.rates(forLevels: levels) else { return }
         carry?.plan = plan
+        let blockStart = samplesWritten
         var runStart = 0
         while runStart < bounds.count {
             var runEnd = runStart + 1
@@ -205,7 +217,6 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             let range = bounds[runStart].lowerBound ..< bounds[runEnd - 1].upperBound
             if rates[runStart] != currentBitrate {
                 let rising = rates[runStart] > currentBitrate
-                try check(ariata_ope_set_bitrate(encoder, opus_int32(rates[runStart])), "OPUS_SET_BITRATE")
                 if widebandRestart {
                     // The quiet rate is left to libopus's own choice (narrowband at 5 kbit/s).
                     try check(ariata_ope_set_bandwidth(encoder, rising ? OPUS_BANDWIDTH_WIDEBAND : OPUS_AUTO), "OPUS_SET_BANDWIDTH")
@@ -213,9 +224,13 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
                 }
                 currentBitrate = rates[runStart]
             }
-            let run = UnsafeBufferPointer(rebasing: samples[range])
-            try writeRun(run, to: encoder)
-            noteRate(currentBitrate, samples: run.count)
+            if comfortNoise, currentBitrate == plan?.settings.quietBitrate {
+                try writeQuiet(bounds[runStart ..< runEnd], of: samples, blockStart: blockStart, to: encoder)
+            } else {
+                let run = UnsafeBufferPointer(rebasing: samples[range])
+                try writeRun(run, to: encoder)
+                noteRate(currentBitrate, samples: run.count)
+            }
             runStart = runEnd
         }
     }
@@ -230,13 +245,72 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
         var rest = run
         if restartSamplesLeft > 0 {
             let head = UnsafeBufferPointer(rebasing: run.prefix(restartSamplesLeft))
-            try check(ariata_ope_set_frame_duration(encoder, OPUS_FRAMESIZE_5_MS), "OPUS_SET_EXPERT_FRAME_DURATION")
+            try setTarget(currentBitrate, frame: OPUS_FRAMESIZE_5_MS, on: encoder)
             try write(head, to: encoder)
-            try check(ariata_ope_set_frame_duration(encoder, OPUS_FRAMESIZE_20_MS), "OPUS_SET_EXPERT_FRAME_DURATION")
             restartSamplesLeft -= head.count
             rest = UnsafeBufferPointer(rebasing: run[head.count...])
         }
+        try setTarget(currentBitrate, frame: OPUS_FRAMESIZE_20_MS, on: encoder)
         try write(rest, to: encoder)
+    }
+
+    /// The frames of a quiet run sent as comfort noise (`QuietRoom.comfortNoise`): whole
+    /// frames past the chunk's first `roomFrames` go in 60 and 40 ms frames at a target under
+    /// what libopus codes such frames at, so each is a one-byte packet that the decoder
+    /// conceals with comfort noise shaped like the room it last decoded. The chunk's first
+    /// frames are coded (at the quiet rate), so that a chunk decoded on its own knows its
+    /// room; so are a lone frame and one cut by the block's end. A stretch of n whole frames
+    /// goes as 60 ms frames and up to two 40 ms ones (n = 3a + 2b), so each setting gets a
+    /// whole number of its frames and libopusenc holds back no more than at 20 ms: a kill
+    /// loses no more, and no quiet frame waits to be coded under the next run's settings
+    /// (docs/decisions/0018-a-quiet-room-sent-as-comfort-noise.md).
+    private func writeQuiet(_ frames: ArraySlice<Range<Int>>, of samples: UnsafeBufferPointer<Int16>, blockStart: Int,
+                            to encoder: OpaquePointer) throws {
+        var index = frames.startIndex
+        while index < frames.endIndex {
+            var end = index
+            while end < frames.endIndex, frames[end].count == frameSamples,
+                  (blockStart + frames[end].lowerBound) / frameSamples >= Self.roomFrames { end += 1 }
+            let whole = end - index
+            guard whole >= 2 else {
+                try setTarget(currentBitrate, frame: OPUS_FRAMESIZE_20_MS, on: encoder)
+                let frame = UnsafeBufferPointer(rebasing: samples[frames[index]])
+                try write(frame, to: encoder)
+                noteRate(currentBitrate, samples: frame.count)
+                index += 1
+                continue
+            }
+            let pairs = [0, 2, 1][whole % 3]
+            let triples = (whole - 2 * pairs) / 3
+            for (count, duration) in [(3 * triples, OPUS_FRAMESIZE_60_MS), (2 * pairs, OPUS_FRAMESIZE_40_MS)] where count > 0 {
+                try setTarget(Self.comfortNoiseTarget, frame: duration, on: encoder)
+                let stretch = UnsafeBufferPointer(rebasing: samples[frames[index].lowerBound ..< frames[index + count - 1].upperBound])
+                try write(stretch, to: encoder)
+                noteRate(Self.comfortNoiseRate, samples: stretch.count)
+                index += count
+            }
+        }
+    }
+
+    /// Frames a chunk codes before its quiet frames may go as comfort noise: enough for the
+    /// decoder to learn the room's level and colour.
+    public static let roomFrames = 10
+    /// Under libopus's lowest target for coding a frame longer than 20 ms (2.4 kbit/s): such
+    /// a frame becomes a one-byte packet.
+    static let comfortNoiseTarget = 1_000
+    /// The rate `rateChanges` and `meanBitrate` count comfort-noise frames at: nothing is coded.
+    public static let comfortNoiseRate = 0
+
+    /// Tells the encoder a target rate and frame duration, when they are not already its own.
+    private func setTarget(_ bitrate: Int, frame duration: Int32, on encoder: OpaquePointer) throws {
+        if bitrate != opusBitrate {
+            try check(ariata_ope_set_bitrate(encoder, opus_int32(bitrate)), "OPUS_SET_BITRATE")
+            opusBitrate = bitrate
+        }
+        if duration != opusFrameDuration {
+            try check(ariata_ope_set_frame_duration(encoder, duration), "OPUS_SET_EXPERT_FRAME_DURATION")
+            opusFrameDuration = duration
+        }
     }
 
     private func write(_ samples: UnsafeBufferPointer<Int16>, to encoder: OpaquePointer) throws {

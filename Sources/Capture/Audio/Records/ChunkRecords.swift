@@ -38,8 +38,7 @@ struct ChunkRecords {
             }
             do {
                 var record = try MicrophoneRecord.make(chunk, bitrate: config.bitrate,
-                                                       adaptive: .init(quietBitrate: config.quietBitrate, soundThresholdDB: config.soundThresholdDB,
-                                                                       soundMarginDB: config.soundMarginDB),
+                                                       adaptive: .init(microphone: config),
                                                        silenceThresholdDB: config.silenceThresholdDB,
                                                        journalFile: journal.file(of: chunk.id))
                 // Timed from a clock that cannot be believed (1970, or not yet NTP): the

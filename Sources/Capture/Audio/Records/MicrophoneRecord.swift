@@ -41,6 +41,7 @@ public enum MicrophoneRecord {
                 "quiet_bitrate": adaptive.quietBitrate,
                 "sound_threshold_db": adaptive.soundThresholdDB,
                 "sound_margin_db": adaptive.soundMarginDB,
+                "quiet_room": adaptive.quietRoom.rawValue,
             ] as [String: any Sendable]
         }
         if let level = chunk.level {
@@ -59,11 +60,20 @@ public enum MicrophoneRecord {
         public var quietBitrate: Int
         public var soundThresholdDB: Int
         public var soundMarginDB: Int
+        public var quietRoom: QuietRoom
 
-        public init(quietBitrate: Int, soundThresholdDB: Int, soundMarginDB: Int = MicrophoneConfig().soundMarginDB) {
+        public init(quietBitrate: Int, soundThresholdDB: Int, soundMarginDB: Int = MicrophoneConfig().soundMarginDB,
+                    quietRoom: QuietRoom = MicrophoneConfig().quietRoom) {
             self.quietBitrate = quietBitrate
+            self.quietRoom = quietRoom
             self.soundThresholdDB = soundThresholdDB
             self.soundMarginDB = soundMarginDB
+        }
+
+        /// The settings `[microphone]` gives.
+        public init(microphone config: MicrophoneConfig) {
+            self.init(quietBitrate: config.quietBitrate, soundThresholdDB: config.soundThresholdDB,
+                      soundMarginDB: config.soundMarginDB, quietRoom: config.quietRoom)
         }
     }
 
