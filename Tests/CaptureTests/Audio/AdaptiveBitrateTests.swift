@@ -407,6 +407,25 @@ final class AdaptiveBitrateTests: XCTestCase {
     /// (30 s chunks, 2 s overlap): each holds packets of 5, 20, 40 and 60 ms, its granule ends
     /// it at its last sample, it decodes to its full duration, the next starts 2 s before its
     /// end, and every packet from 200 ms before each speech onset to the speech's end is coded.
+    /// A loud steady sound (a tone at -20 dBFS) is the room to the sound decision, but
+    /// concealment would play it back as fainter noise: louder than the comfort-noise
+    /// ceiling, it is coded at the quiet rate and decodes as itself.
+    func testALoudSteadyRoomIsCodedNotSentAsComfortNoise() throws {
+        let directory = try TemporaryDirectory()
+        let tone = TestSignal.tone(seconds: 30, dbfs: -20)
+        let chunk = try encode(tone, adaptive: adaptive)
+        let head = OggOpusChunkEncoder.roomFrames * 320
+        let oneByte = try packets(chunk.data).filter { $0.start >= head && $0.bytes == 1 }
+        XCTAssertTrue(oneByte.isEmpty, "no comfort-noise packet in a -20 dBFS room: \(oneByte.prefix(3))")
+        let decoded = try OpusTools.decode(chunk.data, in: directory)
+        XCTAssertEqual(decoded.count, tone.count)
+        XCTAssertEqual(TestSignal.dbfs(decoded[16_000 ..< 464_000]), -20, accuracy: 1.5, "the tone at its own level")
+        // Still the quiet rate: the room is quiet to the decision, only not sent as comfort noise.
+        let rates = chunk.encoder.rateChanges.map(\.bitrate)
+        XCTAssertEqual(rates.last, adaptive.quietBitrate, "\(rates)")
+        XCTAssertFalse(rates.contains(OggOpusChunkEncoder.comfortNoiseRate), "\(rates)")
+    }
+
     func testChunksWithMixedFrameSizesDecodeToTheirFullDurationWithTheOverlap() throws {
         let directory = try TemporaryDirectory()
         let words = try speechFromItsFirstSound(seconds: 6, in: directory)

@@ -225,7 +225,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
                 currentBitrate = rates[runStart]
             }
             if comfortNoise, currentBitrate == plan?.settings.quietBitrate {
-                try writeQuiet(bounds[runStart ..< runEnd], of: samples, blockStart: blockStart, to: encoder)
+                try writeQuiet(bounds[runStart ..< runEnd], levels: levels, of: samples, blockStart: blockStart, to: encoder)
             } else {
                 let run = UnsafeBufferPointer(rebasing: samples[range])
                 try writeRun(run, to: encoder)
@@ -259,17 +259,19 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     /// what libopus codes such frames at, so each is a one-byte packet that the decoder
     /// conceals with comfort noise shaped like the room it last decoded. The chunk's first
     /// frames are coded (at the quiet rate), so that a chunk decoded on its own knows its
-    /// room; so are a lone frame and one cut by the block's end. A stretch of n whole frames
+    /// room; so are a lone frame, one cut by the block's end, and a frame louder than
+    /// `comfortNoiseCeilingDB` (a loud room, a tone, music: concealment would play it back
+    /// as fainter noise of another colour, so it is coded at the quiet rate). A stretch of n whole frames
     /// goes as 60 ms frames and up to two 40 ms ones (n = 3a + 2b), so each setting gets a
     /// whole number of its frames and libopusenc holds back no more than at 20 ms: a kill
     /// loses no more, and no quiet frame waits to be coded under the next run's settings
     /// (docs/decisions/0018-a-quiet-room-sent-as-comfort-noise.md).
-    private func writeQuiet(_ frames: ArraySlice<Range<Int>>, of samples: UnsafeBufferPointer<Int16>, blockStart: Int,
-                            to encoder: OpaquePointer) throws {
+    private func writeQuiet(_ frames: ArraySlice<Range<Int>>, levels: [Double], of samples: UnsafeBufferPointer<Int16>,
+                            blockStart: Int, to encoder: OpaquePointer) throws {
         var index = frames.startIndex
         while index < frames.endIndex {
             var end = index
-            while end < frames.endIndex, frames[end].count == frameSamples,
+            while end < frames.endIndex, frames[end].count == frameSamples, levels[end] <= Self.comfortNoiseCeilingDB,
                   (blockStart + frames[end].lowerBound) / frameSamples >= Self.roomFrames { end += 1 }
             let whole = end - index
             guard whole >= 2 else {
@@ -295,6 +297,9 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     /// Frames a chunk codes before its quiet frames may go as comfort noise: enough for the
     /// decoder to learn the room's level and colour.
     public static let roomFrames = 10
+    /// The loudest frame sent as comfort noise: quiet rooms (the benchmark's noises up to
+    /// -50 dBFS, whose frames swell a few dB) are under it; a louder steady sound is coded.
+    public static let comfortNoiseCeilingDB = -40.0
     /// Under libopus's lowest target for coding a frame longer than 20 ms (2.4 kbit/s): such
     /// a frame becomes a one-byte packet.
     static let comfortNoiseTarget = 1_000
