@@ -183,7 +183,8 @@ public final class Uploader: Sendable {
         }
     }
 
-    /// Stops: aborts a request in flight (within about a second), lets the cycle finish
+    /// Stops: aborts a request in flight (within about a second; one whose body was sent
+    /// is given `CurlTransport.answerGrace` for its answer), lets the cycle finish
     /// its bookkeeping and returns when it has. Records not confirmed stay pending.
     /// Not to be called from a progress callback.
     public func stop() {

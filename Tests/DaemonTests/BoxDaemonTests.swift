@@ -286,7 +286,7 @@ final class BoxDaemonTests: XCTestCase {
         for stream in StreamName.allCases {
             XCTAssertEqual(try database.recordQueue.count(stream: stream, status: .pending), 0, "\(stream)")
         }
-        XCTAssertEqual(try rig.receiver.stats().duplicates, 0)
+        XCTAssertEqual(try rig.receiver.stats().duplicates, 0, rig.agentLog)
     }
 }
 

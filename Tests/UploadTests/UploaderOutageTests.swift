@@ -217,6 +217,21 @@ final class UploaderOutageTests: XCTestCase {
         XCTAssertEqual(try f.database.recordQueue.records(stream: .location).map(\.uploadAttempts), [0, 0])
     }
 
+    /// A stop while the server, which has the whole request, takes 2 s to answer: the stop
+    /// waits for the answer (`CurlTransport.answerGrace`) and marks the batch delivered,
+    /// rather than abandon it to be sent a second time at the next start.
+    func testStopWaitsForTheAnswerToARequestSentWhole() throws {
+        let f = try UploadFixture(receiverArguments: ["--fault", "slow=2"])
+        let ids = Set(try f.enqueue(.location, count: 2))
+        let uploader = f.makeUploader(clock: SystemClock())
+        uploader.start()
+        try waitUntil("the first cycle's request to reach the receiver") { try f.receiver.stats().in_flight == 1 }
+        uploader.stop()
+        XCTAssertEqual(try f.database.recordQueue.count(stream: .location, status: .pending), 0, "the answer was waited for")
+        XCTAssertEqual(Set(try f.receiver.storedIDs(.location)), ids)
+        XCTAssertEqual(try f.receiver.requests().count, 1)
+    }
+
     func testTheTimerRunsCyclesAndBringsARetryForward() throws {
         let f = try UploadFixture(receiverArguments: ["--fault", "status=503"])
         f.upload.interval = 3_600

@@ -15,13 +15,18 @@ public final class CurlTransport: HTTPTransport {
 
     /// The standard factory for the uploader: libcurl to the server, or, for a Virtues
     /// box, libcurl to the iroh bridge that carries each request to the box (`BoxTransport`).
+    /// How long a stop waits for the answer to a request whose body was sent.
+    public static let answerGrace: Duration = .seconds(5)
+
     public static let factory: HTTPTransportFactory = { settings, isCancelled in
         if settings.box != nil && settings.unixSocket == nil { return try BoxTransport(settings: settings, isCancelled: isCancelled) }
         return try CurlTransport(settings: settings, isCancelled: isCancelled)
     }
 
     /// - Parameter isCancelled: polled about once a second while a request runs;
-    ///   returning true aborts it (so `stop()` does not wait out a 30 s time-out).
+    ///   returning true aborts it (so `stop()` does not wait out a 30 s time-out), at once
+    ///   while its body is still going out, after `answerGrace` once the whole body is sent
+    ///   (the server may already have stored it: abandoned, it would be sent again).
     public init(settings: ServerSettings, isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         guard CurlRuntime.ensureInitialised() else {
             throw TransportFailure(kind: .other, detail: "libcurl could not initialise its TLS library: reinstall libcurl4-openssl-dev")
@@ -79,9 +84,10 @@ public final class CurlTransport: HTTPTransport {
             return size * count
         }
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, opaque)
-        _ = ariata_curl_setopt_xferinfofn(handle) { user, _, _, _, _ in
+        _ = ariata_curl_setopt_xferinfofn(handle) { user, _, _, uploadTotal, uploaded in
             guard let user else { return 0 }
-            return Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().isCancelled() ? 1 : 0
+            let bodySent = uploadTotal > 0 && uploaded >= uploadTotal
+            return Unmanaged<CallbackContext>.fromOpaque(user).takeUnretainedValue().shouldAbort(bodySent: bodySent) ? 1 : 0
         }
         _ = ariata_curl_setopt_ptr(handle, CURLOPT_XFERINFODATA, opaque)
         setLong(CURLOPT_NOPROGRESS, 0)
@@ -174,11 +180,26 @@ private final class CallbackContext {
     private var piece = 0
     private var offset = 0
 
+    /// When a cancellation was first seen after the request's body had gone out.
+    private var cancelledAfterSending: ContinuousClock.Instant?
+
     init(isCancelled: @escaping @Sendable () -> Bool) {
         self.isCancelled = isCancelled
     }
 
+    /// Whether to abort now: a request still sending its body at once; one whose body the
+    /// server has is given `CurlTransport.answerGrace` for its answer (docs/upload.md, "TLS and libcurl").
+    func shouldAbort(bodySent: Bool) -> Bool {
+        guard isCancelled() else { return false }
+        guard bodySent else { return true }
+        let now = ContinuousClock.now
+        let since = cancelledAfterSending ?? now
+        cancelledAfterSending = since
+        return now - since >= CurlTransport.answerGrace
+    }
+
     func reset(body requestBody: RequestBody) {
+        cancelledAfterSending = nil
         body = Data()
         headers = [:]
         self.requestBody = requestBody
