@@ -110,10 +110,10 @@ final class SleepWakeDaemonTests: XCTestCase {
 
         try logind.prepareForSleep(true)
         try waitUntil("the lock to be released", timeout: 10) { try !logind.holdsSleepDelay() }
-        try waitUntil("status to show the streams asleep", timeout: 15) {
-            try liveness(rig)["microphone"] == "asleep"
+        // Each stream's status is written as its supervisor holds it: wait for them all.
+        try waitUntil("status to show every stream held for sleep", timeout: 15) {
+            try Set(liveness(rig).values.filter { $0 != "disabled" }) == ["asleep"]
         }
-        XCTAssertEqual(Set(try liveness(rig).values.filter { $0 != "disabled" }), ["asleep"], "every stream held for sleep")
         // Some rounds asleep: logind still prepares for sleep, so capture stays held.
         Thread.sleep(forTimeInterval: Double(2 * round))
         XCTAssertFalse(try logind.holdsSleepDelay(), "still asleep while logind says so")
