@@ -9,7 +9,7 @@ import Foundation
 /// (and so the feed) stays up.
 public final class GPSDRig: @unchecked Sendable {
     // Mutable state (the gpsd process) is touched only from the test's own thread.
-    public let port: Int
+    public private(set) var port: Int
     public let devicePath: String
     public let feedPath: String
     private let directory: TemporaryDirectory
@@ -41,7 +41,21 @@ public final class GPSDRig: @unchecked Sendable {
             throw RigFailure("cannot open the pty feed \(feedPath): \(socat.stderr())")
         }
         feed = handle
-        if startGPSD { try self.startGPSD() }
+        if startGPSD { try startOnAFreePort() }
+    }
+
+    /// The first start: a port found free can be taken by another test's server before
+    /// gpsd binds it (the suite runs many at once), so a lost race tries another port.
+    private func startOnAFreePort() throws {
+        for _ in 1 ..< 3 {
+            do {
+                return try startGPSD()
+            } catch let failure as RigFailure where failure.description.contains("Address already in use") {
+                gpsd = nil
+                port = try FreePort.find()
+            }
+        }
+        try startGPSD()
     }
 
     deinit {
