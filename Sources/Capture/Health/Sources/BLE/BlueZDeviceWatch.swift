@@ -48,7 +48,7 @@ final class BlueZDeviceWatch: Sendable {
                 self?.paths.withLock { _ = $0.insert(path) }
                 onSeen("BlueZ found it (\(device["Address"]?.string ?? path))")
             }
-            let changed = try connection.subscribe(DBusMatchRule(sender: BlueZ.service, interface: "org.freedesktop.DBus.Properties",
+            let changed = try connection.subscribe(DBusMatchRule(sender: BlueZ.service, interface: DBusConnection.propertiesInterface,
                                                                  member: "PropertiesChanged", arg0: BlueZ.device)) { [weak self] message in
                 guard let path = message.path, self?.paths.withLock({ $0.contains(path) }) == true,
                       let change = DBusPropertiesChange(message) else { return }
