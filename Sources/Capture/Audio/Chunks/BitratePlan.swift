@@ -4,7 +4,8 @@ import Foundation
 /// (`[microphone] bitrate`) while there is sound, the quiet rate (`quiet_bitrate`) while
 /// the room is quiet, so a quiet room costs less without a second of audio dropped.
 ///
-/// A frame is *above* when its level (RMS in dBFS, the measure of `average_db_level`) is
+/// A frame is *above* when its level (in dBFS: the speech band's level of the frame's
+/// quieter half, `SpeechBandMeter`, so that a room's rumble and a key's click hardly move it) is
 /// at or above both `thresholdDB` (below it nothing is sound) and the room's floor
 /// (`RoomFloor`, learnt from the frames before the block) plus `marginDB` plus twice the
 /// room's own spread (at most `spreadCapDB`): a room whose level moves by several dB from
@@ -156,12 +157,15 @@ public struct BitratePlan: Sendable {
     }
 }
 
-/// The plan handed from one chunk's encoder to the next: the room's floor and the hold
-/// go on across chunks (a new chunk does not learn the room again). Capture thread only,
+/// The plan handed from one chunk's encoder to the next: the room's floor, the hold and
+/// the speech band's filter go on across chunks (a new chunk does not learn the room again). Capture thread only,
 /// like the encoders that share it; it holds no audio, so each chunk still decodes on its own.
 public final class BitratePlanCarry {
     /// The plan as the last encoder left it; nil before any.
     public var plan: BitratePlan?
+    /// The speech band's filter as the last encoder left it, so that a new chunk's first
+    /// frames are measured as the stream's, not as a filter's start.
+    public var meter: SpeechBandMeter?
 
     public init() {}
 }

@@ -16,8 +16,8 @@ import Foundation
 /// (a full disk), when the chunk is most at risk.
 ///
 /// Opus settings: application VOIP and signal voice (speech is what we keep), 20 ms
-/// frames, VBR at the configured bit rate; with `adaptive`, the rate follows the level of
-/// each 20 ms frame (`BitratePlan`), set between two frames with `OPUS_SET_BITRATE`,
+/// frames, VBR at the configured bit rate; with `adaptive`, the rate follows the speech
+/// band's level of each 20 ms frame (`SpeechBandMeter`, `BitratePlan`), set between two frames with `OPUS_SET_BITRATE`,
 /// and each rise to the full rate starts SILK again at wideband (`writeRun`)
 /// (docs/streams/microphone.md, "Adaptive bit rate").
 public final class OggOpusChunkEncoder: ChunkEncoder {
@@ -92,6 +92,8 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
     private var plan: BitratePlan?
     /// Where the plan comes from and goes back to after each block, for the next chunk.
     private let carry: BitratePlanCarry?
+    /// What the plan judges sound by (set with `plan`).
+    private var meter: SpeechBandMeter?
     /// Whether the full rate is pinned to wideband, with SILK restarted at each rise to it.
     private let widebandRestart: Bool
     /// Samples still to be written in 5 ms frames since the last rise to the full rate.
@@ -133,6 +135,11 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
                     plan = carried
                 } else {
                     plan = BitratePlan(planSettings)
+                }
+                if let carried = carry?.meter, carried.sampleRate == settings.sampleRate {
+                    meter = carried
+                } else {
+                    meter = SpeechBandMeter(sampleRate: settings.sampleRate)
                 }
             }
         }
@@ -192,7 +199,7 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
 
     /// The samples cut into the encoder's 20 ms frames (counted from the chunk's first
     /// sample, so a block that ends inside a frame continues it in the next), each frame's
-    /// level taken, the plan's rate set before the frames it is for are encoded, and the
+    /// level taken (whole, for comfort noise's ceiling; in the speech band, for the plan), the plan's rate set before the frames it is for are encoded, and the
     /// frames of one rate written together (one `ope_encoder_write` per run, not per frame).
     private func appendPlanned(_ samples: UnsafeBufferPointer<Int16>, to encoder: OpaquePointer) throws {
         var bounds: [Range<Int>] = []
@@ -207,8 +214,10 @@ public final class OggOpusChunkEncoder: ChunkEncoder {
             levels.append(level.dbfs)
             start = end
         }
-        guard let rates = plan?.rates(forLevels: levels) else { return }
+        guard let soundLevels = meter?.levels(of: samples, frames: bounds),
+              let rates = plan?.rates(forLevels: soundLevels) else { return }
         carry?.plan = plan
+        carry?.meter = meter
         let blockStart = samplesWritten
         var runStart = 0
         while runStart < bounds.count {
