@@ -51,6 +51,8 @@ RATE = 16000
 SEED = 1
 # Seconds of the gap kept either side of a sentence cut out for the recogniser.
 MARGIN = 0.3
+# Resamplings of the utterances for the paired difference's interval.
+BOOTSTRAP = 4000
 # (name, ariata-bench encode options)
 SETTINGS = [
     ("16 kbit/s", ["--bitrate", "16000", "--quiet-bitrate", "16000"]),
@@ -153,7 +155,7 @@ def recognise_sentences(raw, bounds, stem):
             m = re.match(r"(.*)\((u\d+)[^)]*\)\s*$", line)
             if m:
                 hyps[m.group(2)] = m.group(1).strip()
-    return " ".join(hyps.get(f"u{i:02d}", "") for i in range(len(bounds)))
+    return [hyps.get(f"u{i:02d}", "") for i in range(len(bounds))]
 
 
 def to_wav(raw, wav):
@@ -171,8 +173,9 @@ def encode_and_recognise(bench, raw, name, options, stem, bounds=None):
         run(["opusdec", "--quiet", "--rate", str(RATE), opus, wav])
         run(["sox", "-D", wav, "-t", "raw", "-b", "16", "-e", "signed-integer", decoded])
     if bounds is not None:
-        return recognise_sentences(decoded, bounds, f"{stem}-utts"), line
-    return recognise(wav), line
+        utterances = recognise_sentences(decoded, bounds, f"{stem}-utts")
+        return " ".join(utterances), line, utterances
+    return recognise(wav), line, None
 
 
 def main():
@@ -204,6 +207,7 @@ def main():
     # Sentence i by voices k*i ... k*i+k-1 (mod the voices), so every voice speaks as often.
     spoken = [(text, VOICES[(k * i + j) % len(VOICES)]) for i, text in enumerate(sentences) for j in range(k)]
     reference = [w for text, _ in spoken for w in words(text)]
+    utterance_words = [words(text) for text, _ in spoken]
     clips = synthesise_spoken(spoken, work)
     demo = None if args.no_demo else demo_speech(work)
 
@@ -237,7 +241,7 @@ def main():
     print(f"sentences: {len(sentences)} from tools/wer/sentences.txt, each by {k} voice(s): {len(spoken)} utterances, "
           f"{len(reference)} words per level; voices in turn: {', '.join(VOICES)}; {args.gap:g} s gaps; "
           f"room {args.room_db:g} dBFS ({args.noise or 'white'}); seeds {seeds}; work {work}")
-    for key, (text, line) in sorted(results.items(), key=str):
+    for key, (text, line, _) in sorted(results.items(), key=str):
         with open(f"{work}/{'-'.join(str(k) for k in key).replace(' ', '').replace('/', '')}.txt", "w") as f:
             f.write(text + "\n")
         if line not in ("unencoded", ""):
@@ -254,14 +258,37 @@ def main():
         adaptive minus 16 kbit/s seed by seed."""
         names = [name for name, _ in settings]
         paired = "adaptive" in names and "16 kbit/s" in names
-        print("| level | " + " | ".join(names) + (" | adaptive − 16 kbit/s |" if paired else " |") + " words |")
-        print("|" + "---|" * (len(names) + 2 + paired))
+        interval = paired and kind == "sentences" and not args.continuous
+        print("| level | " + " | ".join(names) + (" | adaptive − 16 kbit/s |" if paired else " |")
+              + (" paired over the utterances (95 %) |" if interval else "") + " words |")
+        print("|" + "---|" * (len(names) + 2 + paired + interval))
         for level in levels:
             row = [spread([wer(kind, noise, s, level, name, truth) for s in seeds]) for name in names]
             if paired:
                 row.append(spread([wer(kind, noise, s, level, "adaptive", truth) - wer(kind, noise, s, level, "16 kbit/s", truth)
                                    for s in seeds]))
+                if kind == "sentences" and not args.continuous:
+                    row.append(paired_interval(noise, seeds, level))
             print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(truth)} |")
+
+    def paired_interval(noise, seeds, level):
+        """Adaptive minus 16 kbit/s over every utterance of every seed, in points of WER,
+        with its 95 % interval by resampling the utterances (the pairs: the same speech in
+        the same noise, encoded both ways), so that what the recogniser does with one
+        utterance either way counts once, as the spread of that utterance's pair."""
+        differences, counted = [], []
+        for s in seeds:
+            adaptive = results[("sentences", noise, s, level, "adaptive")][2]
+            flat = results[("sentences", noise, s, level, "16 kbit/s")][2]
+            for truth, a, f in zip(utterance_words, adaptive, flat):
+                differences.append(distance(truth, words(a)) - distance(truth, words(f)))
+                counted.append(len(truth))
+        differences, counted = np.array(differences, float), np.array(counted, float)
+        rng = np.random.default_rng(SEED)
+        picks = rng.integers(0, len(differences), size=(BOOTSTRAP, len(differences)))
+        resampled = 100 * differences[picks].sum(axis=1) / counted[picks].sum(axis=1)
+        low, high = np.percentile(resampled, [2.5, 97.5])
+        return f"{100 * differences.sum() / counted.sum():+.1f} ({low:+.1f} to {high:+.1f})"
 
     for noise in noises:
         print(f"\nWER (%), espeak-ng sentences, room {noise or 'white (numpy)'} at {args.room_db:g} dBFS, "
