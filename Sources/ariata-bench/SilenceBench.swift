@@ -117,6 +117,16 @@ enum SilenceBench {
         let cpuEnd = AudioBench.cpu(RUSAGE_SELF.rawValue)
         print(String(format: "gathering the level: %.1f ms CPU per hour of audio (one hour in 2 s blocks; %.1f dBFS)",
                      (cpuEnd.total - cpuStart.total) * 1_000, level.dbfs))
+        // And what the adaptive rate's own measure costs: the speech band's filter and the
+        // frames' halves (`SpeechBandMeter`), per 20 ms frame as the encoder runs it.
+        let frames = stride(from: 0, to: block.count, by: 320).map { $0 ..< min(block.count, $0 + 320) }
+        var meter = SpeechBandMeter(sampleRate: 16_000)
+        var loudest = AudioLevel.floor
+        let meterStart = AudioBench.cpu(RUSAGE_SELF.rawValue)
+        for _ in 0 ..< 1_800 { block.withUnsafeBufferPointer { loudest = max(loudest, meter.levels(of: $0, frames: frames).max() ?? loudest) } }
+        let meterEnd = AudioBench.cpu(RUSAGE_SELF.rawValue)
+        print(String(format: "the speech band's level (the adaptive rate's measure): %.1f ms CPU per hour of audio (loudest frame %.1f dBFS)",
+                     (meterEnd.total - meterStart.total) * 1_000, loudest))
 
     }
 

@@ -18,9 +18,9 @@ public struct MicrophoneConfig: Sendable, Equatable {
     /// What a quiet stretch is sent as once the chunk has coded the room
     /// (docs/decisions/0018-a-quiet-room-sent-as-comfort-noise.md).
     public var quietRoom: QuietRoom = .comfortNoise
-    /// A 20 ms frame below this level (dBFS) is never sound. -55 keeps speech far from
-    /// the microphone (about -51 dBFS) within reach while a quiet room (-58 to -60 dBFS)
-    /// costs the quiet rate.
+    /// A 20 ms frame whose speech band's level (`SpeechBandMeter`, dBFS) is below this is
+    /// never sound. -55 keeps speech far from the microphone (about -51 dBFS) within reach
+    /// while a quiet room, and a distant car's rumble, cost the quiet rate.
     public var soundThresholdDB: Int = -55
     /// How far (dB) above the room's own noise floor a frame must rise to be sound, before
     /// the room's own spread is added (docs/streams/microphone.md, "Adaptive bit rate").
@@ -71,7 +71,7 @@ extension MicrophoneConfig: ConfigTable {
          .int("bitrate", \.bitrate, range: 6_000...128_000, unit: "bits per second"),
          .int("quiet_bitrate", \.quietBitrate, range: 2_000...128_000, unit: "bits per second"),
          .choice("quiet_room", \.quietRoom, allowed: QuietRoom.allCases),
-         .int("sound_threshold_db", \.soundThresholdDB, range: -100...0, unit: "dBFS (0 is full scale, -55 quiet speech far away)"),
+         .int("sound_threshold_db", \.soundThresholdDB, range: -100...0, unit: "dBFS of the speech band (0 is full scale, -55 quiet speech far away)"),
          .int("sound_margin_db", \.soundMarginDB, range: 0...40, unit: "dB above the room's noise floor"),
          // Read and written only when given, so that a default leaves room for onboarding's
          // proposal (and stays the default after a rewrite).
