@@ -149,21 +149,31 @@ def recognise_sentences(raw, bounds, stem):
     run(["pocketsphinx_batch", "-adcin", "yes", "-cepdir", stem, "-cepext", ".raw", "-ctl", f"{stem}/ctl",
          "-hyp", f"{stem}/hyp", "-hmm", f"{MODEL}/en-us", "-lm", f"{MODEL}/en-us.lm.bin",
          "-dict", f"{MODEL}/cmudict-en-us.dict", "-logfn", "/dev/null"])
+    return read_hypotheses(stem, len(bounds))
+
+
+def read_hypotheses(stem, count):
+    """The recogniser's words for each of `count` utterances, from pocketsphinx_batch's hyp file."""
     hyps = {}
     with open(f"{stem}/hyp") as f:
         for line in f:
             m = re.match(r"(.*)\((u\d+)[^)]*\)\s*$", line)
             if m:
                 hyps[m.group(2)] = m.group(1).strip()
-    return [hyps.get(f"u{i:02d}", "") for i in range(len(bounds))]
+    return [hyps.get(f"u{i:02d}", "") for i in range(count)]
 
 
 def to_wav(raw, wav):
     run(["sox", "-D", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", raw, wav])
 
 
-def encode_and_recognise(bench, raw, name, options, stem, bounds=None):
-    """(transcript, the bench's line about the file). With `bounds`, sentence by sentence."""
+def encode_and_recognise(bench, raw, name, options, stem, bounds=None, reuse=False):
+    """(transcript, the bench's line about the file, each sentence's transcript or None).
+    With `bounds`, sentence by sentence; with `reuse`, a work directory's earlier
+    recognition of the same scene is read back instead of run again."""
+    if reuse and bounds is not None and os.path.exists(f"{stem}-utts/hyp"):
+        utterances = read_hypotheses(f"{stem}-utts", len(bounds))
+        return " ".join(utterances), "", utterances
     if options is None:
         wav, decoded, line = f"{stem}.wav", raw, "unencoded"
         to_wav(raw, wav)
@@ -191,6 +201,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=1, help="noises of each kind, for the run-to-run spread")
     parser.add_argument("--voices-per-sentence", type=int, default=1)
     parser.add_argument("--settings", help="comma-separated encodings to run (default: all)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read back the recognitions a run left in --work (the same sentences, voices and noises) instead of running them again")
     parser.add_argument("--continuous", action="store_true",
                         help="recognise the sentences' whole file with pocketsphinx_continuous (its own segmentation) "
                              "instead of each sentence cut at its known place")
@@ -232,7 +244,7 @@ def main():
                         slug = name.replace(" ", "").replace("/", "")
                         jobs[("sentences", noise, seed, level, name)] = pool.submit(
                             encode_and_recognise, args.bench, f"{work}/speech{tag}.raw", name, options,
-                            f"{work}/speech{tag}-{slug}", None if args.continuous else bounds)
+                            f"{work}/speech{tag}-{slug}", None if args.continuous else bounds, args.reuse)
                         if demo is not None and seed == SEED:
                             jobs[("demo", noise, seed, level, name)] = pool.submit(
                                 encode_and_recognise, args.bench, f"{work}/demo{tag}.raw", name, options, f"{work}/demo{tag}-{slug}")
@@ -271,15 +283,15 @@ def main():
                     row.append(paired_interval(noise, seeds, level))
             print(f"| {level:g} dBFS | " + " | ".join(row) + f" | {len(truth)} |")
 
-    def paired_interval(noise, seeds, level):
+    def paired_interval(noise, seeds, level, noises_pooled=None):
         """Adaptive minus 16 kbit/s over every utterance of every seed, in points of WER,
         with its 95 % interval by resampling the utterances (the pairs: the same speech in
         the same noise, encoded both ways), so that what the recogniser does with one
         utterance either way counts once, as the spread of that utterance's pair."""
         differences, counted = [], []
-        for s in seeds:
-            adaptive = results[("sentences", noise, s, level, "adaptive")][2]
-            flat = results[("sentences", noise, s, level, "16 kbit/s")][2]
+        for n, s in [(n, s) for n in (noises_pooled or [noise]) for s in seeds]:
+            adaptive = results[("sentences", n, s, level, "adaptive")][2]
+            flat = results[("sentences", n, s, level, "16 kbit/s")][2]
             for truth, a, f in zip(utterance_words, adaptive, flat):
                 differences.append(distance(truth, words(a)) - distance(truth, words(f)))
                 counted.append(len(truth))
@@ -290,6 +302,14 @@ def main():
         low, high = np.percentile(resampled, [2.5, 97.5])
         return f"{100 * differences.sum() / counted.sum():+.1f} ({low:+.1f} to {high:+.1f})"
 
+    pairs = {"adaptive", "16 kbit/s"} <= {name for name, _ in settings}
+    if len(noises) > 1 and pairs and not args.continuous:
+        print(f"\nadaptive − 16 kbit/s, every utterance of every noise ({', '.join(noises)}) and seed pooled, "
+              f"95 % interval from resampling the utterances:")
+        print("| level | adaptive − 16 kbit/s (95 %) | utterances |")
+        print("|---|---|---|")
+        for level in levels:
+            print(f"| {level:g} dBFS | {paired_interval(None, seeds, level, noises)} | {len(noises) * len(seeds) * len(spoken)} |")
     for noise in noises:
         print(f"\nWER (%), espeak-ng sentences, room {noise or 'white (numpy)'} at {args.room_db:g} dBFS, "
               f"mean (min–max) over {len(seeds)} noise seed(s):")
