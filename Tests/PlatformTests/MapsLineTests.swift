@@ -44,14 +44,26 @@ final class MapsLineTests: XCTestCase {
         XCTAssertNotEqual(address, MAP_FAILED)
         defer { munmap(address, 3 * 4_096) }
 
-        let mappings = try XCTUnwrap(MapsLine.read("self"))
         // FileHandle reads to the end (String(contentsOfFile:) stops after the first read).
-        let reference = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/self/maps"))
-        defer { try? reference.close() }
-        let text = String(decoding: try XCTUnwrap(try reference.readToEnd()), as: UTF8.self)
-        let lines = text.split(separator: "\n").count
-        XCTAssertGreaterThan(text.utf8.count, 8_192, "the test needs a maps file longer than one read")
-        XCTAssertEqual(mappings.count, lines, "every line read, to the end")
+        func referenceLines() throws -> (count: Int, bytes: Int) {
+            let reference = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/self/maps"))
+            defer { try? reference.close() }
+            let text = String(decoding: try XCTUnwrap(try reference.readToEnd()), as: UTF8.self)
+            return (text.split(separator: "\n").count, text.utf8.count)
+        }
+        // The test runner's other threads map and unmap (stacks, allocations) while this
+        // reads: the count is compared from a read between two that agree.
+        var mappings: [MapsLine] = []
+        var reference = (count: -1, bytes: 0)
+        for _ in 0 ..< 20 {
+            let before = try referenceLines()
+            mappings = try XCTUnwrap(MapsLine.read("self"))
+            let after = try referenceLines()
+            reference = after
+            if before.count == after.count { break }
+        }
+        XCTAssertGreaterThan(reference.bytes, 8_192, "the test needs a maps file longer than one read")
+        XCTAssertEqual(mappings.count, reference.count, "every line read, to the end")
         let mapped = try XCTUnwrap(mappings.first { $0.start == UInt(bitPattern: address) })
         XCTAssertEqual(mapped.path, path, "the path whole, its inner and trailing spaces kept")
         XCTAssertEqual(mapped.end - mapped.start, 3 * 4_096)
