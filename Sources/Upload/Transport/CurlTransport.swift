@@ -13,11 +13,11 @@ public final class CurlTransport: HTTPTransport {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let context: CallbackContext
 
-    /// The standard factory for the uploader: libcurl to the server, or, for a Virtues
-    /// box, libcurl to the iroh bridge that carries each request to the box (`BoxTransport`).
     /// How long a stop waits for the answer to a request whose body was sent.
     public static let answerGrace: Duration = .seconds(5)
 
+    /// The standard factory for the uploader: libcurl to the server, or, for a Virtues
+    /// box, libcurl to the iroh bridge that carries each request to the box (`BoxTransport`).
     public static let factory: HTTPTransportFactory = { settings, isCancelled in
         if settings.box != nil && settings.unixSocket == nil { return try BoxTransport(settings: settings, isCancelled: isCancelled) }
         return try CurlTransport(settings: settings, isCancelled: isCancelled)
