@@ -49,9 +49,14 @@ public struct AudioLevel: Sendable, Equatable {
 
     /// The level in dBFS, `floor` for digital silence or no samples.
     public var dbfs: Double {
-        guard samples > 0, sumOfSquares > 0 else { return Self.floor }
-        let meanSquare = Double(sumOfSquares) / Double(samples)
-        return max(Self.floor, 10 * log10(meanSquare / (32_768.0 * 32_768.0)))
+        guard samples > 0 else { return Self.floor }
+        return Self.dbfs(meanSquare: Double(sumOfSquares) / Double(samples))
+    }
+
+    /// A mean square of 16-bit samples in dBFS, `floor` for 0 (digital silence).
+    public static func dbfs(meanSquare: Double) -> Double {
+        guard meanSquare > 0 else { return floor }
+        return max(floor, 10 * log10(meanSquare / (32_768.0 * 32_768.0)))
     }
 
     /// The level as a record carries it: to 0.1 dB.

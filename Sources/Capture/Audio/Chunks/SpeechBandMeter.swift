@@ -34,9 +34,7 @@ public struct SpeechBandMeter: Sendable, Equatable {
             let middle = frame.lowerBound + frame.count / 2
             let first = meanSquare(samples, frame.lowerBound ..< middle)
             let second = meanSquare(samples, middle ..< frame.upperBound)
-            let quieter = frame.count >= 2 ? min(first, second) : max(first, second)
-            guard quieter > 0 else { return AudioLevel.floor }
-            return max(AudioLevel.floor, 10 * log10(quieter / (32_768.0 * 32_768.0)))
+            return AudioLevel.dbfs(meanSquare: frame.count >= 2 ? min(first, second) : max(first, second))
         }
     }
 
