@@ -24,6 +24,7 @@ import argparse
 import os
 import subprocess
 import tempfile
+import wave
 
 import numpy as np
 from scipy.signal import butter, sosfilt
@@ -150,13 +151,11 @@ def noise(bench, kind, db, seconds, seed, work):
 
 
 def speech(work):
-    raw = f"{work}/speech.raw"
-    if not os.path.exists(raw):
-        run(["opusdec", "--quiet", "--rate", str(RATE), "--force-wav", f"{ROOT}/tools/demo/speech.opus", f"{work}/speech.wav"])
-        with open(f"{work}/speech.wav", "rb") as f:
-            data = f.read()
-        np.frombuffer(data[data.index(b"data") + 8:], dtype="<i2").tofile(raw)
-    return np.fromfile(raw, dtype="<i2").astype(np.float64)
+    wav = f"{work}/speech.wav"
+    if not os.path.exists(wav):
+        run(["opusdec", "--quiet", "--rate", str(RATE), "--force-wav", f"{ROOT}/tools/demo/speech.opus", wav])
+    with wave.open(wav) as f:
+        return np.frombuffer(f.readframes(f.getnframes()), dtype="<i2").astype(np.float64)
 
 
 def stretch(bench, kind, noise_db, speech_db, talk, work, quiet_percent=80, spell=300):
